@@ -1,0 +1,105 @@
+"""Errors raised by inference_obs, and the non-fatal :class:`Annotation`.
+
+Every error derives from :class:`InferenceObsError` and also from the builtin
+that fits it, so callers can catch either::
+
+    InferenceObsError
+    ├── QueryError(ValueError)        bad builder input, raised when the expression is built
+    ├── SourceError                   carries the expression and PromQL (never credentials)
+    │   ├── SourceUnavailable         network, timeout, 429/5xx after bounded retries
+    │   ├── QueryFailed               server said bad_data / execution; keeps error_type, error
+    │   ├── NotSupportedOffline       the local engine has no rule for this node (names it)
+    │   └── DatasetError              missing or corrupt dataset, manifest mismatch
+    └── NoDataError(LookupError)      query fine, but no series where an analysis needs one
+
+Conditions that do not stop a computation (forced bucket monotonicity, too few
+samples to extrapolate, a server warning) are data, not exceptions: they travel
+as :class:`Annotation` values on results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "Annotation",
+    "DatasetError",
+    "InferenceObsError",
+    "NoDataError",
+    "NotSupportedOffline",
+    "QueryError",
+    "QueryFailed",
+    "SourceError",
+    "SourceUnavailable",
+]
+
+
+class InferenceObsError(Exception):
+    """Base class of every error raised by inference_obs."""
+
+
+class QueryError(InferenceObsError, ValueError):
+    """An expression could not be built: the message names the offending input."""
+
+
+class SourceError(InferenceObsError):
+    """A source could not answer.
+
+    Parameters
+    ----------
+    message
+        What went wrong, in plain words.
+    promql
+        The PromQL text that was sent or evaluated, when there is one.
+    """
+
+    def __init__(self, message: str, *, promql: str | None = None) -> None:
+        super().__init__(message)
+        self.promql = promql
+
+    def __str__(self) -> str:
+        base = super().__str__()
+        return f"{base} (query: {self.promql})" if self.promql else base
+
+
+class SourceUnavailable(SourceError):
+    """The source could not be reached, or kept failing after bounded retries."""
+
+
+class QueryFailed(SourceError):
+    """The server rejected or failed the query.
+
+    ``error_type`` is the API's ``errorType`` (``bad_data``, ``execution``, ...).
+    """
+
+    def __init__(self, message: str, *, error_type: str, promql: str | None = None) -> None:
+        super().__init__(message, promql=promql)
+        self.error_type = error_type
+
+
+class NotSupportedOffline(SourceError):
+    """The local engine has no rule for an expression node; the message names it."""
+
+
+class DatasetError(SourceError):
+    """An observation dataset is missing, corrupt, or disagrees with its manifest."""
+
+
+class NoDataError(InferenceObsError, LookupError):
+    """The query was fine, but no series matched where an analysis needs one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Annotation:
+    """A non-fatal condition attached to a result.
+
+    Attributes
+    ----------
+    kind
+        A stable, machine-readable code such as ``"monotonicity_forced"``.
+    message
+        The condition in plain words, naming what it concerns.
+    """
+
+    kind: str
+    message: str

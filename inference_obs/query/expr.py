@@ -1,0 +1,598 @@
+"""An immutable, typed expression tree for the PromQL this library needs.
+
+Nodes are named as PromQL names them. Each checks its input when it is built
+and raises :class:`~inference_obs.errors.QueryError` naming the problem, so an
+invalid query never reaches a server. Text is made in one place only:
+:func:`inference_obs.query.render.to_promql`.
+
+Durations, offsets and ``@`` times are float seconds (whole milliseconds).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
+
+from inference_obs.errors import QueryError
+from inference_obs.query.names import (
+    check_duration,
+    check_label_name,
+    check_metric_name,
+    check_regex,
+    check_text,
+    regex_escape,
+)
+
+__all__ = [
+    "AGGREGATIONS",
+    "Aggregate",
+    "At",
+    "Binary",
+    "Call",
+    "Expr",
+    "HistogramQuantile",
+    "MatchOp",
+    "Matcher",
+    "Matching",
+    "Number",
+    "Range",
+    "Selector",
+    "String",
+    "Subquery",
+    "ValueType",
+    "ignoring",
+    "on",
+]
+
+
+class ValueType(StrEnum):
+    """The PromQL type an expression evaluates to."""
+
+    SCALAR = "scalar"
+    VECTOR = "instant vector"
+    MATRIX = "range vector"
+    STRING = "string"
+
+
+class MatchOp(StrEnum):
+    """A label matcher's operator."""
+
+    EQ = "="
+    NE = "!="
+    RE = "=~"
+    NRE = "!~"
+
+
+#: ``@`` may name a time (unix seconds) or the start/end of a range query.
+At = float | Literal["start", "end"]
+
+
+class Expr:
+    """Base of every node: arithmetic operators build :class:`Binary` nodes."""
+
+    __slots__ = ()
+
+    @property
+    def type(self) -> ValueType:  # pragma: no cover - every node overrides it
+        raise NotImplementedError
+
+    def __add__(self, other: Expr | float) -> Binary:
+        return Binary("+", self, _lift(other))
+
+    def __sub__(self, other: Expr | float) -> Binary:
+        return Binary("-", self, _lift(other))
+
+    def __mul__(self, other: Expr | float) -> Binary:
+        return Binary("*", self, _lift(other))
+
+    def __truediv__(self, other: Expr | float) -> Binary:
+        return Binary("/", self, _lift(other))
+
+    def __radd__(self, other: float) -> Binary:
+        return Binary("+", _lift(other), self)
+
+    def __rsub__(self, other: float) -> Binary:
+        return Binary("-", _lift(other), self)
+
+    def __rmul__(self, other: float) -> Binary:
+        return Binary("*", _lift(other), self)
+
+    def __rtruediv__(self, other: float) -> Binary:
+        return Binary("/", _lift(other), self)
+
+    # Aggregations are methods because their PromQL names shadow Python builtins.
+    def sum(
+        self, *, by: tuple[str, ...] | None = None, without: tuple[str, ...] | None = None
+    ) -> Aggregate:
+        """``sum`` over series, keeping the ``by`` labels (or all but ``without``)."""
+        return Aggregate("sum", self, by=by, without=without)
+
+    def avg(
+        self, *, by: tuple[str, ...] | None = None, without: tuple[str, ...] | None = None
+    ) -> Aggregate:
+        """``avg`` over series: an unweighted mean of the series' values."""
+        return Aggregate("avg", self, by=by, without=without)
+
+    def min(
+        self, *, by: tuple[str, ...] | None = None, without: tuple[str, ...] | None = None
+    ) -> Aggregate:
+        """``min`` over series."""
+        return Aggregate("min", self, by=by, without=without)
+
+    def max(
+        self, *, by: tuple[str, ...] | None = None, without: tuple[str, ...] | None = None
+    ) -> Aggregate:
+        """``max`` over series."""
+        return Aggregate("max", self, by=by, without=without)
+
+    def count(
+        self, *, by: tuple[str, ...] | None = None, without: tuple[str, ...] | None = None
+    ) -> Aggregate:
+        """``count`` of series."""
+        return Aggregate("count", self, by=by, without=without)
+
+    def quantile(
+        self, q: float, *, by: tuple[str, ...] | None = None, without: tuple[str, ...] | None = None
+    ) -> Aggregate:
+        """``quantile`` of the series' values (not a histogram quantile)."""
+        return Aggregate("quantile", self, by=by, without=without, param=Number(q))
+
+    def topk(
+        self, k: int, *, by: tuple[str, ...] | None = None, without: tuple[str, ...] | None = None
+    ) -> Aggregate:
+        """``topk``: the ``k`` largest series."""
+        return Aggregate("topk", self, by=by, without=without, param=Number(k))
+
+
+def _lift(value: Expr | float) -> Expr:
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise QueryError(f"operand {value!r} is neither an expression nor a number")
+    return Number(float(value))
+
+
+def _check_at(at: At | None, where: str) -> None:
+    if at is None or at in ("start", "end"):
+        return
+    if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
+        raise QueryError(f"{where}: '@' must be unix seconds, 'start' or 'end', got {at!r}")
+    if abs(at * 1000 - round(at * 1000)) > 1e-3:
+        raise QueryError(f"{where}: '@' time {at!r} is not a whole number of milliseconds")
+
+
+def _check_offset(offset: float | None, where: str) -> None:
+    if offset is not None:
+        # Negative offsets need a feature flag on Prometheus 2.x; refuse them.
+        check_duration(offset, where=f"{where} offset")
+
+
+def _check_type(expr: object, expected: ValueType, where: str) -> None:
+    if not isinstance(expr, Expr):
+        raise QueryError(f"{where}: expected an expression, got {expr!r}")
+    if expr.type is not expected:
+        raise QueryError(f"{where}: expected {expected.value}, got {expr.type.value}")
+
+
+@dataclass(frozen=True, slots=True)
+class Matcher:
+    """A label matcher such as ``pod=~"pro-.*"``.
+
+    Prefer the constructors :meth:`equal`, :meth:`one_of` and :meth:`prefix`
+    where a literal value is meant: they escape it so it selects exactly itself.
+    """
+
+    label: str
+    op: MatchOp
+    value: str
+
+    def __post_init__(self) -> None:
+        where = f"matcher on {self.label!r}"
+        check_label_name(self.label, where=where)
+        if not isinstance(self.op, MatchOp):
+            raise QueryError(f"{where}: operator must be a MatchOp, got {self.op!r}")
+        check_text(self.value, where=where)
+        if self.op in (MatchOp.RE, MatchOp.NRE):
+            check_regex(self.value, where=where)
+
+    @classmethod
+    def equal(cls, label: str, value: str) -> Matcher:
+        """``label="value"``: exactly this value."""
+        return cls(label, MatchOp.EQ, value)
+
+    @classmethod
+    def not_equal(cls, label: str, value: str) -> Matcher:
+        """``label!="value"``."""
+        return cls(label, MatchOp.NE, value)
+
+    @classmethod
+    def regex(cls, label: str, pattern: str) -> Matcher:
+        """``label=~"pattern"``: an RE2 pattern, anchored at both ends by the server."""
+        return cls(label, MatchOp.RE, pattern)
+
+    @classmethod
+    def not_regex(cls, label: str, pattern: str) -> Matcher:
+        """``label!~"pattern"``."""
+        return cls(label, MatchOp.NRE, pattern)
+
+    @classmethod
+    def one_of(cls, label: str, values: tuple[str, ...] | list[str]) -> Matcher:
+        """Any of the literal ``values``, escaped so each selects exactly itself."""
+        if not values:
+            raise QueryError(f"matcher on {label!r}: one_of needs at least one value")
+        for value in values:
+            check_text(value, where=f"matcher on {label!r}")
+        if len(values) == 1:
+            return cls.equal(label, values[0])
+        return cls(label, MatchOp.RE, "|".join(regex_escape(v) for v in values))
+
+    @classmethod
+    def prefix(cls, label: str, prefix: str) -> Matcher:
+        """Values starting with the literal ``prefix`` (newlines included after it)."""
+        check_text(prefix, where=f"matcher on {label!r}")
+        # (?s:...) lets '.' match a newline; Prometheus 2.x's '.' does not by default.
+        return cls(label, MatchOp.RE, regex_escape(prefix) + "(?s:.*)")
+
+    def matches(self, value: str) -> bool:
+        """Whether ``value`` satisfies this matcher (Python re as an RE2 stand-in)."""
+        if self.op is MatchOp.EQ:
+            return value == self.value
+        if self.op is MatchOp.NE:
+            return value != self.value
+        hit = re.fullmatch(self.value, value) is not None
+        return hit if self.op is MatchOp.RE else not hit
+
+
+@dataclass(frozen=True, slots=True)
+class Selector(Expr):
+    """An instant-vector selector: ``metric{matchers} offset o @ t``."""
+
+    metric: str | None
+    matchers: tuple[Matcher, ...] = ()
+    offset: float | None = None
+    at: At | None = None
+
+    def __post_init__(self) -> None:
+        where = f"selector {self.metric or ''}{{...}}"
+        if self.metric is not None:
+            check_metric_name(self.metric, where=where)
+        if not isinstance(self.matchers, tuple) or not all(
+            isinstance(m, Matcher) for m in self.matchers
+        ):
+            raise QueryError(f"{where}: matchers must be a tuple of Matcher")
+        if self.metric is not None and any(m.label == "__name__" for m in self.matchers):
+            raise QueryError(f"{where}: metric name given twice (as name and __name__ matcher)")
+        if self.metric is None and all(m.matches("") for m in self.matchers):
+            raise QueryError(
+                f"{where}: a selector needs a metric name or a matcher that does not "
+                "match the empty string"
+            )
+        _check_offset(self.offset, where)
+        _check_at(self.at, where)
+
+    @property
+    def type(self) -> ValueType:
+        return ValueType.VECTOR
+
+    def where(self, *matchers: Matcher) -> Selector:
+        """This selector with ``matchers`` added."""
+        return Selector(self.metric, self.matchers + matchers, self.offset, self.at)
+
+    def over(self, seconds: float) -> Range:
+        """The range vector of this selector over the last ``seconds``."""
+        return Range(self, seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class Range(Expr):
+    """A range-vector selector: ``selector[range]`` (range in seconds)."""
+
+    selector: Selector
+    seconds: float
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.selector, Selector):
+            raise QueryError(
+                f"range [{self.seconds!r}s]: only a selector can take a range; "
+                "use Subquery for an expression"
+            )
+        check_duration(self.seconds, where=f"range of {self.selector.metric or 'selector'}")
+
+    @property
+    def type(self) -> ValueType:
+        return ValueType.MATRIX
+
+
+@dataclass(frozen=True, slots=True)
+class Subquery(Expr):
+    """A subquery ``expr[range:step]``; ``step`` None uses the server's default."""
+
+    expr: Expr
+    seconds: float
+    step: float | None = None
+    offset: float | None = None
+    at: At | None = None
+
+    def __post_init__(self) -> None:
+        _check_type(self.expr, ValueType.VECTOR, "subquery")
+        check_duration(self.seconds, where="subquery range")
+        if self.step is not None:
+            check_duration(self.step, where="subquery step")
+        _check_offset(self.offset, "subquery")
+        _check_at(self.at, "subquery")
+
+    @property
+    def type(self) -> ValueType:
+        return ValueType.MATRIX
+
+
+@dataclass(frozen=True, slots=True)
+class Number(Expr):
+    """A float literal."""
+
+    value: float
+
+    def __post_init__(self) -> None:
+        if isinstance(self.value, bool) or not isinstance(self.value, int | float):
+            raise QueryError(f"number literal: expected a number, got {self.value!r}")
+
+    @property
+    def type(self) -> ValueType:
+        return ValueType.SCALAR
+
+
+@dataclass(frozen=True, slots=True)
+class String(Expr):
+    """A string literal (function arguments such as label_replace's)."""
+
+    value: str
+
+    def __post_init__(self) -> None:
+        check_text(self.value, where="string literal")
+
+    @property
+    def type(self) -> ValueType:
+        return ValueType.STRING
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Expr):
+    """A function call; the signature is checked against :data:`FUNCTIONS`."""
+
+    name: str
+    args: tuple[Expr, ...]
+
+    def __post_init__(self) -> None:
+        # Imported here: the signature table builds on the node types above.
+        from inference_obs.query.functions import check_call
+
+        check_call(self.name, self.args)
+
+    @property
+    def type(self) -> ValueType:
+        from inference_obs.query.functions import FUNCTIONS
+
+        return FUNCTIONS[self.name].returns
+
+
+#: Aggregation operators, and the type of their parameter (None: no parameter).
+AGGREGATIONS: dict[str, ValueType | None] = {
+    "sum": None,
+    "avg": None,
+    "min": None,
+    "max": None,
+    "count": None,
+    "group": None,
+    "stddev": None,
+    "stdvar": None,
+    "quantile": ValueType.SCALAR,
+    "topk": ValueType.SCALAR,
+    "bottomk": ValueType.SCALAR,
+    "count_values": ValueType.STRING,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate(Expr):
+    """An aggregation ``op by (labels) (param, expr)``.
+
+    With neither ``by`` nor ``without`` every label is dropped.
+    """
+
+    op: str
+    expr: Expr
+    by: tuple[str, ...] | None = None
+    without: tuple[str, ...] | None = None
+    param: Expr | None = None
+
+    def __post_init__(self) -> None:
+        where = f"aggregation {self.op!r}"
+        if self.op not in AGGREGATIONS:
+            raise QueryError(f"{where}: unknown; expected one of {sorted(AGGREGATIONS)}")
+        _check_type(self.expr, ValueType.VECTOR, where)
+        if self.by is not None and self.without is not None:
+            raise QueryError(f"{where}: give 'by' or 'without', not both")
+        for labels in (self.by, self.without):
+            if labels is not None:
+                if not isinstance(labels, tuple):
+                    raise QueryError(f"{where}: grouping labels must be a tuple, got {labels!r}")
+                for label in labels:
+                    check_label_name(label, where=f"{where} grouping")
+        wanted = AGGREGATIONS[self.op]
+        if wanted is None and self.param is not None:
+            raise QueryError(f"{where}: takes no parameter")
+        if wanted is not None:
+            if self.param is None:
+                raise QueryError(f"{where}: needs a {wanted.value} parameter")
+            _check_type(self.param, wanted, f"{where} parameter")
+
+    @property
+    def type(self) -> ValueType:
+        return ValueType.VECTOR
+
+
+@dataclass(frozen=True, slots=True)
+class Matching:
+    """Vector matching for a binary operation: ``on``/``ignoring`` and grouping.
+
+    Build it with :func:`on` or :func:`ignoring`, then ``.group_left(...)``.
+    """
+
+    kind: Literal["on", "ignoring"]
+    labels: tuple[str, ...] = ()
+    group: Literal["left", "right"] | None = None
+    include: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("on", "ignoring"):
+            raise QueryError(f"vector matching: kind must be 'on' or 'ignoring', not {self.kind!r}")
+        if self.group not in (None, "left", "right"):
+            raise QueryError(
+                f"vector matching: group must be 'left' or 'right', not {self.group!r}"
+            )
+        for label in self.labels + self.include:
+            check_label_name(label, where=f"vector matching {self.kind}(...)")
+        if self.include and self.group is None:
+            raise QueryError("vector matching: included labels need group_left or group_right")
+
+    def group_left(self, *include: str) -> Matching:
+        """Many-to-one matching; ``include`` copies labels from the right side."""
+        return Matching(self.kind, self.labels, "left", include)
+
+    def group_right(self, *include: str) -> Matching:
+        """One-to-many matching; ``include`` copies labels from the left side."""
+        return Matching(self.kind, self.labels, "right", include)
+
+
+def on(*labels: str) -> Matching:
+    """Match series on exactly these labels."""
+    return Matching("on", labels)
+
+
+def ignoring(*labels: str) -> Matching:
+    """Match series on all labels except these."""
+    return Matching("ignoring", labels)
+
+
+ARITHMETIC = ("+", "-", "*", "/", "%", "^", "atan2")
+COMPARISON = ("==", "!=", ">", "<", ">=", "<=")
+SET = ("and", "or", "unless")
+
+
+@dataclass(frozen=True, slots=True)
+class Binary(Expr):
+    """A binary operation ``lhs op [bool] [matching] rhs``."""
+
+    op: str
+    lhs: Expr
+    rhs: Expr
+    bool_: bool = False
+    matching: Matching | None = None
+
+    def __post_init__(self) -> None:
+        where = f"binary {self.op!r}"
+        if self.op not in ARITHMETIC + COMPARISON + SET:
+            raise QueryError(f"{where}: unknown operator")
+        for side, operand in (("left", self.lhs), ("right", self.rhs)):
+            if not isinstance(operand, Expr) or operand.type not in (
+                ValueType.SCALAR,
+                ValueType.VECTOR,
+            ):
+                kind = operand.type.value if isinstance(operand, Expr) else repr(operand)
+                raise QueryError(
+                    f"{where}: {side} operand must be a scalar or instant vector, got {kind}"
+                )
+        both_vectors = self.lhs.type is self.rhs.type is ValueType.VECTOR
+        if self.op in SET and not both_vectors:
+            raise QueryError(f"{where}: set operators need instant vectors on both sides")
+        if self.bool_ and self.op not in COMPARISON:
+            raise QueryError(f"{where}: 'bool' applies to comparison operators only")
+        if (
+            self.op in COMPARISON
+            and not self.bool_
+            and self.lhs.type is self.rhs.type is ValueType.SCALAR
+        ):
+            raise QueryError(f"{where}: comparing two scalars needs 'bool'")
+        if self.matching is not None:
+            if not both_vectors:
+                raise QueryError(f"{where}: on/ignoring apply only between two instant vectors")
+            if self.op in SET and self.matching.group is not None:
+                raise QueryError(
+                    f"{where}: group_left/group_right cannot be used with set operators"
+                )
+
+    @property
+    def type(self) -> ValueType:
+        if ValueType.VECTOR in (self.lhs.type, self.rhs.type):
+            return ValueType.VECTOR
+        return ValueType.SCALAR
+
+
+@dataclass(frozen=True, slots=True)
+class HistogramQuantile(Expr):
+    """``histogram_quantile(q, buckets)`` over classic ``le`` buckets.
+
+    The buckets expression must keep the ``le`` label: an aggregation in it
+    must group ``by`` a list containing ``le``, or exclude it from ``without``.
+    """
+
+    q: Expr
+    buckets: Expr
+
+    def __post_init__(self) -> None:
+        _check_type(self.q, ValueType.SCALAR, "histogram_quantile quantile")
+        _check_type(self.buckets, ValueType.VECTOR, "histogram_quantile buckets")
+        if isinstance(self.q, Number) and not 0 <= self.q.value <= 1:
+            raise QueryError(f"histogram_quantile: quantile {self.q.value!r} is outside [0, 1]")
+        if not keeps_label(self.buckets, "le"):
+            raise QueryError(
+                "histogram_quantile: the bucket expression drops the 'le' label; "
+                "aggregate with 'by (..., le)' so buckets are merged, not lost"
+            )
+
+    @property
+    def type(self) -> ValueType:
+        return ValueType.VECTOR
+
+
+def keeps_label(expr: Expr, label: str) -> bool:
+    """Whether ``label`` can survive evaluation of ``expr`` (conservative: True if unsure)."""
+    match expr:
+        case Selector() | Range():
+            return True
+        case Subquery(expr=inner):
+            return keeps_label(inner, label)
+        case Aggregate(op=op, expr=inner, by=by, without=without):
+            if op in ("topk", "bottomk"):
+                return keeps_label(inner, label)
+            if by is not None:
+                return label in by
+            if without is not None:
+                return label not in without and keeps_label(inner, label)
+            return False
+        case HistogramQuantile() | Number() | String():
+            return False
+        case Binary(lhs=lhs, rhs=rhs, matching=matching, op=op):
+            if lhs.type is ValueType.SCALAR:
+                return keeps_label(rhs, label)
+            if rhs.type is ValueType.SCALAR:
+                return keeps_label(lhs, label)
+            if op == "or":
+                return keeps_label(lhs, label) or keeps_label(rhs, label)
+            if matching is None:
+                return keeps_label(lhs, label)
+            if matching.group == "left":
+                return keeps_label(lhs, label) or label in matching.include
+            if matching.group == "right":
+                return keeps_label(rhs, label) or label in matching.include
+            if matching.kind == "on":
+                return label in matching.labels
+            return label not in matching.labels and keeps_label(lhs, label)
+        case Call(name=name, args=args):
+            from inference_obs.query.functions import FUNCTIONS
+
+            return FUNCTIONS[name].keeps_label(args, label)
+    return True
