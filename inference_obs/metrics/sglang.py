@@ -1,0 +1,608 @@
+"""SGLang metric families (``sglang:`` prefix) and how each compares with vLLM.
+
+Names, types, labels and default buckets were read from the released SGLang
+0.5.23 sources (``python/sglang/srt/observability/metrics_collector.py`` and the
+scheduler metrics reporter), with SGLang 0.4.6 for older names.
+
+Conventions:
+
+- every family needs ``--enable-metrics`` (metrics are off by default);
+- scheduler families carry :data:`SCHEDULER_LABELS`; only rank 0 of a TP group
+  exports, but each DP rank exports its own series. Request-level families,
+  counted in the tokenizer manager, carry :data:`TOKENIZER_LABELS` and several
+  add ``is_streaming``. A ``priority`` label (priority scheduling) and custom
+  ``extra_metric_labels`` may be added to either;
+- SGLang 0.4.6 labelled its families with ``model_name`` only.
+
+:data:`VLLM_EQUIVALENTS` maps SGLang families to the nearest vLLM family and
+says in one sentence what differs; families absent from it have no vLLM
+counterpart worth comparing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from types import MappingProxyType
+
+from inference_obs.metrics import vllm as v
+from inference_obs.metrics.family import Family, MetricType
+
+SCHEDULER_LABELS: tuple[str, ...] = (
+    "model_name", "engine_type", "tp_rank", "pp_rank", "moe_ep_rank", "dp_rank",
+)  # fmt: skip
+"""Labels of scheduler families (``dp_rank`` only when data parallelism is used)."""
+TOKENIZER_LABELS: tuple[str, ...] = ("model_name", "engine_type")
+"""Labels of request-level families counted in the tokenizer manager."""
+STREAMING_LABELS: tuple[str, ...] = (*TOKENIZER_LABELS, "is_streaming")
+"""Tokenizer labels plus ``is_streaming`` ("true"/"false")."""
+
+# ---------------------------------------------------------------------------
+# Default bucket upper bounds (+Inf implied).
+# ---------------------------------------------------------------------------
+
+TTFT_BUCKETS: tuple[float, ...] = (
+    0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400,
+)  # fmt: skip
+INTER_TOKEN_LATENCY_BUCKETS: tuple[float, ...] = (
+    0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060,
+    0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.0, 2.0, 4.0, 6.0, 8.0,
+)  # fmt: skip
+E2E_REQUEST_LATENCY_BUCKETS: tuple[float, ...] = (
+    0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 600,
+    1200, 1800, 2400,
+)  # fmt: skip
+QUEUE_TIME_BUCKETS: tuple[float, ...] = (
+    0.0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.5, 1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50,
+    60, 70, 80, 90, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1600,
+    1800, 2000, 2500, 3000,
+)  # fmt: skip
+PER_STAGE_REQ_LATENCY_BUCKETS: tuple[float, ...] = tuple(0.001 * 1.62**i for i in range(30))
+"""30 exponential bounds from 1 ms, factor 1.62."""
+UNLISTED_BUCKETS: tuple[float, ...] = ()
+"""Marks a histogram whose default bounds this catalogue does not record: read ``le``."""
+
+_ENABLE = "--enable-metrics"
+_SPEC = "--enable-metrics with speculative decoding"
+_PD = "--enable-metrics on a prefill/decode disaggregated server"
+_HICACHE = "--enable-metrics with the hierarchical cache (HiCache)"
+
+_RESETS = "Counters restart at zero on restart: rate() or increase() each series, then sum."
+_DP = "Each DP rank exports its own series: aggregate over dp_rank for a server total."
+_STREAM = "Split by is_streaming: sum over it for all requests."
+_OLD = "SGLang 0.4.6 labelled it with model_name only."
+_REPORT = (
+    "Set at each scheduler report (log interval): a scrape sees the last report, not a "
+    "time average."
+)
+_PRECOMPUTED = (
+    "A ratio precomputed over the last report interval and not weighted by volume: do not "
+    "average it across time or ranks."
+)
+_UNLISTED = "Default buckets not recorded in this catalogue: read le from the data."
+_V046 = "SGLang <= 0.4.6"
+
+_sglang = partial(Family, exporter="sglang", condition=_ENABLE)
+_sched_gauge = partial(
+    _sglang, type=MetricType.GAUGE, labels=SCHEDULER_LABELS, traps=(_REPORT, _DP)
+)
+_sched_counter = partial(
+    _sglang, type=MetricType.COUNTER, labels=SCHEDULER_LABELS, traps=(_RESETS, _DP)
+)
+_tok_counter = partial(_sglang, type=MetricType.COUNTER, labels=TOKENIZER_LABELS, traps=(_RESETS,))
+_histogram = partial(_sglang, type=MetricType.HISTOGRAM, labels=TOKENIZER_LABELS)
+
+# ---------------------------------------------------------------------------
+# Request latency histograms.
+# ---------------------------------------------------------------------------
+
+TIME_TO_FIRST_TOKEN = _histogram(
+    name="sglang:time_to_first_token_seconds",
+    unit="seconds",
+    help="Per request: time to its first output token.",
+    labels=STREAMING_LABELS,
+    buckets=TTFT_BUCKETS,
+    since=_V046,
+    traps=("Nothing below 100 ms: fast first tokens all land in le=0.1.", _STREAM, _OLD),
+)
+INTER_TOKEN_LATENCY = _histogram(
+    name="sglang:inter_token_latency_seconds",
+    unit="seconds",
+    help="Gap between streamed outputs, split evenly over the tokens of each output.",
+    buckets=INTER_TOKEN_LATENCY_BUCKETS,
+    since=_V046,
+    traps=(
+        "One observation per token, so _count is tokens; vLLM observes once per engine step.",
+        _OLD,
+    ),
+)
+REQUEST_TIME_PER_OUTPUT_TOKEN = _histogram(
+    name="sglang:request_time_per_output_token_seconds",
+    unit="seconds",
+    help="Per finished request: (finish - first token) / (completion tokens - 1).",
+    labels=STREAMING_LABELS,
+    buckets=UNLISTED_BUCKETS,
+    traps=(
+        "Skips requests with at most one output token, requests not finished by stop or "
+        "length, and prefill workers of a disaggregated setup.",
+        _STREAM,
+        _UNLISTED,
+    ),
+)
+E2E_REQUEST_LATENCY = _histogram(
+    name="sglang:e2e_request_latency_seconds",
+    unit="seconds",
+    help="Per finished request: end-to-end latency.",
+    labels=STREAMING_LABELS,
+    buckets=E2E_REQUEST_LATENCY_BUCKETS,
+    since=_V046,
+    traps=(_STREAM, _OLD),
+)
+QUEUE_TIME = _histogram(
+    name="sglang:queue_time_seconds",
+    unit="seconds",
+    help="Per request: time spent waiting in the scheduler queue before its first prefill.",
+    labels=SCHEDULER_LABELS,
+    buckets=QUEUE_TIME_BUCKETS,
+    traps=("SGLang 0.4.6 only had the gauge sglang:avg_request_queue_latency.", _DP),
+)
+PER_STAGE_REQ_LATENCY = _histogram(
+    name="sglang:per_stage_req_latency_seconds",
+    unit="seconds",
+    help="Per request and stage (e.g. prefill_waiting, request_process): time in the stage.",
+    labels=(*SCHEDULER_LABELS, "stage"),
+    buckets=PER_STAGE_REQ_LATENCY_BUCKETS,
+    traps=(
+        "Stages do not map one-to-one to vLLM's queue/prefill/decode phases.",
+        "Exponential bounds print with many digits: match le by value, not by string.",
+        _DP,
+    ),
+)
+
+# ---------------------------------------------------------------------------
+# Scheduler state.
+# ---------------------------------------------------------------------------
+
+NUM_RUNNING_REQS = _sched_gauge(
+    name="sglang:num_running_reqs",
+    unit="requests",
+    help="Requests in the running batch.",
+    since=_V046,
+)
+NUM_QUEUE_REQS = _sched_gauge(
+    name="sglang:num_queue_reqs",
+    unit="requests",
+    help="Requests in the waiting queue.",
+    since=_V046,
+    traps=("Grammar and disaggregation queues are separate gauges.", _REPORT, _DP),
+)
+NUM_GRAMMAR_QUEUE_REQS = _sched_gauge(
+    name="sglang:num_grammar_queue_reqs",
+    unit="requests",
+    help="Requests waiting for their grammar (structured output) to be ready.",
+)
+NUM_PREFILL_BOOTSTRAP_QUEUE_REQS = _sched_gauge(
+    name="sglang:num_prefill_bootstrap_queue_reqs",
+    unit="requests",
+    help="Prefill-side requests waiting for the bootstrap with their decode peer.",
+    condition=_PD,
+)
+NUM_PREFILL_INFLIGHT_QUEUE_REQS = _sched_gauge(
+    name="sglang:num_prefill_inflight_queue_reqs",
+    unit="requests",
+    help="Prefill-side requests whose KV is being sent.",
+    condition=_PD,
+)
+NUM_DECODE_PREALLOC_QUEUE_REQS = _sched_gauge(
+    name="sglang:num_decode_prealloc_queue_reqs",
+    unit="requests",
+    help="Decode-side requests waiting for KV memory to be preallocated.",
+    condition=_PD,
+)
+NUM_DECODE_TRANSFER_QUEUE_REQS = _sched_gauge(
+    name="sglang:num_decode_transfer_queue_reqs",
+    unit="requests",
+    help="Decode-side requests waiting for their KV transfer.",
+    condition=_PD,
+)
+NUM_RETRACTED_REQS = _sched_gauge(
+    name="sglang:num_retracted_reqs",
+    unit="requests",
+    help="Requests retracted (SGLang's preemption) in the last report.",
+    traps=("A per-report gauge, not a cumulative count like vLLM's preemptions.", _DP),
+)
+NUM_RETRACTED_INPUT_TOKENS = _sched_counter(
+    name="sglang:num_retracted_input_tokens_total",
+    unit="tokens",
+    help="Prompt tokens of retracted requests.",
+)
+NUM_RETRACTED_OUTPUT_TOKENS = _sched_counter(
+    name="sglang:num_retracted_output_tokens_total",
+    unit="tokens",
+    help="Already generated tokens of retracted requests.",
+)
+_TOKENS_NOT_BLOCKS = "Counted in tokens where vLLM counts KV blocks."
+TOKEN_USAGE = _sched_gauge(
+    name="sglang:token_usage",
+    unit="ratio",
+    help="Used share of the KV pools (the fullest pool for hybrid models).",
+    value_range=(0, 1),
+    since=_V046,
+    traps=(
+        "Evictable radix-cache tokens are reported apart (kv_evictable_tokens).",
+        _TOKENS_NOT_BLOCKS,
+        _REPORT,
+    ),
+)
+NUM_USED_TOKENS = _sched_gauge(
+    name="sglang:num_used_tokens",
+    unit="tokens",
+    help="KV slots in use (the larger of full and sliding-window pools).",
+    since=_V046,
+)
+KV_USED_TOKENS = _sched_gauge(
+    name="sglang:kv_used_tokens",
+    unit="tokens",
+    help="KV slots held by running requests in the full-attention pool.",
+)
+KV_AVAILABLE_TOKENS = _sched_gauge(
+    name="sglang:kv_available_tokens",
+    unit="tokens",
+    help="Free KV slots in the full-attention pool.",
+)
+KV_EVICTABLE_TOKENS = _sched_gauge(
+    name="sglang:kv_evictable_tokens",
+    unit="tokens",
+    help="KV slots holding radix-cached data that can be evicted.",
+)
+MAX_TOTAL_NUM_TOKENS = _sched_gauge(
+    name="sglang:max_total_num_tokens",
+    unit="tokens",
+    help="Capacity of the KV pool in tokens (set once at start).",
+    traps=(_DP,),
+)
+CACHE_HIT_RATE = _sched_gauge(
+    name="sglang:cache_hit_rate",
+    unit="ratio",
+    help="Cached share of prompt tokens in the prefill batches of the last report interval.",
+    value_range=(0, 1),
+    since=_V046,
+    traps=(
+        _PRECOMPUTED,
+        "Prefer sum(rate(sglang:cached_tokens_total)) / sum(rate(sglang:prompt_tokens_total)).",
+    ),
+)
+GEN_THROUGHPUT = _sched_gauge(
+    name="sglang:gen_throughput",
+    unit="tokens_per_second",
+    help="Generated tokens per second over the last log interval.",
+    already_rate=True,
+    since=_V046,
+    traps=("Use rate(sglang:generation_tokens_total) instead.", _REPORT),
+)
+SPEC_ACCEPT_LENGTH = _sched_gauge(
+    name="sglang:spec_accept_length",
+    unit="tokens",
+    help="Mean tokens accepted per verification step, over the last report interval.",
+    since=_V046,
+    condition=_SPEC,
+    traps=(_PRECOMPUTED,),
+)
+SPEC_ACCEPT_RATE = _sched_gauge(
+    name="sglang:spec_accept_rate",
+    unit="ratio",
+    help="Share of draft tokens accepted, over the last report interval.",
+    value_range=(0, 1),
+    condition=_SPEC,
+    traps=(_PRECOMPUTED,),
+)
+_ESTIMATE = "A model-based estimate, not a hardware counter."
+ESTIMATED_FLOPS_PER_GPU = _sched_counter(
+    name="sglang:estimated_flops_per_gpu_total",
+    unit="flop",
+    help="Estimated floating-point operations per GPU.",
+    traps=(_ESTIMATE, _RESETS),
+)
+ESTIMATED_READ_BYTES_PER_GPU = _sched_counter(
+    name="sglang:estimated_read_bytes_per_gpu_total",
+    unit="bytes",
+    help="Estimated bytes read from GPU memory per GPU.",
+    traps=(_ESTIMATE, _RESETS),
+)
+ESTIMATED_WRITE_BYTES_PER_GPU = _sched_counter(
+    name="sglang:estimated_write_bytes_per_gpu_total",
+    unit="bytes",
+    help="Estimated bytes written to GPU memory per GPU.",
+    traps=(_ESTIMATE, _RESETS),
+)
+
+# ---------------------------------------------------------------------------
+# Request counters and length histograms (tokenizer manager).
+# ---------------------------------------------------------------------------
+
+_AT_FINISH = "Counted when the request finishes, not when its prefill completes."
+PROMPT_TOKENS = _tok_counter(
+    name="sglang:prompt_tokens_total",
+    unit="tokens",
+    help="Prompt tokens of finished requests, cached ones included.",
+    labels=STREAMING_LABELS,
+    since=_V046,
+    traps=(_AT_FINISH, _STREAM, _RESETS),
+)
+GENERATION_TOKENS = _tok_counter(
+    name="sglang:generation_tokens_total",
+    unit="tokens",
+    help="Output tokens of finished requests.",
+    labels=STREAMING_LABELS,
+    since=_V046,
+    traps=(_AT_FINISH, _STREAM, _RESETS),
+)
+NUM_REQUESTS = _tok_counter(
+    name="sglang:num_requests_total",
+    unit="requests",
+    help="Finished requests.",
+    labels=STREAMING_LABELS,
+    since=_V046,
+    traps=("No finish-reason label.", _STREAM, _RESETS),
+)
+NUM_ABORTED_REQUESTS = _tok_counter(
+    name="sglang:num_aborted_requests_total",
+    unit="requests",
+    help="Aborted requests.",
+)
+CACHED_TOKENS = _tok_counter(
+    name="sglang:cached_tokens_total",
+    unit="tokens",
+    help="Prompt tokens served from cache, by cache_source (device, host, storage).",
+    labels=(*TOKENIZER_LABELS, "cache_source"),
+    since=_V046,
+    traps=("SGLang 0.4.6 had no cache_source label.", _AT_FINISH, _RESETS),
+)
+SPEC_VERIFY_CALLS = _tok_counter(
+    name="sglang:spec_verify_calls_total",
+    unit="steps",
+    help="Speculative-decoding verification steps.",
+    condition=_SPEC,
+)
+PROMPT_TOKENS_HISTOGRAM = _histogram(
+    name="sglang:prompt_tokens_histogram",
+    unit="tokens",
+    help="Prompt length of each finished request.",
+    buckets=UNLISTED_BUCKETS,
+    traps=(_UNLISTED,),
+)
+UNCACHED_PROMPT_TOKENS_HISTOGRAM = _histogram(
+    name="sglang:uncached_prompt_tokens_histogram",
+    unit="tokens",
+    help="Prompt tokens computed (not served from cache) for each finished request.",
+    buckets=UNLISTED_BUCKETS,
+    traps=(_UNLISTED,),
+)
+GENERATION_TOKENS_HISTOGRAM = _histogram(
+    name="sglang:generation_tokens_histogram",
+    unit="tokens",
+    help="Output length of each finished request.",
+    buckets=UNLISTED_BUCKETS,
+    traps=(_UNLISTED,),
+)
+
+# ---------------------------------------------------------------------------
+# Disaggregation (KV transfer) and hierarchical cache.
+# ---------------------------------------------------------------------------
+
+KV_TRANSFER_LATENCY_MS = _sched_gauge(
+    name="sglang:kv_transfer_latency_ms",
+    unit="milliseconds",
+    help="KV transfer latency reported by the last scheduler report.",
+    condition=_PD,
+    traps=("Milliseconds, where vLLM's transfer metrics use seconds.", _REPORT),
+)
+KV_TRANSFER_SPEED_GB_S = _sched_gauge(
+    name="sglang:kv_transfer_speed_gb_s",
+    unit="gigabytes_per_second",
+    help="KV transfer speed reported by the last scheduler report.",
+    already_rate=True,
+    condition=_PD,
+    traps=("GB/s, where vLLM's transfer metrics count bytes.", _REPORT),
+)
+NUM_TRANSFER_FAILED_REQS = _sched_counter(
+    name="sglang:num_transfer_failed_reqs_total",
+    unit="requests",
+    help="Requests whose KV transfer failed.",
+    condition=_PD,
+    traps=(_RESETS,),
+)
+NUM_BOOTSTRAP_FAILED_REQS = _sched_counter(
+    name="sglang:num_bootstrap_failed_reqs_total",
+    unit="requests",
+    help="Requests whose prefill/decode bootstrap failed.",
+    condition=_PD,
+    traps=(_RESETS,),
+)
+HICACHE_HOST_USED_TOKENS = _sched_gauge(
+    name="sglang:hicache_host_used_tokens",
+    unit="tokens",
+    help="Tokens held in the host-memory cache tier.",
+    condition=_HICACHE,
+    traps=(_REPORT,),
+)
+HICACHE_HOST_TOTAL_TOKENS = _sched_gauge(
+    name="sglang:hicache_host_total_tokens",
+    unit="tokens",
+    help="Capacity of the host-memory cache tier in tokens.",
+    condition=_HICACHE,
+)
+PREFETCHED_TOKENS = _sched_counter(
+    name="sglang:prefetched_tokens_total",
+    unit="tokens",
+    help="Prompt tokens prefetched from the storage tier.",
+    condition=_HICACHE,
+    traps=(_RESETS,),
+)
+BACKUPED_TOKENS = _sched_counter(
+    name="sglang:backuped_tokens_total",
+    unit="tokens",
+    help="Tokens backed up to a lower cache tier.",
+    condition=_HICACHE,
+    traps=(_RESETS,),
+)
+LOAD_BACK_TOKENS = _sched_counter(
+    name="sglang:load_back_tokens_total",
+    unit="tokens",
+    help="Tokens loaded back from the host tier to the GPU.",
+    condition=_HICACHE,
+    traps=(_RESETS,),
+)
+
+FAMILIES: tuple[Family, ...] = (
+    TIME_TO_FIRST_TOKEN,
+    INTER_TOKEN_LATENCY,
+    REQUEST_TIME_PER_OUTPUT_TOKEN,
+    E2E_REQUEST_LATENCY,
+    QUEUE_TIME,
+    PER_STAGE_REQ_LATENCY,
+    NUM_RUNNING_REQS,
+    NUM_QUEUE_REQS,
+    NUM_GRAMMAR_QUEUE_REQS,
+    NUM_PREFILL_BOOTSTRAP_QUEUE_REQS,
+    NUM_PREFILL_INFLIGHT_QUEUE_REQS,
+    NUM_DECODE_PREALLOC_QUEUE_REQS,
+    NUM_DECODE_TRANSFER_QUEUE_REQS,
+    NUM_RETRACTED_REQS,
+    NUM_RETRACTED_INPUT_TOKENS,
+    NUM_RETRACTED_OUTPUT_TOKENS,
+    TOKEN_USAGE,
+    NUM_USED_TOKENS,
+    KV_USED_TOKENS,
+    KV_AVAILABLE_TOKENS,
+    KV_EVICTABLE_TOKENS,
+    MAX_TOTAL_NUM_TOKENS,
+    CACHE_HIT_RATE,
+    GEN_THROUGHPUT,
+    SPEC_ACCEPT_LENGTH,
+    SPEC_ACCEPT_RATE,
+    ESTIMATED_FLOPS_PER_GPU,
+    ESTIMATED_READ_BYTES_PER_GPU,
+    ESTIMATED_WRITE_BYTES_PER_GPU,
+    PROMPT_TOKENS,
+    GENERATION_TOKENS,
+    NUM_REQUESTS,
+    NUM_ABORTED_REQUESTS,
+    CACHED_TOKENS,
+    SPEC_VERIFY_CALLS,
+    PROMPT_TOKENS_HISTOGRAM,
+    UNCACHED_PROMPT_TOKENS_HISTOGRAM,
+    GENERATION_TOKENS_HISTOGRAM,
+    KV_TRANSFER_LATENCY_MS,
+    KV_TRANSFER_SPEED_GB_S,
+    NUM_TRANSFER_FAILED_REQS,
+    NUM_BOOTSTRAP_FAILED_REQS,
+    HICACHE_HOST_USED_TOKENS,
+    HICACHE_HOST_TOTAL_TOKENS,
+    PREFETCHED_TOKENS,
+    BACKUPED_TOKENS,
+    LOAD_BACK_TOKENS,
+)
+"""Every SGLang family of the catalogue."""
+
+_SEPARATE_QUEUE = (
+    "A queue SGLang keeps apart from num_queue_reqs: compare it only with the matching part "
+    "of vLLM's waiting requests."
+)
+_KV_TOKENS = "Absolute tokens, while vLLM only exposes the used fraction of its block pool."
+_SAME_ESTIMATE = "The same estimate, from SGLang's own cost model."
+_EQUIVALENTS: dict[Family, tuple[Family, str]] = {
+    TIME_TO_FIRST_TOKEN: (
+        v.TIME_TO_FIRST_TOKEN,
+        "SGLang's buckets start at 0.1 s (vLLM's at 1 ms) and it splits by is_streaming.",
+    ),
+    INTER_TOKEN_LATENCY: (
+        v.INTER_TOKEN_LATENCY,
+        "SGLang spreads each streamed gap over its tokens and observes once per token; vLLM "
+        "observes once per engine step.",
+    ),
+    REQUEST_TIME_PER_OUTPUT_TOKEN: (
+        v.REQUEST_TIME_PER_OUTPUT_TOKEN,
+        "Same formula, but SGLang skips requests with at most one output token, aborted ones "
+        "and prefill workers, where vLLM records 0 for short requests.",
+    ),
+    E2E_REQUEST_LATENCY: (
+        v.E2E_REQUEST_LATENCY,
+        "Buckets 0.1-2400 s against vLLM's 0.3-7680 s, and split by is_streaming.",
+    ),
+    QUEUE_TIME: (v.REQUEST_QUEUE_TIME, "Buckets from 0 s against vLLM's 0.3 s lowest bound."),
+    PER_STAGE_REQ_LATENCY: (
+        v.REQUEST_PREFILL_TIME,
+        "SGLang's stages do not map one-to-one to vLLM's prefill, decode and inference times.",
+    ),
+    NUM_RUNNING_REQS: (v.NUM_REQUESTS_RUNNING, "Per scheduler report rather than per step."),
+    NUM_QUEUE_REQS: (
+        v.NUM_REQUESTS_WAITING,
+        "Excludes the grammar and disaggregation queues, which SGLang reports separately.",
+    ),
+    NUM_GRAMMAR_QUEUE_REQS: (v.NUM_REQUESTS_WAITING, _SEPARATE_QUEUE),
+    NUM_PREFILL_BOOTSTRAP_QUEUE_REQS: (v.NUM_REQUESTS_WAITING, _SEPARATE_QUEUE),
+    NUM_PREFILL_INFLIGHT_QUEUE_REQS: (v.NUM_REQUESTS_WAITING, _SEPARATE_QUEUE),
+    NUM_DECODE_PREALLOC_QUEUE_REQS: (v.NUM_REQUESTS_WAITING, _SEPARATE_QUEUE),
+    NUM_DECODE_TRANSFER_QUEUE_REQS: (
+        v.NUM_REQUESTS_KV_FETCH_BY_STAGE,
+        "One queue, where vLLM splits KV-loading requests by stage.",
+    ),
+    NUM_RETRACTED_REQS: (v.NUM_PREEMPTIONS, "Retractions in the last report, not a counter."),
+    NUM_RETRACTED_INPUT_TOKENS: (v.NUM_PREEMPTIONS, "Counts tokens, not preemption events."),
+    NUM_RETRACTED_OUTPUT_TOKENS: (v.NUM_PREEMPTIONS, "Counts tokens, not preemption events."),
+    TOKEN_USAGE: (
+        v.KV_CACHE_USAGE,
+        "Both are 0-1, but SGLang counts tokens (fullest pool) and vLLM counts blocks.",
+    ),
+    NUM_USED_TOKENS: (v.KV_CACHE_USAGE, _KV_TOKENS),
+    KV_USED_TOKENS: (v.KV_CACHE_USAGE, _KV_TOKENS),
+    KV_AVAILABLE_TOKENS: (v.KV_CACHE_USAGE, _KV_TOKENS),
+    KV_EVICTABLE_TOKENS: (v.KV_CACHE_USAGE, "vLLM counts evictable prefix blocks as free."),
+    MAX_TOTAL_NUM_TOKENS: (
+        v.CACHE_CONFIG_INFO,
+        "Capacity in tokens; vLLM gives num_gpu_blocks and block_size as labels.",
+    ),
+    CACHE_HIT_RATE: (
+        v.PREFIX_CACHE_HITS,
+        "A precomputed per-interval ratio; vLLM gives hit and query counters to divide.",
+    ),
+    GEN_THROUGHPUT: (v.GENERATION_TOKENS, "A rate over the last log interval, not a counter."),
+    SPEC_ACCEPT_LENGTH: (
+        v.SPEC_DECODE_NUM_ACCEPTED_TOKENS,
+        "A precomputed per-interval mean; vLLM gives counters (1 + accepted / drafts).",
+    ),
+    SPEC_ACCEPT_RATE: (
+        v.SPEC_DECODE_NUM_ACCEPTED_TOKENS,
+        "A precomputed per-interval ratio; vLLM gives accepted and draft token counters.",
+    ),
+    SPEC_VERIFY_CALLS: (
+        v.SPEC_DECODE_NUM_DRAFTS,
+        "Verification calls; vLLM counts the verification steps that carried a draft.",
+    ),
+    ESTIMATED_FLOPS_PER_GPU: (v.ESTIMATED_FLOPS_PER_GPU, _SAME_ESTIMATE),
+    ESTIMATED_READ_BYTES_PER_GPU: (v.ESTIMATED_READ_BYTES_PER_GPU, _SAME_ESTIMATE),
+    ESTIMATED_WRITE_BYTES_PER_GPU: (v.ESTIMATED_WRITE_BYTES_PER_GPU, _SAME_ESTIMATE),
+    PROMPT_TOKENS: (v.PROMPT_TOKENS, "Counted at request completion, not prefill completion."),
+    GENERATION_TOKENS: (v.GENERATION_TOKENS, "Counted at request completion."),
+    NUM_REQUESTS: (v.REQUEST_SUCCESS, "No finished_reason label in SGLang."),
+    NUM_ABORTED_REQUESTS: (v.REQUEST_SUCCESS, 'vLLM counts engine aborts as reason "abort".'),
+    CACHED_TOKENS: (
+        v.PROMPT_TOKENS_CACHED,
+        "Counted per finished request; cache_source names tiers, not local vs external.",
+    ),
+    PROMPT_TOKENS_HISTOGRAM: (v.REQUEST_PROMPT_TOKENS, "Different default buckets."),
+    UNCACHED_PROMPT_TOKENS_HISTOGRAM: (
+        v.REQUEST_PREFILL_KV_COMPUTED_TOKENS,
+        "Different default buckets.",
+    ),
+    GENERATION_TOKENS_HISTOGRAM: (v.REQUEST_GENERATION_TOKENS, "Different default buckets."),
+    KV_TRANSFER_LATENCY_MS: (v.NIXL_XFER_TIME, "A per-report gauge in ms, not a histogram in s."),
+    NUM_TRANSFER_FAILED_REQS: (v.NIXL_NUM_FAILED_TRANSFERS, "Counts requests, not transfers."),
+    BACKUPED_TOKENS: (v.KV_OFFLOAD_STORE_BYTES, "Counts tokens, where vLLM counts bytes."),
+    LOAD_BACK_TOKENS: (v.KV_OFFLOAD_LOAD_BYTES, "Counts tokens, where vLLM counts bytes."),
+}
+VLLM_EQUIVALENTS: Mapping[str, tuple[str, str]] = MappingProxyType(
+    {ours.name: (theirs.name, why) for ours, (theirs, why) in _EQUIVALENTS.items()}
+)
+"""SGLang family name -> (nearest vLLM family name, what differs in one sentence)."""

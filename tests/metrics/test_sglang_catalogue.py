@@ -1,0 +1,177 @@
+"""The SGLang catalogue and its mapping to vLLM families.
+
+Expected buckets and mappings are written out from SGLang 0.5.23's
+``metrics_collector.py``, independently of the catalogue code.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+
+import pytest
+
+from inference_obs.metrics import sglang, vllm
+from inference_obs.metrics.family import Family, MetricType
+
+SGLANG_NAMES = {f.name for f in sglang.FAMILIES}
+VLLM_NAMES = {f.name for f in vllm.FAMILIES}
+
+
+def test_families_lists_every_module_constant_once() -> None:
+    constants = [v for v in vars(sglang).values() if isinstance(v, Family)]
+    assert len(set(sglang.FAMILIES)) == len(sglang.FAMILIES)
+    assert set(constants) == set(sglang.FAMILIES)
+
+
+def test_no_two_families_share_a_name_or_alias() -> None:
+    counts = Counter(n for f in sglang.FAMILIES for n in f.names)
+    assert [n for n, c in counts.items() if c > 1] == []
+
+
+@pytest.mark.parametrize("family", sglang.FAMILIES, ids=lambda f: f.name)
+def test_family_is_well_formed(family: Family) -> None:
+    assert family.exporter == "sglang"
+    assert family.name.startswith("sglang:")
+    assert family.help.strip()
+    assert family.unit.strip()
+    assert family.condition is not None
+    assert "--enable-metrics" in family.condition
+    assert family.labels[:2] == ("model_name", "engine_type")
+    if family.type is MetricType.COUNTER:
+        assert family.name.endswith("_total")
+    if family.type is MetricType.HISTOGRAM:
+        assert not family.name.endswith(("_bucket", "_sum", "_count"))
+        assert family.buckets is not None
+        if not family.buckets:
+            assert any("le" in t for t in family.traps), "unlisted buckets need a trap"
+    if family.already_rate:
+        assert family.type is MetricType.GAUGE
+    if family.unit == "ratio":
+        assert family.value_range == (0, 1)
+    for trap in family.traps:
+        assert trap.strip()
+        assert len(trap) <= 200
+
+
+def test_label_sets() -> None:
+    assert sglang.SCHEDULER_LABELS == (
+        "model_name", "engine_type", "tp_rank", "pp_rank", "moe_ep_rank", "dp_rank",
+    )  # fmt: skip
+    assert sglang.STREAMING_LABELS == ("model_name", "engine_type", "is_streaming")
+    for family in (
+        sglang.TIME_TO_FIRST_TOKEN,
+        sglang.E2E_REQUEST_LATENCY,
+        sglang.REQUEST_TIME_PER_OUTPUT_TOKEN,
+        sglang.PROMPT_TOKENS,
+        sglang.GENERATION_TOKENS,
+        sglang.NUM_REQUESTS,
+    ):
+        assert family.labels == sglang.STREAMING_LABELS, family.name
+    for family in (sglang.NUM_RUNNING_REQS, sglang.NUM_QUEUE_REQS, sglang.TOKEN_USAGE):
+        assert family.labels == sglang.SCHEDULER_LABELS, family.name
+    assert "cache_source" in sglang.CACHED_TOKENS.labels
+    assert "stage" in sglang.PER_STAGE_REQ_LATENCY.labels
+
+
+def test_ratios_and_rates() -> None:
+    assert sglang.TOKEN_USAGE.value_range == (0, 1)
+    assert sglang.CACHE_HIT_RATE.value_range == (0, 1)
+    assert sglang.GEN_THROUGHPUT.already_rate
+    assert sglang.KV_TRANSFER_LATENCY_MS.unit == "milliseconds"
+    assert sglang.NUM_RETRACTED_REQS.type is MetricType.GAUGE
+    assert any("average" in t for t in sglang.CACHE_HIT_RATE.traps)
+
+
+# --- buckets (numbers copied from the released SGLang sources) ----------------------------
+
+
+def test_ttft_buckets() -> None:
+    assert sglang.TIME_TO_FIRST_TOKEN.buckets == (
+        0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400,
+    )  # fmt: skip
+
+
+def test_inter_token_latency_buckets() -> None:
+    assert sglang.INTER_TOKEN_LATENCY.buckets == (
+        0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040,
+        0.060, 0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.0, 2.0, 4.0, 6.0, 8.0,
+    )  # fmt: skip
+
+
+def test_e2e_buckets() -> None:
+    buckets = sglang.E2E_REQUEST_LATENCY.buckets
+    assert buckets is not None
+    assert buckets[:6] == (0.1, 0.2, 0.4, 0.6, 0.8, 1)
+    assert buckets[-5:] == (400, 600, 1200, 1800, 2400)
+    assert len(buckets) == 22
+
+
+def test_queue_time_buckets() -> None:
+    buckets = sglang.QUEUE_TIME.buckets
+    assert buckets is not None
+    assert buckets[:14] == (0.0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.5, 1, 2, 3, 4, 5, 10)
+    assert 600 in buckets
+    assert buckets[-1] > 600
+
+
+def test_per_stage_buckets_are_exponential() -> None:
+    buckets = sglang.PER_STAGE_REQ_LATENCY.buckets
+    assert buckets is not None
+    assert len(buckets) == 30
+    assert buckets[0] == pytest.approx(0.001)
+    for low, high in itertools.pairwise(buckets):
+        assert high / low == pytest.approx(1.62)
+    assert math.isfinite(buckets[-1])
+
+
+# --- mapping to vLLM ----------------------------------------------------------------------
+
+
+def test_every_equivalent_is_a_real_pair() -> None:
+    assert len(sglang.VLLM_EQUIVALENTS) >= 20
+    for ours, (theirs, why) in sglang.VLLM_EQUIVALENTS.items():
+        assert ours in SGLANG_NAMES, ours
+        assert theirs in VLLM_NAMES, theirs
+        assert why.endswith("."), why
+        assert ". " not in why, why  # one sentence
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs"),
+    [
+        ("sglang:time_to_first_token_seconds", "vllm:time_to_first_token_seconds"),
+        ("sglang:inter_token_latency_seconds", "vllm:inter_token_latency_seconds"),
+        (
+            "sglang:request_time_per_output_token_seconds",
+            "vllm:request_time_per_output_token_seconds",
+        ),
+        ("sglang:e2e_request_latency_seconds", "vllm:e2e_request_latency_seconds"),
+        ("sglang:queue_time_seconds", "vllm:request_queue_time_seconds"),
+        ("sglang:num_running_reqs", "vllm:num_requests_running"),
+        ("sglang:num_queue_reqs", "vllm:num_requests_waiting"),
+        ("sglang:num_retracted_reqs", "vllm:num_preemptions_total"),
+        ("sglang:token_usage", "vllm:kv_cache_usage_perc"),
+        ("sglang:prompt_tokens_total", "vllm:prompt_tokens_total"),
+        ("sglang:generation_tokens_total", "vllm:generation_tokens_total"),
+        ("sglang:num_requests_total", "vllm:request_success_total"),
+        ("sglang:cached_tokens_total", "vllm:prompt_tokens_cached_total"),
+        ("sglang:prompt_tokens_histogram", "vllm:request_prompt_tokens"),
+        ("sglang:uncached_prompt_tokens_histogram", "vllm:request_prefill_kv_computed_tokens"),
+        ("sglang:generation_tokens_histogram", "vllm:request_generation_tokens"),
+        ("sglang:estimated_flops_per_gpu_total", "vllm:estimated_flops_per_gpu_total"),
+    ],
+)
+def test_known_equivalents(ours: str, theirs: str) -> None:
+    assert sglang.VLLM_EQUIVALENTS[ours][0] == theirs
+
+
+def test_differences_name_the_trap() -> None:
+    itl = sglang.VLLM_EQUIVALENTS["sglang:inter_token_latency_seconds"][1]
+    assert "per token" in itl
+    assert "step" in itl
+    tpot = sglang.VLLM_EQUIVALENTS["sglang:request_time_per_output_token_seconds"][1]
+    assert "0" in tpot
+    assert "skips" in tpot
+    assert "is_streaming" in sglang.VLLM_EQUIVALENTS["sglang:time_to_first_token_seconds"][1]
