@@ -35,9 +35,6 @@ _UNIT_SECONDS = {
     "w": 604800.0,
     "y": 31536000.0,
 }
-# RE2 (Go regexp), which Prometheus and VictoriaMetrics use, has no lookaround
-# and no backreferences; Python's re would accept both and the server would not.
-_NOT_RE2 = re.compile(r"\(\?<?[=!]|\\[1-9]")
 # Go's regexp.QuoteMeta escapes exactly these characters.
 _REGEX_META = frozenset("\\.+*?()|[]{}^$")
 
@@ -86,9 +83,10 @@ def check_regex(pattern: str, *, where: str) -> str:
     (lookaround, backreferences) tested separately.
     """
     check_text(pattern, where=where)
-    if _NOT_RE2.search(pattern):
+    unsupported = _not_re2(pattern)
+    if unsupported:
         raise QueryError(
-            f"{where}: {pattern!r} uses lookaround or a backreference, which RE2 "
+            f"{where}: {pattern!r} uses {unsupported}, which RE2 "
             "(Prometheus's regex engine) does not support"
         )
     try:
@@ -96,6 +94,35 @@ def check_regex(pattern: str, *, where: str) -> str:
     except re.error as exc:
         raise QueryError(f"{where}: {pattern!r} is not a valid regex: {exc}") from exc
     return pattern
+
+
+def _not_re2(pattern: str) -> str | None:
+    """Name a construct Python's re accepts but RE2 (Go regexp) rejects, if any.
+
+    Lookaround and backreferences; escapes and character classes are skipped
+    so that an escaped ``\\1`` or a literal ``[(?=]`` is not mistaken for one.
+    """
+    i, in_class = 0, False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            if not in_class and pattern[i + 1 : i + 2] in set("123456789"):
+                return "a backreference"
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            # A ']' right after '[' or '[^' is a literal member, not the end.
+            i += 2 if pattern[i + 1 : i + 2] == "]" else 1
+            if pattern[i : i + 1] == "^":
+                i += 2 if pattern[i + 1 : i + 2] == "]" else 1
+            continue
+        elif pattern.startswith(("(?=", "(?!", "(?<=", "(?<!"), i):
+            return "lookaround"
+        i += 1
+    return None
 
 
 def regex_escape(literal: str) -> str:

@@ -103,6 +103,11 @@ def test_invalid_expressions_raise_query_error(build: Callable[[], object], mess
     assert isinstance(info.value, ValueError)  # callers may catch the builtin
 
 
+@pytest.mark.parametrize("pattern", [r"\\1", r"[(?=]", r"[]a(?!]", r"a(?:b)", r"\(?=x\)"])
+def test_re2_compatible_patterns_are_accepted(pattern: str) -> None:
+    assert Matcher.regex("a", pattern).value == pattern
+
+
 def test_types() -> None:
     assert X.type is ValueType.VECTOR
     assert X.over(60).type is ValueType.MATRIX

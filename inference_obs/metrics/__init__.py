@@ -1,0 +1,47 @@
+"""The metric catalogue: vLLM, SGLang and DCGM families, and typed builders over them.
+
+``FAMILIES`` holds every family; :func:`family` finds one by any of its names
+(current or historical). Builders return expressions, never PromQL text.
+"""
+
+from __future__ import annotations
+
+from inference_obs.errors import QueryError
+from inference_obs.metrics import builders, dcgm, sglang, vllm
+from inference_obs.metrics.family import Alias, Family, MetricType, resolve_label
+from inference_obs.metrics.standard import STANDARD_QUERIES, StandardQuery, standard_query
+
+__all__ = [
+    "FAMILIES",
+    "STANDARD_QUERIES",
+    "Alias",
+    "Family",
+    "MetricType",
+    "StandardQuery",
+    "builders",
+    "dcgm",
+    "family",
+    "resolve_label",
+    "sglang",
+    "standard_query",
+    "vllm",
+]
+
+FAMILIES: tuple[Family, ...] = (*vllm.FAMILIES, *sglang.FAMILIES, *dcgm.FAMILIES)
+_BY_NAME: dict[str, Family] = {name: f for f in FAMILIES for name in f.names}
+
+
+def family(name: str) -> Family:
+    """The family exposed as ``name`` now or in an earlier version.
+
+    Histogram series names (``_bucket``, ``_sum``, ``_count``) find their family.
+    """
+    for candidate in (
+        name,
+        name.removesuffix("_bucket"),
+        name.removesuffix("_sum"),
+        name.removesuffix("_count"),
+    ):
+        if candidate in _BY_NAME:
+            return _BY_NAME[candidate]
+    raise QueryError(f"{name!r} is not a family of the catalogue; see `inference-obs catalogue`")

@@ -1,0 +1,50 @@
+"""The public API is explicit: each package's __all__ is sorted and importable."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+PACKAGES = ["inference_obs", "inference_obs.query", "inference_obs.metrics", "inference_obs.errors"]
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    # The order ruff's RUF022 keeps: CONSTANTS, then Classes, then functions.
+    kind = 0 if name.isupper() else 1 if name[:1].isupper() else 2
+    return kind, name
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_all_is_sorted_and_resolves(name: str) -> None:
+    module = importlib.import_module(name)
+    exported = list(module.__all__)
+    assert exported == sorted(exported, key=_isort_key)
+    for symbol in exported:
+        assert hasattr(module, symbol), f"{name}.{symbol} is in __all__ but missing"
+
+
+def test_top_level_api_is_pinned() -> None:
+    import inference_obs
+
+    assert inference_obs.__all__ == [
+        "FAMILIES",
+        "STANDARD_QUERIES",
+        "Annotation",
+        "DatasetError",
+        "Expr",
+        "Family",
+        "InferenceObsError",
+        "Matcher",
+        "MetricType",
+        "NoDataError",
+        "NotSupportedOffline",
+        "QueryError",
+        "QueryFailed",
+        "Selector",
+        "SourceError",
+        "SourceUnavailable",
+        "StandardQuery",
+        "__version__",
+        "to_promql",
+    ]
