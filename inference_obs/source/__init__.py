@@ -1,0 +1,1 @@
+"""WHERE samples come from; the only I/O."""
