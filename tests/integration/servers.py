@@ -58,6 +58,8 @@ STOP_TIMEOUT_S = 10.0
 HTTP_TIMEOUT_S = 10.0
 # promtool converts a few samples in well under a second.
 PROMTOOL_TIMEOUT_S = 60.0
+# How long imported VictoriaMetrics rows may take to become searchable.
+IMPORT_VISIBLE_TIMEOUT_S = 10.0
 # Enough of a server log to see why it failed, short enough to read in a report.
 _LOG_TAIL_CHARS = 4000
 # free_port() closes its socket before the server binds; retry if someone took it.
@@ -376,8 +378,17 @@ class VictoriaMetricsServer(_Server):
         status, text = _send(request)
         if not 200 <= status < 300:
             raise AssertionError(f"victoria-metrics import HTTP {status}: {text[:2000]}")
-        self.flush()
-        self._check_stored(series)
+        # Imported rows reach the searchable storage asynchronously (about 0.4 s
+        # seen on an idle machine), even after a forced flush: poll, bounded.
+        deadline = time.monotonic() + IMPORT_VISIBLE_TIMEOUT_S
+        while True:
+            self.flush()
+            missing = self._missing(series)
+            if missing is None:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{missing}\n{self.log_tail()}")
+            time.sleep(0.1)
 
     def flush(self) -> None:
         """Make recently ingested samples searchable (``/internal/force_flush``)."""
@@ -406,7 +417,8 @@ class VictoriaMetricsServer(_Server):
             stored.setdefault(frozenset(metric.items()), set()).update(stamps)
         return stored
 
-    def _check_stored(self, series: Sequence[SeriesSamples]) -> None:
+    def _missing(self, series: Sequence[SeriesSamples]) -> str | None:
+        """Describe the first series whose samples are not all stored yet, if any."""
         by_name: dict[str, dict[frozenset[tuple[str, str]], set[int]]] = {}
         for labels, samples in series:
             wanted = by_name.setdefault(labels["__name__"], {})
@@ -418,10 +430,11 @@ class VictoriaMetricsServer(_Server):
             for key, stamps in wanted.items():
                 missing = sorted(stamps - stored.get(key, set()))
                 if missing:
-                    raise AssertionError(
+                    return (
                         f"victoria-metrics did not store {len(missing)} samples of "
-                        f"{dict(key)!r} (first at {missing[0]} ms):\n{self.log_tail()}"
+                        f"{dict(key)!r} (first at {missing[0]} ms)"
                     )
+        return None
 
 
 def _vm_number(value: float) -> str:
