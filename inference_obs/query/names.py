@@ -14,6 +14,8 @@ import re
 from inference_obs.errors import QueryError
 
 __all__ = [
+    "LABEL_NAME",
+    "METRIC_NAME",
     "check_duration",
     "check_label_name",
     "check_metric_name",
@@ -23,8 +25,9 @@ __all__ = [
     "regex_escape",
 ]
 
-_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+#: Prometheus 2.x label and metric names (3.x also allows quoted UTF-8 names).
+LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _DURATION_PART = re.compile(r"(\d+)(ms|s|m|h|d|w|y)")
 _UNIT_SECONDS = {
     "ms": 0.001,
@@ -41,7 +44,7 @@ _REGEX_META = frozenset("\\.+*?()|[]{}^$")
 
 def check_label_name(name: str, *, where: str) -> str:
     """Return ``name`` if it is a valid Prometheus label name, else raise QueryError."""
-    if not isinstance(name, str) or not _LABEL_NAME.fullmatch(name):
+    if not isinstance(name, str) or not LABEL_NAME.fullmatch(name):
         raise QueryError(
             f"{where}: {name!r} is not a valid label name; label names match [a-zA-Z_][a-zA-Z0-9_]*"
         )
@@ -50,7 +53,7 @@ def check_label_name(name: str, *, where: str) -> str:
 
 def check_metric_name(name: str, *, where: str) -> str:
     """Return ``name`` if it is a valid Prometheus metric name, else raise QueryError."""
-    if not isinstance(name, str) or not _METRIC_NAME.fullmatch(name):
+    if not isinstance(name, str) or not METRIC_NAME.fullmatch(name):
         raise QueryError(
             f"{where}: {name!r} is not a valid metric name; "
             "metric names match [a-zA-Z_:][a-zA-Z0-9_:]*"

@@ -14,7 +14,6 @@ The text is meant for ``promtool tsdb create-blocks-from openmetrics``
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TextIO
@@ -23,11 +22,10 @@ import numpy as np
 import numpy.typing as npt
 
 from inference_obs.errors import DatasetError
+from inference_obs.query.names import LABEL_NAME, METRIC_NAME
 
 __all__ = ["Labels", "RawSeries", "write_openmetrics"]
 
-_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
-_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 # OpenMetrics 1.0 metric types.
 _TYPES = frozenset(
     {"counter", "gauge", "histogram", "gaugehistogram", "stateset", "info", "summary", "unknown"}
@@ -132,14 +130,14 @@ class RawSeries:
         timestamps: npt.ArrayLike,
         values: npt.ArrayLike,
     ) -> None:
-        if not isinstance(name, str) or not _METRIC_NAME.fullmatch(name):
+        if not isinstance(name, str) or not METRIC_NAME.fullmatch(name):
             raise DatasetError(
                 f"series {name!r}: invalid metric name; metric names match [a-zA-Z_:][a-zA-Z0-9_:]*"
             )
         pairs = dict(labels)
         where = f"series {_describe(name, pairs)}"
         for label, value in pairs.items():
-            if not isinstance(label, str) or not _LABEL_NAME.fullmatch(label):
+            if not isinstance(label, str) or not LABEL_NAME.fullmatch(label):
                 raise DatasetError(
                     f"{where}: invalid label name {label!r}; "
                     "label names match [a-zA-Z_][a-zA-Z0-9_]*"
@@ -222,7 +220,7 @@ def write_openmetrics(
     """
     types = dict(types or {})
     for family, kind in types.items():
-        if not _METRIC_NAME.fullmatch(family):
+        if not METRIC_NAME.fullmatch(family):
             raise DatasetError(f"types: {family!r} is not a valid metric family name")
         if kind not in _TYPES:
             raise DatasetError(

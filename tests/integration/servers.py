@@ -213,14 +213,32 @@ class _Server:
         }
         return self._api("/api/v1/query_range", fields, promql)
 
-    def _api(self, path: str, fields: Mapping[str, str], promql: str) -> dict[str, Any]:
-        body = urllib.parse.urlencode(fields).encode("utf-8")
-        request = urllib.request.Request(
-            self.base_url + path,
-            data=body,
-            headers={"Content-Type": "application/x-www-form-urlencoded"},
-            method="POST",
-        )
+    def label_names(self, start: float, end: float) -> list[str]:
+        """Label names of series with samples in ``[start, end]`` (unix seconds)."""
+        fields = {"start": _seconds_param(start), "end": _seconds_param(end)}
+        names: list[str] = self._api("/api/v1/labels", fields, "labels", method="GET")  # type: ignore[assignment]
+        return names
+
+    def label_values(self, label: str, start: float, end: float) -> list[str]:
+        """Values of ``label`` on series with samples in ``[start, end]`` (unix seconds)."""
+        fields = {"start": _seconds_param(start), "end": _seconds_param(end)}
+        path = f"/api/v1/label/{urllib.parse.quote(label)}/values"
+        values: list[str] = self._api(path, fields, f"label {label}", method="GET")  # type: ignore[assignment]
+        return values
+
+    def _api(
+        self, path: str, fields: Mapping[str, str], promql: str, method: str = "POST"
+    ) -> dict[str, Any]:
+        encoded = urllib.parse.urlencode(fields)
+        if method == "GET":
+            request = urllib.request.Request(f"{self.base_url}{path}?{encoded}")
+        else:
+            request = urllib.request.Request(
+                self.base_url + path,
+                data=encoded.encode("utf-8"),
+                headers={"Content-Type": "application/x-www-form-urlencoded"},
+                method="POST",
+            )
         status, text = _send(request)
         try:
             envelope = json.loads(text)

@@ -158,3 +158,42 @@ def test_family_rules() -> None:
         Family("vllm:x", MetricType.COUNTER, "tokens", "h", "vllm")
     with pytest.raises(QueryError, match="strictly increasing"):
         Family("x", MetricType.HISTOGRAM, "s", "h", "vllm", buckets=(2.0, 1.0))
+
+
+def _every_builder(family: Family) -> list[object]:
+    matchers = [Matcher.prefix("pod", "pro-"), Matcher.not_equal("namespace", 'x"y')]
+    if family.type is MetricType.COUNTER and not family.already_rate:
+        return [
+            b.increase_total(family, matchers, 3600, ("model_name",)),
+            b.per_second(family, matchers, 300),
+            b.resets_total(family, matchers, 3600),
+        ]
+    if family.type is MetricType.HISTOGRAM:
+        return [
+            b.histogram_mean(family, matchers, 3600, ("pod",)),
+            b.histogram_count(family, matchers, 3600),
+            b.histogram_quantile_merged(family, 0.99, matchers, 3600, ("pod",)),
+            b.share_at_or_below(family, 1e6, matchers, 3600),
+            b.sample_count(family, matchers, 3600),
+        ]
+    return [
+        b.sample_mean(family, matchers, 3600, ("pod",)),
+        b.maximum(family, matchers, 60),
+        b.sample_count(family, matchers, 3600),
+        b.last_value(family, matchers, 60, ("pod",)),
+    ]
+
+
+def test_every_builder_of_every_family_parses() -> None:
+    import promql_parser
+
+    from inference_obs.metrics import FAMILIES
+    from inference_obs.query import Expr
+
+    rendered = 0
+    for family in FAMILIES:
+        for expr in _every_builder(family):
+            assert isinstance(expr, Expr)
+            promql_parser.parse(to_promql(expr))
+            rendered += 1
+    assert rendered >= 3 * len(FAMILIES)
