@@ -30,7 +30,8 @@ from inference_obs.metrics import FAMILIES, STANDARD_QUERIES, StandardQuery
 from inference_obs.metrics import builders as b
 from inference_obs.metrics.family import Family, MetricType
 from inference_obs.query import Expr, to_promql
-from inference_obs.source.openmetrics import RawSeries, write_openmetrics
+from inference_obs.samples import Series
+from inference_obs.source.openmetrics import write_openmetrics
 from tests.integration.servers import (
     PrometheusFactory,
     PrometheusServer,
@@ -91,7 +92,7 @@ def _truth(family: Family) -> Truth:
     return Truth(total, (a + b_) / 2, math.nan, b_)
 
 
-def _series_for(family: Family) -> list[RawSeries]:
+def _series_for(family: Family) -> list[Series]:
     truth = _truth(family)
     out = []
     for replica, rate in RATES.items():
@@ -103,19 +104,19 @@ def _series_for(family: Family) -> list[RawSeries]:
         }
         count = rate * (TIMES - T0)
         if family.type is MetricType.COUNTER:
-            out.append(RawSeries(family.name, labels, TIMES, count))
+            out.append(Series(family.name, labels, TIMES, count))
         elif family.type is MetricType.HISTOGRAM:
-            out.append(RawSeries(f"{family.name}_count", labels, TIMES, count))
-            out.append(RawSeries(f"{family.name}_sum", labels, TIMES, count * truth.value))
+            out.append(Series(f"{family.name}_count", labels, TIMES, count))
+            out.append(Series(f"{family.name}_sum", labels, TIMES, count * truth.value))
             for bound in (*_buckets(family), math.inf):
                 le = b.bucket_bound_spellings(bound)[0]
                 filled = count if bound >= truth.value else np.zeros_like(count)
-                out.append(RawSeries(f"{family.name}_bucket", labels | {"le": le}, TIMES, filled))
+                out.append(Series(f"{family.name}_bucket", labels | {"le": le}, TIMES, filled))
         else:
             lo, hi = family.value_range or (0.0, 40.0)
             level = 0.25 if replica == "a" else 0.75
             value = 1.0 if family.type is MetricType.INFO else lo + level * (hi - lo)
-            out.append(RawSeries(family.name, labels, TIMES, np.full_like(TIMES, value)))
+            out.append(Series(family.name, labels, TIMES, np.full_like(TIMES, value)))
     return out
 
 

@@ -19,7 +19,8 @@ from inference_obs.errors import NoDataError
 from inference_obs.metrics import builders as b
 from inference_obs.metrics import dcgm, resolve_label, vllm
 from inference_obs.query import to_promql
-from inference_obs.source.openmetrics import RawSeries, write_openmetrics
+from inference_obs.samples import Series
+from inference_obs.source.openmetrics import write_openmetrics
 from tests.integration.servers import PrometheusFactory, PrometheusServer
 
 pytestmark = pytest.mark.integration
@@ -30,13 +31,13 @@ END = float(TIMES[-1])
 OLD = {"model_name": "m", "pod": "legacy-0"}
 
 
-def _legacy_series() -> list[RawSeries]:
+def _legacy_series() -> list[Series]:
     count = TIMES - T0
     series = [
-        RawSeries("vllm:gpu_cache_usage_perc", OLD, TIMES, np.full_like(TIMES, 0.5)),
-        RawSeries("vllm:time_per_output_token_seconds_count", OLD, TIMES, count),
-        RawSeries("vllm:time_per_output_token_seconds_sum", OLD, TIMES, count * 0.02),
-        RawSeries(
+        Series("vllm:gpu_cache_usage_perc", OLD, TIMES, np.full_like(TIMES, 0.5)),
+        Series("vllm:time_per_output_token_seconds_count", OLD, TIMES, count),
+        Series("vllm:time_per_output_token_seconds_sum", OLD, TIMES, count * 0.02),
+        Series(
             "DCGM_FI_DEV_GPU_UTIL",
             {"gpu": "0", "hostname": "node-1"},
             TIMES,
@@ -45,7 +46,7 @@ def _legacy_series() -> list[RawSeries]:
     ]
     for le, share in (("0.01", 0.0), ("0.025", 1.0), ("+Inf", 1.0)):
         series.append(
-            RawSeries(
+            Series(
                 "vllm:time_per_output_token_seconds_bucket", OLD | {"le": le}, TIMES, count * share
             )
         )

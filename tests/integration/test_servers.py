@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from inference_obs.source.openmetrics import RawSeries, write_openmetrics
+from inference_obs.samples import Series
+from inference_obs.source.openmetrics import write_openmetrics
 from tests.integration.servers import (
     PrometheusFactory,
     PrometheusServer,
@@ -103,17 +104,17 @@ def _label_values(result: dict[str, Any], name: str) -> dict[str, str]:
 
 def _backfill_text() -> str:
     series = [
-        RawSeries("exact:values", {"job": "harness"}, EXACT_TIMES, EXACT_VALUES),
+        Series("exact:values", {"job": "harness"}, EXACT_TIMES, EXACT_VALUES),
         *(
-            RawSeries("tricky", {"case": str(i), "v": v}, [T0], [float(i)])
+            Series("tricky", {"case": str(i), "v": v}, [T0], [float(i)])
             for i, v in enumerate(TRICKY_VALUES)
         ),
-        RawSeries("hist_bucket", {"le": "0.5"}, [T0, T0 + 15], [1.0, 2.0]),
-        RawSeries("hist_bucket", {"le": "1"}, [T0, T0 + 15], [2.0, 4.0]),
-        RawSeries("hist_bucket", {"le": "+Inf"}, [T0, T0 + 15], [3.0, 5.0]),
-        RawSeries("hist_count", {}, [T0, T0 + 15], [3.0, 5.0]),
-        RawSeries("hist_sum", {}, [T0, T0 + 15], [0.9, 4.5]),
-        RawSeries("req_total", {"pod": "a"}, [T0, T0 + 15], [10.0, 40.0]),
+        Series("hist_bucket", {"le": "0.5"}, [T0, T0 + 15], [1.0, 2.0]),
+        Series("hist_bucket", {"le": "1"}, [T0, T0 + 15], [2.0, 4.0]),
+        Series("hist_bucket", {"le": "+Inf"}, [T0, T0 + 15], [3.0, 5.0]),
+        Series("hist_count", {}, [T0, T0 + 15], [3.0, 5.0]),
+        Series("hist_sum", {}, [T0, T0 + 15], [0.9, 4.5]),
+        Series("req_total", {"pod": "a"}, [T0, T0 + 15], [10.0, 40.0]),
     ]
     out = io.StringIO()
     write_openmetrics(series, out, types={"hist": "histogram", "req": "counter"})

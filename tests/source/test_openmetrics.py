@@ -11,10 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from inference_obs.errors import DatasetError
-from inference_obs.source.openmetrics import Labels, RawSeries, write_openmetrics
+from inference_obs.samples import Labels, Series
+from inference_obs.source.openmetrics import write_openmetrics
 
 
-def _text(series: Iterable[RawSeries], types: Mapping[str, str] | None = None) -> str:
+def _text(series: Iterable[Series], types: Mapping[str, str] | None = None) -> str:
     out = io.StringIO()
     write_openmetrics(series, out, types=types)
     return out.getvalue()
@@ -28,10 +29,10 @@ def _promtool_millis(text: str) -> int:
 
 def test_small_case_exact_text() -> None:
     series = [
-        RawSeries("req_total", {"pod": "b", "model": "m"}, [0.0, 15.0], [1.0, 2.5]),
-        RawSeries("gpu_util", {}, [1.25], [0.1]),
-        RawSeries("req_created", {"pod": "b", "model": "m"}, [0.0], [0.0]),
-        RawSeries("odd", {"k": "v"}, [1.0, 2.0, 3.0, 4.0], [np.nan, np.inf, -np.inf, 1e300]),
+        Series("req_total", {"pod": "b", "model": "m"}, [0.0, 15.0], [1.0, 2.5]),
+        Series("gpu_util", {}, [1.25], [0.1]),
+        Series("req_created", {"pod": "b", "model": "m"}, [0.0], [0.0]),
+        Series("odd", {"k": "v"}, [1.0, 2.0, 3.0, 4.0], [np.nan, np.inf, -np.inf, 1e300]),
     ]
     assert _text(series, types={"req": "counter", "gpu_util": "gauge"}) == (
         "# TYPE req counter\n"
@@ -50,7 +51,7 @@ def test_small_case_exact_text() -> None:
 
 
 def test_without_types_no_type_lines() -> None:
-    text = _text([RawSeries("a", {}, [1.0], [-0.0]), RawSeries("b", {}, [2.0], [5e-324])])
+    text = _text([Series("a", {}, [1.0], [-0.0]), Series("b", {}, [2.0], [5e-324])])
     assert text == "a -0.0 1\nb 5e-324 2\n# EOF\n"
 
 
@@ -60,7 +61,7 @@ def test_empty_input_is_just_eof() -> None:
 
 def test_label_values_escape_backslash_quote_newline_only() -> None:
     value = 'a"b\\c\nd}{,=é😀\r\t\x00'
-    text = _text([RawSeries("m", {"v": value}, [1.0], [1.0])])
+    text = _text([Series("m", {"v": value}, [1.0], [1.0])])
     assert text == 'm{v="a\\"b\\\\c\\nd}{,=é😀\r\t\x00"} 1.0 1\n# EOF\n'
 
 
@@ -81,27 +82,27 @@ def test_label_values_escape_backslash_quote_newline_only() -> None:
     ],
 )
 def test_timestamp_text(seconds: float, written: str) -> None:
-    text = _text([RawSeries("m", {}, [seconds], [1.0])])
+    text = _text([Series("m", {}, [seconds], [1.0])])
     assert text == f"m 1.0 {written}\n# EOF\n"
     assert _promtool_millis(written) == round(seconds * 1000)
 
 
 @given(st.integers(min_value=-(10**14), max_value=10**14))
 def test_timestamp_survives_promtool_truncation(millis: int) -> None:
-    line = _text([RawSeries("m", {}, [millis / 1000], [1.0])]).splitlines()[0]
+    line = _text([Series("m", {}, [millis / 1000], [1.0])]).splitlines()[0]
     assert _promtool_millis(line.rsplit(" ", 1)[1]) == millis
 
 
 def test_repr_values_parse_back_exactly() -> None:
     values = np.array([0.1, 1 / 3, 2.0**-1074, 1.7976931348623157e308, -123.456e-7])
-    lines = _text([RawSeries("m", {}, np.arange(values.size, dtype=float), values)])
+    lines = _text([Series("m", {}, np.arange(values.size, dtype=float), values)])
     parsed = [float(line.split(" ")[1]) for line in lines.splitlines()[:-1]]
     assert parsed == values.tolist()
 
 
 def test_raw_series_stores_sorted_hashable_labels_and_read_only_arrays() -> None:
     times = np.array([1.0, 2.0])
-    s = RawSeries("m", {"b": "2", "a": "1"}, times, [3, 4])
+    s = Series("m", {"b": "2", "a": "1"}, times, [3, 4])
     assert list(s.labels.items()) == [("a", "1"), ("b", "2")]
     assert s.labels == Labels([("b", "2"), ("a", "1")])
     assert hash(s.labels) == hash(Labels({"a": "1", "b": "2"}))
@@ -134,26 +135,25 @@ def test_raw_series_rejects_bad_input(
     name: str, labels: dict[str, str], timestamps: object, values: object, message: str
 ) -> None:
     with pytest.raises(DatasetError, match=message) as info:
-        RawSeries(name, labels, timestamps, values)  # type: ignore[arg-type]
+        Series(name, labels, timestamps, values)  # type: ignore[arg-type]
     assert repr(name) in str(info.value) or f"series {name}{{" in str(info.value)
 
 
 def test_writer_rejects_repeated_series() -> None:
-    one = RawSeries("m", {"k": "v"}, [1.0], [1.0])
-    again = RawSeries("m", {"k": "v"}, [2.0], [1.0])
+    one = Series("m", {"k": "v"}, [1.0], [1.0])
+    again = Series("m", {"k": "v"}, [2.0], [1.0])
     with pytest.raises(DatasetError, match=r"series m\{k='v'\} is given twice"):
         _text([one, again])
 
 
-def test_writer_rejects_timestamps_in_one_millisecond() -> None:
-    s = RawSeries("m", {"k": "v"}, [1.0001, 1.0002], [1.0, 2.0])
-    with pytest.raises(DatasetError, match=r"m\{k='v'\}.*same millisecond"):
-        _text([s])
+def test_series_rejects_timestamps_in_one_millisecond() -> None:
+    with pytest.raises(DatasetError, match=r"m\{k='v'\}.*at least 1 ms apart"):
+        Series("m", {"k": "v"}, [1.0001, 1.0002], [1.0, 2.0])
 
 
-def test_writer_rejects_timestamps_beyond_float_precision() -> None:
-    with pytest.raises(DatasetError, match="millisecond precision"):
-        _text([RawSeries("m", {}, [2e11], [1.0])])
+def test_series_rejects_timestamps_beyond_float_precision() -> None:
+    with pytest.raises(DatasetError, match="timestamps beyond"):
+        Series("m", {}, [2e11], [1.0])
 
 
 @pytest.mark.parametrize(
@@ -161,13 +161,12 @@ def test_writer_rejects_timestamps_beyond_float_precision() -> None:
 )
 def test_writer_rejects_bad_types(types: dict[str, str], message: str) -> None:
     with pytest.raises(DatasetError, match=message):
-        _text([RawSeries("m", {}, [1.0], [1.0])], types=types)
+        _text([Series("m", {}, [1.0], [1.0])], types=types)
 
 
 def test_writer_writes_nothing_when_a_later_series_is_bad() -> None:
-    good = RawSeries("good", {}, [1.0], [1.0])
-    bad = RawSeries("bad", {}, [1.0001, 1.0002], [1.0, 2.0])
+    good = Series("good", {}, [1.0], [1.0])
     out = io.StringIO()
-    with pytest.raises(DatasetError):
-        write_openmetrics([good, bad], out)
+    with pytest.raises(DatasetError, match="given twice"):
+        write_openmetrics([good, good], out)
     assert out.getvalue() == ""

@@ -1,0 +1,255 @@
+"""The currency between sources, the engine and analyses: labels, series, sample sets.
+
+A :class:`Series` is one time series' raw samples (timestamps in float unix
+seconds, values float64); a :class:`SampleSet` holds many series in columnar
+form (one timestamp and one value array, with per-series offsets) so the
+engine works on whole arrays, never on one Python object per sample.
+
+Timestamps are kept to whole milliseconds, as Prometheus stores them; a
+:class:`SampleSet` also exposes them as int64 milliseconds for exact window
+arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from inference_obs.errors import DatasetError
+from inference_obs.query.names import LABEL_NAME, METRIC_NAME
+
+__all__ = ["STALE_BITS", "STALE_NAN", "Labels", "SampleSet", "Series", "describe", "is_stale"]
+
+# Float64 seconds keep sub-millisecond precision up to about 1e11 s (year 5138).
+_MAX_ABS_SECONDS = 1e11
+
+#: Prometheus's staleness marker: a NaN with this exact bit pattern (never
+#: returned by the HTTP API; written when a series disappears from a scrape).
+STALE_BITS = 0x7FF0000000000002
+STALE_NAN: float = float(np.array([STALE_BITS], dtype=np.int64).view(np.float64)[0])
+
+
+def is_stale(values: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+    """Which values are staleness markers (not ordinary NaNs)."""
+    stale: npt.NDArray[np.bool_] = np.asarray(values, dtype=np.float64).view(np.int64) == STALE_BITS
+    return stale
+
+
+class Labels(Mapping[str, str]):
+    """An immutable, hashable label set whose items iterate in label-name order.
+
+    Parameters
+    ----------
+    labels
+        Label names mapped to values, or ``(name, value)`` pairs.
+
+    Examples
+    --------
+    >>> labels = Labels({"pod": "b", "model": "a"})
+    >>> list(labels.items())
+    [('model', 'a'), ('pod', 'b')]
+    >>> labels == {"model": "a", "pod": "b"}
+    True
+    """
+
+    __slots__ = ("_index", "_items")
+
+    def __init__(self, labels: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
+        index = dict(labels)
+        self._items: tuple[tuple[str, str], ...] = tuple(sorted(index.items()))
+        self._index: dict[str, str] = dict(self._items)
+
+    def __getitem__(self, name: str) -> str:
+        return self._index[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(self._items)
+
+    def __repr__(self) -> str:
+        return f"Labels({dict(self._items)!r})"
+
+
+@dataclass(frozen=True, slots=True, eq=False, init=False)
+class Series:
+    """The raw samples of one series.
+
+    Compared by identity: numpy arrays have no single truth value, so a
+    field-wise ``==`` would be ambiguous. Compare ``name``, ``labels`` and the
+    arrays (``numpy.array_equal``) instead.
+
+    Parameters
+    ----------
+    name
+        Metric name, matching ``[a-zA-Z_:][a-zA-Z0-9_:]*``.
+    labels
+        Label names (``[a-zA-Z_][a-zA-Z0-9_]*``, not ``__name__``) mapped to
+        non-empty values, or ``(name, value)`` pairs; stored as
+        :class:`Labels`. Prometheus treats an empty value as an absent label,
+        so one would not round-trip.
+    timestamps
+        Sample times, unix seconds, finite and strictly increasing. Stored as
+        a read-only float64 copy.
+    values
+        Sample values (``NaN`` and infinities allowed), one per timestamp.
+        Stored as a read-only float64 copy.
+
+    Raises
+    ------
+    DatasetError
+        If a name is invalid or the arrays do not fit; the message names the series.
+
+    Examples
+    --------
+    >>> s = Series("up", {"job": "vllm"}, [0.0, 15.0], [1.0, 1.0])
+    >>> s.labels["job"], s.timestamps.tolist()
+    ('vllm', [0.0, 15.0])
+    """
+
+    name: str
+    labels: Labels
+    timestamps: npt.NDArray[np.float64]
+    values: npt.NDArray[np.float64]
+    t_ms: npt.NDArray[np.int64]
+
+    # A hand-written __init__ so callers may pass lists and plain mappings
+    # while the fields keep their precise, validated types.
+    def __init__(
+        self,
+        name: str,
+        labels: Mapping[str, str] | Iterable[tuple[str, str]],
+        timestamps: npt.ArrayLike,
+        values: npt.ArrayLike,
+    ) -> None:
+        if not isinstance(name, str) or not METRIC_NAME.fullmatch(name):
+            raise DatasetError(
+                f"series {name!r}: invalid metric name; metric names match [a-zA-Z_:][a-zA-Z0-9_:]*"
+            )
+        pairs = dict(labels)
+        where = f"series {describe(name, pairs)}"
+        for label, value in pairs.items():
+            if not isinstance(label, str) or not LABEL_NAME.fullmatch(label):
+                raise DatasetError(
+                    f"{where}: invalid label name {label!r}; "
+                    "label names match [a-zA-Z_][a-zA-Z0-9_]*"
+                )
+            if label == "__name__":
+                raise DatasetError(f"{where}: give the metric name as `name`, not a label")
+            if not isinstance(value, str) or not value:
+                raise DatasetError(
+                    f"{where}: label {label} needs a non-empty string value "
+                    "(Prometheus drops labels with empty values)"
+                )
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise DatasetError(f"{where}: label {label} is not valid UTF-8 text") from exc
+        times = _frozen_float_array(timestamps, where, "timestamps")
+        samples = _frozen_float_array(values, where, "values")
+        if times.shape != samples.shape:
+            raise DatasetError(f"{where}: {times.size} timestamps but {samples.size} values")
+        if not np.all(np.isfinite(times)):
+            raise DatasetError(f"{where}: timestamps must be finite")
+        if times.size and np.max(np.abs(times)) > _MAX_ABS_SECONDS:
+            raise DatasetError(f"{where}: timestamps beyond +-{_MAX_ABS_SECONDS:g} s")
+        # Prometheus keeps whole milliseconds: two samples in one millisecond
+        # would silently collide in any TSDB.
+        millis = np.rint(times * 1000.0).astype(np.int64)
+        steps = np.diff(millis)
+        if np.any(steps <= 0):
+            first = int(np.flatnonzero(steps <= 0)[0])
+            raise DatasetError(
+                f"{where}: timestamps must be strictly increasing, at least 1 ms apart; "
+                f"{times[first]!r} is followed by {times[first + 1]!r}"
+            )
+        millis.flags.writeable = False
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "labels", Labels(pairs))
+        object.__setattr__(self, "timestamps", times)
+        object.__setattr__(self, "values", samples)
+        object.__setattr__(self, "t_ms", millis)
+
+
+def _frozen_float_array(data: object, where: str, what: str) -> npt.NDArray[np.float64]:
+    try:
+        array = np.array(data, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise DatasetError(f"{where}: {what} are not float64 numbers ({exc})") from exc
+    if array.ndim != 1:
+        raise DatasetError(f"{where}: {what} must be one-dimensional, got shape {array.shape}")
+    array.flags.writeable = False
+    return array
+
+
+def describe(name: str, labels: Mapping[str, str]) -> str:
+    inner = ", ".join(f"{k}={v!r}" for k, v in labels.items())
+    return f"{name}{{{inner}}}"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SampleSet:
+    """Many series in columnar form: the input of the local engine.
+
+    Series ``i`` has name ``names[i]``, labels ``labels[i]`` (without
+    ``__name__``) and samples ``t_ms[offsets[i]:offsets[i + 1]]`` (int64 unix
+    milliseconds, strictly increasing) with ``values`` at the same positions
+    (float64; staleness markers kept as :data:`STALE_NAN`).
+
+    Build it with :meth:`from_series`; every field is read-only.
+    """
+
+    names: tuple[str, ...]
+    labels: tuple[Labels, ...]
+    offsets: npt.NDArray[np.int64]
+    t_ms: npt.NDArray[np.int64]
+    values: npt.NDArray[np.float64]
+
+    @classmethod
+    def from_series(cls, series: Iterable[Series]) -> SampleSet:
+        """Gather series into one sample set; a repeated (name, labels) is an error."""
+        members = list(series)
+        seen: set[tuple[str, Labels]] = set()
+        for one in members:
+            key = (one.name, one.labels)
+            if key in seen:
+                raise DatasetError(f"series {describe(one.name, one.labels)} is given twice")
+            seen.add(key)
+        sizes = np.array([one.values.size for one in members], dtype=np.int64)
+        offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        t_ms = np.concatenate([one.t_ms for one in members]) if members else np.zeros(0, np.int64)
+        values = (
+            np.concatenate([one.values for one in members]) if members else np.zeros(0, np.float64)
+        )
+        for array in (offsets, t_ms, values):
+            array.flags.writeable = False
+        return cls(
+            tuple(one.name for one in members),
+            tuple(one.labels for one in members),
+            offsets,
+            t_ms.astype(np.int64, copy=False),
+            values.astype(np.float64, copy=False),
+        )
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __iter__(self) -> Iterator[Series]:
+        for i in range(len(self)):
+            yield self.series(i)
+
+    def series(self, i: int) -> Series:
+        """Series ``i`` as a :class:`Series`."""
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        return Series(self.names[i], self.labels[i], self.t_ms[lo:hi] / 1000.0, self.values[lo:hi])
+
+    def take(self, indices: Sequence[int] | npt.NDArray[np.intp]) -> SampleSet:
+        """The series at ``indices``, in that order."""
+        return SampleSet.from_series(self.series(int(i)) for i in indices)
