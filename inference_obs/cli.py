@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -136,6 +137,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InferenceObsError as exc:
         print(f"inference-obs: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`inference-obs queries list | head`): not an
+        # error. Point stdout at devnull so the interpreter's final flush is quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     return status
 
 

@@ -1,0 +1,1 @@
+"""LOCAL evaluation with Prometheus's numeric semantics: pure functions on arrays."""
