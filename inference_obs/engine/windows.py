@@ -9,6 +9,7 @@ is found for all series with two ``numpy.searchsorted`` calls.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -64,7 +65,7 @@ class TimeIndex:
 
     def window(self, start_ms: int, end_ms: int, *, left_open: bool) -> Windows:
         """Samples with ``start_ms <= t <= end_ms`` (``start_ms < t`` if ``left_open``)."""
-        side = "right" if left_open else "left"
+        side: Literal["left", "right"] = "right" if left_open else "left"
         lo = np.searchsorted(self._keys, self._base + self._key(start_ms), side=side)
         hi = np.searchsorted(self._keys, self._base + self._key(end_ms), side="right")
         return Windows(start_ms, end_ms, lo.astype(np.int64), hi.astype(np.int64))

@@ -203,6 +203,13 @@ class _Server:
         """
         return self._api("/api/v1/query", {"query": promql, "time": _seconds_param(time)}, promql)
 
+    def query_stats(self, promql: str, time: float) -> float:
+        """The server's own execution time (s) of an instant query, from ``stats=all``."""
+        fields = {"query": promql, "time": _seconds_param(time), "stats": "all"}
+        data = self._api("/api/v1/query", fields, promql)
+        seconds: float = data["stats"]["timings"]["execTotalTime"]
+        return seconds
+
     def query_range(self, promql: str, start: float, end: float, step: float) -> dict[str, Any]:
         """Run a range query (unix seconds; ``step`` in seconds) and return ``data``."""
         fields = {

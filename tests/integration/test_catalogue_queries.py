@@ -1,19 +1,8 @@
 """Every family's builders, and every standard query, on real servers with known truth.
 
-Synthetic series are written for every catalogue family: two replicas over
-one hour, one scrape a minute, aligned so that Prometheus 2.42 (both window
-ends closed) sees a sample exactly at each end and needs no extrapolation.
-
-- counters grow at 1/s (replica a) and 2/s (replica b): increase 10,800;
-- gauges are constant, a quarter and three quarters up their value range:
-  the sample-weighted mean is the middle, the maximum the upper value;
-- histograms observe one value per second per unit of rate, exactly at a
-  middle bucket edge ``x``: mean ``x``, and the q-quantile interpolates
-  between the bucket below and ``x`` (``lo + (x - lo) * q``).
-
-The expected numbers are derived here from that construction, independently
-of the code under test. VictoriaMetrics is held to the same numbers: in this
-aligned case its non-extrapolating ``increase`` gives the same answer.
+The data and the expected answers are in :mod:`tests.catalogue_data`.
+VictoriaMetrics is held to the same numbers: in this aligned case its
+non-extrapolating ``increase`` gives the same answer.
 """
 
 from __future__ import annotations
@@ -21,17 +10,14 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 
-import numpy as np
 import pytest
 
-from inference_obs.metrics import FAMILIES, STANDARD_QUERIES, StandardQuery
-from inference_obs.metrics import builders as b
-from inference_obs.metrics.family import Family, MetricType
+from inference_obs.metrics import STANDARD_QUERIES, StandardQuery
+from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, to_promql
-from inference_obs.samples import Series
 from inference_obs.source.openmetrics import write_openmetrics
+from tests.catalogue_data import CHECKS, HOUR, SERIES, T_END, close
 from tests.integration.servers import (
     PrometheusFactory,
     PrometheusServer,
@@ -40,125 +26,6 @@ from tests.integration.servers import (
 )
 
 pytestmark = pytest.mark.integration
-
-HOUR = 3600.0
-STEP = 60.0
-RATES = {"a": 1.0, "b": 2.0}
-# Recent enough for VictoriaMetrics' wall-clock retention, aligned to the minute.
-T0 = math.floor(1.7e9 / 3600) * 3600.0
-T_END = T0 + HOUR
-TIMES = np.arange(T0, T_END + STEP / 2, STEP)
-LABEL_VALUES = {
-    "finished_reason": "stop",
-    "reason": "capacity",
-    "source": "local_compute",
-    "position": "0",
-    "operation": "get",
-    "status": "success",
-    "engine": "0",
-    "model_name": "m",
-    "modelName": "NVIDIA H20",
-    "Hostname": "node-1",
-}
-# SGLang families whose default buckets are unknown get these for the test.
-FALLBACK_BUCKETS = (1.0, 10.0, 100.0)
-
-
-@dataclass(frozen=True)
-class Truth:
-    """What the builders must return for one family on the synthetic data."""
-
-    total: float  # counter or histogram-count increase over the hour, both replicas
-    value: float  # histogram observation, or gauge mean
-    low_bucket: float  # bucket edge below the observation (0 for the first bucket)
-    high: float  # largest gauge value
-
-
-def _buckets(family: Family) -> tuple[float, ...]:
-    return family.buckets or FALLBACK_BUCKETS
-
-
-def _truth(family: Family) -> Truth:
-    total = sum(RATES.values()) * HOUR
-    if family.type is MetricType.HISTOGRAM:
-        buckets = _buckets(family)
-        k = len(buckets) // 2
-        low = buckets[k - 1] if k else 0.0
-        return Truth(total, buckets[k], low, math.nan)
-    lo, hi = family.value_range or (0.0, 40.0)
-    a, b_ = lo + 0.25 * (hi - lo), lo + 0.75 * (hi - lo)
-    if family.type is MetricType.INFO:
-        a = b_ = 1.0
-    return Truth(total, (a + b_) / 2, math.nan, b_)
-
-
-def _series_for(family: Family) -> list[Series]:
-    truth = _truth(family)
-    out = []
-    for replica, rate in RATES.items():
-        labels = {label: LABEL_VALUES.get(label, "x") for label in family.labels}
-        labels |= {
-            "pod": f"replica-{replica}",
-            "instance": f"10.0.0.{rate:.0f}:8000",
-            "gpu": str(int(rate)),
-        }
-        count = rate * (TIMES - T0)
-        if family.type is MetricType.COUNTER:
-            out.append(Series(family.name, labels, TIMES, count))
-        elif family.type is MetricType.HISTOGRAM:
-            out.append(Series(f"{family.name}_count", labels, TIMES, count))
-            out.append(Series(f"{family.name}_sum", labels, TIMES, count * truth.value))
-            for bound in (*_buckets(family), math.inf):
-                le = b.bucket_bound_spellings(bound)[0]
-                filled = count if bound >= truth.value else np.zeros_like(count)
-                out.append(Series(f"{family.name}_bucket", labels | {"le": le}, TIMES, filled))
-        else:
-            lo, hi = family.value_range or (0.0, 40.0)
-            level = 0.25 if replica == "a" else 0.75
-            value = 1.0 if family.type is MetricType.INFO else lo + level * (hi - lo)
-            out.append(Series(family.name, labels, TIMES, np.full_like(TIMES, value)))
-    return out
-
-
-SERIES = [s for family in FAMILIES for s in _series_for(family)]
-
-
-def _checks(family: Family) -> list[tuple[str, Expr, float]]:
-    """(what, expression, expected value) for each builder that fits the family."""
-    truth = _truth(family)
-    if family.type is MetricType.COUNTER and not family.already_rate:
-        return [
-            ("increase", b.increase_total(family, [], HOUR), truth.total),
-            ("rate", b.per_second(family, [], HOUR), truth.total / HOUR),
-        ]
-    if family.type is MetricType.HISTOGRAM:
-        x, lo = truth.value, truth.low_bucket
-        return (
-            [
-                ("count", b.histogram_count(family, [], HOUR), truth.total),
-                ("mean", b.histogram_mean(family, [], HOUR), x),
-                ("p50", b.histogram_quantile_merged(family, 0.5, [], HOUR), lo + (x - lo) * 0.5),
-                ("p95", b.histogram_quantile_merged(family, 0.95, [], HOUR), lo + (x - lo) * 0.95),
-                ("share<=x", b.share_at_or_below(family, x, [], HOUR), 1.0),
-                ("share<=lo", b.share_at_or_below(family, lo, [], HOUR), 0.0),
-            ]
-            if lo > 0
-            else [
-                ("count", b.histogram_count(family, [], HOUR), truth.total),
-                ("mean", b.histogram_mean(family, [], HOUR), x),
-            ]
-        )
-    return [
-        ("sample mean", b.sample_mean(family, [], HOUR), truth.value),
-        ("maximum", b.maximum(family, [], HOUR), truth.high),
-    ]
-
-
-CHECKS = [
-    (family, what, expr, expected)
-    for family in FAMILIES
-    for what, expr, expected in _checks(family)
-]
 
 
 @pytest.fixture(scope="module")
@@ -189,11 +56,6 @@ def _single_value(server: PrometheusServer | VictoriaMetricsServer, promql: str)
     return float(result[0]["value"][1])
 
 
-def _close(actual: float, expected: float) -> bool:
-    # VictoriaMetrics keeps about 12 significant digits.
-    return math.isclose(actual, expected, rel_tol=1e-9, abs_tol=1e-12)
-
-
 @pytest.mark.parametrize(
     ("family", "what", "expr", "expected"), CHECKS, ids=[f"{c[0].name}-{c[1]}" for c in CHECKS]
 )
@@ -201,7 +63,7 @@ def test_builder_on_prometheus(
     prometheus: PrometheusServer, family: Family, what: str, expr: Expr, expected: float
 ) -> None:
     actual = _single_value(prometheus, to_promql(expr))
-    assert _close(actual, expected), f"{what} of {family.name}: {actual} != {expected}"
+    assert close(actual, expected), f"{what} of {family.name}: {actual} != {expected}"
 
 
 @pytest.mark.parametrize(
@@ -211,7 +73,7 @@ def test_builder_on_victoria_metrics(
     victoria: VictoriaMetricsServer, family: Family, what: str, expr: Expr, expected: float
 ) -> None:
     actual = _single_value(victoria, to_promql(expr))
-    assert _close(actual, expected), f"{what} of {family.name}: {actual} != {expected}"
+    assert close(actual, expected), f"{what} of {family.name}: {actual} != {expected}"
 
 
 @pytest.mark.parametrize("query", STANDARD_QUERIES, ids=lambda q: q.key)

@@ -1,0 +1,165 @@
+"""Instant vectors and aggregation over them, as Prometheus defines them.
+
+A :class:`Vector` is the result of an instant evaluation: one value per
+series, each with its label set (``__name__`` included while a function has
+not dropped it). Aggregations group series by label values, one Python step
+per series (never per sample), and reduce with numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from inference_obs.errors import Annotation, NotSupportedOffline
+from inference_obs.samples import Labels
+
+__all__ = ["NAME", "Vector", "aggregate", "group_keys", "without_name"]
+
+NAME = "__name__"
+Floats = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Vector:
+    """An instant vector: ``labels[i]`` has value ``values[i]`` (float64)."""
+
+    labels: tuple[Labels, ...]
+    values: Floats
+    annotations: tuple[Annotation, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def as_dict(self) -> dict[Labels, float]:
+        """Label set -> value, for inspection and tests."""
+        return dict(zip(self.labels, self.values.tolist(), strict=True))
+
+
+def without_name(labels: Labels) -> Labels:
+    """The label set without ``__name__`` (functions and arithmetic drop it)."""
+    return Labels((k, v) for k, v in labels.items() if k != NAME) if NAME in labels else labels
+
+
+def group_keys(
+    labels: Sequence[Labels], key: Callable[[Labels], Labels]
+) -> tuple[npt.NDArray[np.int64], list[Labels]]:
+    """Group index of each series under ``key``, and each group's labels (first-seen order)."""
+    index: dict[Labels, int] = {}
+    groups = np.empty(len(labels), dtype=np.int64)
+    for i, one in enumerate(labels):
+        groups[i] = index.setdefault(key(one), len(index))
+    return groups, list(index)
+
+
+def _grouping(
+    by: tuple[str, ...] | None, without: tuple[str, ...] | None
+) -> Callable[[Labels], Labels]:
+    if by is not None:
+        keep = frozenset(by) - {NAME}
+        return lambda one: Labels((k, v) for k, v in one.items() if k in keep)
+    if without is None:
+        return lambda one: Labels()  # neither by nor without: one group of everything
+    drop = frozenset(without) | {NAME}
+    return lambda one: Labels((k, v) for k, v in one.items() if k not in drop)
+
+
+def _per_group_sorted(values: Floats, groups: npt.NDArray[np.int64]) -> list[Floats]:
+    order = np.argsort(groups, kind="stable")
+    bounds = np.searchsorted(groups[order], np.arange(int(groups.max(initial=-1)) + 2))
+    return [values[order[bounds[g] : bounds[g + 1]]] for g in range(len(bounds) - 1)]
+
+
+def aggregate(
+    op: str,
+    vector: Vector,
+    by: tuple[str, ...] | None,
+    without: tuple[str, ...] | None,
+    param: float | None = None,
+) -> Vector:
+    """Prometheus's aggregation operators over an instant vector.
+
+    ``sum``, ``avg``, ``count``, ``min``, ``max``, ``group``, ``stddev``,
+    ``stdvar`` and ``quantile`` return one series per group with the grouping
+    labels; ``topk``/``bottomk`` keep the selected series' labels. ``min``
+    and ``max`` ignore NaN unless every value is NaN (Prometheus replaces a
+    NaN running value by any later value).
+    """
+    if not len(vector):
+        return Vector((), np.zeros(0), vector.annotations)
+    key = _grouping(by, without)
+    groups, group_labels = group_keys(vector.labels, key)
+    n = len(group_labels)
+    values = vector.values
+    if op in ("topk", "bottomk"):
+        return _top(op, vector, groups, n, param)
+    result: Floats
+    with np.errstate(invalid="ignore", divide="ignore"):
+        count: Floats = np.bincount(groups, minlength=n).astype(np.float64)
+        if op == "sum":
+            # bincount adds in input order, as Prometheus 2.42's plain sum does.
+            result = np.bincount(groups, weights=values, minlength=n).astype(np.float64)
+        elif op == "count":
+            result = count
+        elif op == "group":
+            result = np.ones(n)
+        elif op == "avg":
+            result = np.bincount(groups, weights=values, minlength=n) / count
+        elif op in ("min", "max"):
+            result = _extreme(op, values, groups, n)
+        elif op in ("stddev", "stdvar"):
+            mean = np.bincount(groups, weights=values, minlength=n) / count
+            var = np.bincount(groups, weights=(values - mean[groups]) ** 2, minlength=n) / count
+            result = np.sqrt(var) if op == "stddev" else var
+        elif op == "quantile":
+            assert param is not None
+            result = np.array([_phi_quantile(param, g) for g in _per_group_sorted(values, groups)])
+        else:
+            raise NotSupportedOffline(f"aggregation {op!r} is not evaluated offline")
+    return Vector(tuple(group_labels), result.astype(np.float64), vector.annotations)
+
+
+def _extreme(op: str, values: Floats, groups: npt.NDArray[np.int64], n: int) -> Floats:
+    fill = np.inf if op == "min" else -np.inf
+    result = np.full(n, fill)
+    finite = ~np.isnan(values)
+    (np.minimum if op == "min" else np.maximum).at(result, groups[finite], values[finite])
+    seen = np.bincount(groups[finite], minlength=n) > 0
+    result[~seen] = np.nan  # only NaN values in the group
+    return result
+
+
+def _phi_quantile(q: float, values: Floats) -> float:
+    # Prometheus quantile(): NaN for q outside [0, 1] becomes -Inf/+Inf; linear
+    # interpolation between closest ranks, rank = q * (n - 1).
+    if np.isnan(q):
+        return float("nan")
+    if q < 0:
+        return float("-inf")
+    if q > 1:
+        return float("inf")
+    ordered = np.sort(values)
+    rank = q * (len(ordered) - 1)
+    lower = int(np.floor(rank))
+    upper = min(lower + 1, len(ordered) - 1)
+    weight = rank - lower
+    return float(ordered[lower] * (1 - weight) + ordered[upper] * weight)
+
+
+def _top(
+    op: str, vector: Vector, groups: npt.NDArray[np.int64], n: int, param: float | None
+) -> Vector:
+    k = int(param or 0)
+    keep: list[int] = []
+    for g in range(n):
+        members = np.flatnonzero(groups == g)
+        scores = vector.values[members]
+        # NaN sorts last for both topk and bottomk, as in Prometheus.
+        order = np.argsort(
+            np.where(np.isnan(scores), np.inf, -scores if op == "topk" else scores), kind="stable"
+        )
+        keep.extend(members[order[:k]].tolist())
+    return Vector(tuple(vector.labels[i] for i in keep), vector.values[keep], vector.annotations)
