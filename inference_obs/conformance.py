@@ -9,7 +9,8 @@ Each file holds cases in the ``promql-conformance/1`` format of
 ``shared/conformance/promql-cases.json`` (its top-level keys document it):
 the series a selector matches, the window, the function and its arguments,
 and what Prometheus 2.42 (``expected``) and 3.x (``expected_v3``) return.
-Every case is evaluated with the engine functions under the chosen rules and
+Every case is written as an expression of :mod:`inference_obs.query` where the
+tree can express it and evaluated by the interpreter under the chosen rules, then
 compared as promqltest compares: label sets exactly equal, values equal,
 both NaN, or ``|a - b| / (|a| + |b|)`` below the case's relative tolerance.
 
@@ -29,12 +30,23 @@ from typing import Any
 
 import numpy as np
 
+from inference_obs.engine.evaluate import DEFAULT_LOOKBACK_SECONDS, Evaluator
 from inference_obs.engine.functions import RANGE_FUNCTIONS
-from inference_obs.engine.histograms import histogram_fraction, histogram_quantile, parse_le
+from inference_obs.engine.histograms import histogram_fraction, parse_le
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.windows import TimeIndex, drop_stale
+from inference_obs.engine.vector import Vector, group_keys, without_name
 from inference_obs.errors import DatasetError
-from inference_obs.samples import STALE_NAN, Labels, SampleSet, Series, is_stale
+from inference_obs.query import (
+    Aggregate,
+    Call,
+    Expr,
+    HistogramQuantile,
+    Matcher,
+    Number,
+    Selector,
+    to_promql,
+)
+from inference_obs.samples import STALE_NAN, Labels, SampleSet, Series
 
 __all__ = ["FORMAT", "Case", "compare", "evaluate", "load_cases", "main", "run"]
 
@@ -42,8 +54,6 @@ __all__ = ["FORMAT", "Case", "compare", "evaluate", "load_cases", "main", "run"]
 FORMAT = "promql-conformance/1"
 NAME = "__name__"
 _SPECIAL = {"NaN": np.nan, "+Inf": np.inf, "Inf": np.inf, "-Inf": -np.inf}
-#: Functions whose result keeps the metric name (all others drop it).
-_KEEP_NAME = frozenset({"instant_selector", "last_over_time"})
 _EXPECTED = {Rules.PROMETHEUS_2: "expected", Rules.PROMETHEUS_3: "expected_v3"}
 
 Result = list[tuple[Labels, float]]
@@ -134,111 +144,77 @@ def load_cases(path: Path) -> list[Case]:
 
 
 # -- evaluation --------------------------------------------------------------
+#
+# Every case whose query our expression tree can write goes through the
+# interpreter, exactly as analyses' queries do; histogram_fraction (not in
+# the tree) evaluates its bucket vector through the interpreter and applies
+# the engine function to it.
+
+#: Selects every series of a case (each case holds only what its selector matched).
+_ALL = Selector(None, (Matcher.regex(NAME, ".+"),))
 
 
-def _range(case: Case, function: str, rules: Rules) -> Result:
-    """A range function over the case's window, as an instant vector."""
+def _window_end(case: Case) -> float:
     if case.range_ms is None:
-        raise ValueError(f"{function} needs a 'range'")
-    samples = drop_stale(case.samples)
-    start, end = case.range_ms
-    windows = TimeIndex(samples).window(start, end, left_open=rules.left_open)
-    extra = (_number(case.args["q"]),) if function == "quantile_over_time" else ()
-    result = RANGE_FUNCTIONS[function](
-        *extra, samples, windows, range_s=float(case.args["range_s"]), rules=rules
+        raise ValueError(f"{case.function} needs a 'range'")
+    return case.range_ms[1] / 1000
+
+
+def _expression(case: Case) -> tuple[Expr, float, float]:
+    """The case's query as an expression, the evaluation time (s) and the lookback (s)."""
+    args, function = case.args, case.function
+    lookback = float(args.get("lookback_s", DEFAULT_LOOKBACK_SECONDS))
+    if function == "instant_selector":
+        return _ALL, float(args["selector_time"]), lookback
+    if function.startswith("histogram_"):
+        inner = args.get("inner")
+        vector: Expr = _ALL
+        at = float(args["selector_time"]) if inner is None else _window_end(case)
+        if inner is not None:
+            vector = Call(str(inner), (_ALL.over(float(args["range_s"])),))
+        if aggregation := args.get("aggregation"):
+            vector = Aggregate(str(aggregation["op"]), vector, by=tuple(aggregation["by"]))
+        if function == "histogram_quantile":
+            return HistogramQuantile(Number(_number(args["q"])), vector), at, lookback
+        return vector, at, lookback
+    window = _ALL.over(float(args["range_s"]))
+    if function == "sum_over_time/count_over_time":
+        # The binary expression matches series with identical labels.
+        ratio = Call("sum_over_time", (window,)) / Call("count_over_time", (window,))
+        return ratio, _window_end(case), lookback
+    if function == "quantile_over_time":
+        return Call(function, (Number(_number(args["q"])), window)), _window_end(case), lookback
+    if function not in RANGE_FUNCTIONS:
+        raise ValueError(f"function {function!r} is not supported")
+    return Call(function, (window,)), _window_end(case), lookback
+
+
+def _fraction(case: Case, buckets: Vector, rules: Rules) -> Result:
+    upper = parse_le([labels.get("le", "") for labels in buckets.labels])
+    valid = np.flatnonzero(~np.isnan(upper))
+    groups, names = group_keys(
+        [buckets.labels[i] for i in valid.tolist()],
+        lambda one: Labels((k, v) for k, v in one.items() if k != "le"),
     )
-    keep_name = function in _KEEP_NAME
-    return [
-        (
-            Labels({NAME: samples.names[i], **samples.labels[i]})
-            if keep_name
-            else samples.labels[i],
-            float(result.values[i]),
-        )
-        for i in np.flatnonzero(result.present).tolist()
-    ]
-
-
-def _instant(case: Case, rules: Rules) -> Result:
-    """The newest sample within the lookback of ``args.selector_time``, unless it is stale."""
-    at = _ms(case.args["selector_time"])
-    index = TimeIndex(case.samples)
-    window = index.window(at - _ms(case.args["lookback_s"]), at, left_open=rules.left_open)
-    out: Result = []
-    for i in np.flatnonzero(window.hi > window.lo).tolist():
-        newest = case.samples.values[window.hi[i] - 1 : window.hi[i]]
-        if not is_stale(newest)[0]:
-            labels = Labels({NAME: case.samples.names[i], **case.samples.labels[i]})
-            out.append((labels, float(newest[0])))
-    return out
-
-
-def _aggregate(vector: Result, op: str, by: Sequence[str]) -> Result:
-    """``sum by (...)`` or ``avg by (...)``: one output per distinct value of the ``by`` labels."""
-    sums: dict[Labels, list[float]] = {}
-    for labels, value in vector:
-        key = Labels((k, v) for k, v in labels.items() if k in by and k != NAME)
-        sums.setdefault(key, []).append(value)
-    if op == "sum":
-        return [(key, float(np.sum(values))) for key, values in sums.items()]
-    if op == "avg":
-        return [(key, float(np.mean(values))) for key, values in sums.items()]
-    raise ValueError(f"aggregation {op!r} is not supported")
-
-
-def _histogram(case: Case, rules: Rules) -> Result:
-    inner = case.args.get("inner")
-    vector = _instant(case, rules) if inner is None else _range(case, str(inner), rules)
-    if aggregation := case.args.get("aggregation"):
-        vector = _aggregate(vector, aggregation["op"], aggregation["by"])
-    upper = parse_le([labels.get("le", "") for labels, _ in vector])
-    group_of: dict[Labels, int] = {}
-    groups = np.array(
-        [
-            group_of.setdefault(
-                Labels((k, v) for k, v in labels.items() if k != "le"), len(group_of)
-            )
-            for labels, _ in vector
-        ],
-        dtype=np.int64,
+    lower, upper_bound = _number(case.args["lower"]), _number(case.args["upper"])
+    result = histogram_fraction(
+        lower, upper_bound, upper[valid], buckets.values[valid], groups, len(names), rules=rules
     )
-    counts = np.array([value for _, value in vector], dtype=np.float64)
-    if case.function == "histogram_quantile":
-        result = histogram_quantile(
-            _number(case.args["q"]), upper, counts, groups, len(group_of), rules=rules
-        )
-    else:
-        lower, upper_bound = _number(case.args["lower"]), _number(case.args["upper"])
-        result = histogram_fraction(
-            lower, upper_bound, upper, counts, groups, len(group_of), rules=rules
-        )
-    # Only groups with a usable bucket exist in Prometheus's result.
-    usable = np.zeros(len(group_of), dtype=bool)
-    usable[groups[~np.isnan(upper)]] = True
-    names = list(group_of)
     return [
-        (Labels((k, v) for k, v in names[g].items() if k != NAME), float(result.values[g]))
-        for g in np.flatnonzero(result.present & usable).tolist()
+        (without_name(names[g]), float(result.values[g]))
+        for g in np.flatnonzero(result.present).tolist()
     ]
 
 
 def evaluate(case: Case, rules: Rules) -> Result:
     """The instant vector the case's query returns under ``rules``."""
-    if case.function == "instant_selector":
-        return _instant(case, rules)
-    if case.function.startswith("histogram_"):
-        return _histogram(case, rules)
-    if case.function == "sum_over_time/count_over_time":
-        # The binary expression matches series with identical labels.
-        counts = dict(_range(case, "count_over_time", rules))
-        return [
-            (labels, value / counts[labels])
-            for labels, value in _range(case, "sum_over_time", rules)
-            if labels in counts
-        ]
-    if case.function not in RANGE_FUNCTIONS:
-        raise ValueError(f"function {case.function!r} is not supported")
-    return _range(case, case.function, rules)
+    expr, at, lookback = _expression(case)
+    value = Evaluator(case.samples, rules=rules, lookback=lookback).evaluate(expr, at)
+    if not isinstance(value, Vector):
+        raise ValueError(f"{to_promql(expr)} gave a scalar, not a vector")
+    if case.function == "histogram_fraction":
+        return _fraction(case, value, rules)
+    return list(zip(value.labels, value.values.tolist(), strict=True))
 
 
 # -- comparison --------------------------------------------------------------

@@ -163,7 +163,13 @@ class Evaluator:
         extra = [self._scalar(a, now_ms) for a in expr.args[:-1]]
         result = function(*extra, subset, windows, range_s=window_arg.seconds, rules=self.rules)
         keep = np.flatnonzero(result.present)
-        labels = tuple(Labels(subset.labels[i]) for i in keep.tolist())
+        if expr.name == "last_over_time":
+            # The one range function that keeps the metric name (Prometheus 2.x and 3.x).
+            labels = tuple(
+                Labels({NAME: subset.names[i], **subset.labels[i]}) for i in keep.tolist()
+            )
+        else:
+            labels = tuple(subset.labels[i] for i in keep.tolist())
         return Vector(labels, result.values[keep].astype(np.float64), result.annotations)
 
     def _scalar(self, expr: Expr, now_ms: int) -> float:

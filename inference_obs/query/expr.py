@@ -545,8 +545,6 @@ class HistogramQuantile(Expr):
     def __post_init__(self) -> None:
         _check_type(self.q, ValueType.SCALAR, "histogram_quantile quantile")
         _check_type(self.buckets, ValueType.VECTOR, "histogram_quantile buckets")
-        if isinstance(self.q, Number) and not 0 <= self.q.value <= 1:
-            raise QueryError(f"histogram_quantile: quantile {self.q.value!r} is outside [0, 1]")
         if not keeps_label(self.buckets, "le"):
             raise QueryError(
                 "histogram_quantile: the bucket expression drops the 'le' label; "
