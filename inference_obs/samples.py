@@ -14,14 +14,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import numpy as np
 import numpy.typing as npt
 
-from inference_obs.errors import DatasetError
-from inference_obs.query.names import LABEL_NAME, METRIC_NAME
+from inference_obs.errors import DatasetError, QueryError
+from inference_obs.query.names import LABEL_NAME, METRIC_NAME, parse_duration
 
-__all__ = ["STALE_BITS", "STALE_NAN", "Labels", "SampleSet", "Series", "describe", "is_stale"]
+__all__ = [
+    "STALE_BITS",
+    "STALE_NAN",
+    "Labels",
+    "SampleSet",
+    "Series",
+    "Window",
+    "describe",
+    "is_stale",
+]
 
 # Float64 seconds keep sub-millisecond precision up to about 1e11 s (year 5138).
 _MAX_ABS_SECONDS = 1e11
@@ -253,3 +263,59 @@ class SampleSet:
     def take(self, indices: Sequence[int] | npt.NDArray[np.intp]) -> SampleSet:
         """The series at ``indices``, in that order."""
         return SampleSet.from_series(self.series(int(i)) for i in indices)
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A time window ``[start, end]`` with timezone-aware edges.
+
+    The timezone is kept for display (a report in the deployment's local
+    time); all arithmetic uses :attr:`start_s` and :attr:`end_s`, unix seconds.
+
+    Examples
+    --------
+    >>> w = Window.parse("2026-10-19T17:40+08:00", "1h")
+    >>> w.seconds, w.end.isoformat()
+    (3600.0, '2026-10-19T18:40:00+08:00')
+    """
+
+    start: datetime
+    end: datetime
+
+    def __post_init__(self) -> None:
+        for edge, value in (("start", self.start), ("end", self.end)):
+            if not isinstance(value, datetime) or value.utcoffset() is None:
+                raise QueryError(
+                    f"window {edge} {value!r} has no timezone; write it as "
+                    "'2026-10-19T17:40+08:00' or with 'Z' for UTC"
+                )
+        if self.end <= self.start:
+            raise QueryError(
+                f"window end {self.end.isoformat()} is not after its start {self.start.isoformat()}"
+            )
+
+    @classmethod
+    def parse(cls, start: str | datetime, length: str | float) -> Window:
+        """A window from an ISO start time with offset and a length ('1h' or seconds)."""
+        if isinstance(start, str):
+            try:
+                start = datetime.fromisoformat(start)
+            except ValueError as exc:
+                raise QueryError(f"window start {start!r} is not an ISO 8601 time") from exc
+        seconds = parse_duration(length) if isinstance(length, str) else float(length)
+        return cls(start, start + timedelta(seconds=seconds))
+
+    @property
+    def start_s(self) -> float:
+        """Start, unix seconds."""
+        return self.start.timestamp()
+
+    @property
+    def end_s(self) -> float:
+        """End, unix seconds."""
+        return self.end.timestamp()
+
+    @property
+    def seconds(self) -> float:
+        """Length in seconds."""
+        return (self.end - self.start).total_seconds()

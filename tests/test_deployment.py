@@ -1,0 +1,74 @@
+"""Deployments: the compact selector form, validation, and Window edges."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from inference_obs.deployment import Deployment, parse_selector
+from inference_obs.errors import QueryError
+from inference_obs.query import MatchOp
+from inference_obs.samples import Window
+
+HARDWARE = {"gpu_model": "NVIDIA H20", "gpus_per_replica": 8}
+ENGINE = {"name": "vllm", "version": "0.33.0"}
+
+
+@pytest.mark.parametrize(
+    ("text", "op", "value"),
+    [
+        ("pro-01", MatchOp.EQ, "pro-01"),
+        ("~pro-.*", MatchOp.RE, "pro-.*"),
+        ("!pro-01", MatchOp.NE, "pro-01"),
+        ("!~pro-.*", MatchOp.NRE, "pro-.*"),
+        ("=~literal", MatchOp.EQ, "~literal"),
+        ("", MatchOp.EQ, ""),
+    ],
+)
+def test_compact_selector(text: str, op: MatchOp, value: str) -> None:
+    (matcher,) = parse_selector({"pod": text})
+    assert (matcher.label, matcher.op, matcher.value) == ("pod", op, value)
+
+
+def test_deployment_matchers_and_gpu_fallback() -> None:
+    pro = Deployment(
+        name="PRO", selector={"pod": "~pro-model-.*"}, hardware=HARDWARE, engine=ENGINE
+    )
+    assert pro.matchers == pro.gpu_matchers
+    split = pro.model_copy(update={"gpu_selector": {"exported_pod": "~pro-model-.*"}})
+    assert split.gpu_matchers[0].label == "exported_pod"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"selector": {"bad-label": "x"}}, "not a valid label name"),
+        ({"selector": {"pod": "~(unclosed"}}, "not a valid regex"),
+        ({"selector": {}}, "at least 1"),
+        ({"colour": "blue"}, "Extra inputs are not permitted"),
+        ({"hardware": {**HARDWARE, "gpus_per_replica": 0}}, "greater than or equal to 1"),
+        ({"engine": {"name": "tgi"}}, "'vllm' or 'sglang'"),
+    ],
+)
+def test_invalid_deployments_are_refused(change: dict[str, object], message: str) -> None:
+    fields: dict[str, object] = {
+        "name": "X",
+        "selector": {"pod": "x"},
+        "hardware": HARDWARE,
+        "engine": ENGINE,
+        **change,
+    }
+    with pytest.raises(ValidationError, match=message.replace("(", r"\(")):
+        Deployment.model_validate(fields)
+
+
+def test_window_needs_timezones_and_order() -> None:
+    window = Window.parse("2026-10-19T17:40+08:00", "1h")
+    assert window.end_s - window.start_s == 3600.0
+    assert window.start_s == 1792402800.0  # 2026-10-19 09:40 UTC
+    with pytest.raises(QueryError, match="no timezone"):
+        Window.parse("2026-10-19T17:40", "1h")
+    with pytest.raises(QueryError, match="not after its start"):
+        Window.parse("2026-10-19T17:40Z", 0)
+    with pytest.raises(QueryError, match="not an ISO 8601 time"):
+        Window.parse("yesterday", "1h")
