@@ -9,7 +9,7 @@ reads, so a published dataset can drive a live report of the same deployments.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
@@ -19,7 +19,7 @@ from inference_obs.samples import Window
 __all__ = ["FORMAT", "Generator", "Manifest", "ManifestWindow"]
 
 #: The dataset format this library reads and writes.
-FORMAT = "inference-obs-dataset/1"
+FORMAT: Final = "inference-obs-dataset/1"
 
 
 class _Model(BaseModel):
