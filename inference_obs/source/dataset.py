@@ -1,0 +1,364 @@
+"""Observation datasets on disk: a manifest, raw samples as OpenMetrics, and extras.
+
+A dataset is a directory (the format is described in ``datasets/README.md``)::
+
+    manifest.json     the Manifest; ``files`` maps each data file to its SHA-256
+    samples.om        every raw sample, OpenMetrics text promtool backfills as is
+    aggregates.json   optional: published numbers, one JSON object
+    requests.csv      optional: ground-truth request records of synthetic data
+
+:func:`write_dataset` writes one byte for byte the same way for the same
+input; :func:`read_dataset` checks everything before it returns anything: the
+manifest against its schema, every checksum, that no unlisted file lies in
+the directory, and every line of the samples.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas
+import pydantic
+
+from inference_obs.errors import DatasetError
+from inference_obs.samples import SampleSet, Series, describe, is_stale
+from inference_obs.source.manifest import Manifest
+from inference_obs.source.openmetrics import write_openmetrics
+from inference_obs.source.openmetrics_read import read_openmetrics
+
+__all__ = [
+    "AGGREGATES",
+    "MANIFEST",
+    "REQUESTS",
+    "SAMPLES",
+    "Dataset",
+    "read_dataset",
+    "write_dataset",
+]
+
+#: File names of a dataset; only these may appear in a dataset directory.
+MANIFEST = "manifest.json"
+SAMPLES = "samples.om"
+AGGREGATES = "aggregates.json"
+REQUESTS = "requests.csv"
+_DATA_FILES = (SAMPLES, AGGREGATES, REQUESTS)
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+# Hashing reads this much at a time: large enough to keep the loop cheap.
+_HASH_CHUNK = 1 << 20
+# pandas 2 needs the round-trip float parser to read back the exact doubles
+# to_csv wrote; pandas 3 parses exactly by default and deprecates the option.
+_CSV_FLOATS: dict[str, Any] = (
+    {"float_precision": "round_trip"} if int(pandas.__version__.split(".")[0]) < 3 else {}
+)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Dataset:
+    """An observation dataset, as read from (or just written to) a directory.
+
+    Attributes
+    ----------
+    path
+        The dataset directory.
+    manifest
+        Its ``manifest.json``, with ``files`` holding every data file's SHA-256.
+    samples
+        Every raw sample; series in the order of ``samples.om``, which the
+        writer orders by metric name, then labels.
+    aggregates
+        The published numbers of ``aggregates.json``, or ``None``.
+    requests
+        The ground-truth request records of ``requests.csv``, or ``None``.
+    """
+
+    path: Path
+    manifest: Manifest
+    samples: SampleSet
+    aggregates: Mapping[str, Any] | None
+    requests: pandas.DataFrame | None
+
+
+def write_dataset(
+    path: Path,
+    manifest: Manifest,
+    series: Iterable[Series],
+    *,
+    aggregates: Mapping[str, Any] | None = None,
+    requests: pandas.DataFrame | None = None,
+) -> Dataset:
+    """Write a dataset directory; the same input gives the same bytes.
+
+    Parameters
+    ----------
+    path
+        A directory that does not exist yet or is empty.
+    manifest
+        What was observed; its ``files`` is replaced by the checksums of the
+        files written.
+    series
+        The raw samples; each (name, labels) at most once, no staleness markers
+        (OpenMetrics text cannot carry them). Written ordered by name, then labels.
+    aggregates
+        Published numbers: a mapping of JSON data (str keys, lists or tuples,
+        str, int, finite float, bool, None). Tuples read back as lists.
+    requests
+        Ground-truth request records with a default index and columns of
+        int64, float64, bool or text; refused unless CSV reads them back equal.
+
+    Returns
+    -------
+    Dataset
+        What :func:`read_dataset` reads from ``path``.
+
+    Raises
+    ------
+    DatasetError
+        If ``path`` is not empty, or an input cannot be stored exactly; nothing
+        is written then. ``manifest.json`` is written last, so a directory
+        without one is an interrupted write, never a dataset.
+    """
+    path = Path(path)
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise DatasetError(f"{path}: not an empty directory; write a dataset into a new one")
+    members = sorted(series, key=lambda s: (s.name, tuple(s.labels.items())))
+    for one in members:
+        if np.any(is_stale(one.values)):
+            raise DatasetError(
+                f"series {describe(one.name, one.labels)} holds staleness markers, which "
+                "OpenMetrics text cannot carry; drop those samples first"
+            )
+    samples = SampleSet.from_series(members)  # refuses a repeated series
+    texts: dict[str, bytes] = {}
+    aggregates_back: dict[str, Any] | None = None
+    if aggregates is not None:
+        texts[AGGREGATES] = _aggregates_text(aggregates)
+        aggregates_back = _json_object(texts[AGGREGATES], AGGREGATES)
+    requests_back = None
+    if requests is not None:
+        texts[REQUESTS], requests_back = _requests_text(requests)
+    path.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    try:
+        files = {SAMPLES: _write_samples(path / SAMPLES, members, written)}
+        for name, data in texts.items():
+            written.append(path / name)
+            (path / name).write_bytes(data)
+            files[name] = hashlib.sha256(data).hexdigest()
+        final = manifest.model_copy(update={"files": dict(sorted(files.items()))})
+        written.append(path / MANIFEST)
+        (path / MANIFEST).write_bytes(_json_text(final.model_dump(mode="json")))
+    except BaseException:
+        for file in written:
+            file.unlink(missing_ok=True)
+        raise
+    return Dataset(path, final, samples, aggregates_back, requests_back)
+
+
+def read_dataset(path: Path) -> Dataset:
+    """Read and check a dataset directory.
+
+    Parameters
+    ----------
+    path
+        The dataset directory.
+
+    Returns
+    -------
+    Dataset
+        Series ordered as in ``samples.om``; timestamps as promtool stores them.
+
+    Raises
+    ------
+    DatasetError
+        Naming the file (and for ``samples.om`` the line) and the problem: a
+        missing or invalid manifest (unknown fields included), a checksum
+        mismatch, a file the manifest does not list, malformed data.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise DatasetError(f"{path}: no dataset directory there")
+    manifest = _read_manifest(path / MANIFEST)
+    for entry in sorted(path.iterdir()):
+        if entry.name != MANIFEST and entry.name not in manifest.files:
+            raise DatasetError(
+                f"{entry}: not listed in {MANIFEST} files; a dataset holds only listed files"
+            )
+    contents = {
+        name: _checked_bytes(path / name, digest) for name, digest in manifest.files.items()
+    }
+    samples = read_openmetrics(contents[SAMPLES], source=str(path / SAMPLES))
+    aggregates = None
+    if AGGREGATES in contents:
+        aggregates = _json_object(contents[AGGREGATES], str(path / AGGREGATES))
+    requests = None
+    if REQUESTS in contents:
+        requests = _read_requests(contents[REQUESTS], str(path / REQUESTS))
+    return Dataset(path, manifest, samples, aggregates, requests)
+
+
+def _read_manifest(file: Path) -> Manifest:
+    try:
+        text = file.read_bytes()
+    except FileNotFoundError:
+        raise DatasetError(f"{file}: missing; every dataset has a manifest") from None
+    except OSError as exc:
+        raise DatasetError(f"{file}: cannot be read ({exc.strerror})") from None
+    try:
+        manifest = Manifest.model_validate(_json_object(text, str(file)))
+    except pydantic.ValidationError as exc:
+        raise DatasetError(f"{file}: {_validation_problems(exc)}") from None
+    for name, digest in manifest.files.items():
+        if name not in _DATA_FILES:
+            raise DatasetError(
+                f"{file}: files lists {name!r}; a dataset's data files are {list(_DATA_FILES)}"
+            )
+        if not _SHA256_HEX.fullmatch(digest):
+            raise DatasetError(f"{file}: files[{name!r}] is not a lowercase SHA-256 hex digest")
+    if SAMPLES not in manifest.files:
+        raise DatasetError(f"{file}: files does not list {SAMPLES}, which every dataset has")
+    return manifest
+
+
+def _validation_problems(exc: pydantic.ValidationError) -> str:
+    """Pydantic's errors as ``field.path: problem``, without its traceback or input."""
+    problems = []
+    for error in exc.errors():
+        where = ".".join(f"[{part}]" if isinstance(part, int) else part for part in error["loc"])
+        where = where.replace(".[", "[") or "(the manifest as a whole)"
+        what = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
+        problems.append(f"{where}: {what}")
+    return "; ".join(problems)
+
+
+def _checked_bytes(file: Path, digest: str) -> bytes:
+    try:
+        data = file.read_bytes()
+    except FileNotFoundError:
+        raise DatasetError(f"{file}: listed in {MANIFEST} but missing") from None
+    except OSError as exc:
+        raise DatasetError(f"{file}: cannot be read ({exc.strerror})") from None
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != digest:
+        raise DatasetError(
+            f"{file}: SHA-256 is {actual} but {MANIFEST} says {digest}; the file changed"
+        )
+    return data
+
+
+def _write_samples(file: Path, members: Sequence[Series], written: list[Path]) -> str:
+    """Write samples.om and return its SHA-256 (hashing the file as written)."""
+    written.append(file)
+    # newline="" writes "\n" as is on every platform, so the bytes never vary.
+    with file.open("w", encoding="utf-8", newline="") as out:
+        write_openmetrics(members, out)
+    digest = hashlib.sha256()
+    with file.open("rb") as data:
+        while chunk := data.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _json_text(data: object) -> bytes:
+    text = json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+    return (text + "\n").encode("utf-8")
+
+
+def _json_object(data: bytes, file: str) -> dict[str, Any]:
+    """Parse a JSON object strictly: no NaN or Infinity, no repeated keys."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out:
+                raise DatasetError(f"{file}: key {key!r} appears twice in one object")
+            out[key] = value
+        return out
+
+    def constant(name: str) -> float:
+        raise DatasetError(f"{file}: {name} is not JSON; numbers must be finite")
+
+    try:
+        value = json.loads(data.decode("utf-8"), object_pairs_hook=pairs, parse_constant=constant)
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{file}:{exc.lineno}: not JSON: {exc.msg}") from None
+    if not isinstance(value, dict):
+        raise DatasetError(f"{file}: must hold a JSON object, not {type(value).__name__}")
+    return value
+
+
+def _aggregates_text(aggregates: Mapping[str, Any]) -> bytes:
+    if not isinstance(aggregates, Mapping):
+        raise DatasetError(f"aggregates must be a mapping, not {type(aggregates).__name__}")
+    _check_json_data(aggregates, "aggregates")
+    return _json_text(dict(aggregates))
+
+
+def _check_json_data(value: object, where: str) -> None:
+    """Refuse what JSON would change or drop, naming where it is."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise DatasetError(f"{where}: key {key!r} is not a string")
+            _check_json_data(item, f"{where}[{key!r}]")
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _check_json_data(item, f"{where}[{i}]")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise DatasetError(f"{where}: {value!r} has no JSON form; use null or a string")
+    elif not (value is None or isinstance(value, str | int | bool)):
+        raise DatasetError(f"{where}: {type(value).__name__} is not JSON data")
+
+
+def _requests_text(requests: pandas.DataFrame) -> tuple[bytes, pandas.DataFrame]:
+    """CSV bytes of the records, and the frame read back from them (checked equal)."""
+    if not isinstance(requests, pandas.DataFrame):
+        raise DatasetError(f"requests must be a pandas DataFrame, not {type(requests).__name__}")
+    if not requests.index.equals(pandas.RangeIndex(len(requests))):
+        raise DatasetError("requests: the CSV keeps columns only; reset_index() first")
+    names = list(requests.columns)
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise DatasetError(f"requests: columns must be non-empty strings, got {names!r}")
+    if len(set(names)) != len(names):
+        raise DatasetError(f"requests: repeated column names in {names!r}")
+    out = io.StringIO()
+    requests.to_csv(out, index=False, lineterminator="\n")
+    data = out.getvalue().encode("utf-8")
+    back = _read_requests(data, REQUESTS)
+    try:
+        pandas.testing.assert_frame_equal(back, requests, check_exact=True)
+    except AssertionError as exc:
+        problem = " ".join(str(exc).split())
+        raise DatasetError(
+            f"requests: CSV would not read them back unchanged ({problem}); use int64, "
+            "float64, bool or text columns"
+        ) from None
+    return data, back
+
+
+def _read_requests(data: bytes, file: str) -> pandas.DataFrame:
+    try:
+        # Only an empty cell is missing (not "NA", "null", ...).
+        frame: pandas.DataFrame = pandas.read_csv(
+            io.BytesIO(data),
+            encoding="utf-8",
+            keep_default_na=False,
+            na_values=[""],
+            low_memory=False,  # one pass, so no DtypeWarning about mixed chunks
+            **_CSV_FLOATS,
+        )
+    except ValueError as exc:  # pandas' ParserError and EmptyDataError are ValueErrors
+        problem = " ".join(str(exc).split())
+        raise DatasetError(f"{file}: not a CSV table with a header ({problem})") from None
+    return frame
