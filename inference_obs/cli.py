@@ -84,6 +84,15 @@ def _queries_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _simulate(args: argparse.Namespace) -> int:
+    from inference_obs.simulate import simulate
+
+    dataset = simulate(args.scenario, Path(args.out), seed=args.seed)
+    total = int(dataset.samples.offsets[-1])
+    print(f"wrote {dataset.path}: {len(dataset.samples)} series, {total:,} samples (synthetic)")
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     # The report arrives with the analyses; until then, show what it will compute.
     print("inference-obs: the observation report is not built yet; these are the standard")
@@ -100,6 +109,12 @@ def _parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser("report", help="write an observation report")
     report.set_defaults(run=_report)
+
+    simulate = commands.add_parser("simulate", help="write a synthetic dataset from a scenario")
+    simulate.add_argument("scenario", help="a bundled scenario name or a scenario YAML file")
+    simulate.add_argument("--out", required=True, help="new dataset directory")
+    simulate.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
+    simulate.set_defaults(run=_simulate)
 
     catalogue = commands.add_parser("catalogue", help="list the metric families known")
     catalogue.add_argument("--exporter", choices=("vllm", "sglang", "dcgm"))

@@ -5,6 +5,7 @@ that fits it, so callers can catch either::
 
     InferenceObsError
     ├── QueryError(ValueError)        bad builder input, raised when the expression is built
+    ├── ScenarioError(ValueError)     a simulator scenario file is missing or invalid
     ├── SourceError                   carries the expression and PromQL (never credentials)
     │   ├── SourceUnavailable         network, timeout, 429/5xx after bounded retries
     │   ├── QueryFailed               server said bad_data / execution; keeps error_type, error
@@ -29,6 +30,7 @@ __all__ = [
     "NotSupportedOffline",
     "QueryError",
     "QueryFailed",
+    "ScenarioError",
     "SourceError",
     "SourceUnavailable",
 ]
@@ -40,6 +42,10 @@ class InferenceObsError(Exception):
 
 class QueryError(InferenceObsError, ValueError):
     """An expression could not be built: the message names the offending input."""
+
+
+class ScenarioError(InferenceObsError, ValueError):
+    """A scenario file is missing or invalid; the message names the file and the field."""
 
 
 class SourceError(InferenceObsError):

@@ -96,3 +96,16 @@ def test_report_lists_standard_queries(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["report"]) == 0
     out = capsys.readouterr().out
     assert all(q.key in out for q in STANDARD_QUERIES)
+
+
+def test_simulate_writes_a_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from inference_obs.source.dataset import read_dataset
+
+    scenario = Path(__file__).parent / "simulate" / "small.yaml"
+    assert main(["simulate", str(scenario), "--out", str(tmp_path / "d"), "--seed", "3"]) == 0
+    assert "synthetic" in capsys.readouterr().out
+    dataset = read_dataset(tmp_path / "d")
+    assert dataset.manifest.generator is not None
+    assert dataset.manifest.generator.seed == 3
+    assert main(["simulate", "no-such-scenario", "--out", str(tmp_path / "e")]) == 2
+    assert "no-such-scenario" in capsys.readouterr().err

@@ -1,0 +1,46 @@
+"""A deterministic simulator of vLLM replicas and their GPUs, as Prometheus scrapes them.
+
+A scenario (YAML, :mod:`~inference_obs.simulate.scenario`) names deployments,
+their traffic, their configuration and hardware, how they are scraped and
+which faults to inject. :func:`simulate` runs it and writes an observation
+dataset with ground truth; :func:`run_scenario` keeps everything in memory.
+
+The pipeline, one module per step: requests arrive
+(:mod:`~.arrivals`), each engine's scheduler serves them
+(:mod:`~.scheduler`, :mod:`~.steps`), Prometheus scrapes the servers and
+GPU exporters (:mod:`~.scrape`) and stores what vLLM (:mod:`~.emit_vllm`)
+and dcgm-exporter (:mod:`~.emit_dcgm`) expose; :mod:`~.ground_truth` keeps
+every request's record and :mod:`~.aggregates` the headline numbers.
+Everything random is drawn from generators keyed by the seed.
+
+Examples
+--------
+>>> from inference_obs.simulate import scenario_names
+>>> "pro5000-vs-h20" in scenario_names()
+True
+"""
+
+from __future__ import annotations
+
+from inference_obs.simulate.publish import dataset_manifest, simulate, write_simulation
+from inference_obs.simulate.run import Simulation, run_scenario
+from inference_obs.simulate.scenario import (
+    Scenario,
+    ScenarioError,
+    load_scenario,
+    parse_scenario,
+    scenario_names,
+)
+
+__all__ = [
+    "Scenario",
+    "ScenarioError",
+    "Simulation",
+    "dataset_manifest",
+    "load_scenario",
+    "parse_scenario",
+    "run_scenario",
+    "scenario_names",
+    "simulate",
+    "write_simulation",
+]
