@@ -9,28 +9,36 @@ and ``histogram_quantile`` over buckets merged ``by (le)``, each over 1 h and
 
 For each query the runner prints the server's own execution time (the
 ``stats=all`` timings, so HTTP and JSON are excluded), the engine's time, and
-their ratio; both are medians of repeated runs in the same process. It also
-prints the time to build the SampleSet from arrays, which the server never pays.
+their ratio; both are medians of repeated runs in the same process, each after
+a warm-up of at least ``--warmup`` seconds of the same query (on the 2-core
+test machine a query run right after a pause took up to twice as long for its
+first ten or so repetitions, whichever side it was on). It also checks that the
+engine's answer matches the server's (to 1e-9 relative), and prints the time to
+build the SampleSet from arrays, which the server never pays, and the engine's
+first query over it (series selection and time index, paid once per selector).
 
 Run from the repository root (needs Debian's ``prometheus`` package)::
 
-    python -m benchmarks.engine [--repeats 7] [--series 1000] [--hours 24]
+    python -m benchmarks.engine [--repeats 15] [--warmup 0.3] [--series 1000] [--hours 24]
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import math
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from inference_obs.engine.evaluate import Evaluator
 from inference_obs.engine.rules import Rules
+from inference_obs.engine.vector import Vector
 from inference_obs.query import (
     Expr,
     Selector,
@@ -80,9 +88,18 @@ def queries() -> list[tuple[str, Expr]]:
     return out
 
 
-def median_seconds(run: Callable[[], object], repeats: int) -> float:
-    """Median wall time of ``repeats`` calls, after one warm-up call."""
-    run()
+def warm_up(run: Callable[[], object], seconds: float) -> None:
+    """Call ``run`` at least twice and for at least ``seconds``."""
+    started = time.perf_counter()
+    for _ in range(2):
+        run()
+    while time.perf_counter() - started < seconds:
+        run()
+
+
+def median_seconds(run: Callable[[], object], repeats: int, warmup: float = 0.0) -> float:
+    """Median wall time of ``repeats`` calls, after a warm-up."""
+    warm_up(run, warmup)
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -91,15 +108,41 @@ def median_seconds(run: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
-def server_seconds(server: servers.PrometheusServer, promql: str, repeats: int) -> float:
+def server_seconds(
+    server: servers.PrometheusServer, promql: str, repeats: int, warmup: float = 0.0
+) -> float:
     """Median of the server's own execution time (``stats=all``), after a warm-up."""
-    server.query_stats(promql, END)
+    warm_up(lambda: server.query_stats(promql, END), warmup)
     return statistics.median(server.query_stats(promql, END) for _ in range(repeats))
+
+
+def disagreement(server: servers.PrometheusServer, promql: str, local: object) -> str | None:
+    """Why the engine's answer differs from the server's (1e-9 relative), or None."""
+    result = server.query(promql, END)["result"]
+    remote = {
+        frozenset((k, v) for k, v in one["metric"].items() if k != "__name__"): float(
+            one["value"][1]
+        )
+        for one in result
+    }
+    if not isinstance(local, Vector):
+        return f"engine gave {local!r}, not a vector"
+    mine = {frozenset(labels.items()): value for labels, value in local.as_dict().items()}
+    if mine.keys() != remote.keys():
+        return f"{len(mine)} series vs the server's {len(remote)}"
+    for key, value in remote.items():
+        ok = math.isclose(mine[key], value, rel_tol=1e-9) or (
+            math.isnan(mine[key]) and math.isnan(value)
+        )
+        if not ok:
+            return f"{dict(key)}: engine {mine[key]!r}, server {value!r}"
+    return None
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--warmup", type=float, default=0.3, help="seconds per query and side")
     parser.add_argument("--series", type=int, default=1000)
     parser.add_argument("--hours", type=float, default=24.0)
     args = parser.parse_args()
@@ -126,13 +169,28 @@ def main() -> None:
         del text
         with server:
             evaluator = Evaluator(samples, rules=Rules.PROMETHEUS_2)
-            print(f"\n{'query':28} {'server s':>10} {'engine s':>10} {'server/engine':>14}")
+            started = time.perf_counter()
+            evaluator.evaluate(queries()[0][1], END)
+            print(f"engine: first query (selection, index) {time.perf_counter() - started:.2f} s")
+            print(
+                f"\n{'query':26} {'server ms':>10} {'engine ms':>10} {'server/engine':>14}"
+                "  same answer"
+            )
             for label, expr in queries():
                 promql = to_promql(expr)
-                remote = server_seconds(server, promql, args.repeats)
-                local = median_seconds(lambda e=expr: evaluator.evaluate(e, END), args.repeats)
-                print(f"{label:28} {remote:10.4f} {local:10.4f} {remote / local:13.1f}x")
-    print(f"\nmedians of {args.repeats} runs; server time = Prometheus stats execTotalTime")
+                remote = server_seconds(server, promql, args.repeats, args.warmup)
+                local = median_seconds(
+                    partial(evaluator.evaluate, expr, END), args.repeats, args.warmup
+                )
+                why = disagreement(server, promql, evaluator.evaluate(expr, END))
+                print(
+                    f"{label:26} {remote * 1e3:10.2f} {local * 1e3:10.3f} "
+                    f"{remote / local:13.1f}x  {'yes' if why is None else 'NO: ' + why}"
+                )
+    print(
+        f"\nmedians of {args.repeats} runs after {args.warmup} s of warm-up each; "
+        "server time = Prometheus stats execTotalTime"
+    )
 
 
 if __name__ == "__main__":

@@ -21,12 +21,20 @@ import re
 from functools import singledispatchmethod
 
 import numpy as np
+import numpy.typing as npt
 
 from inference_obs.engine.binary import binary
 from inference_obs.engine.functions import RANGE_FUNCTIONS
 from inference_obs.engine.histograms import histogram_quantile, parse_le
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.vector import NAME, Vector, aggregate, group_keys, without_name
+from inference_obs.engine.vector import (
+    NAME,
+    IdentityCache,
+    Vector,
+    aggregate,
+    group_keys,
+    without_name,
+)
 from inference_obs.engine.windows import TimeIndex, drop_stale
 from inference_obs.errors import NotSupportedOffline
 from inference_obs.query import (
@@ -83,6 +91,8 @@ class Evaluator:
         self.rules = rules
         self.lookback_ms = round(lookback * 1000)
         self._subsets: dict[tuple[Selector, bool], tuple[SampleSet, TimeIndex]] = {}
+        # Per instant-selector subset: every series' labels with __name__ added.
+        self._named_labels: dict[Selector, tuple[Labels, ...]] = {}
 
     def evaluate(self, expr: Expr, at: float) -> Value:
         """The value of ``expr`` at ``at`` (unix seconds)."""
@@ -111,6 +121,16 @@ class Evaluator:
             self._subsets[key] = (subset, TimeIndex(subset))
         return self._subsets[key]
 
+    def _named(self, selector: Selector, subset: SampleSet) -> tuple[Labels, ...]:
+        """The selected series' label sets with ``__name__``, built once per selector."""
+        plain = Selector(selector.metric, selector.matchers)
+        if plain not in self._named_labels:
+            self._named_labels[plain] = tuple(
+                Labels({NAME: name, **labels})
+                for name, labels in zip(subset.names, subset.labels, strict=True)
+            )
+        return self._named_labels[plain]
+
     def _end(self, offset: float | None, at: object, now_ms: int) -> int:
         base = now_ms if at in (None, "start", "end") else round(float(at) * 1000)  # type: ignore[arg-type]
         return base - round((offset or 0.0) * 1000)
@@ -136,7 +156,7 @@ class Evaluator:
         present = window.hi > window.lo
         present[present] &= ~is_stale(subset.values[newest[present]])
         keep = np.flatnonzero(present)
-        labels = tuple(Labels({NAME: subset.names[i], **subset.labels[i]}) for i in keep.tolist())
+        labels = _pick(self._named(expr, subset), keep)
         return Vector(labels, subset.values[newest[keep]].astype(np.float64))
 
     @_eval.register
@@ -165,11 +185,11 @@ class Evaluator:
         keep = np.flatnonzero(result.present)
         if expr.name == "last_over_time":
             # The one range function that keeps the metric name (Prometheus 2.x and 3.x).
-            labels = tuple(
-                Labels({NAME: subset.names[i], **subset.labels[i]}) for i in keep.tolist()
-            )
+            labels = _pick(self._named(selector, subset), keep)
         else:
-            labels = tuple(subset.labels[i] for i in keep.tolist())
+            # The others drop it: the subset's own label sets (which never hold
+            # it) are the result's, shared rather than rebuilt.
+            labels = _pick(subset.labels, keep)
         return Vector(labels, result.values[keep].astype(np.float64), result.annotations)
 
     def _scalar(self, expr: Expr, now_ms: int) -> float:
@@ -195,21 +215,60 @@ class Evaluator:
         q = self._scalar(expr.q, now_ms)
         buckets = self._eval(expr.buckets, now_ms)
         assert isinstance(buckets, Vector)
-        upper = parse_le([one.get("le", "") for one in buckets.labels])
-        valid = np.flatnonzero(~np.isnan(upper))
-        labels = [buckets.labels[i] for i in valid.tolist()]
-        groups, group_labels = group_keys(
-            labels, lambda one: Labels((k, v) for k, v in one.items() if k != "le")
-        )
+        upper, valid, groups, group_labels = _buckets(buckets.labels)
         result = histogram_quantile(
-            q, upper[valid], buckets.values[valid], groups, len(group_labels), rules=self.rules
+            q, upper, buckets.values[valid], groups, len(group_labels), rules=self.rules
         )
         keep = np.flatnonzero(result.present)
         return Vector(
-            tuple(without_name(group_labels[i]) for i in keep.tolist()),
+            _pick(group_labels, keep),
             result.values[keep].astype(np.float64),
             buckets.annotations + result.annotations,
         )
+
+
+def _pick(labels: tuple[Labels, ...], keep: npt.NDArray[np.intp]) -> tuple[Labels, ...]:
+    """``labels`` at ``keep``; the tuple itself when all are kept (so caches keyed on it hit)."""
+    if keep.size == len(labels):
+        return labels
+    return tuple(labels[i] for i in keep.tolist())
+
+
+#: Bucket layouts of recently seen label tuples (parsed ``le``, rows kept, groups).
+_BUCKET_LAYOUTS = IdentityCache(64)
+
+BucketLayout = tuple[
+    npt.NDArray[np.float64], npt.NDArray[np.intp], npt.NDArray[np.int64], tuple[Labels, ...]
+]
+
+
+def _buckets(labels: tuple[Labels, ...]) -> BucketLayout:
+    """Each bucket's bound, the rows with a valid one, their group, and each group's labels.
+
+    Groups are the label sets without ``le``; the result's labels also lose
+    ``__name__``. Remembered per label tuple: a histogram over the same series
+    is laid out once.
+    """
+    found = _BUCKET_LAYOUTS.get(labels, "buckets")
+    if found is not None:
+        return found  # type: ignore[return-value]
+    upper = parse_le([one.get("le", "") for one in labels])
+    valid = np.flatnonzero(~np.isnan(upper))
+    groups, group_labels = group_keys(
+        [labels[i] for i in valid.tolist()],
+        lambda one: Labels((k, v) for k, v in one.items() if k != "le"),
+    )
+    bounds = upper[valid]
+    for array in (bounds, valid, groups):
+        array.flags.writeable = False
+    layout: BucketLayout = (
+        bounds,
+        valid,
+        groups,
+        tuple(without_name(one) for one in group_labels),
+    )
+    _BUCKET_LAYOUTS.put(labels, "buckets", layout)
+    return layout
 
 
 def _take(samples: SampleSet, chosen: list[int]) -> SampleSet:

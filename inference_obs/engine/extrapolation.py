@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from inference_obs.engine.facts import Facts
 from inference_obs.engine.result import Evaluation
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.segments import Floats, Ints, segment_reduce, without_nan
+from inference_obs.engine.segments import Floats, Ints, fold_positions, without_nan
 from inference_obs.engine.windows import Windows
 from inference_obs.errors import Annotation
 from inference_obs.samples import SampleSet
@@ -198,15 +199,41 @@ def idelta(samples: SampleSet, windows: Windows, *, range_s: float, rules: Rules
     return _instant(samples, windows, rules, per_second=False)
 
 
-def _reset_correction(values: Floats, first: Ints, last: Ints) -> Floats:
-    # A strict decrease between neighbours is a counter reset: the counter is
-    # assumed to have restarted from 0, so the value before the drop is added.
-    # NaN never counts (comparisons with NaN are false). The corrections are
-    # summed apart and then added (Prometheus adds them one by one): equal
-    # for exact counters, at most a few ulps apart otherwise.
-    with np.errstate(invalid="ignore"):
-        drops = np.where(values[1:] < values[:-1], values[:-1], 0.0)
-    return segment_reduce(np.add, drops, first, last, empty=0.0)
+def _reset_corrected(
+    change: Floats, facts: Facts, first: Ints, last: Ints, *, apart: bool = False
+) -> Floats:
+    """``change`` plus, per window ``first..last``, the value before every counter reset in it.
+
+    A strict decrease between neighbours is a counter reset: the counter is
+    assumed to have restarted from 0, so the value before the drop is added.
+    NaN never counts (comparisons with NaN are false). Prometheus adds these
+    values to the change one by one, in time order; with ``apart`` they are
+    first summed on their own, in time order, and the sum added (as
+    VictoriaMetrics accumulates its correction). Either way the cost is the
+    number of resets in the windows, read from the set's cached drop
+    positions, not the windows' length; nothing runs when no window holds one.
+    """
+    drops = facts.drops
+    # The pairs (j, j + 1) inside a window have first <= j < last.
+    begin = np.searchsorted(drops, first, side="left")
+    end = np.searchsorted(drops, last, side="left")
+    held = end > begin
+    with np.errstate(invalid="ignore", over="ignore"):
+        if not held.any():
+            # Adding 0.0 keeps the sign of zero the engine has always given (+0).
+            return change + 0.0
+
+        def step(x: Floats, k: float, state: tuple[Floats, ...]) -> tuple[Floats, ...]:
+            with np.errstate(invalid="ignore", over="ignore"):
+                return (state[0] + x,)
+
+        # Only the drops the windows hold are read.
+        first_drop, last_drop = int(begin[held].min()), int(end[held].max())
+        added = facts.samples.values[drops[first_drop:last_drop]]
+        start = np.zeros(change.shape) if apart else change + 0.0
+        (total,) = fold_positions(added, begin - first_drop, end - first_drop, (start,), step)
+        corrected: Floats = change + total if apart else total
+        return corrected
 
 
 def _too_few(function: str, count: int) -> tuple[Annotation, ...]:
@@ -242,7 +269,7 @@ def _extrapolated(
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         change = v[last] - v[first]
         if counter:
-            change = change + _reset_correction(v, first, last)
+            change = _reset_corrected(change, windows.facts_for(samples), first, last)
         to_start = (t[first] - windows.start_ms) / 1000.0
         to_end = (windows.end_ms - t[last]) / 1000.0
         covered = (t[last] - t[first]) / 1000.0
@@ -297,7 +324,7 @@ def _from_base(
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         change = v[e] - v[b]
         if counter:
-            change = change + _reset_correction(v, b, e)
+            change = _reset_corrected(change, windows.facts_for(samples), b, e, apart=True)
         if per_second:
             # No extrapolation: divided by the span of the samples used.
             change = change / ((t[e] - t[b]) / 1000.0)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from inference_obs.engine.extrapolation import delta, idelta, increase, irate, rate
+from inference_obs.engine.facts import count_between
 from inference_obs.engine.over_time import (
     avg_over_time,
     count_over_time,
@@ -32,7 +33,7 @@ from inference_obs.engine.over_time import (
 )
 from inference_obs.engine.result import Evaluation
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.segments import pair_counts, without_nan
+from inference_obs.engine.segments import Ints, without_nan
 from inference_obs.engine.windows import Windows
 from inference_obs.samples import SampleSet
 
@@ -55,8 +56,8 @@ __all__ = [
 ]
 
 
-def _counted(samples: SampleSet, windows: Windows, flags: np.ndarray, rules: Rules) -> Evaluation:
-    counts = pair_counts(flags, windows.lo, windows.hi).astype(np.float64)
+def _counted(windows: Windows, pairs: Ints) -> Evaluation:
+    counts = pairs.astype(np.float64)
     # At least one sample, else no output; one sample counts 0.
     present = windows.counts >= 1
     return Evaluation(np.where(present, counts, np.nan), present)
@@ -97,10 +98,9 @@ def resets(samples: SampleSet, windows: Windows, *, range_s: float, rules: Rules
     """
     if rules is Rules.VICTORIAMETRICS:
         samples, windows = without_nan(samples, windows)
-    v = samples.values
-    with np.errstate(invalid="ignore"):
-        drops = v[1:] < v[:-1]
-    return _counted(samples, windows, drops, rules)
+    # The pairs (j, j + 1) inside a window have lo <= j < hi - 1.
+    drops = windows.facts_for(samples).drops
+    return _counted(windows, count_between(drops, windows.lo, windows.hi - 1))
 
 
 def changes(samples: SampleSet, windows: Windows, *, range_s: float, rules: Rules) -> Evaluation:
@@ -128,11 +128,7 @@ def changes(samples: SampleSet, windows: Windows, *, range_s: float, rules: Rule
     """
     if rules is Rules.VICTORIAMETRICS:
         samples, windows = without_nan(samples, windows)
-    v = samples.values
-    nan = np.isnan(v)
-    with np.errstate(invalid="ignore"):
-        changed = (v[1:] != v[:-1]) & ~(nan[1:] & nan[:-1])
-    return _counted(samples, windows, changed, rules)
+    return _counted(windows, windows.facts_for(samples).count_changes(windows.lo, windows.hi))
 
 
 #: PromQL function name -> implementation (``quantile_over_time`` takes ``q`` first).

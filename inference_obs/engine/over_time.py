@@ -4,9 +4,9 @@ Prometheus's ``aggrOverTime`` family (``promql/functions.go``) on float
 samples, per ``shared/reference/promql-semantics.md`` section 5: every sample
 weighs the same (none is time-weighted) and a window without samples gives no
 output. Sums and means use Prometheus's compensated (Kahan-Babuska/Neumaier)
-addition in Prometheus's order, so they fold over sample positions (see
-:func:`~inference_obs.engine.segments.fold_positions`); everything else is a
-single numpy reduction.
+addition with Prometheus's rounding, bit for bit (see
+:mod:`~inference_obs.engine.compensated` for how that is done without a
+Python step per sample); everything else is a single numpy reduction.
 
 Under ``Rules.VICTORIAMETRICS`` NaN samples are ignored, sums are plain float
 sums, the mean is sum / count, and NaN results are removed, as MetricsQL
@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from inference_obs.engine.compensated import compensated_sum, mean_35, mean_242, plain_sum
 from inference_obs.engine.result import Evaluation
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.segments import Floats, fold_positions, segment_reduce, without_nan
+from inference_obs.engine.segments import Floats, segment_reduce, without_nan
 from inference_obs.engine.windows import Windows
 from inference_obs.samples import SampleSet
 
@@ -32,36 +33,6 @@ __all__ = [
     "quantile_over_time",
     "sum_over_time",
 ]
-
-
-def _add_242(x: Floats, total: Floats, c: Floats) -> tuple[Floats, Floats]:
-    """Prometheus 2.42 ``kahanSumInc``: Neumaier's compensated addition of ``x``."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        t = total + x
-        # Neumaier: the rounding error is recovered from the larger operand.
-        error = np.where(np.abs(total) >= np.abs(x), (total - t) + x, (x - t) + total)
-        return t, c + error
-
-
-def _add_254(x: Floats, total: Floats, c: Floats) -> tuple[Floats, Floats]:
-    """Prometheus 2.54+ ``kahanSumInc``: as 2.42, but an infinite sum zeroes the compensation."""
-    t, c = _add_242(x, total, c)
-    # Commit fd6bdf5230: once the sum is infinite the compensation is
-    # meaningless (it would be NaN) and is reset.
-    return t, np.where(np.isinf(t), 0.0, c)
-
-
-def _plain_sum(samples: SampleSet, windows: Windows) -> Floats:
-    """VictoriaMetrics: an uncompensated sum, added strictly left to right."""
-
-    def step(x: Floats, k: float, state: tuple[Floats, ...]) -> tuple[Floats, ...]:
-        with np.errstate(invalid="ignore", over="ignore"):
-            return (state[0] + x,)
-
-    (total,) = fold_positions(
-        samples.values, windows.lo, windows.hi, (np.zeros(len(windows.lo)),), step
-    )
-    return total
 
 
 def _finish(samples: SampleSet, windows: Windows, out: Floats, rules: Rules) -> Evaluation:
@@ -111,17 +82,8 @@ def sum_over_time(
     """
     if rules is Rules.VICTORIAMETRICS:
         samples, windows = without_nan(samples, windows)
-        return _finish(samples, windows, _plain_sum(samples, windows), rules)
-    add = _add_242 if rules is Rules.PROMETHEUS_2 else _add_254
-
-    def step(x: Floats, k: float, state: tuple[Floats, ...]) -> tuple[Floats, ...]:
-        return add(x, state[0], state[1])
-
-    zeros = np.zeros(len(windows.lo))
-    total, c = fold_positions(samples.values, windows.lo, windows.hi, (zeros, zeros), step)
-    with np.errstate(invalid="ignore", over="ignore"):
-        # An infinite sum is returned as is (adding the compensation could make it NaN).
-        out = np.where(np.isinf(total), total, total + c)
+        return _finish(samples, windows, plain_sum(samples, windows), rules)
+    out = compensated_sum(samples, windows, v254=rules is not Rules.PROMETHEUS_2)
     return _finish(samples, windows, out, rules)
 
 
@@ -167,69 +129,9 @@ def avg_over_time(
     if rules is Rules.VICTORIAMETRICS:
         samples, windows = without_nan(samples, windows)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            return _finish(samples, windows, _plain_sum(samples, windows) / windows.counts, rules)
-    if rules is Rules.PROMETHEUS_2:
-        out = _incremental_mean_242(samples, windows)
-    else:
-        out = _direct_mean_35(samples, windows)
-    return _finish(samples, windows, out, rules)
-
-
-def _incremental_mean_242(samples: SampleSet, windows: Windows) -> Floats:
-    def step(x: Floats, k: float, state: tuple[Floats, ...]) -> tuple[Floats, ...]:
-        mean, c = state
-        with np.errstate(invalid="ignore", over="ignore"):
-            infinite = np.isinf(mean)
-            # An infinite mean stays as it is for an infinity of the same sign
-            # (Inf - Inf would be NaN) ...
-            same_infinity = np.isinf(x) & ((mean > 0) == (x > 0))
-            # ... and for any finite sample (Inf += x - Inf would be NaN too).
-            skip = infinite & (same_infinity | np.isfinite(x))
-            new_mean, new_c = _add_242(x / k - mean / k, mean, c)
-        return np.where(skip, mean, new_mean), np.where(skip, c, new_c)
-
-    zeros = np.zeros(len(windows.lo))
-    mean, c = fold_positions(samples.values, windows.lo, windows.hi, (zeros, zeros), step)
-    with np.errstate(invalid="ignore", over="ignore"):
-        # An infinite mean is returned as is.
-        out: Floats = np.where(np.isinf(mean), mean, mean + c)
-    return out
-
-
-def _direct_mean_35(samples: SampleSet, windows: Windows) -> Floats:
-    def step(x: Floats, k: float, state: tuple[Floats, ...]) -> tuple[Floats, ...]:
-        total, c, mean, incremental = state
-        if k == 1:
-            # The first sample starts the sum.
-            return x.copy(), c, mean, incremental
-        with np.errstate(invalid="ignore", over="ignore"):
-            new_total, new_c = _add_254(x, total, c)
-            direct = incremental == 0
-            # The direct sum carries on while it stays finite ...
-            keep_direct = direct & ~np.isinf(new_total)
-            # ... and on overflow the state becomes the mean so far and its
-            # compensation, and the mean is updated incrementally from here on.
-            switch = direct & np.isinf(new_total)
-            mean = np.where(switch, total / (k - 1), mean)
-            c = np.where(switch, c / (k - 1), c)
-            q = (k - 1) / k
-            inc_mean, inc_c = _add_254(x / k, q * mean, q * c)
-        return (
-            np.where(keep_direct, new_total, total),
-            np.where(keep_direct, new_c, inc_c),
-            np.where(keep_direct, mean, inc_mean),
-            np.where(keep_direct, incremental, 1.0),
-        )
-
-    n = len(windows.lo)
-    zeros = np.zeros(n)
-    total, c, mean, incremental = fold_positions(
-        samples.values, windows.lo, windows.hi, (zeros, zeros, zeros, zeros), step
-    )
-    counts = windows.counts.astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        out: Floats = np.where(incremental == 1, mean + c, total / counts + c / counts)
-    return out
+            return _finish(samples, windows, plain_sum(samples, windows) / windows.counts, rules)
+    mean = mean_242 if rules is Rules.PROMETHEUS_2 else mean_35
+    return _finish(samples, windows, mean(samples, windows), rules)
 
 
 def count_over_time(

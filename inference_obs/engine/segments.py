@@ -2,11 +2,14 @@
 
 A window selects, for series ``i``, the samples ``lo[i]:hi[i]`` of a
 :class:`~inference_obs.samples.SampleSet`'s flat arrays. The functions here
-reduce all those segments together with numpy (``ufunc.reduceat``, prefix
-sums), so no Python code runs per sample. Only :func:`fold_positions`, used
-where Prometheus's float summation order must be reproduced exactly, loops in
-Python, and then over sample *positions* within windows, each step vectorised
-across every series still active.
+reduce all those segments together with numpy (``ufunc.reduce`` over a
+strided view, ``ufunc.reduceat``), so no Python code runs per sample and the
+cost follows the samples in the windows, not in the set. Only
+:func:`fold_positions`, used where Prometheus's step must be reproduced
+exactly and no faster way is proven equal, loops in Python, and then over
+sample *positions* within windows, each step vectorised across every series
+still active. Counting pairs (resets, changes) uses the positions cached in
+:class:`~inference_obs.engine.facts.Facts`.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
+from numpy.lib.stride_tricks import as_strided
 
 from inference_obs.engine.windows import Windows
 from inference_obs.samples import SampleSet
@@ -23,7 +27,7 @@ __all__ = [
     "Floats",
     "Ints",
     "fold_positions",
-    "pair_counts",
+    "gather",
     "segment_reduce",
     "without_nan",
 ]
@@ -36,6 +40,15 @@ Mask = npt.NDArray[np.bool_]
 Step = Callable[[Floats, float, tuple[Floats, ...]], tuple[Floats, ...]]
 
 
+def gather(values: Floats, lo: Ints, hi: Ints) -> tuple[Floats, Ints, Ints]:
+    """The samples of the ordered windows ``lo:hi``, copied back to back, and their new bounds."""
+    sizes = hi - lo
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    positions = np.repeat(lo - starts, sizes) + np.arange(int(ends[-1]) if ends.size else 0)
+    return values[positions], starts.astype(np.int64), ends.astype(np.int64)
+
+
 def segment_reduce(
     ufunc: np.ufunc, values: Floats, lo: Ints, hi: Ints, *, empty: float = np.nan
 ) -> Floats:
@@ -44,37 +57,45 @@ def segment_reduce(
     Segments must be ordered (``hi[i] <= lo[i + 1]``), as the windows of a
     sample set's series are. For ``numpy.add`` the order of additions is
     numpy's (partly pairwise), not strictly left to right: use
-    :func:`fold_positions` where the order matters.
+    :func:`fold_positions` where the order matters. Costs O(samples in the
+    windows), not O(samples in the set).
     """
     out = np.full(lo.shape, empty, dtype=np.float64)
     nonempty = hi > lo
     if not nonempty.any():
         return out
+    a, b = lo[nonempty], hi[nonempty]
+    values = np.asarray(values, dtype=np.float64)
+    sizes, starts = b - a, np.diff(a)
+    if np.all(sizes == sizes[0]) and np.all(starts == starts[:1]):
+        # Equal windows at equal distances (regular scrapes): a strided view,
+        # one window per row, reduced along the rows.
+        item = values.itemsize
+        rows = as_strided(
+            values[int(a[0]) :],
+            shape=(a.size, int(sizes[0])),
+            strides=(item * (int(starts[0]) if starts.size else 0), item),
+            writeable=False,
+        )
+        with np.errstate(invalid="ignore", over="ignore"):
+            out[nonempty] = ufunc.reduce(rows, axis=1)
+        return out
+    if 2 * int((b - a).sum()) < int(b[-1] - a[0]):
+        # reduceat also reduces the gaps between windows: when the windows
+        # hold a small part of the span, copying them together first is cheaper.
+        values, a, b = gather(values, a, b)
     # reduceat reduces between consecutive indices; interleaving each window's
     # start and end and keeping every other result gives exactly the windows.
-    # One trailing element makes an end index equal to len(values) valid.
-    padded = np.append(np.asarray(values, dtype=np.float64), 0.0)
-    bounds = np.empty(2 * int(nonempty.sum()), dtype=np.int64)
-    bounds[0::2] = lo[nonempty]
-    bounds[1::2] = hi[nonempty]
+    # The last index may equal len(values), which reduceat rejects; leaving it
+    # out makes the last window run to the end of the array, as it should.
+    bounds = np.empty(2 * a.size, dtype=np.int64)
+    bounds[0::2] = a
+    bounds[1::2] = b
+    if bounds[-1] == values.size:
+        bounds = bounds[:-1]
     with np.errstate(invalid="ignore", over="ignore"):
-        out[nonempty] = ufunc.reduceat(padded, bounds)[0::2]
+        out[nonempty] = ufunc.reduceat(values, bounds)[0::2]
     return out
-
-
-def pair_counts(flags: Mask, lo: Ints, hi: Ints) -> Ints:
-    """How many adjacent pairs ``(j, j + 1)`` inside each window have ``flags[j]`` set.
-
-    ``flags`` has one entry per adjacent pair of the flat sample arrays (length
-    ``N - 1``); pairs straddling two series are never inside a window. Exact:
-    integer prefix sums.
-    """
-    prefix = np.concatenate(([0], np.cumsum(flags, dtype=np.int64)))
-    # An empty window (possibly at the very end) counts 0 pairs.
-    first = np.minimum(lo, prefix.size - 1)
-    last = np.clip(hi - 1, first, prefix.size - 1)
-    counts: Ints = prefix[last] - prefix[first]
-    return counts
 
 
 def fold_positions(
@@ -129,18 +150,13 @@ def without_nan(samples: SampleSet, windows: Windows) -> tuple[SampleSet, Window
     """The same series and windows with every NaN sample removed.
 
     VictoriaMetrics drops NaN samples before any rollup function sees them;
-    this gives the engine that view without re-selecting windows.
+    this gives the engine that view without re-selecting windows (the cleaned
+    set is cached with the sample set's facts).
     """
-    keep = ~np.isnan(samples.values)
-    if keep.all():
+    cleaned, kept_before, facts = windows.facts_for(samples).nan_free()
+    if cleaned is samples:
         return samples, windows
-    kept_before = np.concatenate(([0], np.cumsum(keep))).astype(np.int64)
-    offsets = kept_before[samples.offsets]
-    t_ms, values = samples.t_ms[keep], samples.values[keep]
-    for array in (offsets, t_ms, values):
-        array.flags.writeable = False
-    cleaned = SampleSet(samples.names, samples.labels, offsets, t_ms, values)
     moved = Windows(
-        windows.start_ms, windows.end_ms, kept_before[windows.lo], kept_before[windows.hi]
+        windows.start_ms, windows.end_ms, kept_before[windows.lo], kept_before[windows.hi], facts
     )
     return cleaned, moved

@@ -3,13 +3,17 @@
 A :class:`Vector` is the result of an instant evaluation: one value per
 series, each with its label set (``__name__`` included while a function has
 not dropped it). Aggregations group series by label values, one Python step
-per series (never per sample), and reduce with numpy.
+per series (never per sample), and reduce with numpy. The grouping of a label
+tuple is remembered (:func:`grouping`), so evaluating the same aggregation
+again over the same series costs only the numpy reduction.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from threading import Lock
 
 import numpy as np
 import numpy.typing as npt
@@ -17,10 +21,12 @@ import numpy.typing as npt
 from inference_obs.errors import Annotation, NotSupportedOffline
 from inference_obs.samples import Labels
 
-__all__ = ["NAME", "Vector", "aggregate", "group_keys", "without_name"]
+__all__ = ["NAME", "IdentityCache", "Vector", "aggregate", "group_keys", "grouping", "without_name"]
 
 NAME = "__name__"
 Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
+Grouping = tuple[Ints, tuple[Labels, ...]]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -53,6 +59,60 @@ def group_keys(
     for i, one in enumerate(labels):
         groups[i] = index.setdefault(key(one), len(index))
     return groups, list(index)
+
+
+class IdentityCache:
+    """Results computed from a label tuple, found again by the tuple's identity.
+
+    The engine hands the same tuple object on for the same series (a cached
+    selection, all series present), so identity finds a repeat without
+    hashing every label set. Each entry holds its tuple, so no other tuple can
+    take its id while the entry exists; the oldest entries are dropped first.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._entries: OrderedDict[tuple[int, object], tuple[object, object]] = OrderedDict()
+        self._lock = Lock()
+
+    def get(self, labels: tuple[Labels, ...], key: object) -> object | None:
+        with self._lock:
+            entry = self._entries.get((id(labels), key))
+            if entry is None or entry[0] is not labels:
+                return None
+            self._entries.move_to_end((id(labels), key))
+            return entry[1]
+
+    def put(self, labels: tuple[Labels, ...], key: object, value: object) -> None:
+        with self._lock:
+            self._entries[(id(labels), key)] = (labels, value)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+
+#: Groupings of recently aggregated label tuples (per tuple, per ``by``/``without``).
+GROUPINGS = IdentityCache(64)
+
+
+def grouping(
+    labels: tuple[Labels, ...],
+    key: Callable[[Labels], Labels],
+    name: object,
+) -> Grouping:
+    """:func:`group_keys` of ``labels`` under ``key``, remembered under ``name``.
+
+    ``name`` must identify ``key``'s rule completely (e.g. ``("by", ("le",))``):
+    the same tuple grouped under the same name gets the same arrays and the
+    same group-label tuple back (callers must not modify them).
+    """
+    found = GROUPINGS.get(labels, name)
+    if found is not None:
+        return found  # type: ignore[return-value]
+    groups, group_labels = group_keys(labels, key)
+    groups.flags.writeable = False
+    result: Grouping = (groups, tuple(group_labels))
+    GROUPINGS.put(labels, name, result)
+    return result
 
 
 def _grouping(
@@ -90,8 +150,9 @@ def aggregate(
     """
     if not len(vector):
         return Vector((), np.zeros(0), vector.annotations)
-    key = _grouping(by, without)
-    groups, group_labels = group_keys(vector.labels, key)
+    groups, group_labels = grouping(
+        vector.labels, _grouping(by, without), ("aggregate", by, without)
+    )
     n = len(group_labels)
     values = vector.values
     if op in ("topk", "bottomk"):
@@ -119,7 +180,7 @@ def aggregate(
             result = np.array([_phi_quantile(param, g) for g in _per_group_sorted(values, groups)])
         else:
             raise NotSupportedOffline(f"aggregation {op!r} is not evaluated offline")
-    return Vector(tuple(group_labels), result.astype(np.float64), vector.annotations)
+    return Vector(group_labels, result.astype(np.float64), vector.annotations)
 
 
 def _extreme(op: str, values: Floats, groups: npt.NDArray[np.int64], n: int) -> Floats:
