@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
@@ -70,14 +71,15 @@ class MatchOp(StrEnum):
 At = float | Literal["start", "end"]
 
 
-class Expr:
+class Expr(ABC):
     """Base of every node: arithmetic operators build :class:`Binary` nodes."""
 
     __slots__ = ()
 
     @property
-    def type(self) -> ValueType:  # pragma: no cover - every node overrides it
-        raise NotImplementedError
+    @abstractmethod
+    def type(self) -> ValueType:
+        """The PromQL type this expression evaluates to."""
 
     def __add__(self, other: Expr | float) -> Binary:
         return Binary("+", self, _lift(other))
