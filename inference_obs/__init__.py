@@ -3,11 +3,12 @@
 The package tree is the data flow: :mod:`~inference_obs.query` (what to ask),
 :mod:`~inference_obs.metrics` (the vLLM, SGLang and DCGM catalogue and its
 builders), :mod:`~inference_obs.source` (where samples come from), then the
-maths, the analyses and the report built on them.
+maths (:mod:`~inference_obs.engine`), the analyses and the report built on them.
 """
 
 from __future__ import annotations
 
+from inference_obs.deployment import Deployment
 from inference_obs.errors import (
     Annotation,
     DatasetError,
@@ -16,11 +17,14 @@ from inference_obs.errors import (
     NotSupportedOffline,
     QueryError,
     QueryFailed,
+    ScenarioError,
     SourceError,
     SourceUnavailable,
 )
 from inference_obs.metrics import FAMILIES, STANDARD_QUERIES, Family, MetricType, StandardQuery
 from inference_obs.query import Expr, Matcher, Selector, to_promql
+from inference_obs.samples import Window
+from inference_obs.source import DatasetSource, PrometheusSource, Source, read_dataset
 
 __version__ = "0.1.0"
 
@@ -29,6 +33,8 @@ __all__ = [
     "STANDARD_QUERIES",
     "Annotation",
     "DatasetError",
+    "DatasetSource",
+    "Deployment",
     "Expr",
     "Family",
     "InferenceObsError",
@@ -36,12 +42,17 @@ __all__ = [
     "MetricType",
     "NoDataError",
     "NotSupportedOffline",
+    "PrometheusSource",
     "QueryError",
     "QueryFailed",
+    "ScenarioError",
     "Selector",
+    "Source",
     "SourceError",
     "SourceUnavailable",
     "StandardQuery",
+    "Window",
     "__version__",
+    "read_dataset",
     "to_promql",
 ]

@@ -6,7 +6,13 @@ import importlib
 
 import pytest
 
-PACKAGES = ["inference_obs", "inference_obs.query", "inference_obs.metrics", "inference_obs.errors"]
+PACKAGES = [
+    "inference_obs",
+    "inference_obs.query",
+    "inference_obs.metrics",
+    "inference_obs.errors",
+    "inference_obs.source",
+]
 
 
 def _isort_key(name: str) -> tuple[int, str]:
@@ -32,6 +38,8 @@ def test_top_level_api_is_pinned() -> None:
         "STANDARD_QUERIES",
         "Annotation",
         "DatasetError",
+        "DatasetSource",
+        "Deployment",
         "Expr",
         "Family",
         "InferenceObsError",
@@ -39,12 +47,17 @@ def test_top_level_api_is_pinned() -> None:
         "MetricType",
         "NoDataError",
         "NotSupportedOffline",
+        "PrometheusSource",
         "QueryError",
         "QueryFailed",
+        "ScenarioError",
         "Selector",
+        "Source",
         "SourceError",
         "SourceUnavailable",
         "StandardQuery",
+        "Window",
         "__version__",
+        "read_dataset",
         "to_promql",
     ]

@@ -1,1 +1,27 @@
-"""WHERE samples come from; the only I/O."""
+"""WHERE samples come from; the only I/O.
+
+:class:`PrometheusSource` reads a live Prometheus-compatible HTTP API
+(Prometheus, Thanos, Mimir, VictoriaMetrics), read-only by construction;
+:class:`DatasetSource` answers the same questions from an observation
+dataset with the local engine. Both implement :class:`Source`.
+"""
+
+from __future__ import annotations
+
+from inference_obs.source.base import EngineInfo, Instant, Matrix, Metadata, Source
+from inference_obs.source.dataset import Dataset, read_dataset, write_dataset
+from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.prometheus import PrometheusSource
+
+__all__ = [
+    "Dataset",
+    "DatasetSource",
+    "EngineInfo",
+    "Instant",
+    "Matrix",
+    "Metadata",
+    "PrometheusSource",
+    "Source",
+    "read_dataset",
+    "write_dataset",
+]
