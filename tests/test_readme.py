@@ -1,0 +1,29 @@
+"""The README's Python examples run as written, from the repository root."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BLOCKS = re.findall(
+    r"```python\n(.*?)```", (REPO / "README.md").read_text(encoding="utf-8"), re.DOTALL
+)
+
+
+def test_readme_has_examples() -> None:
+    assert len(BLOCKS) >= 2
+
+
+@pytest.mark.parametrize("code", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
+def test_readme_example_runs(
+    code: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
+    exec(compile(code, "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    expected = [line.removeprefix("# ") for line in code.splitlines() if line.startswith("# ")]
+    for line in expected:
+        assert line in printed
