@@ -44,7 +44,10 @@ def prometheus(prometheus_factory: PrometheusFactory) -> Iterator[PrometheusServ
 
 @pytest.fixture(scope="module")
 def vm_t0(victoria_metrics: VictoriaMetricsServer) -> int:
-    t0 = (int(time.time()) - 2 * N * STEP) // STEP * STEP  # VM retention counts from now
+    # VM retention counts from now, so recent; ten days back, because the
+    # session's shared VM holds other tests' recent data, and label listings
+    # over this window must see only these two series.
+    t0 = (int(time.time()) - 10 * 86400) // STEP * STEP
     stamps = [1000 * (t0 + STEP * i) for i in range(N)]
     series = [
         (
