@@ -8,10 +8,18 @@ including ``NaN`` and ``±Inf``); Python runs one step per *series*, never per
 point.
 
 Timestamps are rounded to whole milliseconds, as Prometheus stores them.
+
+:func:`parse_matrix_body` skips ``json.loads`` for the points altogether: it
+walks the raw body bytes of a compactly encoded matrix answer (as Prometheus
+writes it), JSON-decodes only each series' ``metric`` object and the envelope,
+and hands the ``values`` arrays of all series to pandas' C number parser in one
+call. Anything it does not recognise sends it back to the ``json.loads`` path.
 """
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Sequence
 from itertools import chain
 from typing import Any
@@ -25,7 +33,16 @@ from inference_obs.errors import Annotation
 from inference_obs.samples import Labels, SampleSet
 from inference_obs.source.base import Matrix
 
-__all__ = ["parse_matrix", "parse_raw", "parse_scalar", "parse_vector", "to_frame"]
+__all__ = [
+    "MATRIX_BODY_PREFIX",
+    "parse_matrix",
+    "parse_matrix_body",
+    "parse_raw",
+    "parse_scalar",
+    "parse_vector",
+    "raw_samples",
+    "to_frame",
+]
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -83,13 +100,177 @@ def parse_matrix(
     return Matrix(labels, offsets, t_ms, values, promql, annotations)
 
 
+#: How a compact Prometheus matrix answer starts: the fast path reads only these.
+MATRIX_BODY_PREFIX = b'{"status":"success","data":{"resultType":"matrix","result":['
+_METRIC = b'{"metric":'
+_VALUES = b',"values":['
+# Values sections -> one number per line: drop brackets and quotes, commas become newlines.
+_TO_LINES = bytes.maketrans(b",", b"\n")
+_DROP = b'[]"'
+# pandas >= 3 parses floats correctly rounded by default (and deprecates the option).
+_CSV_EXTRA: dict[str, Any] = (
+    {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+)
+
+
+def parse_matrix_body(
+    body: bytes, promql: str = "", annotations: tuple[Annotation, ...] = ()
+) -> tuple[Matrix, dict[str, Any]]:
+    """A range query's raw response body -> (:class:`Matrix`, envelope).
+
+    The envelope is the decoded body with ``data.result`` replaced by ``[]``
+    (``status``, ``warnings``, ``infos`` and whatever else the server sent).
+    The result equals ``parse_matrix(json.loads(body)["data"]["result"], ...)``;
+    bodies in Prometheus' compact encoding are read without building a Python
+    object per point, any other body goes through ``json.loads``.
+
+    Raises :class:`ValueError` when the body is not JSON or not a successful
+    query response, :class:`TypeError` when its result type is not ``matrix``.
+
+    Examples
+    --------
+    >>> body = b'{"status":"success","data":{"resultType":"matrix","result":['
+    >>> body += b'{"metric":{"job":"a"},"values":[[1,"1"],[2.5,"NaN"]]}]}}'
+    >>> m, envelope = parse_matrix_body(body)
+    >>> m.t_ms.tolist(), m.values.tolist(), envelope["data"]["result"]
+    ([1000, 2500], [1.0, nan], [])
+    """
+    fast = _fast_matrix(body, promql, annotations)
+    if fast is not None:
+        return fast
+    envelope = json.loads(body)
+    data = _matrix_data(envelope)
+    matrix = parse_matrix(data["result"], promql, annotations)
+    data["result"] = []
+    return matrix, envelope
+
+
+def _matrix_data(envelope: Any) -> dict[str, Any]:
+    """``envelope["data"]`` of a successful matrix answer, else ValueError/TypeError."""
+    if not isinstance(envelope, dict) or envelope.get("status") != "success":
+        raise ValueError("not a successful Prometheus query response")
+    data = envelope.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("result"), list):
+        raise ValueError("query response without data.result")
+    if data.get("resultType") != "matrix":
+        raise TypeError(f"result type {data.get('resultType')!r} is not matrix")
+    return data
+
+
+def _fast_matrix(
+    body: bytes, promql: str, annotations: tuple[Annotation, ...]
+) -> tuple[Matrix, dict[str, Any]] | None:
+    """The byte-level path, or None where the body is not in the expected compact form.
+
+    Inside a JSON string every ``"`` is escaped, so ``{"metric":`` and
+    ``,"values":[`` (a structural character followed by an unescaped quote)
+    only occur as structure. A ``values`` array holds ``[t,"v"]`` pairs of
+    numbers and no ``{``, so it ends before ``]]},{"metric":`` (or ``]]}]`` for
+    the last series). Every assumption is checked.
+    """
+    if not body.startswith(MATRIX_BODY_PREFIX):
+        return None
+    pos = len(MATRIX_BODY_PREFIX)
+    metrics: list[Any] = []
+    flats: list[bytes] = []
+    sizes: list[int] = []
+    if body.startswith(b"]", pos):
+        end = pos
+    else:
+        while True:
+            if not body.startswith(_METRIC, pos):
+                return None
+            start = pos + len(_METRIC)
+            lo = body.find(_VALUES, start)
+            if lo < 0:
+                return None
+            try:
+                metric = json.loads(body[start:lo])
+            except ValueError:
+                return None
+            if not isinstance(metric, dict):
+                return None
+            lo += len(_VALUES)
+            if body.startswith(b"]}", lo):  # "values":[]
+                hi, size = lo, 0
+            else:
+                # A long needle: bytes.find skips through the section instead of testing each byte.
+                hi = body.find(b']]},{"metric":', lo)
+                if hi < 0:
+                    hi = body.find(b"]]}]", lo)
+                    if hi < 0:
+                        return None
+                hi += 1  # keep the last pair's "]"
+                section = body[lo:hi]
+                lines = section.translate(_TO_LINES, _DROP)
+                breaks = lines.count(b"\n")
+                size = (breaks + 1) // 2
+                # n pairs: n-1 separators and n inner commas; one "[", one "]", two quotes each.
+                if (
+                    breaks % 2 == 0
+                    or len(section) - len(lines) != 4 * size
+                    or not section.startswith(b"[")
+                    or not section.endswith(b'"]')
+                ):
+                    return None
+                flats.append(lines)
+            if not body.startswith(b"]}", hi):
+                return None
+            metrics.append(metric)
+            sizes.append(size)
+            pos = hi + 2
+            if body.startswith(b",", pos):
+                pos += 1
+            elif body.startswith(b"]", pos):
+                end = pos
+                break
+            else:
+                return None
+    try:
+        envelope = json.loads(body[: len(MATRIX_BODY_PREFIX)] + body[end:])
+        data = _matrix_data(envelope)
+    except (ValueError, TypeError):
+        return None
+    total = sum(sizes)
+    if total:
+        try:
+            numbers = pd.read_csv(
+                io.BytesIO(b"\n".join(flats)),
+                header=None,
+                names=["n"],
+                dtype=np.float64,
+                engine="c",
+                keep_default_na=False,
+                na_values=["NaN"],
+                skip_blank_lines=False,
+                **_CSV_EXTRA,
+            )["n"].to_numpy(dtype=np.float64)
+        except (ValueError, pd.errors.ParserError):
+            return None
+        if numbers.shape != (2 * total,):
+            return None
+        t_ms = np.rint(numbers[0::2] * 1000.0).astype(np.int64)
+        values = np.ascontiguousarray(numbers[1::2])
+    else:
+        t_ms, values = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(np.asarray(sizes, dtype=np.int64), out=offsets[1:])
+    labels = tuple(Labels(one) for one in metrics)
+    data["result"] = []
+    return Matrix(labels, offsets, t_ms, values, promql, annotations), envelope
+
+
 def parse_raw(result: list[Any], start_ms: int | None = None) -> SampleSet:
     """A range selector's ``matrix`` result -> :class:`SampleSet` of raw samples.
 
     ``__name__`` becomes the series name and leaves the labels; samples before
     ``start_ms`` (unix ms) are dropped when it is given.
     """
-    matrix = parse_matrix(result)
+    return raw_samples(parse_matrix(result), start_ms)
+
+
+def raw_samples(matrix: Matrix, start_ms: int | None = None) -> SampleSet:
+    """A range selector's :class:`Matrix` as a :class:`SampleSet` (see :func:`parse_raw`)."""
     t_ms, values, offsets = matrix.t_ms, matrix.values, matrix.offsets
     if start_ms is not None:
         keep = t_ms >= start_ms

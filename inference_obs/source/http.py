@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from inference_obs.errors import QueryFailed, SourceUnavailable
+from inference_obs.source.base import Matrix
+from inference_obs.source.frames import MATRIX_BODY_PREFIX, parse_matrix_body
 
 __all__ = ["ALLOWED_PATHS", "Client", "Credentials", "Reply", "strip_userinfo"]
 
@@ -99,6 +101,9 @@ class Reply:
     infos: tuple[str, ...]
     partial: bool
     headers: Mapping[str, str]
+    #: A matrix result already converted from the body's bytes (``data.result``
+    #: is then empty): large range answers never become per-point objects.
+    matrix: Matrix | None = None
 
 
 class _Retry(Exception):
@@ -275,9 +280,13 @@ def _classify(
         reason = getattr(exc, "reason", None) or exc
         raise _Retry(f"connection failed ({type(reason).__name__}: {reason})")
     assert status is not None
+    matrix: Matrix | None = None
     try:
-        envelope = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        if status == 200 and body.startswith(MATRIX_BODY_PREFIX):
+            matrix, envelope = parse_matrix_body(body, promql)
+        else:
+            envelope = json.loads(body)
+    except (ValueError, TypeError, UnicodeDecodeError):
         envelope = None
     if not isinstance(envelope, dict) or envelope.get("status") not in ("success", "error"):
         snippet = body[:_BODY_SNIPPET].decode("utf-8", "replace")
@@ -299,6 +308,7 @@ def _classify(
         infos=tuple(str(w) for w in envelope.get("infos") or ()),
         partial=bool(envelope.get("isPartial") or envelope.get("partial_response")),
         headers={k.lower(): v for k, v in headers.items()},
+        matrix=matrix,
     )
 
 

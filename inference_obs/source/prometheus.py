@@ -18,6 +18,7 @@ import random
 import ssl
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from threading import Lock
 from typing import Any
@@ -213,6 +214,8 @@ class PrometheusSource:
             }
             reply = self._client.query("/api/v1/query_range", fields, promql)
             notes = self._annotations(reply, promql)
+            if reply.matrix is not None:
+                return replace(reply.matrix, annotations=notes)
             with _parsing(promql):
                 if reply.data["resultType"] != "matrix":
                     raise TypeError(f"result type {reply.data['resultType']!r} is not matrix")
@@ -233,10 +236,13 @@ class PrometheusSource:
         fields = {"query": promql, "time": _seconds(window.end_s)}
         reply = self._client.query("/api/v1/query", fields, promql)
         self._annotations(reply, promql)
+        start_ms = round(window.start_s * 1000)
+        if reply.matrix is not None:
+            return frames.raw_samples(reply.matrix, start_ms)
         with _parsing(promql):
             if reply.data["resultType"] != "matrix":
                 raise TypeError(f"result type {reply.data['resultType']!r} is not matrix")
-            return frames.parse_raw(reply.data["result"], round(window.start_s * 1000))
+            return frames.parse_raw(reply.data["result"], start_ms)
 
     def series(self, selector: Selector, window: Window) -> tuple[Labels, ...]:
         """Label sets (``__name__`` included) of series with samples in ``window``."""

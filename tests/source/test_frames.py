@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
+import pytest
 
 from inference_obs.samples import Labels
-from inference_obs.source.frames import parse_matrix, parse_raw, parse_vector, to_frame
+from inference_obs.source.frames import (
+    parse_matrix,
+    parse_matrix_body,
+    parse_raw,
+    parse_vector,
+    to_frame,
+)
 
 RESULT = [
     {"metric": {"__name__": "x", "job": "a"}, "values": [[1.5, "1"], [2, "NaN"], [3, "+Inf"]]},
@@ -72,3 +82,97 @@ def test_wide_frame() -> None:
     assert frame.shape == (4, 2)
     assert frame.index.name == "timestamp"
     assert frame.iloc[:, 1].dropna().tolist() == [-np.inf, 2500.0]
+
+
+# --- parse_matrix_body: the byte-level path must equal the json.loads path exactly ---
+
+AWKWARD = [
+    {
+        "metric": {"__name__": "x", "q": 'a"b', "bs": "c\\", "end": "]]}", "m": '{"metric":'},
+        "values": [[1.5, "1"], [2, "NaN"], [3, "+Inf"], [4.001, "-Inf"]],
+    },
+    {
+        "metric": {"u": "gpu-ü-日本", "v": ',"values":[[1,"2"]]},{"metric":'},
+        "values": [[5, "2.5e3"]],
+    },
+    {"metric": {}, "values": [[1700000000.123, "0.1"], [1700000015, "142.71428571428572"]]},
+    {"metric": {"e": ""}, "values": []},
+]
+
+
+def _body(result: Sequence[object], **extra: object) -> bytes:
+    doc = {"status": "success", "data": {"resultType": "matrix", "result": result}, **extra}
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def _assert_same(body: bytes, fast: bool | None) -> None:
+    """Both paths agree; ``fast`` (when not None) says whether the byte-level path applies."""
+    from inference_obs.source import frames
+
+    if fast is not None:
+        assert (frames._fast_matrix(body, "", ()) is not None) == fast
+    want = parse_matrix(json.loads(body)["data"]["result"], "q")
+    got, envelope = parse_matrix_body(body, "q")
+    assert got.labels == want.labels
+    assert got.promql == "q"
+    for name in ("offsets", "t_ms", "values"):
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.dtype == b.dtype
+        assert np.array_equal(a, b, equal_nan=True), name
+    doc = json.loads(body)
+    doc["data"]["result"] = []
+    assert envelope == doc
+
+
+def test_body_path_equals_json_path_on_awkward_labels() -> None:
+    _assert_same(_body(AWKWARD), fast=True)
+    raw = json.dumps(
+        {"status": "success", "data": {"resultType": "matrix", "result": AWKWARD}},
+        separators=(",", ":"),
+        ensure_ascii=False,
+    ).encode()
+    _assert_same(raw, fast=True)
+
+
+def test_body_path_keeps_the_envelope() -> None:
+    body = _body(RESULT, warnings=["w ]]} 1"], infos=["i"])
+    _assert_same(body, fast=True)
+    _, envelope = parse_matrix_body(body)
+    assert envelope["warnings"] == ["w ]]} 1"]
+    assert envelope["infos"] == ["i"]
+
+
+def test_body_path_empty_results() -> None:
+    _assert_same(_body([]), fast=True)
+    _assert_same(_body([{"metric": {"a": "b"}, "values": []}]), fast=True)
+    m, _ = parse_matrix_body(_body([]))
+    assert len(m) == 0
+    assert m.offsets.tolist() == [0]
+
+
+def test_body_path_falls_back_for_other_layouts() -> None:
+    doc = {"status": "success", "data": {"resultType": "matrix", "result": RESULT}}
+    _assert_same(json.dumps(doc).encode(), fast=False)  # spaces
+    _assert_same(json.dumps(doc, indent=2).encode(), fast=False)  # newlines
+    compact = _body(RESULT)
+    # Blanks inside a pair are read alike by both paths.
+    _assert_same(compact.replace(b'"values":[[1.5,', b'"values":[[ 1.5,'), fast=None)
+    _assert_same(compact.replace(b'"values":[[1.5,"1"]', b'"values":[[1.5, "1"]'), fast=None)
+    _assert_same(compact.replace(b'"NaN"],[', b'"NaN"], ['), fast=None)
+    _assert_same(compact.replace(b'"NaN"],[', b'"NaN"],\n['), fast=False)
+    _assert_same(compact.replace(b'"values"', b'"extra":1,"values"', 1), fast=False)  # a field
+    _assert_same(compact.replace(b'"+Inf"]]}', b'"+Inf"]],"histograms":[]}'), fast=False)
+    reordered = compact.replace(b'"resultType":"matrix","result"', b'"result"')
+    reordered = reordered[:-2] + b',"resultType":"matrix"}}'
+    _assert_same(reordered, fast=False)
+
+
+def test_body_path_rejects_non_matrices() -> None:
+    with pytest.raises(TypeError):
+        parse_matrix_body(b'{"status":"success","data":{"resultType":"vector","result":[]}}')
+    with pytest.raises(ValueError, match="not a successful"):
+        parse_matrix_body(b'{"status":"error","errorType":"bad_data","error":"x"}')
+    with pytest.raises(ValueError, match="Expecting value"):
+        parse_matrix_body(b"not json")
+    with pytest.raises(ValueError, match="Expecting"):
+        parse_matrix_body(b'{"status":"success","data":{"resultType":"matrix","result":[')
