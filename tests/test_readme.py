@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -28,7 +29,7 @@ def test_readme_example_runs(
     lines = code.splitlines()
     expected = [
         after.removeprefix("# ")
-        for before, after in zip(lines, lines[1:], strict=False)
+        for before, after in itertools.pairwise(lines)
         if before.startswith("print(") and after.startswith("# ")
     ]
     for line in expected:
