@@ -1,0 +1,1 @@
+"""The questions users ask, one module per question, each answering with Measurements."""

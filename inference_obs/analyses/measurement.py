@@ -1,0 +1,149 @@
+"""Measurement: a number that carries its unit, window, status, provenance and caveats.
+
+Every analysis returns Measurements. ``status`` keeps "no series matched"
+(``no_data``) apart from zero; ``provenance`` is the PromQL (or local
+computation) that produced the value, so a report can list every query for
+rechecking; ``bounds`` holds the interval that must contain the true value
+where the value is an estimate inside it (histogram quantiles).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from enum import StrEnum
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from inference_obs.deployment import Deployment
+from inference_obs.engine.vector import Vector
+from inference_obs.errors import Annotation
+from inference_obs.metrics.family import Family
+from inference_obs.query import Expr, Matcher, Selector, to_promql
+from inference_obs.samples import Window
+from inference_obs.source.base import Source
+
+__all__ = ["Bounds", "Measurement", "Provenance", "Status", "measure"]
+
+
+class Status(StrEnum):
+    """Whether a value can be read as is."""
+
+    OK = "ok"
+    #: No series matched, or no observation fell in the window: never 0.
+    NO_DATA = "no_data"
+    #: Some of the series or samples it needs are missing; the annotations say which.
+    PARTIAL = "partial"
+    #: The computation does not apply (e.g. different definitions compared).
+    INVALID = "invalid"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+
+class Bounds(_Model):
+    """The interval that must contain the true value, in the measurement's unit."""
+
+    lower: float
+    upper: float
+
+
+class Provenance(_Model):
+    """What produced a value: the PromQL sent (or evaluated locally) and by which engine."""
+
+    promql: tuple[str, ...] = Field(description="Every query behind the value, ready to paste.")
+    engine: str = Field(description="Engine kind that answered (prometheus, dataset, ...).")
+    rules: str = Field(description="Rule set of the numbers (prometheus-2, ...).")
+    computation: str | None = Field(None, description="Local arithmetic on the query results.")
+
+
+class Measurement(_Model):
+    """One number of an analysis, with everything needed to trust or recheck it."""
+
+    key: str = Field(description="Stable key: deployment/analysis/statistic.")
+    deployment: str
+    analysis: str
+    statistic: str
+    value: float | None = Field(description="None unless status is ok or partial.")
+    unit: str = Field(description="'seconds', 'tokens', 'ratio' (0-1), 'percent' (0-100), ...")
+    window_start: AwareDatetime
+    window_end: AwareDatetime
+    status: Status
+    bounds: Bounds | None = None
+    provenance: Provenance
+    annotations: tuple[Annotation, ...] = ()
+    caveats: tuple[str, ...] = Field(default=(), description="What the number does not mean.")
+
+    @property
+    def ok(self) -> bool:
+        """Whether the value can be read (``ok`` or ``partial``)."""
+        return self.status in (Status.OK, Status.PARTIAL)
+
+
+def _missing_families(
+    source: Source, families: Sequence[Family], matchers: Sequence[Matcher], window: Window
+) -> list[str]:
+    missing = []
+    for family in families:
+        names = [f"{family.name}_count" if family.type.value == "histogram" else family.name]
+        if not any(source.series(Selector(name, tuple(matchers)), window) for name in names):
+            missing.append(family.name)
+    return missing
+
+
+def measure(
+    source: Source,
+    deployment: Deployment,
+    window: Window,
+    *,
+    analysis: str,
+    statistic: str,
+    expr: Expr,
+    unit: str,
+    families: Sequence[Family],
+    matchers: Sequence[Matcher],
+    caveats: Sequence[str] = (),
+    bounds: Bounds | None = None,
+) -> Measurement:
+    """Run ``expr`` at the window's end and wrap the single value it returns.
+
+    No series, or a NaN (no observation in the window), gives ``no_data``
+    with the missing families named in an annotation; several series where
+    one is expected is a programming error in the analysis (ValueError).
+    """
+    answer = source.instant(expr, window.end_s)
+    info = source.info()
+    notes = list(answer.annotations)
+    value: float | None
+    if isinstance(answer.value, Vector):
+        if len(answer.value) > 1:
+            raise ValueError(f"{to_promql(expr)} returned {len(answer.value)} series, expected 1")
+        value = float(answer.value.values[0]) if len(answer.value) else None
+    else:
+        value = float(answer.value)
+    status = Status.OK
+    if value is None or math.isnan(value):
+        status, value = Status.NO_DATA, None
+        missing = _missing_families(source, families, matchers, window)
+        message = (
+            f"no series of {', '.join(missing)} for {deployment.name}"
+            if missing
+            else "no observation in the window"
+        )
+        notes.append(Annotation("no_data", message))
+    return Measurement(
+        key=f"{deployment.name}/{analysis}/{statistic}",
+        deployment=deployment.name,
+        analysis=analysis,
+        statistic=statistic,
+        value=value,
+        unit=unit,
+        window_start=window.start,
+        window_end=window.end,
+        status=status,
+        bounds=bounds if status is Status.OK else None,
+        provenance=Provenance(promql=(to_promql(expr),), engine=info.kind, rules=info.rules.value),
+        annotations=tuple(notes),
+        caveats=tuple(caveats),
+    )
