@@ -1,0 +1,138 @@
+"""Cache paths: local prefix-cache and external-KV hit rates, preemptions, speculative decoding.
+
+The two hit rates have different denominators: the local prefix cache is
+asked about every prompt token, the external KV cache only about the tokens
+the local cache missed. Their sum is not a hit rate of anything, so
+:meth:`CacheResult.combined_hit_rate` refuses to compute it.
+"""
+
+from __future__ import annotations
+
+from inference_obs.analyses.measurement import Measurement, measure
+from inference_obs.analyses.result import AnalysisResult
+from inference_obs.deployment import Deployment
+from inference_obs.errors import QueryError
+from inference_obs.metrics import builders, vllm
+from inference_obs.metrics.family import Family
+from inference_obs.query import Expr
+from inference_obs.samples import Window
+from inference_obs.source.base import Source
+
+__all__ = ["CacheResult", "cache"]
+
+ANALYSIS = "cache"
+_LOCAL = (
+    "Denominator: every prompt token looked up in the replica's local prefix cache "
+    "(vllm:prefix_cache_queries_total)."
+)
+_EXTERNAL = (
+    "Denominator: only the tokens looked up in the KV connector's external cache, i.e. those "
+    "the local cache missed (vllm:external_prefix_cache_queries_total); never add it to the "
+    "local hit rate."
+)
+_SPEC = (
+    "Acceptance is progress per verification step, not an end-to-end speed-up; no_data means "
+    "the deployment exports no speculative-decoding counters (none configured), never 0."
+)
+
+
+class CacheResult(AnalysisResult):
+    """Cache behaviour of one deployment over one window.
+
+    Attributes
+    ----------
+    prefix_cache_hit_rate
+        Local prefix-cache hits over queries, tokens/tokens (ratio 0-1).
+    external_kv_hit_rate
+        External KV cache hits over its own queries (ratio 0-1).
+    preemptions
+        Preemptions in the window (extrapolated increase), preemptions.
+    spec_acceptance_rate
+        Accepted over proposed draft tokens (ratio 0-1).
+    spec_mean_acceptance_length
+        ``1 + accepted / drafts``: tokens per verification step, bonus token
+        included (tokens).
+    """
+
+    prefix_cache_hit_rate: Measurement
+    external_kv_hit_rate: Measurement
+    preemptions: Measurement
+    spec_acceptance_rate: Measurement
+    spec_mean_acceptance_length: Measurement
+    caveats: tuple[str, ...] = (_LOCAL, _EXTERNAL, _SPEC)
+
+    def combined_hit_rate(self) -> Measurement:
+        """Refused: the local and external hit rates cannot be added.
+
+        Raises
+        ------
+        QueryError
+            Always, explaining the two denominators.
+        """
+        raise QueryError(
+            "the local prefix-cache hit rate and the external KV hit rate cannot be added: the "
+            "local rate divides by every prompt token looked up "
+            "(vllm:prefix_cache_queries_total), the external rate only by the tokens the local "
+            "cache missed (vllm:external_prefix_cache_queries_total). Report them separately, or "
+            "compute hits from both over prompt tokens from the counters themselves."
+        )
+
+
+def cache(source: Source, deployment: Deployment, window: Window) -> CacheResult:
+    """Hit rates with their own denominators, preemptions and speculative-decoding acceptance.
+
+    Parameters
+    ----------
+    source
+        Where the series come from.
+    deployment
+        Whose series (all replicas together: counters are summed after ``increase``).
+    window
+        The window.
+
+    Returns
+    -------
+    CacheResult
+        Rates as ratios (0-1), preemptions as a count, acceptance length in
+        tokens; a family the deployment does not export gives ``no_data``
+        with the family named, never 0.
+    """
+    m, seconds = deployment.matchers, window.seconds
+
+    def total(family: Family) -> Expr:
+        return builders.increase_total(family, m, seconds)
+
+    def one(
+        statistic: str, expr: Expr, unit: str, families: list[Family], caveat: str
+    ) -> Measurement:
+        return measure(
+            source, deployment, window, analysis=ANALYSIS, statistic=statistic, expr=expr,
+            unit=unit, families=families, matchers=m, caveats=(caveat,),
+        )  # fmt: skip
+
+    hits, queries = vllm.PREFIX_CACHE_HITS, vllm.PREFIX_CACHE_QUERIES
+    ext_hits, ext_queries = vllm.EXTERNAL_PREFIX_CACHE_HITS, vllm.EXTERNAL_PREFIX_CACHE_QUERIES
+    drafts, proposed = vllm.SPEC_DECODE_NUM_DRAFTS, vllm.SPEC_DECODE_NUM_DRAFT_TOKENS
+    accepted = vllm.SPEC_DECODE_NUM_ACCEPTED_TOKENS
+    return CacheResult(
+        prefix_cache_hit_rate=one(
+            "prefix_cache_hit_rate", total(hits) / total(queries), "ratio", [hits, queries],
+            _LOCAL,
+        ),
+        external_kv_hit_rate=one(
+            "external_kv_hit_rate", total(ext_hits) / total(ext_queries), "ratio",
+            [ext_hits, ext_queries], _EXTERNAL,
+        ),
+        preemptions=one(
+            "preemptions", total(vllm.NUM_PREEMPTIONS), "preemptions", [vllm.NUM_PREEMPTIONS],
+            "Extrapolated counter increase: fractional, not an audited count.",
+        ),
+        spec_acceptance_rate=one(
+            "spec_acceptance_rate", total(accepted) / total(proposed), "ratio",
+            [accepted, proposed], _SPEC,
+        ),
+        spec_mean_acceptance_length=one(
+            "spec_mean_acceptance_length", 1 + total(accepted) / total(drafts), "tokens",
+            [accepted, drafts], _SPEC,
+        ),
+    )  # fmt: skip

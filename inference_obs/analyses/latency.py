@@ -1,0 +1,350 @@
+"""Latency: request-weighted means and merged-bucket quantiles, each quantile with its bucket.
+
+For TTFT, per-request TPOT, inter-token latency, E2E, queue, prefill and
+decode time, :func:`latency` reports the request-weighted mean
+(``sum(increase(_sum)) / sum(increase(_count))``) and P50/P90/P95/P99 from
+the buckets of every replica added together before the quantile is
+estimated, never an average of per-replica quantiles. Each quantile carries
+in ``bounds`` the edges of the bucket that must hold the true quantile: the
+interpolated value inside it is an estimate, the bucket is not.
+
+The shared pieces used by the other analyses (the result base class with
+``to_frame`` and ``_repr_html_``, the merged-bucket fetch and the share of
+observations at or below a threshold) live here too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+from inference_obs.analyses.measurement import Bounds, Measurement, Provenance, Status, measure
+from inference_obs.analyses.result import AnalysisResult
+from inference_obs.deployment import Deployment
+from inference_obs.engine.histograms import fraction_below, parse_le, quantile_bounds
+from inference_obs.engine.vector import Vector
+from inference_obs.errors import Annotation, QueryError
+from inference_obs.metrics import builders, vllm
+from inference_obs.metrics.family import Family
+from inference_obs.query import Expr, increase, to_promql
+from inference_obs.samples import Window
+from inference_obs.source.base import Source
+
+__all__ = [
+    "AnalysisResult",
+    "HistogramSummary",
+    "LatencyResult",
+    "MergedBuckets",
+    "latency",
+    "merged_buckets",
+    "share_within",
+]
+
+ANALYSIS = "latency"
+QUANTILES: tuple[tuple[str, float], ...] = (
+    ("p50", 0.5),
+    ("p90", 0.9),
+    ("p95", 0.95),
+    ("p99", 0.99),
+)
+
+_ABORTS = (
+    "Client-aborted requests are missing from vLLM's finished-request histograms: "
+    "the slowest requests, abandoned by their clients, are not in these numbers."
+)
+_SERVER_SIDE = "Recorded by the server; not client-side latency to a final answer."
+_TPOT = (
+    "TPOT is recorded as 0 for requests with at most one output token (benchmark clients "
+    "exclude them), so server and benchmark TPOT statistics cannot be pooled."
+)
+_ITL = (
+    "Inter-token latency counts engine steps (output events), not tokens: with speculative "
+    "decoding one event can carry several tokens, so it is not time per token."
+)
+#: metric key -> (family, caveats specific to it)
+METRICS: dict[str, tuple[Family, tuple[str, ...]]] = {
+    "ttft": (vllm.TIME_TO_FIRST_TOKEN, (_SERVER_SIDE,)),
+    "tpot": (vllm.REQUEST_TIME_PER_OUTPUT_TOKEN, (_TPOT, _ABORTS)),
+    "itl": (vllm.INTER_TOKEN_LATENCY, (_ITL,)),
+    "e2e": (vllm.E2E_REQUEST_LATENCY, (_SERVER_SIDE, _ABORTS)),
+    "queue": (vllm.REQUEST_QUEUE_TIME, (_ABORTS,)),
+    "prefill": (vllm.REQUEST_PREFILL_TIME, (_ABORTS,)),
+    "decode": (vllm.REQUEST_DECODE_TIME, (_ABORTS,)),
+}
+
+
+class MergedBuckets(BaseModel):
+    """Bucket increases over a window, summed across replicas by ``le``.
+
+    ``upper`` holds the parsed bounds (ascending, ``+Inf`` last) and
+    ``counts`` the cumulative observation counts; both empty when the
+    family's ``_bucket`` series are absent (dropped by relabelling, or no data).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    promql: str
+    upper: tuple[float, ...]
+    counts: tuple[float, ...]
+
+    def arrays(self) -> tuple[Any, Any, Any]:
+        """``upper``, ``counts`` and one-group indices as numpy arrays."""
+        size = len(self.upper)
+        return (
+            np.array(self.upper, np.float64),
+            np.array(self.counts, np.float64),
+            np.zeros(size, np.int64),
+        )
+
+
+def merged_buckets(
+    source: Source, family: Family, deployment: Deployment, window: Window
+) -> MergedBuckets:
+    """Fetch ``sum by (le) (increase(h_bucket{m}[w]))`` and parse ``le``.
+
+    Parameters
+    ----------
+    source, family, deployment, window
+        Where, which histogram, whose series and over which window (seconds).
+
+    Returns
+    -------
+    MergedBuckets
+        The merged cumulative counts (observations), bounds in the family's unit.
+    """
+    expr: Expr = increase(family.select(deployment.matchers, "bucket").over(window.seconds))
+    expr = expr.sum(by=("le",))
+    answer = source.instant(expr, window.end_s)
+    les: list[str] = []
+    values: list[float] = []
+    if isinstance(answer.value, Vector):
+        les = [labels.get("le", "") for labels in answer.value.labels]
+        values = [float(v) for v in answer.value.values]
+    upper = parse_le(les)
+    order = [i for i in np.argsort(upper, kind="stable") if not math.isnan(upper[i])]
+    return MergedBuckets(
+        promql=to_promql(expr),
+        upper=tuple(float(upper[i]) for i in order),
+        counts=tuple(values[i] for i in order),
+    )
+
+
+def _no_buckets(m: Measurement, family: Family, deployment: Deployment) -> Measurement:
+    note = Annotation("no_data", f"no series of {family.name}_bucket for {deployment.name}")
+    kept = tuple(a for a in m.annotations if a.message != "no observation in the window")
+    return m.model_copy(update={"annotations": (*kept, note)})
+
+
+def share_within(
+    source: Source,
+    deployment: Deployment,
+    window: Window,
+    family: Family,
+    threshold: float,
+    *,
+    analysis: str = ANALYSIS,
+    statistic: str | None = None,
+    caveats: Sequence[str] = (),
+) -> Measurement:
+    """Share (ratio 0-1) of the window's observations of ``family`` at or below ``threshold``.
+
+    Exact when ``threshold`` is a bucket bound (``builders.share_at_or_below``,
+    ``bounds`` equal to the value). Otherwise ``bounds`` hold the shares at
+    the bucket bounds around it and the value is interpolated linearly
+    inside that bucket (an estimate).
+
+    Parameters
+    ----------
+    source, deployment, window
+        Where, whose series, and the window.
+    family
+        A histogram family.
+    threshold
+        The bound, in the family's unit (seconds, tokens).
+    analysis, statistic, caveats
+        Labels of the Measurement (``statistic`` defaults to ``share_le_<threshold>``).
+
+    Returns
+    -------
+    Measurement
+        Unit ``ratio``; ``no_data`` naming the family when it has no buckets.
+    """
+    statistic = statistic or f"{family.name.split(':')[-1]}_share_le_{threshold:g}"
+    buckets = merged_buckets(source, family, deployment, window)
+    upper, counts, groups = buckets.arrays()
+    edge = threshold in buckets.upper
+    expr = builders.share_at_or_below(family, threshold, deployment.matchers, window.seconds)
+    if edge or not buckets.upper:
+        m = measure(
+            source, deployment, window, analysis=analysis, statistic=statistic, expr=expr,
+            unit="ratio", families=[family], matchers=deployment.matchers, caveats=caveats,
+        )  # fmt: skip
+        if m.value is not None:
+            return m.model_copy(update={"bounds": Bounds(lower=m.value, upper=m.value)})
+        return _no_buckets(m, family, deployment) if not buckets.upper else m
+    low, high = fraction_below(threshold, upper, counts, groups, 1)
+    status, value, bounds = Status.NO_DATA, None, None
+    if not math.isnan(low[0]):
+        status, bounds = Status.OK, Bounds(lower=float(low[0]), upper=float(high[0]))
+        above = int(np.argmax(upper > threshold))
+        below = upper[above - 1] if above else 0.0
+        span = upper[above] - below
+        frac = (threshold - below) / span if math.isfinite(span) and span > 0 else 0.0
+        value = bounds.lower + (bounds.upper - bounds.lower) * min(max(frac, 0.0), 1.0)
+    info = source.info()
+    return Measurement(
+        key=f"{deployment.name}/{analysis}/{statistic}",
+        deployment=deployment.name,
+        analysis=analysis,
+        statistic=statistic,
+        value=value,
+        unit="ratio",
+        window_start=window.start,
+        window_end=window.end,
+        status=status,
+        bounds=bounds,
+        provenance=Provenance(
+            promql=(buckets.promql,),
+            engine=info.kind,
+            rules=info.rules.value,
+            computation=(
+                f"{threshold:g} is not a bucket bound: bounds are the shares at the bucket "
+                "bounds around it (fraction_below); value interpolated linearly between them"
+            ),
+        ),
+        annotations=(() if value is not None else (Annotation("no_data", "no observation"),)),
+        caveats=tuple(caveats),
+    )
+
+
+class HistogramSummary(BaseModel):
+    """Request-weighted mean and merged-bucket quantiles of one histogram, in its unit."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mean: Measurement
+    p50: Measurement
+    p90: Measurement
+    p95: Measurement
+    p99: Measurement
+
+
+def summarise(
+    source: Source,
+    deployment: Deployment,
+    window: Window,
+    family: Family,
+    *,
+    name: str,
+    analysis: str,
+    caveats: Sequence[str] = (),
+) -> HistogramSummary:
+    """Mean and P50/P90/P95/P99 of ``family``, each quantile with its bucket as bounds."""
+    matchers, seconds = deployment.matchers, window.seconds
+    common: dict[str, Any] = {
+        "analysis": analysis,
+        "unit": family.unit,
+        "families": [family],
+        "matchers": matchers,
+        "caveats": caveats,
+    }
+    mean = measure(
+        source, deployment, window, statistic=f"{name}_mean",
+        expr=builders.histogram_mean(family, matchers, seconds), **common,
+    )  # fmt: skip
+    buckets = merged_buckets(source, family, deployment, window)
+    upper, counts, groups = buckets.arrays()
+    out: dict[str, Measurement] = {"mean": mean}
+    for label, q in QUANTILES:
+        bounds = None
+        if buckets.upper:
+            low, high = quantile_bounds(q, upper, counts, groups, 1)
+            if not math.isnan(low[0]):
+                bounds = Bounds(lower=float(low[0]), upper=float(high[0]))
+        m = measure(
+            source, deployment, window, statistic=f"{name}_{label}", bounds=bounds,
+            expr=builders.histogram_quantile_merged(family, q, matchers, seconds), **common,
+        )  # fmt: skip
+        out[label] = _no_buckets(m, family, deployment) if not buckets.upper else m
+    return HistogramSummary(**out)
+
+
+class LatencyResult(AnalysisResult):
+    """Latency of one deployment over one window (seconds throughout).
+
+    Each field summarises one histogram: ``ttft`` (time to first token),
+    ``tpot`` (per-request time per output token), ``itl`` (inter-token
+    latency, per engine step), ``e2e`` (server end-to-end), ``queue``,
+    ``prefill`` and ``decode`` time.
+    """
+
+    ttft: HistogramSummary
+    tpot: HistogramSummary
+    itl: HistogramSummary
+    e2e: HistogramSummary
+    queue: HistogramSummary
+    prefill: HistogramSummary
+    decode: HistogramSummary
+    caveats: tuple[str, ...]
+    _context: tuple[Source, Deployment, Window] | None = PrivateAttr(default=None)
+
+    def share_within(self, threshold: float, metric: str = "e2e") -> Measurement:
+        """Share (ratio 0-1) of requests of ``metric`` at or below ``threshold`` seconds.
+
+        Exact at bucket bounds; otherwise an interval in ``bounds``
+        (see :func:`share_within`).
+
+        Raises
+        ------
+        QueryError
+            If ``metric`` is not one of the result's fields.
+        """
+        if metric not in METRICS:
+            raise QueryError(f"unknown latency metric {metric!r}: use one of {', '.join(METRICS)}")
+        if self._context is None:
+            raise QueryError("this result was not made by latency(): it has no source to query")
+        source, deployment, window = self._context
+        family, caveats = METRICS[metric]
+        return share_within(
+            source, deployment, window, family, threshold,
+            statistic=f"{metric}_share_le_{threshold:g}", caveats=caveats,
+        )  # fmt: skip
+
+
+def latency(source: Source, deployment: Deployment, window: Window) -> LatencyResult:
+    """Request-weighted means and merged-bucket P50/P90/P95/P99 of every latency histogram.
+
+    Parameters
+    ----------
+    source
+        Where the series come from.
+    deployment
+        Whose series (all replicas are merged).
+    window
+        The window; every statistic covers observations recorded inside it.
+
+    Returns
+    -------
+    LatencyResult
+        Values in seconds; a family the deployment does not export is
+        ``no_data`` with the family named, never 0.
+    """
+    fields = {
+        key: summarise(source, deployment, window, family, name=key, analysis=ANALYSIS,
+                       caveats=caveats)
+        for key, (family, caveats) in METRICS.items()
+    }  # fmt: skip
+    caveats = (
+        _TPOT,
+        _ITL,
+        _ABORTS,
+        "Quantiles are interpolated inside the bucket holding them; only the bucket "
+        "(bounds) is certain. Replicas' buckets are merged before the quantile is taken.",
+    )
+    result = LatencyResult(**fields, caveats=caveats)
+    result._context = (source, deployment, window)
+    return result

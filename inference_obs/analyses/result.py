@@ -1,0 +1,76 @@
+"""The base of every analysis result: Measurement fields, a frame and a Jupyter table."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterator
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from inference_obs.analyses.measurement import Measurement
+
+__all__ = ["AnalysisResult"]
+
+
+class AnalysisResult(BaseModel):
+    """Base of analysis results: frozen, and every field a Measurement (or a map of them)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    def measurements(self) -> tuple[Measurement, ...]:
+        """Every Measurement of the result, in field order (tuples and maps flattened)."""
+        return tuple(_walk(self))
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per measurement: key, statistic, value, unit, status, bounds, query.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``key``, ``deployment``, ``analysis``, ``statistic``,
+            ``value``, ``unit``, ``status``, ``lower``, ``upper`` (the bounds,
+            NaN where none) and ``promql`` (the queries, ``;``-joined).
+        """
+        rows = [
+            {
+                "key": m.key,
+                "deployment": m.deployment,
+                "analysis": m.analysis,
+                "statistic": m.statistic,
+                "value": math.nan if m.value is None else m.value,
+                "unit": m.unit,
+                "status": m.status.value,
+                "lower": m.bounds.lower if m.bounds else math.nan,
+                "upper": m.bounds.upper if m.bounds else math.nan,
+                "promql": "; ".join(m.provenance.promql),
+            }
+            for m in self.measurements()
+        ]
+        return pd.DataFrame(rows)
+
+    def _repr_html_(self) -> str:
+        cells = []
+        for m in self.measurements():
+            value = "—" if m.value is None else f"{m.value:.6g}"
+            if m.bounds is not None:
+                value += f" [{m.bounds.lower:.6g}, {m.bounds.upper:.6g}]"
+            row = (m.statistic, value, m.unit, m.status.value)
+            cells.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>")
+        head = "<tr><th>statistic</th><th>value</th><th>unit</th><th>status</th></tr>"
+        return f"<table>{head}{''.join(cells)}</table>"
+
+
+def _walk(value: object) -> Iterator[Measurement]:
+    if isinstance(value, Measurement):
+        yield value
+    elif isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            yield from _walk(getattr(value, name))
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _walk(item)
+    elif isinstance(value, tuple | list):
+        for item in value:
+            yield from _walk(item)

@@ -1,0 +1,153 @@
+"""Request shapes: how long prompts and outputs were, what limits were asked, how requests ended.
+
+Read the shapes before any throughput: two deployments that serve different
+output budgets (a published PRO 5000 vs H20 observation: ~82% of PRO's
+requests asked for at most 20 output tokens) cannot be compared by
+dividing their token rates.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from inference_obs.analyses.latency import share_within
+from inference_obs.analyses.measurement import Measurement, measure
+from inference_obs.analyses.result import AnalysisResult
+from inference_obs.deployment import Deployment
+from inference_obs.engine.vector import Vector
+from inference_obs.metrics import builders, vllm
+from inference_obs.metrics.family import Family
+from inference_obs.query import Expr, Matcher
+from inference_obs.samples import Window
+from inference_obs.source.base import Source
+
+__all__ = ["MAX_TOKENS_THRESHOLDS", "ShapesResult", "shapes"]
+
+ANALYSIS = "shapes"
+#: Output limits (tokens) whose shares of requests are reported.
+MAX_TOKENS_THRESHOLDS = (20, 50, 100, 500)
+_REASONS = (
+    "Finish reasons are not success: 'stop' and 'length' say how generation ended, not that "
+    "the client received the stream or that the answer was right. Failures before engine "
+    "admission and client interruptions are outside these counters."
+)
+_LENGTH_MEAN = "Request-weighted mean over requests vLLM finished in the window."
+
+
+class ShapesResult(AnalysisResult):
+    """Request shapes of one deployment over one window.
+
+    Attributes
+    ----------
+    prompt_tokens_mean, output_tokens_mean
+        Request-weighted mean prompt and output length, tokens.
+    max_tokens_mean
+        Mean requested output limit (``max_tokens``), tokens.
+    output_to_limit
+        Mean actual output over mean requested limit, ratio.
+    max_tokens_share
+        Share (ratio) of requests with ``max_tokens`` at or below each
+        threshold, keyed by the threshold; exact at bucket bounds.
+    finished
+        Requests finished in the window (all reasons), requests.
+    finish_counts, finish_shares
+        Per finish reason: finished requests, and share of all finished (ratio).
+    """
+
+    prompt_tokens_mean: Measurement
+    output_tokens_mean: Measurement
+    max_tokens_mean: Measurement
+    output_to_limit: Measurement
+    max_tokens_share: dict[int, Measurement]
+    finished: Measurement
+    finish_counts: dict[str, Measurement] = Field(default_factory=dict)
+    finish_shares: dict[str, Measurement] = Field(default_factory=dict)
+    caveats: tuple[str, ...] = (_REASONS,)
+
+
+def _reasons(source: Source, deployment: Deployment, window: Window) -> list[str]:
+    expr = builders.increase_total(
+        vllm.REQUEST_SUCCESS, deployment.matchers, window.seconds, by=("finished_reason",)
+    )
+    answer = source.instant(expr, window.end_s)
+    if not isinstance(answer.value, Vector):
+        return []
+    return sorted({labels.get("finished_reason", "") for labels in answer.value.labels})
+
+
+def shapes(source: Source, deployment: Deployment, window: Window) -> ShapesResult:
+    """Prompt and output lengths, requested limits, and the finish-reason mix.
+
+    Parameters
+    ----------
+    source
+        Where the series come from.
+    deployment
+        Whose series (all replicas together).
+    window
+        The window; counts are (extrapolated, fractional) increases over it.
+
+    Returns
+    -------
+    ShapesResult
+        Token means in tokens, shares as ratios (0-1), counts in requests;
+        a missing family gives ``no_data`` with the family named, never 0.
+    """
+    m, seconds = deployment.matchers, window.seconds
+
+    def one(
+        statistic: str,
+        expr: Expr,
+        unit: str,
+        families: list[Family],
+        caveats: tuple[str, ...] = (),
+        matchers: tuple[Matcher, ...] = m,
+    ) -> Measurement:
+        return measure(
+            source, deployment, window, analysis=ANALYSIS, statistic=statistic, expr=expr,
+            unit=unit, families=families, matchers=matchers, caveats=caveats,
+        )  # fmt: skip
+
+    prompt, output = vllm.REQUEST_PROMPT_TOKENS, vllm.REQUEST_GENERATION_TOKENS
+    limit, success = vllm.REQUEST_PARAMS_MAX_TOKENS, vllm.REQUEST_SUCCESS
+    shares = {
+        bound: share_within(
+            source, deployment, window, limit, float(bound), analysis=ANALYSIS,
+            statistic=f"max_tokens_share_le_{bound}",
+        )
+        for bound in MAX_TOKENS_THRESHOLDS
+    }  # fmt: skip
+    counts, reason_shares = {}, {}
+    total = builders.increase_total(success, m, seconds)
+    for reason in _reasons(source, deployment, window):
+        only = (*m, Matcher.equal("finished_reason", reason))
+        count = builders.increase_total(success, only, seconds)
+        counts[reason] = one(f"finished_{reason}", count, "requests", [success], (_REASONS,), only)
+        reason_shares[reason] = one(
+            f"finished_{reason}_share", count / total, "ratio", [success], (_REASONS,), only
+        )
+    return ShapesResult(
+        prompt_tokens_mean=one(
+            "prompt_tokens_mean", builders.histogram_mean(prompt, m, seconds), "tokens",
+            [prompt], (_LENGTH_MEAN,),
+        ),
+        output_tokens_mean=one(
+            "output_tokens_mean", builders.histogram_mean(output, m, seconds), "tokens",
+            [output], (_LENGTH_MEAN,),
+        ),
+        max_tokens_mean=one(
+            "max_tokens_mean", builders.histogram_mean(limit, m, seconds), "tokens", [limit],
+            ("The limit requested (max_tokens), not the context left for the request.",),
+        ),
+        output_to_limit=one(
+            "output_to_limit",
+            builders.histogram_mean(output, m, seconds)
+            / builders.histogram_mean(limit, m, seconds),
+            "ratio", [output, limit],
+            ("Near 1 with every request ending on 'length': outputs were cut at the limit.",),
+        ),
+        max_tokens_share=shares,
+        finished=one("finished", total, "requests", [success], (_REASONS,)),
+        finish_counts=counts,
+        finish_shares=reason_shares,
+    )  # fmt: skip

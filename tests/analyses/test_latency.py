@@ -1,0 +1,186 @@
+"""Latency against the simulator's ground truth in datasets/pro5000-vs-h20.
+
+Which requests count: for each replica, those whose event (first token for
+TTFT, finish otherwise) falls in (first, last] of its samples inside the
+window, and for finish-time histograms only requests vLLM finished (client
+aborts are absent from the histograms). PRO has one replica, so its
+extrapolated ``increase`` ratios equal the ground truth to 1e-9; H20 merges
+four replicas whose scrape phases differ, so each series is extrapolated by
+a slightly different factor and its request-weighted means agree to ~1e-8.
+
+One known exception: PRO's queue-time ``_sum`` starts the window near 0
+(8.5 s against an increase of 3463 s), so Prometheus's extrapolation stops
+where that counter would reach zero while ``_count``'s does not; the PromQL
+mean (which is what Prometheus itself reports) is then 0.47% below the
+ground truth. The test pins that gap rather than hiding it.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import pytest
+
+from inference_obs.analyses.latency import LatencyResult, latency
+from inference_obs.analyses.measurement import Status
+from inference_obs.deployment import Deployment
+from inference_obs.errors import QueryError
+from inference_obs.metrics import vllm
+from inference_obs.query import Selector
+from inference_obs.samples import Window
+from inference_obs.source.dataset_source import DatasetSource
+
+DATASET = Path(__file__).resolve().parents[2] / "datasets" / "pro5000-vs-h20"
+Floats = npt.NDArray[np.float64]
+#: metric -> (event time column, value column, only requests vLLM finished?)
+TRUTH = {
+    "ttft": ("first_token", "ttft", False),
+    "tpot": ("finish", "tpot", True),
+    "e2e": ("finish", "e2e", True),
+    "queue": ("finish", "queue_time", True),
+}
+#: Relative tolerance of request-weighted means per deployment (see the module docstring).
+MEAN_TOL = {"PRO": 1e-9, "H20": 1e-7}
+#: (deployment, metric) whose _sum starts near 0: extrapolation differs from _count's.
+ZERO_LIMITED = {("PRO", "queue"): 0.006}
+
+
+@pytest.fixture(scope="module")
+def source() -> DatasetSource:
+    return DatasetSource(DATASET)
+
+
+@pytest.fixture(scope="module")
+def window(source: DatasetSource) -> Window:
+    return source.dataset.manifest.window.window()
+
+
+def deployment(source: DatasetSource, name: str) -> Deployment:
+    return next(d for d in source.dataset.manifest.deployments if d.name == name)
+
+
+def truth(
+    source: DatasetSource,
+    name: str,
+    column: str,
+    time: str = "finish",
+    finished: bool = True,
+    dtype: type = np.float64,
+) -> Floats:
+    """Ground-truth values of ``column`` for the requests the window's counters recorded."""
+    dep, window = deployment(source, name), source.dataset.manifest.window.window()
+    requests = source.dataset.requests
+    assert isinstance(requests, pd.DataFrame)
+    selector = Selector(f"{vllm.E2E_REQUEST_LATENCY.name}_count", dep.matchers)
+    series = sorted(source.raw(selector, window), key=lambda s: s.labels["pod"])
+    assert len(series) == len(dep.replicas)
+    values = []
+    for replica, one in zip(dep.replicas, series, strict=True):
+        offsets = one.t_ms / 1000.0 - window.start_s
+        rows = requests[requests["replica"] == replica]
+        keep = (rows[time] > offsets[0]) & (rows[time] <= offsets[-1]) & rows[column].notna()
+        if finished:
+            keep &= rows["outcome"] == "finished"
+        values.append(rows.loc[keep, column].to_numpy(dtype=dtype))
+    return np.concatenate(values)
+
+
+def true_quantile(values: Floats, q: float) -> float:
+    """The smallest observation with at least q of the observations at or below it."""
+    ordered = np.sort(values)
+    return float(ordered[np.searchsorted(np.arange(1, ordered.size + 1), q * ordered.size)])
+
+
+@pytest.fixture(scope="module")
+def results(source: DatasetSource, window: Window) -> dict[str, LatencyResult]:
+    return {d.name: latency(source, d, window) for d in source.dataset.manifest.deployments}
+
+
+@pytest.mark.parametrize("name", ["PRO", "H20"])
+@pytest.mark.parametrize("metric", sorted(TRUTH))
+def test_means_and_quantile_bounds_match_ground_truth(
+    source: DatasetSource, results: dict[str, LatencyResult], name: str, metric: str
+) -> None:
+    time, column, finished = TRUTH[metric]
+    values = truth(source, name, column, time, finished)
+    summary = getattr(results[name], metric)
+    assert summary.mean.status is Status.OK
+    assert summary.mean.unit == "seconds"
+    tolerance = ZERO_LIMITED.get((name, metric), MEAN_TOL[name])
+    assert summary.mean.value is not None
+    assert math.isclose(summary.mean.value, float(values.mean()), rel_tol=tolerance)
+    for label, q in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99)):
+        m = getattr(summary, label)
+        assert m.status is Status.OK, (name, metric, label)
+        assert m.bounds is not None
+        assert m.bounds.lower <= true_quantile(values, q) <= m.bounds.upper, (metric, label)
+        assert m.bounds.lower <= m.value <= m.bounds.upper
+        assert "histogram_quantile" in m.provenance.promql[0]
+
+
+def test_pro_queue_dominates_ttft(results: dict[str, LatencyResult]) -> None:
+    pro = results["PRO"]
+    assert pro.queue.mean.value is not None
+    assert pro.ttft.mean.value is not None
+    assert pro.queue.mean.value / pro.ttft.mean.value > 0.5
+
+
+def test_dropped_families_are_no_data_with_the_family_named(
+    results: dict[str, LatencyResult],
+) -> None:
+    pro = results["PRO"]
+    # The dataset's relabelling dropped prefill/decode entirely and the ITL buckets.
+    for summary, family in ((pro.prefill, vllm.REQUEST_PREFILL_TIME), (pro.decode, None)):
+        for m in (summary.mean, summary.p50, summary.p99):
+            assert m.status is Status.NO_DATA
+            assert m.value is None
+            named = family.name if family else vllm.REQUEST_DECODE_TIME.name
+            assert any(named in a.message for a in m.annotations)
+    assert pro.itl.mean.status is Status.OK
+    assert pro.itl.p95.status is Status.NO_DATA
+    assert any(
+        f"{vllm.INTER_TOKEN_LATENCY.name}_bucket" in a.message for a in pro.itl.p95.annotations
+    )
+
+
+def test_share_within_exact_at_edges_and_bounded_elsewhere(
+    source: DatasetSource, results: dict[str, LatencyResult]
+) -> None:
+    values = truth(source, "PRO", "e2e")
+    exact = results["PRO"].share_within(5.0)
+    assert exact.status is Status.OK
+    assert exact.bounds is not None
+    assert exact.bounds.lower == exact.bounds.upper == exact.value
+    assert math.isclose(exact.value, float(np.mean(values <= 5.0)), rel_tol=1e-9)
+    between = results["PRO"].share_within(3.0)
+    assert between.bounds is not None
+    assert between.bounds.lower < between.bounds.upper
+    assert between.bounds.lower <= float(np.mean(values <= 3.0)) <= between.bounds.upper
+    assert between.provenance.computation is not None
+    ttft = results["PRO"].share_within(1.0, "ttft")
+    assert math.isclose(ttft.value or 0.0, float(np.mean(truth(source, "PRO", "ttft",
+        "first_token", False) <= 1.0)), rel_tol=1e-9)  # fmt: skip
+    with pytest.raises(QueryError, match="unknown latency metric"):
+        results["PRO"].share_within(1.0, "latency")
+
+
+def test_caveats_frame_and_html(results: dict[str, LatencyResult]) -> None:
+    pro = results["PRO"]
+    text = " ".join(pro.caveats)
+    assert "at most one output token" in text
+    assert "speculative" in text
+    assert "aborted" in text
+    frame = pro.to_frame()
+    assert len(frame) == 7 * 5
+    assert set(frame["status"]) == {"ok", "no_data"}
+    assert frame.loc[frame["statistic"] == "ttft_p95", "upper"].iloc[0] >= 0
+    page = pro._repr_html_()
+    assert page.startswith("<table>")
+    assert "ttft_mean" in page
+    assert "seconds" in page
+    with pytest.raises(Exception, match="frozen"):
+        pro.ttft = pro.e2e  # type: ignore[misc]
