@@ -23,7 +23,7 @@ from inference_obs.query import Expr, Matcher, Selector, to_promql
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 
-__all__ = ["Bounds", "Measurement", "Provenance", "Status", "measure"]
+__all__ = ["Bounds", "Measurement", "Provenance", "Status", "local_measurement", "measure"]
 
 
 class Status(StrEnum):
@@ -145,5 +145,55 @@ def measure(
         bounds=bounds if status is Status.OK else None,
         provenance=Provenance(promql=(to_promql(expr),), engine=info.kind, rules=info.rules.value),
         annotations=tuple(notes),
+        caveats=tuple(caveats),
+    )
+
+
+def local_measurement(
+    source: Source,
+    deployment: Deployment,
+    window: Window,
+    *,
+    analysis: str,
+    statistic: str,
+    value: float | None,
+    unit: str,
+    selectors: Sequence[Selector],
+    computation: str,
+    caveats: Sequence[str] = (),
+    missing: Sequence[str] = (),
+) -> Measurement:
+    """A Measurement computed locally from raw samples of ``selectors``.
+
+    ``value`` None (or not finite) gives ``no_data``; ``missing`` names the
+    families without series, in an annotation.
+    """
+    info = source.info()
+    ok = value is not None and math.isfinite(value)
+    notes: tuple[Annotation, ...] = ()
+    if not ok:
+        what = (
+            f"no series of {', '.join(missing)} for {deployment.name}"
+            if missing
+            else "no observation in the window"
+        )
+        notes = (Annotation("no_data", what),)
+    return Measurement(
+        key=f"{deployment.name}/{analysis}/{statistic}",
+        deployment=deployment.name,
+        analysis=analysis,
+        statistic=statistic,
+        value=value if ok else None,
+        unit=unit,
+        window_start=window.start,
+        window_end=window.end,
+        status=Status.OK if ok else Status.NO_DATA,
+        provenance=Provenance(
+            promql=tuple(to_promql(s) for s in selectors),
+            engine=info.kind,
+            rules=info.rules.value,
+            computation=computation,
+        ),
+        annotations=notes,
         caveats=tuple(caveats),
     )

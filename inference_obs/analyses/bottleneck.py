@@ -1,0 +1,202 @@
+"""What bounds a deployment's GPUs: memory bandwidth, arithmetic, or nothing to do.
+
+GPU_UTIL only says a kernel was running; decode-bound reasoning workloads read
+near 100 % while the tensor pipes idle and the memory interface is saturated
+by weight and KV-cache reads. The profiling ratios (``PROF_DRAM_ACTIVE``,
+``PROF_PIPE_TENSOR_ACTIVE``, 0-1) tell the cases apart; without them the
+class is ``unknown``, never guessed from GPU_UTIL alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+
+import numpy as np
+
+from inference_obs.analyses.measurement import Measurement, local_measurement, measure
+from inference_obs.analyses.result import AnalysisResult
+from inference_obs.deployment import Deployment
+from inference_obs.metrics import builders as b
+from inference_obs.metrics import dcgm
+from inference_obs.metrics.family import Family
+from inference_obs.samples import Window, is_stale
+from inference_obs.source.base import Source
+
+__all__ = ["BottleneckClass", "BottleneckResult", "bottleneck"]
+
+ANALYSIS = "bottleneck"
+SAMPLE_MEAN = "Sample-weighted mean over every GPU sample of the window; not time-weighted."
+DUTY = (
+    "A sampled share of wall time: the share of GPU_UTIL samples above 0. A sample above 0 "
+    "means some kernel ran in the NVML period, not that the GPU was saturated."
+)
+
+
+class BottleneckClass(StrEnum):
+    """What bounds the GPUs over the window."""
+
+    BANDWIDTH_BOUND_DECODE = "bandwidth_bound_decode"
+    COMPUTE_BOUND = "compute_bound"
+    STARVED = "starved"
+    MIXED = "mixed"
+    UNKNOWN = "unknown"
+
+
+class BottleneckResult(AnalysisResult):
+    """Profiling ratios and their reading for one deployment over one window.
+
+    Attributes
+    ----------
+    classification
+        The class; ``unknown`` when DRAM or tensor activity has no data.
+    reason
+        Why: the thresholds crossed, or the family missing.
+    dram_active, tensor_active, sm_active, sm_occupancy
+        Sample means, ratio 0-1.
+    gpu_util
+        Sample mean, percent 0-100.
+    duty_cycle
+        Share (ratio 0-1) of GPU_UTIL samples above 0.
+    """
+
+    classification: BottleneckClass
+    reason: str
+    dram_active: Measurement
+    tensor_active: Measurement
+    sm_active: Measurement
+    sm_occupancy: Measurement
+    gpu_util: Measurement
+    duty_cycle: Measurement
+
+
+def bottleneck(
+    source: Source,
+    deployment: Deployment,
+    window: Window,
+    *,
+    dram_high: float = 0.5,
+    tensor_low: float = 0.3,
+    tensor_high: float = 0.5,
+    util_low: float = 20.0,
+) -> BottleneckResult:
+    """Classify what bounds ``deployment``'s GPUs over ``window``.
+
+    Parameters
+    ----------
+    source
+        Where the samples come from.
+    deployment
+        The deployment; its GPU matchers select the DCGM series.
+    window
+        The window; every query is evaluated at its end over its length.
+    dram_high
+        DRAM active mean (ratio 0-1) at or above which memory bandwidth is busy.
+        Default 0.5.
+    tensor_low
+        Tensor-pipe active mean (ratio 0-1) at or below which arithmetic is
+        light. Default 0.3.
+    tensor_high
+        Tensor-pipe active mean (ratio 0-1) at or above which the work is
+        compute bound. Default 0.5.
+    util_low
+        GPU_UTIL mean (percent 0-100) below which the GPUs are starved of work.
+        Default 20.
+
+    Returns
+    -------
+    BottleneckResult
+        The class and reason, the sample means (ratios 0-1, GPU_UTIL in
+        percent) and the duty cycle (ratio 0-1).
+    """
+    gm = deployment.gpu_matchers
+    w = window.seconds
+
+    def mean(statistic: str, family: Family, unit: str) -> Measurement:
+        return measure(
+            source,
+            deployment,
+            window,
+            analysis=ANALYSIS,
+            statistic=statistic,
+            expr=b.sample_mean(family, gm, w),
+            unit=unit,
+            families=[family],
+            matchers=gm,
+            caveats=(SAMPLE_MEAN, *family.traps[:1]),
+        )
+
+    dram = mean("dram_active", dcgm.PROF_DRAM_ACTIVE, "ratio")
+    tensor = mean("tensor_active", dcgm.PROF_PIPE_TENSOR_ACTIVE, "ratio")
+    sm_active = mean("sm_active", dcgm.PROF_SM_ACTIVE, "ratio")
+    occupancy = mean("sm_occupancy", dcgm.PROF_SM_OCCUPANCY, "ratio")
+    util = mean("gpu_util", dcgm.GPU_UTIL, "percent")
+
+    sel = dcgm.GPU_UTIL.select(gm)
+    raw = source.raw(sel, window)
+    values = raw.values[~is_stale(raw.values) & ~np.isnan(raw.values)]
+    duty = local_measurement(
+        source,
+        deployment,
+        window,
+        analysis=ANALYSIS,
+        statistic="duty_cycle",
+        value=float(np.mean(values > 0)) if values.size else None,
+        unit="ratio",
+        selectors=[sel],
+        computation="raw GPU_UTIL samples > 0 / all raw GPU_UTIL samples, every GPU pooled",
+        caveats=(DUTY,),
+        missing=[] if len(raw) else [dcgm.GPU_UTIL.name],
+    )
+    cls, reason = _classify(dram, tensor, util, dram_high, tensor_low, tensor_high, util_low)
+    return BottleneckResult(
+        classification=cls,
+        reason=reason,
+        dram_active=dram,
+        tensor_active=tensor,
+        sm_active=sm_active,
+        sm_occupancy=occupancy,
+        gpu_util=util,
+        duty_cycle=duty,
+    )
+
+
+def _classify(
+    dram: Measurement,
+    tensor: Measurement,
+    util: Measurement,
+    dram_high: float,
+    tensor_low: float,
+    tensor_high: float,
+    util_low: float,
+) -> tuple[BottleneckClass, str]:
+    missing: Sequence[str] = [
+        f.name
+        for f, m in ((dcgm.PROF_DRAM_ACTIVE, dram), (dcgm.PROF_PIPE_TENSOR_ACTIVE, tensor))
+        if m.value is None
+    ]
+    if missing:
+        return (
+            BottleneckClass.UNKNOWN,
+            f"no data for {', '.join(missing)}: profiling counters not exported; "
+            "GPU_UTIL alone cannot tell bandwidth- from compute-bound work",
+        )
+    assert dram.value is not None
+    assert tensor.value is not None
+    if util.value is not None and util.value < util_low:
+        return BottleneckClass.STARVED, f"GPU_UTIL mean {util.value:.3g} % < {util_low:g} %"
+    if dram.value >= dram_high and tensor.value <= tensor_low:
+        return (
+            BottleneckClass.BANDWIDTH_BOUND_DECODE,
+            f"DRAM active {dram.value:.3g} >= {dram_high:g} and tensor active "
+            f"{tensor.value:.3g} <= {tensor_low:g}",
+        )
+    if tensor.value >= tensor_high:
+        return (
+            BottleneckClass.COMPUTE_BOUND,
+            f"tensor active {tensor.value:.3g} >= {tensor_high:g}",
+        )
+    return (
+        BottleneckClass.MIXED,
+        f"DRAM active {dram.value:.3g}, tensor active {tensor.value:.3g}: no threshold crossed",
+    )

@@ -1,0 +1,405 @@
+"""Queues against GPU activity: when requests wait, were the GPUs busy or idle?
+
+Raw app scrapes (``vllm:num_requests_running`` / ``vllm:num_requests_waiting``)
+are aligned per replica with the nearest ``DCGM_FI_DEV_GPU_UTIL`` sample of
+each of the replica's GPUs within a tolerance, and each aligned sample is
+classified:
+
+- ``capacity``: waiting > 0 while the replica's mean GPU utilisation is at or
+  above the busy threshold (the GPUs are busy; more capacity would help);
+- ``starved``: waiting > 0 while the GPUs are idle (below the threshold): look
+  at the host, transfers or scheduling, not at GPU capacity;
+- ``inconsistent``: running > 0 while every GPU reads 0: investigate, the
+  independent scrapes may simply be misaligned;
+- ``busy`` / ``idle`` otherwise; ``unknown`` where no GPU sample aligns.
+
+Low hourly utilisation and minutes of substantial queueing are compatible: a
+published PRO 5000 vs H20 observation had both in one hour. GPU series are
+matched to replicas by the label names of the deployment's GPU selector (e.g.
+``pod``) that both the app and the GPU series carry.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime, tzinfo
+from enum import StrEnum
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import AwareDatetime, BaseModel, ConfigDict
+
+from inference_obs.analyses.measurement import Measurement, local_measurement
+from inference_obs.analyses.result import AnalysisResult
+from inference_obs.deployment import Deployment
+from inference_obs.metrics import dcgm, vllm
+from inference_obs.metrics.family import Family
+from inference_obs.query import Selector
+from inference_obs.samples import Labels, SampleSet, Window, is_stale
+from inference_obs.source.base import Source
+
+__all__ = ["QueueClass", "QueueInterval", "QueueingResult", "queueing"]
+
+ANALYSIS = "queueing"
+LAGS = (-2, -1, 0, 1, 2)
+ALIGNMENT = (
+    "App and GPU metrics are scraped independently; a sample is aligned with the nearest GPU "
+    "sample within the tolerance, so a few seconds of activity can be attributed to the wrong "
+    "class. Classify intervals, not single points."
+)
+SAMPLED = "Counts of scraped samples, not of wall time: what happens between scrapes is not seen."
+CORRELATION = (
+    "Pearson correlation of sampled queue depth against GPU idle (100 - util), pooled over "
+    "replicas; correlation is not causation, and a lag is in samples, not seconds."
+)
+
+
+class QueueClass(StrEnum):
+    """What an aligned app sample shows."""
+
+    CAPACITY = "capacity"
+    STARVED = "starved"
+    INCONSISTENT = "inconsistent"
+    BUSY = "busy"
+    IDLE = "idle"
+    UNKNOWN = "unknown"
+
+
+class QueueInterval(BaseModel):
+    """Consecutive samples of one replica in one class.
+
+    Attributes
+    ----------
+    start, end
+        Times of the first and last sample, in the window's timezone.
+    samples
+        Number of aligned app samples in the interval.
+    max_waiting, max_running
+        Largest sampled ``num_requests_waiting`` / ``num_requests_running`` (requests).
+    mean_gpu_util
+        Mean over the samples of the replica's mean GPU utilisation, percent
+        (0-100); ``None`` when no GPU sample aligned.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    classification: QueueClass
+    replica: str
+    start: AwareDatetime
+    end: AwareDatetime
+    samples: int
+    max_waiting: float
+    max_running: float
+    mean_gpu_util: float | None
+
+
+class QueueingResult(AnalysisResult):
+    """Queues and GPU activity of one deployment over one window.
+
+    Attributes
+    ----------
+    intervals
+        Consecutive same-class samples per replica, in time order.
+    peak_waiting
+        Largest sampled queue (requests); ``peak_time`` is when (window timezone).
+    class_share
+        Share (ratio 0-1) of aligned samples in each class.
+    gpu_alignment
+        Number of app samples with an aligned GPU sample; ``no_data`` naming
+        the GPU family when there is none.
+    best_lag, best_lag_correlation
+        Lag (samples; positive: GPU idle follows the queue) with the strongest
+        correlation between waiting and GPU idle, and that coefficient.
+    """
+
+    intervals: tuple[QueueInterval, ...]
+    peak_waiting: Measurement
+    peak_time: AwareDatetime | None
+    peak_replica: str | None
+    class_share: dict[str, Measurement]
+    peak_waiting_by_reason: dict[str, Measurement]
+    gpu_alignment: Measurement
+    best_lag: Measurement
+    best_lag_correlation: Measurement
+
+
+def _replica_keys(deployment: Deployment, app: SampleSet, gpu: SampleSet) -> tuple[str, ...]:
+    """Label names identifying a replica on both app and GPU series."""
+    common = {k for labels in app.labels for k in labels} & {k for l_ in gpu.labels for k in l_}
+    wanted = [m.label for m in deployment.gpu_matchers] + list(dcgm.POD_LABELS)
+    return tuple(dict.fromkeys(k for k in wanted if k in common))
+
+
+def _replica(labels: Labels, keys: tuple[str, ...]) -> str:
+    return "/".join(labels[k] for k in keys if k in labels) or "all"
+
+
+def _by_replica(samples: SampleSet, keys: tuple[str, ...]) -> dict[str, dict[int, float]]:
+    """Per replica: timestamp (ms) -> value summed over its series; stale and NaN dropped."""
+    out: dict[str, dict[int, float]] = {}
+    for i, labels in enumerate(samples.labels):
+        lo, hi = int(samples.offsets[i]), int(samples.offsets[i + 1])
+        values = samples.values[lo:hi]
+        keep = ~is_stale(values) & ~np.isnan(values)
+        target = out.setdefault(_replica(labels, keys), {})
+        for t, v in zip(samples.t_ms[lo:hi][keep].tolist(), values[keep].tolist(), strict=True):
+            target[t] = target.get(t, 0.0) + v
+    return out
+
+
+def _interval_ms(samples: SampleSet) -> float:
+    """Median spacing of raw samples over every series, ms (0 when unknown)."""
+    gaps = [
+        np.diff(samples.t_ms[int(samples.offsets[i]) : int(samples.offsets[i + 1])])
+        for i in range(len(samples))
+    ]
+    joined = np.concatenate(gaps) if gaps else np.zeros(0)
+    return float(np.median(joined)) if joined.size else 0.0
+
+
+def _nearest(
+    times: npt.NDArray[np.int64], values: npt.NDArray[np.float64], at: int, tolerance: float
+) -> float | None:
+    """The value of the sample nearest ``at`` (ms) within ``tolerance`` (ms), else None."""
+    if not times.size:
+        return None
+    i = int(np.searchsorted(times, at))
+    best: float | None = None
+    gap = math.inf
+    for j in (i - 1, i):
+        if 0 <= j < times.size and abs(int(times[j]) - at) < gap:
+            gap, best = abs(int(times[j]) - at), float(values[j])
+    return best if gap <= tolerance else None
+
+
+def _classify(
+    waiting: float, running: float, gpus: list[float], busy_threshold: float
+) -> QueueClass:
+    if not gpus:
+        return QueueClass.UNKNOWN
+    util = sum(gpus) / len(gpus)
+    if running > 0 and all(g == 0 for g in gpus):
+        return QueueClass.INCONSISTENT
+    if waiting > 0:
+        return QueueClass.CAPACITY if util >= busy_threshold else QueueClass.STARVED
+    return QueueClass.BUSY if running > 0 or util >= busy_threshold else QueueClass.IDLE
+
+
+def _pearson(x: list[float], y: list[float]) -> float | None:
+    if len(x) < 3:
+        return None
+    a, b = np.asarray(x), np.asarray(y)
+    if float(np.std(a)) == 0.0 or float(np.std(b)) == 0.0:
+        return None
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def _time(t_ms: int, zone: tzinfo | None) -> datetime:
+    return datetime.fromtimestamp(t_ms / 1000.0, tz=zone)
+
+
+def queueing(
+    source: Source,
+    deployment: Deployment,
+    window: Window,
+    *,
+    tolerance_s: float | None = None,
+    busy_threshold: float = 50.0,
+) -> QueueingResult:
+    """Classify each app scrape of ``deployment`` by queue state and GPU activity.
+
+    Parameters
+    ----------
+    source
+        Where the raw samples come from.
+    deployment
+        The deployment; its matchers select the vLLM series, its GPU matchers
+        the DCGM series.
+    window
+        The window; interval times are given in its timezone.
+    tolerance_s
+        Largest distance, seconds, between an app sample and the GPU sample
+        aligned with it. Default: the larger of the two median scrape intervals.
+    busy_threshold
+        Mean GPU utilisation, percent (0-100), at or above which the GPUs count
+        as busy. Default 50.
+
+    Returns
+    -------
+    QueueingResult
+        Intervals per class, peak queue (requests) and time, share of samples
+        per class (ratio), GPU alignment count and the best lag correlation.
+    """
+    m, gm = deployment.matchers, deployment.gpu_matchers
+    sel_wait = vllm.NUM_REQUESTS_WAITING.select(m)
+    sel_run = vllm.NUM_REQUESTS_RUNNING.select(m)
+    sel_gpu = dcgm.GPU_UTIL.select(gm)
+    selectors = [sel_wait, sel_run, sel_gpu]
+    waiting_raw = source.raw(sel_wait, window)
+    running_raw = source.raw(sel_run, window)
+    gpu_raw = source.raw(sel_gpu, window)
+    keys = _replica_keys(deployment, waiting_raw, gpu_raw)
+    waiting = _by_replica(waiting_raw, keys)
+    running = _by_replica(running_raw, keys)
+    if tolerance_s is None:
+        tolerance = max(_interval_ms(waiting_raw), _interval_ms(gpu_raw))
+    else:
+        tolerance = tolerance_s * 1000.0
+    gpus: dict[str, list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]] = {}
+    for i, labels in enumerate(gpu_raw.labels):
+        lo, hi = int(gpu_raw.offsets[i]), int(gpu_raw.offsets[i + 1])
+        values = gpu_raw.values[lo:hi]
+        keep = ~is_stale(values) & ~np.isnan(values)
+        gpus.setdefault(_replica(labels, keys), []).append(
+            (gpu_raw.t_ms[lo:hi][keep], values[keep])
+        )
+
+    zone = window.start.tzinfo
+    intervals: list[QueueInterval] = []
+    counts = dict.fromkeys(QueueClass, 0)
+    pairs: dict[int, tuple[list[float], list[float]]] = {lag: ([], []) for lag in LAGS}
+    peak: tuple[float, int, str] | None = None
+    aligned = 0
+    for replica in sorted(waiting):
+        rows: list[tuple[int, float, float, float | None, QueueClass]] = []
+        run = running.get(replica, {})
+        for t, w in sorted(waiting[replica].items()):
+            r = run.get(t, 0.0)
+            found = [_nearest(ts, vs, t, tolerance) for ts, vs in gpus.get(replica, [])]
+            got = [g for g in found if g is not None]
+            util = sum(got) / len(got) if got else None
+            aligned += bool(got)
+            cls = _classify(w, r, got, busy_threshold)
+            counts[cls] += 1
+            rows.append((t, w, r, util, cls))
+            if peak is None or w > peak[0]:
+                peak = (w, t, replica)
+        series = [(w, u) for _, w, _, u, _ in rows]
+        for lag in LAGS:
+            for k, (w, _) in enumerate(series):
+                if 0 <= k + lag < len(series):
+                    u = series[k + lag][1]
+                    if u is not None:
+                        pairs[lag][0].append(w)
+                        pairs[lag][1].append(100.0 - u)
+        start = 0
+        for k in range(1, len(rows) + 1):
+            if k == len(rows) or rows[k][4] is not rows[start][4]:
+                chunk = rows[start:k]
+                utils = [u for *_, u, _ in chunk if u is not None]
+                intervals.append(
+                    QueueInterval(
+                        classification=chunk[0][4],
+                        replica=replica,
+                        start=_time(chunk[0][0], zone),
+                        end=_time(chunk[-1][0], zone),
+                        samples=len(chunk),
+                        max_waiting=max(c[1] for c in chunk),
+                        max_running=max(c[2] for c in chunk),
+                        mean_gpu_util=sum(utils) / len(utils) if utils else None,
+                    )
+                )
+                start = k
+    intervals.sort(key=lambda i: (i.start, i.replica))
+
+    def local(
+        statistic: str,
+        value: float | None,
+        unit: str,
+        computation: str,
+        caveats: Sequence[str],
+        missing: Sequence[Family] = (),
+        used: Sequence[Selector] = selectors,
+    ) -> Measurement:
+        return local_measurement(
+            source,
+            deployment,
+            window,
+            analysis=ANALYSIS,
+            statistic=statistic,
+            value=value,
+            unit=unit,
+            selectors=used,
+            computation=computation,
+            caveats=caveats,
+            missing=[f.name for f in missing],
+        )
+
+    no_app = [] if len(waiting_raw) else [vllm.NUM_REQUESTS_WAITING]
+    no_gpu = [] if len(gpu_raw) else [dcgm.GPU_UTIL]
+    total = sum(counts.values())
+    shares = {
+        cls.value: local(
+            f"share_{cls.value}",
+            counts[cls] / total if total else None,
+            "ratio",
+            f"aligned app samples classified {cls.value} / all app samples",
+            (SAMPLED, ALIGNMENT),
+            no_app,
+        )
+        for cls in QueueClass
+    }
+    alignment = local(
+        "gpu_aligned_samples",
+        float(aligned) if aligned else None,
+        "samples",
+        f"app samples with a GPU sample of the same replica within {tolerance / 1000:g} s "
+        f"(replicas matched on {', '.join(keys) or 'nothing: all pooled'})",
+        (ALIGNMENT,),
+        no_app + no_gpu,
+    )
+    peak_m = local(
+        "peak_waiting",
+        peak[0] if peak else None,
+        "requests",
+        "max of raw num_requests_waiting samples, per replica (series summed)",
+        (SAMPLED,),
+        no_app,
+        [sel_wait],
+    )
+    sel_reason = vllm.NUM_REQUESTS_WAITING_BY_REASON.select(m)
+    reasons: dict[str, float] = {}
+    by_reason = source.raw(sel_reason, window)
+    for one in by_reason:
+        kept = one.values[~np.isnan(one.values)]
+        if kept.size:
+            name = one.labels.get("reason", "unlabelled")
+            reasons[name] = max(reasons.get(name, 0.0), float(kept.max()))
+    peak_reason = {
+        name: local(
+            f"peak_waiting[{name}]",
+            top,
+            "requests",
+            "max of raw num_requests_waiting_by_reason samples of one reason and series",
+            (SAMPLED, "A scheduler classification, not a diagnosis (e.g. not 'memory full')."),
+            (),
+            [sel_reason],
+        )
+        for name, top in sorted(reasons.items())
+    }
+    best: tuple[int, float] | None = None
+    for lag in LAGS:
+        coef = _pearson(*pairs[lag])
+        if coef is not None and (best is None or abs(coef) > abs(best[1])):
+            best = (lag, coef)
+    how = "Pearson r of waiting[k] vs 100 - util[k + lag], lags -2..+2 samples; largest |r|"
+    lag_m = local(
+        "best_lag", None if best is None else float(best[0]), "samples", how, (CORRELATION,),
+        no_app + no_gpu,
+    )  # fmt: skip
+    r_m = local(
+        "best_lag_correlation", None if best is None else best[1], "ratio", how, (CORRELATION,),
+        no_app + no_gpu,
+    )  # fmt: skip
+    return QueueingResult(
+        intervals=tuple(intervals),
+        peak_waiting=peak_m,
+        peak_time=_time(peak[1], zone) if peak else None,
+        peak_replica=peak[2] if peak else None,
+        class_share=shares,
+        peak_waiting_by_reason=peak_reason,
+        gpu_alignment=alignment,
+        best_lag=lag_m,
+        best_lag_correlation=r_m,
+    )

@@ -1,0 +1,115 @@
+"""queueing(): queue bursts against GPU activity on the bundled PRO 5000 vs H20 data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from inference_obs.analyses.gpu import gpu
+from inference_obs.analyses.measurement import Status
+from inference_obs.analyses.queueing import QueueClass, QueueingResult, queueing
+from inference_obs.deployment import Deployment
+from inference_obs.samples import Window
+from inference_obs.source.dataset_source import DatasetSource
+
+BUNDLED = Path(__file__).parents[2] / "datasets" / "pro5000-vs-h20"
+
+
+@pytest.fixture(scope="module")
+def source() -> DatasetSource:
+    return DatasetSource(BUNDLED)
+
+
+@pytest.fixture(scope="module")
+def window(source: DatasetSource) -> Window:
+    edges = source.dataset.manifest.window
+    return Window(edges.start, edges.end)
+
+
+def _deployment(source: DatasetSource, name: str) -> Deployment:
+    return next(d for d in source.dataset.manifest.deployments if d.name == name)
+
+
+@pytest.fixture(scope="module")
+def pro(source: DatasetSource, window: Window) -> QueueingResult:
+    return queueing(source, _deployment(source, "PRO"), window)
+
+
+def _minute(window: Window, minutes: float) -> float:
+    return window.start_s + 60.0 * minutes
+
+
+def test_burst_is_capacity_with_busy_gpus(pro: QueueingResult, window: Window) -> None:
+    burst = [
+        i
+        for i in pro.intervals
+        if i.classification is QueueClass.CAPACITY
+        and _minute(window, 13) <= i.start.timestamp() <= _minute(window, 17)
+    ]
+    assert burst, [(i.classification, i.start) for i in pro.intervals]
+    top = max(burst, key=lambda i: i.max_waiting)
+    assert top.max_waiting >= 10
+    assert top.mean_gpu_util is not None
+    assert 88.0 <= top.mean_gpu_util <= 100.0
+    assert pro.peak_time is not None
+    assert _minute(window, 13) <= pro.peak_time.timestamp() <= _minute(window, 17)
+    assert pro.peak_waiting.value == max(i.max_waiting for i in pro.intervals)
+
+
+def test_running_with_zero_gpu_is_inconsistent(pro: QueueingResult, window: Window) -> None:
+    flagged = [
+        i
+        for i in pro.intervals
+        if i.classification is QueueClass.INCONSISTENT and i.max_running >= 10
+    ]
+    assert len(flagged) == 1
+    assert flagged[0].mean_gpu_util == 0.0
+    assert flagged[0].max_waiting > 0
+    assert _minute(window, 43) <= flagged[0].start.timestamp() <= _minute(window, 46)
+
+
+def test_low_hourly_utilisation_coexists_with_queue(
+    source: DatasetSource, window: Window, pro: QueueingResult
+) -> None:
+    hourly = gpu(source, _deployment(source, "PRO"), window).utilization_mean
+    assert hourly.value is not None
+    assert hourly.value < 30.0
+    assert pro.class_share["capacity"].value is not None
+    assert pro.class_share["capacity"].value > 0
+    shares = [m.value for m in pro.class_share.values() if m.value is not None]
+    assert sum(shares) == pytest.approx(1.0)
+
+
+def test_intervals_lie_in_window_and_its_timezone(pro: QueueingResult, window: Window) -> None:
+    for i in pro.intervals:
+        assert window.start <= i.start <= i.end <= window.end
+        assert i.start.utcoffset() == window.start.utcoffset()
+
+
+def test_measurements_carry_provenance(pro: QueueingResult) -> None:
+    assert pro.best_lag.ok
+    assert pro.best_lag.value in {-2.0, -1.0, 0.0, 1.0, 2.0}
+    corr = pro.best_lag_correlation.value
+    assert corr is not None
+    assert -1.0 <= corr <= 1.0
+    assert pro.best_lag.caveats
+    for m in pro.measurements():
+        assert m.provenance.promql
+        assert m.provenance.computation
+    assert set(pro.peak_waiting_by_reason) >= {"capacity", "deferred"}
+
+
+def test_no_gpu_data_is_unknown_and_named(source: DatasetSource, window: Window) -> None:
+    deployment = _deployment(source, "PRO").model_copy(update={"gpu_selector": {"pod": "nomatch"}})
+    result = queueing(source, deployment, window)
+    assert result.intervals
+    assert {i.classification for i in result.intervals} == {QueueClass.UNKNOWN}
+    assert result.gpu_alignment.status is Status.NO_DATA
+    assert "DCGM_FI_DEV_GPU_UTIL" in result.gpu_alignment.annotations[0].message
+    assert result.best_lag.status is Status.NO_DATA
+
+
+def test_explicit_tolerance_too_small_aligns_nothing(source: DatasetSource, window: Window) -> None:
+    result = queueing(source, _deployment(source, "PRO"), window, tolerance_s=1.0)
+    assert {i.classification for i in result.intervals} == {QueueClass.UNKNOWN}
