@@ -1,0 +1,390 @@
+"""Cost: GPU-hours, cost per million useful output tokens, and the break-even GPU-hour price.
+
+The cost is GPU rental only: ``gpu_hour_price`` x GPU-hours, where GPU-hours
+are ``hardware.gpus_per_replica`` x replicas seen x the window in hours. It
+excludes CPU, host memory, network, storage, power and staff.
+
+Useful output tokens are the output tokens of requests that ended on
+``stop`` or ``length`` and met the latency SLA. Metrics carry no per-request
+join of latency and length, so they are estimated::
+
+    useful = share within SLA x finished{stop|length} x mean output length
+
+- ``finished{stop|length}`` is ``sum(increase(request_success_total
+  {finished_reason=~"stop|length"}[w]))``; aborted, errored and ``repetition``
+  requests are not useful.
+- the mean output length is over every finished request
+  (``request_generation_tokens``), not just stop/length ones;
+- the share within the SLA comes from the TTFT and E2E histograms over all
+  finished requests, and is assumed independent of the finish reason and of
+  the output length (long outputs are in fact slower, so the estimate leans
+  high when an E2E SLA is set). It is exact when the SLA is a bucket bound;
+  otherwise ``bounds`` hold the shares at the bucket bounds around it. With
+  both SLAs the joint share is taken as the smaller one (requests slow to
+  the first token are taken to be the slow ones end to end); ``bounds`` are
+  then the Fréchet bounds ``[max(0, a + b - 1), min(a, b)]``.
+
+Cost per million useful output tokens is total cost over total useful tokens
+(never a mean of per-replica or per-interval ratios). Every number is a
+:class:`~inference_obs.analyses.measurement.Measurement`; a family the
+deployment does not export gives ``no_data`` naming it, never 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from inference_obs.analyses.latency import share_within
+from inference_obs.analyses.measurement import Bounds, Measurement, measure
+from inference_obs.analyses.result import AnalysisResult
+from inference_obs.analyses.throughput import derive, replicas_seen
+from inference_obs.deployment import Deployment
+from inference_obs.metrics import builders as b
+from inference_obs.metrics import vllm
+from inference_obs.metrics.family import Family
+from inference_obs.query import Expr, Matcher
+from inference_obs.samples import Window
+from inference_obs.source.base import Source
+
+__all__ = ["CostResult", "TokenPrices", "cost"]
+
+ANALYSIS = "cost"
+SCOPE = (
+    "GPU (board) rental only: gpu_hour_price x GPU-hours. Excludes CPU, host memory, "
+    "network, storage, power and staff."
+)
+GPU_HOURS = (
+    "GPUs as declared per replica x every replica seen in the window, for the whole window: "
+    "a replica present for part of the window is counted for all of it."
+)
+EXTRAPOLATED = "Prometheus increase() extrapolates to the window edges: fractional estimate."
+USEFUL = (
+    "Estimate: share within the SLA (histograms, all finished requests) x stop/length "
+    "requests x mean output length of all finished requests; assumes the SLA share does not "
+    "depend on the finish reason or output length. Exact share only at bucket bounds."
+)
+REVENUE = (
+    "Revenue if every prompt and output token in the window is billed at the given prices, "
+    "tokens of aborted or slow requests included; not invoiced revenue."
+)
+_COMPLETED = "stop|length"
+_CACHED = "local_cache_hit|external_kv_transfer"
+
+
+class TokenPrices(BaseModel):
+    """Per-million-token prices, in the currency of ``gpu_hour_price``.
+
+    Attributes
+    ----------
+    input_per_million
+        Price of a million prompt tokens computed by the engine (not cached).
+    cached_input_per_million
+        Price of a million prompt tokens served from a cache (local or external).
+    output_per_million
+        Price of a million output tokens.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input_per_million: float = Field(ge=0)
+    cached_input_per_million: float = Field(ge=0)
+    output_per_million: float = Field(ge=0)
+
+
+class CostResult(AnalysisResult):
+    """Cost and token economics of one deployment over one window.
+
+    Attributes
+    ----------
+    replicas_seen, gpus, gpu_hours
+        Replicas with output-token samples (replicas), GPUs (GPUs), GPU-hours.
+    cost
+        ``gpu_hour_price`` x GPU-hours, in the price's currency.
+    output_tokens
+        Every output token generated (tokens).
+    completed_requests
+        Requests finished on ``stop`` or ``length`` (requests).
+    output_tokens_mean
+        Mean output length over every finished request (tokens).
+    sla_shares
+        With both SLAs: the share (ratio 0-1) within each, TTFT first; else empty.
+    sla_share
+        Share counted useful (ratio 0-1); ``None`` without an SLA (all count).
+    useful_output_tokens
+        Estimated useful output tokens (tokens), interval in ``bounds``.
+    cost_per_million_useful_output_tokens
+        Cost / useful output tokens x 1e6 (currency per million tokens).
+    output_tokens_per_gpu_hour, useful_output_tokens_per_gpu_hour
+        Tokens per GPU-hour.
+    prompt_tokens_uncached, prompt_tokens_cached
+        Prompt tokens computed locally, and served by a cache (tokens); only with prices.
+    revenue
+        Prompt and output tokens at ``prices`` (currency); only with prices.
+    break_even_gpu_hour_price
+        Revenue / GPU-hours (currency per GPU-hour); only with prices.
+    blended_price_per_million_tokens
+        Revenue / (prompt + output tokens) x 1e6 (currency per million tokens).
+    """
+
+    replicas_seen: Measurement
+    gpus: Measurement
+    gpu_hours: Measurement
+    cost: Measurement
+    output_tokens: Measurement
+    completed_requests: Measurement
+    output_tokens_mean: Measurement
+    sla_shares: tuple[Measurement, ...]
+    sla_share: Measurement | None
+    useful_output_tokens: Measurement
+    cost_per_million_useful_output_tokens: Measurement
+    output_tokens_per_gpu_hour: Measurement
+    useful_output_tokens_per_gpu_hour: Measurement
+    prompt_tokens_uncached: Measurement | None = None
+    prompt_tokens_cached: Measurement | None = None
+    revenue: Measurement | None = None
+    break_even_gpu_hour_price: Measurement | None = None
+    blended_price_per_million_tokens: Measurement | None = None
+    gpu_hour_price: float
+    prices: TokenPrices | None = None
+    caveats: tuple[str, ...] = (SCOPE, GPU_HOURS, USEFUL)
+
+
+def _bounded(m: Measurement, lower: float, upper: float) -> Measurement:
+    """``m`` with ``bounds`` set, where it has a value and the bounds are numbers."""
+    if not m.ok or math.isnan(lower) or math.isnan(upper):
+        return m
+    return m.model_copy(update={"bounds": Bounds(lower=lower, upper=upper)})
+
+
+def _value(m: Measurement) -> float:
+    return math.nan if m.value is None else m.value
+
+
+def _div(a: float, b: float) -> float:
+    """``a / b``, NaN where ``b`` is 0 (no Python ZeroDivisionError)."""
+    return a / b if b else math.nan
+
+
+def _interval(m: Measurement) -> tuple[float, float]:
+    if m.bounds is None:
+        return _value(m), _value(m)
+    return m.bounds.lower, m.bounds.upper
+
+
+def _sla_share(
+    source: Source, deployment: Deployment, window: Window, ttft: float | None, e2e: float | None
+) -> tuple[tuple[Measurement, ...], Measurement | None]:
+    """Both SLAs' shares (empty unless both given) and the share counted useful."""
+    parts = tuple(
+        share_within(
+            source, deployment, window, family, threshold, analysis=ANALYSIS,
+            statistic=f"{name}_share_le_{threshold:g}", caveats=(USEFUL,),
+        )
+        for name, family, threshold in (
+            ("ttft", vllm.TIME_TO_FIRST_TOKEN, ttft), ("e2e", vllm.E2E_REQUEST_LATENCY, e2e)
+        )
+        if threshold is not None
+    )  # fmt: skip
+    if len(parts) < 2:
+        return (), (parts[0] if parts else None)
+    (a_lo, a_hi), (b_lo, b_hi) = _interval(parts[0]), _interval(parts[1])
+    joint = derive(
+        "sla_share",
+        min(_value(parts[0]), _value(parts[1])),
+        "ratio",
+        parts,
+        "min(ttft share, e2e share); bounds max(0, a + b - 1) .. min(a, b) over their bounds",
+        (USEFUL, "Joint share taken as the smaller: exact only if slow TTFT implies slow E2E."),
+    )
+    return parts, _bounded(joint, max(0.0, a_lo + b_lo - 1.0), min(a_hi, b_hi))
+
+
+def _prompt_split(
+    source: Source, deployment: Deployment, window: Window
+) -> tuple[Measurement, Measurement]:
+    """Uncached and cached prompt tokens: by source, else prompt total minus prefix-cache hits."""
+    m, w = deployment.matchers, window.seconds
+
+    def one(statistic: str, expr: Expr, family: Family, matchers: Sequence[Matcher]) -> Measurement:
+        return measure(
+            source, deployment, window, analysis=ANALYSIS, statistic=statistic, expr=expr,
+            unit="tokens", families=[family], matchers=matchers, caveats=(EXTRAPOLATED,),
+        )  # fmt: skip
+
+    by_source = vllm.PROMPT_TOKENS_BY_SOURCE
+    cached_m = (*m, Matcher.regex("source", _CACHED))
+    local_m = (*m, Matcher.equal("source", "local_compute"))
+    cached = one("prompt_tokens_cached", b.increase_total(by_source, cached_m, w), by_source, m)
+    uncached = one("prompt_tokens_uncached", b.increase_total(by_source, local_m, w), by_source, m)
+    if cached.ok and uncached.ok:
+        return uncached, cached
+    hits = one("prompt_tokens_cached", b.increase_total(vllm.PREFIX_CACHE_HITS, m, w),
+               vllm.PREFIX_CACHE_HITS, m)  # fmt: skip
+    prompt = one("prompt_tokens", b.increase_total(vllm.PROMPT_TOKENS, m, w), vllm.PROMPT_TOKENS, m)
+    uncached = derive(
+        "prompt_tokens_uncached",
+        _value(prompt) - _value(hits),
+        "tokens",
+        [prompt, hits],
+        "prompt_tokens - prefix_cache_hits (no prompt_tokens_by_source_total)",
+        (
+            EXTRAPOLATED,
+            "Prefix-cache hits are counted at admission, prompt tokens at prefill completion; "
+            "external KV transfers are not counted as cached.",
+        ),
+    )
+    return uncached, hits
+
+
+def cost(
+    source: Source,
+    deployment: Deployment,
+    window: Window,
+    *,
+    gpu_hour_price: float,
+    sla_ttft_s: float | None = None,
+    sla_e2e_s: float | None = None,
+    prices: TokenPrices | None = None,
+) -> CostResult:
+    """GPU cost, cost per million useful output tokens and, with prices, the break-even price.
+
+    Parameters
+    ----------
+    source
+        Where the series come from.
+    deployment
+        Whose series (every replica together); its ``hardware.gpus_per_replica``
+        sets the GPUs per replica.
+    window
+        The window; counters are extrapolated increases over it.
+    gpu_hour_price
+        Rental price of one GPU for one hour (currency per GPU-hour).
+    sla_ttft_s, sla_e2e_s
+        Latency SLA in seconds (time to first token, end to end); a request
+        is useful only within both. ``None``: no such limit.
+    prices
+        Per-million-token prices; when given, revenue and the break-even
+        GPU-hour price are reported.
+
+    Returns
+    -------
+    CostResult
+        GPU-hours, cost (currency), useful output tokens (tokens, estimated:
+        see the module docstring), cost per million useful output tokens
+        (currency per million tokens), tokens per GPU-hour and, with prices,
+        revenue (currency) and the break-even price (currency per GPU-hour).
+    """
+    m, w = deployment.matchers, window.seconds
+    hours = w / 3600.0
+    per_replica = deployment.hardware.gpus_per_replica
+    replicas = replicas_seen(source, deployment, window, vllm.GENERATION_TOKENS, m, ANALYSIS)
+    gpus = derive("gpus", per_replica * _value(replicas), "GPUs", [replicas],
+                  f"{per_replica} GPUs/replica x replicas_seen", (GPU_HOURS,))  # fmt: skip
+    gpu_hours = derive("gpu_hours", _value(gpus) * hours, "GPU-hours", [gpus],
+                       f"gpus x {hours:g} h", (GPU_HOURS,))  # fmt: skip
+    total_cost = derive("cost", gpu_hour_price * _value(gpu_hours), "currency", [gpu_hours],
+                        f"{gpu_hour_price:g}/GPU-hour x gpu_hours", (SCOPE, GPU_HOURS))  # fmt: skip
+
+    def one(statistic: str, expr: Expr, unit: str, family: Family, caveat: str) -> Measurement:
+        return measure(
+            source, deployment, window, analysis=ANALYSIS, statistic=statistic, expr=expr,
+            unit=unit, families=[family], matchers=m, caveats=(caveat,),
+        )  # fmt: skip
+
+    output = one("output_tokens", b.increase_total(vllm.GENERATION_TOKENS, m, w), "tokens",
+                 vllm.GENERATION_TOKENS, EXTRAPOLATED)  # fmt: skip
+    completed_m = (*m, Matcher.regex("finished_reason", _COMPLETED))
+    completed = measure(
+        source, deployment, window, analysis=ANALYSIS, statistic="completed_requests",
+        expr=b.increase_total(vllm.REQUEST_SUCCESS, completed_m, w), unit="requests",
+        families=[vllm.REQUEST_SUCCESS], matchers=m,
+        caveats=(EXTRAPOLATED, "Finished on stop or length: aborts and errors excluded."),
+    )  # fmt: skip
+    mean_out = one("output_tokens_mean",
+                   b.histogram_mean(vllm.REQUEST_GENERATION_TOKENS, m, w), "tokens",
+                   vllm.REQUEST_GENERATION_TOKENS, "Mean over every finished request.")  # fmt: skip
+    shares, share = _sla_share(source, deployment, window, sla_ttft_s, sla_e2e_s)
+    candidate = _value(completed) * _value(mean_out)
+    inputs = [completed, mean_out, *([share] if share is not None else [])]
+    s_lo, s_hi = _interval(share) if share is not None else (1.0, 1.0)
+    useful = derive(
+        "useful_output_tokens",
+        candidate * (_value(share) if share is not None else 1.0),
+        "tokens",
+        inputs,
+        "sla_share x completed_requests x output_tokens_mean" if share is not None
+        else "completed_requests x output_tokens_mean (no SLA)",
+        (USEFUL, EXTRAPOLATED),
+    )  # fmt: skip
+    useful = _bounded(useful, s_lo * candidate, s_hi * candidate)
+    u_lo, u_hi = _interval(useful)
+    c = _value(total_cost)
+    per_million = derive(
+        "cost_per_million_useful_output_tokens",
+        _div(c, _value(useful)) * 1e6,
+        "currency/million tokens",
+        [total_cost, useful],
+        "cost / useful_output_tokens x 1e6 (totals over the window, not a mean of ratios)",
+        (SCOPE, USEFUL),
+    )
+    per_million = _bounded(
+        per_million, c / u_hi * 1e6 if u_hi else math.inf, c / u_lo * 1e6 if u_lo else math.inf
+    )
+    g = _value(gpu_hours)
+    out_per_gh = derive("output_tokens_per_gpu_hour", _div(_value(output), g), "tokens/GPU-hour",
+                        [output, gpu_hours], "output_tokens / gpu_hours", (GPU_HOURS,))  # fmt: skip
+    useful_per_gh = derive(
+        "useful_output_tokens_per_gpu_hour", _div(_value(useful), g), "tokens/GPU-hour",
+        [useful, gpu_hours], "useful_output_tokens / gpu_hours", (GPU_HOURS, USEFUL),
+    )  # fmt: skip
+    useful_per_gh = _bounded(useful_per_gh, _div(u_lo, g), _div(u_hi, g))
+    priced: dict[str, Measurement] = {}
+    if prices is not None:
+        uncached, cached = _prompt_split(source, deployment, window)
+        revenue = derive(
+            "revenue",
+            (_value(uncached) * prices.input_per_million
+             + _value(cached) * prices.cached_input_per_million
+             + _value(output) * prices.output_per_million) / 1e6,
+            "currency",
+            [uncached, cached, output],
+            f"(uncached x {prices.input_per_million:g} + cached x "
+            f"{prices.cached_input_per_million:g} + output x {prices.output_per_million:g}) / 1e6",
+            (REVENUE, EXTRAPOLATED),
+        )  # fmt: skip
+        tokens = _value(uncached) + _value(cached) + _value(output)
+        priced = {
+            "prompt_tokens_uncached": uncached,
+            "prompt_tokens_cached": cached,
+            "revenue": revenue,
+            "break_even_gpu_hour_price": derive(
+                "break_even_gpu_hour_price", _div(_value(revenue), g), "currency/GPU-hour",
+                [revenue, gpu_hours], "revenue / gpu_hours", (REVENUE, SCOPE, GPU_HOURS),
+            ),
+            "blended_price_per_million_tokens": derive(
+                "blended_price_per_million_tokens", _div(_value(revenue), tokens) * 1e6,
+                "currency/million tokens", [revenue, uncached, cached, output],
+                "revenue / (uncached + cached + output tokens) x 1e6", (REVENUE,),
+            ),
+        }  # fmt: skip
+    return CostResult(
+        replicas_seen=replicas,
+        gpus=gpus,
+        gpu_hours=gpu_hours,
+        cost=total_cost,
+        output_tokens=output,
+        completed_requests=completed,
+        output_tokens_mean=mean_out,
+        sla_shares=shares,
+        sla_share=share,
+        useful_output_tokens=useful,
+        cost_per_million_useful_output_tokens=per_million,
+        output_tokens_per_gpu_hour=out_per_gh,
+        useful_output_tokens_per_gpu_hour=useful_per_gh,
+        gpu_hour_price=gpu_hour_price,
+        prices=prices,
+        **priced,
+    )
