@@ -1,0 +1,109 @@
+"""``queueing`` and ``bottleneck`` give the same answers offline and from a real Prometheus.
+
+For ``datasets/pro5000-vs-h20`` and ``datasets/r1-decode`` and each of their
+deployments, both analyses run over the manifest window through
+:class:`~inference_obs.source.dataset_source.DatasetSource` and through
+:class:`~inference_obs.source.prometheus.PrometheusSource` on Prometheus
+holding the same samples (backfilled with promtool, as in
+``test_analyses_agreement``). The queue intervals are the same (class,
+replica, start, end, sample count and maxima) and every Measurement, by key,
+has the same status and value to 1e-9 relative.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from inference_obs.analyses.bottleneck import BottleneckResult, bottleneck
+from inference_obs.analyses.measurement import Measurement
+from inference_obs.analyses.queueing import QueueingResult, queueing
+from inference_obs.analyses.result import AnalysisResult
+from inference_obs.engine.rules import Rules
+from inference_obs.source.dataset import SAMPLES, Dataset, read_dataset
+from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.prometheus import PrometheusSource
+from tests.integration.servers import PrometheusFactory
+
+pytestmark = pytest.mark.integration
+
+DATASETS = Path(__file__).resolve().parents[2] / "datasets"
+NAMES = ("pro5000-vs-h20", "r1-decode")
+RELATIVE = 1e-9
+
+
+@pytest.fixture(scope="module", params=NAMES)
+def backfilled(
+    request: pytest.FixtureRequest, prometheus_factory: PrometheusFactory
+) -> Iterator[tuple[Dataset, PrometheusSource]]:
+    path = DATASETS / str(request.param)
+    # Bytes, decoded as is: read_text() would turn a carriage return into a newline.
+    server = prometheus_factory((path / SAMPLES).read_bytes().decode("utf-8"))
+    yield read_dataset(path), PrometheusSource(server.base_url)
+    server.stop()
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return (math.isnan(a) and math.isnan(b)) or a == b or math.isclose(a, b, rel_tol=RELATIVE)
+
+
+def _by_key(result: AnalysisResult) -> dict[str, Measurement]:
+    out: dict[str, Measurement] = {}
+    for m in result.measurements():
+        assert m.key not in out, f"duplicate key {m.key}"
+        out[m.key] = m
+    return out
+
+
+def _disagreements(local: AnalysisResult, remote: AnalysisResult) -> list[str]:
+    a, b = _by_key(local), _by_key(remote)
+    wrong = [f"{k}: only {'offline' if k in a else 'server'}" for k in sorted(a.keys() ^ b.keys())]
+    for key in sorted(a.keys() & b.keys()):
+        x, y = a[key], b[key]
+        if x.status != y.status or not _close(x.value, y.value):
+            wrong.append(f"{key}: offline {x.status} {x.value!r}, server {y.status} {y.value!r}")
+    return wrong
+
+
+def _intervals(result: QueueingResult) -> list[tuple[object, ...]]:
+    return [
+        (i.classification, i.replica, i.start, i.end, i.samples, i.max_waiting, i.max_running)
+        for i in result.intervals
+    ]
+
+
+def test_queueing_agrees_with_prometheus(backfilled: tuple[Dataset, PrometheusSource]) -> None:
+    dataset, server = backfilled
+    local = DatasetSource(dataset, rules=Rules.PROMETHEUS_2)
+    window = dataset.manifest.window.window()
+    for deployment in dataset.manifest.deployments:
+        offline = queueing(local, deployment, window)
+        remote = queueing(server, deployment, window)
+        assert offline.intervals, deployment.name
+        assert _intervals(offline) == _intervals(remote), deployment.name
+        for x, y in zip(offline.intervals, remote.intervals, strict=True):
+            assert _close(x.mean_gpu_util, y.mean_gpu_util), (deployment.name, x, y)
+        assert offline.peak_time == remote.peak_time
+        assert offline.peak_replica == remote.peak_replica
+        wrong = _disagreements(offline, remote)
+        assert not wrong, f"{deployment.name}:\n" + "\n".join(wrong)
+        assert any(m.ok for m in offline.measurements())
+
+
+def test_bottleneck_agrees_with_prometheus(backfilled: tuple[Dataset, PrometheusSource]) -> None:
+    dataset, server = backfilled
+    local = DatasetSource(dataset, rules=Rules.PROMETHEUS_2)
+    window = dataset.manifest.window.window()
+    for deployment in dataset.manifest.deployments:
+        offline: BottleneckResult = bottleneck(local, deployment, window)
+        remote = bottleneck(server, deployment, window)
+        assert offline.classification == remote.classification, deployment.name
+        assert offline.reason == remote.reason, deployment.name
+        wrong = _disagreements(offline, remote)
+        assert not wrong, f"{deployment.name}:\n" + "\n".join(wrong)
+        assert any(m.ok for m in offline.measurements())
