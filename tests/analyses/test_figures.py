@@ -1,0 +1,136 @@
+"""Figures on the bundled datasets: axes, data, PNG output and the no-counters case."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
+
+from inference_obs.analyses.figures import (
+    NO_PROFILING,
+    dram_vs_tensor_figure,
+    gpu_heatmap_figure,
+    queue_vs_gpu_figure,
+    rolling_quantiles_figure,
+)
+from inference_obs.analyses.queueing import queueing
+from inference_obs.analyses.rolling import rolling_quantiles
+from inference_obs.deployment import Deployment
+from inference_obs.samples import Window
+from inference_obs.source.dataset_source import DatasetSource
+
+DATASETS = Path(__file__).parents[2] / "datasets"
+
+
+@pytest.fixture(scope="module")
+def pro_source() -> DatasetSource:
+    return DatasetSource(DATASETS / "pro5000-vs-h20")
+
+
+@pytest.fixture(scope="module")
+def r1_source() -> DatasetSource:
+    return DatasetSource(DATASETS / "r1-decode")
+
+
+def _window(source: DatasetSource) -> Window:
+    edges = source.dataset.manifest.window
+    return Window(edges.start, edges.end)
+
+
+def _deployment(source: DatasetSource, name: str) -> Deployment:
+    return next(d for d in source.dataset.manifest.deployments if d.name == name)
+
+
+def _png(fig: Figure) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=50)
+    data = buffer.getvalue()
+    assert data.startswith(b"\x89PNG")
+    return data
+
+
+def _texts(fig: Figure) -> str:
+    parts = [t.get_text() for t in fig.texts]
+    for ax in fig.axes:
+        parts += [ax.get_title(), *(t.get_text() for t in ax.texts)]
+    return " ".join(parts)
+
+
+def test_rolling_quantiles_figure(pro_source: DatasetSource) -> None:
+    window = _window(pro_source)
+    result = rolling_quantiles(pro_source, _deployment(pro_source, "PRO"), window)
+    fig = rolling_quantiles_figure(result)
+    assert len(fig.axes) == 1
+    lines = fig.axes[0].get_lines()
+    assert len(lines) == 3
+    assert all(np.asarray(line.get_xdata()).size > 0 for line in lines)
+    assert "seconds" in fig.axes[0].get_ylabel()
+    assert "whole-window P95" in _texts(fig)
+    _png(fig)
+    ticks = [label.get_text() for label in fig.axes[0].get_xticklabels()]
+    assert ticks[0] == "17:40"  # the window's +08:00 local time, not UTC
+    assert "UTC+0800" in fig.axes[0].get_xlabel()
+
+
+def test_queue_vs_gpu_figure_shades_intervals(pro_source: DatasetSource) -> None:
+    window = _window(pro_source)
+    deployment = _deployment(pro_source, "H20")
+    result = queueing(pro_source, deployment, window)
+    fig = queue_vs_gpu_figure(pro_source, deployment, window, result, step=60.0)
+    assert len(fig.axes) == 2
+    left, right = fig.axes
+    assert len(left.get_lines()) == 2 * len(deployment.replicas)  # waiting + running per replica
+    assert len(right.get_lines()) == 1
+    assert all(
+        np.asarray(line.get_xdata()).size > 0 for line in [*left.get_lines(), *right.get_lines()]
+    )
+    assert "%" in right.get_ylabel()
+    assert "requests" in left.get_ylabel()
+    _png(fig)
+
+
+def test_queue_vs_gpu_figure_without_result(pro_source: DatasetSource) -> None:
+    window = _window(pro_source)
+    fig = queue_vs_gpu_figure(pro_source, _deployment(pro_source, "PRO"), window, step=60.0)
+    assert len(fig.axes) == 2
+    assert not fig.axes[0].patches
+    _png(fig)
+
+
+def test_gpu_heatmap_figure(pro_source: DatasetSource) -> None:
+    window = _window(pro_source)
+    fig = gpu_heatmap_figure(pro_source, _deployment(pro_source, "H20"), window, step=60.0)
+    assert len(fig.axes) == 2  # the image and its colour bar
+    images = [im for im in fig.axes[0].get_images() if isinstance(im, AxesImage)]
+    assert len(images) == 1
+    array: np.ma.MaskedArray[Any, Any] = np.ma.asarray(images[0].get_array())
+    assert array.shape == (32, 61)  # 4 replicas x 8 GPUs, one column per minute
+    assert np.ma.count(array) > 0.9 * array.size
+    assert len(fig.axes[0].get_yticklabels()) == 32
+    _png(fig)
+
+
+def test_dram_vs_tensor_figure(r1_source: DatasetSource) -> None:
+    window = _window(r1_source)
+    fig = dram_vs_tensor_figure(r1_source, _deployment(r1_source, "R1"), window, step=60.0)
+    assert len(fig.axes) == 1
+    offsets = fig.axes[0].collections[0].get_offsets()
+    assert np.asarray(offsets).shape[0] > 0
+    assert NO_PROFILING not in _texts(fig)
+    _png(fig)
+
+
+def test_dram_vs_tensor_figure_without_counters_says_so(pro_source: DatasetSource) -> None:
+    window = _window(pro_source)
+    fig = dram_vs_tensor_figure(pro_source, _deployment(pro_source, "PRO"), window, step=60.0)
+    assert len(fig.axes) == 1
+    assert not fig.axes[0].collections
+    text = _texts(fig)
+    assert NO_PROFILING in text
+    assert "DCGM_FI_PROF_DRAM_ACTIVE" in text
+    _png(fig)
