@@ -8,7 +8,7 @@ Time axes are in the window's timezone; titles and axis labels carry units.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import matplotlib.dates as mdates
@@ -152,7 +152,12 @@ def queue_vs_gpu_figure(
         for interval in queueing.intervals:
             color = _SHADE.get(interval.classification)
             if color is not None:
-                ax.axvspan(_num(interval.start), _num(interval.end),
+                # A one-sample interval (start == end) still gets half a step
+                # either side, or its shading would have no width at all.
+                pad = (
+                    timedelta(seconds=every / 2) if interval.start == interval.end else timedelta()
+                )
+                ax.axvspan(_num(interval.start - pad), _num(interval.end + pad),
                            color=color, alpha=0.15, linewidth=0)  # fmt: skip
     _time_axis(ax, window)
     ax.set_ylabel("requests (sampled gauge)")
