@@ -94,32 +94,24 @@ class Source(Protocol):
 
     def info(self) -> EngineInfo:
         """The engine answering, and the local rule set that agrees with it."""
-        ...
 
     def instant(self, expr: Expr, at: float) -> Instant:
         """Evaluate ``expr`` at ``at`` (unix seconds)."""
-        ...
 
     def range(self, expr: Expr, window: Window, step: float) -> Matrix:
         """Evaluate ``expr`` at every ``step`` seconds across ``window`` (step-aligned)."""
-        ...
 
     def raw(self, selector: Selector, window: Window) -> SampleSet:
         """Every raw sample of the selected series within ``window`` (both ends included)."""
-        ...
 
     def series(self, selector: Selector, window: Window) -> tuple[Labels, ...]:
         """Label sets (``__name__`` included) of series with samples in ``window``."""
-        ...
 
     def label_names(self, window: Window) -> tuple[str, ...]:
         """Label names present in ``window``, sorted."""
-        ...
 
     def label_values(self, label: str, window: Window) -> tuple[str, ...]:
         """Values of ``label`` present in ``window``, sorted (``__name__`` lists metrics)."""
-        ...
 
     def metadata(self, metric: str | None = None) -> tuple[Metadata, ...]:
         """Declared type, help and unit of ``metric`` (or of every metric)."""
-        ...

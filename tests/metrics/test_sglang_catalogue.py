@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from inference_obs.metrics import sglang, vllm
+from inference_obs.metrics import sglang, sglang_vllm, vllm
 from inference_obs.metrics.family import Family, MetricType
 
 SGLANG_NAMES = {f.name for f in sglang.FAMILIES}
@@ -130,8 +130,8 @@ def test_per_stage_buckets_are_exponential() -> None:
 
 
 def test_every_equivalent_is_a_real_pair() -> None:
-    assert len(sglang.VLLM_EQUIVALENTS) >= 20
-    for ours, (theirs, why) in sglang.VLLM_EQUIVALENTS.items():
+    assert len(sglang_vllm.VLLM_EQUIVALENTS) >= 20
+    for ours, (theirs, why) in sglang_vllm.VLLM_EQUIVALENTS.items():
         assert ours in SGLANG_NAMES, ours
         assert theirs in VLLM_NAMES, theirs
         assert why.endswith("."), why
@@ -164,14 +164,14 @@ def test_every_equivalent_is_a_real_pair() -> None:
     ],
 )
 def test_known_equivalents(ours: str, theirs: str) -> None:
-    assert sglang.VLLM_EQUIVALENTS[ours][0] == theirs
+    assert sglang_vllm.VLLM_EQUIVALENTS[ours][0] == theirs
 
 
 def test_differences_name_the_trap() -> None:
-    itl = sglang.VLLM_EQUIVALENTS["sglang:inter_token_latency_seconds"][1]
+    itl = sglang_vllm.VLLM_EQUIVALENTS["sglang:inter_token_latency_seconds"][1]
     assert "per token" in itl
     assert "step" in itl
-    tpot = sglang.VLLM_EQUIVALENTS["sglang:request_time_per_output_token_seconds"][1]
+    tpot = sglang_vllm.VLLM_EQUIVALENTS["sglang:request_time_per_output_token_seconds"][1]
     assert "0" in tpot
     assert "skips" in tpot
-    assert "is_streaming" in sglang.VLLM_EQUIVALENTS["sglang:time_to_first_token_seconds"][1]
+    assert "is_streaming" in sglang_vllm.VLLM_EQUIVALENTS["sglang:time_to_first_token_seconds"][1]
