@@ -23,8 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inference_obs.metrics import FAMILIES
-from inference_obs.metrics import builders as b
+from inference_obs.metrics import FAMILIES, builders as b
 from inference_obs.metrics.family import Family, MetricType
 from inference_obs.query import Expr
 from inference_obs.samples import Series

@@ -17,8 +17,7 @@ import numpy as np
 from inference_obs.analyses.measurement import Measurement, local_measurement, measure
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
-from inference_obs.metrics import builders as b
-from inference_obs.metrics import dcgm
+from inference_obs.metrics import builders as b, dcgm
 from inference_obs.metrics.family import Family
 from inference_obs.samples import Window, is_stale
 from inference_obs.source.base import Source

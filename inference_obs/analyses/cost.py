@@ -42,8 +42,7 @@ from inference_obs.analyses.measurement import Bounds, Measurement, measure
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.analyses.throughput import derive, replicas_seen
 from inference_obs.deployment import Deployment
-from inference_obs.metrics import builders as b
-from inference_obs.metrics import vllm
+from inference_obs.metrics import builders as b, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, Matcher
 from inference_obs.samples import Window

@@ -18,8 +18,7 @@ from inference_obs.analyses.throughput import derive
 from inference_obs.deployment import Deployment
 from inference_obs.engine.vector import Vector
 from inference_obs.errors import Annotation, NoDataError
-from inference_obs.metrics import builders as b
-from inference_obs.metrics import dcgm
+from inference_obs.metrics import builders as b, dcgm
 from inference_obs.metrics.family import Family, resolve_label
 from inference_obs.query import Expr, to_promql
 from inference_obs.samples import Labels, Window

@@ -20,8 +20,7 @@ from inference_obs.analyses.measurement import Measurement, Provenance, Status, 
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
 from inference_obs.errors import Annotation, NoDataError
-from inference_obs.metrics import builders as b
-from inference_obs.metrics import dcgm, vllm
+from inference_obs.metrics import builders as b, dcgm, vllm
 from inference_obs.metrics.family import Family, resolve_label
 from inference_obs.query import Matcher, count_over_time, to_promql
 from inference_obs.samples import Window

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from inference_obs.metrics import builders as b
-from inference_obs.metrics import dcgm
+from inference_obs.metrics import builders as b, dcgm
 from inference_obs.metrics.family import Family
 from inference_obs.metrics.standard_query import Builder, By, Matchers, StandardQuery, times
 from inference_obs.query import Expr, avg_over_time

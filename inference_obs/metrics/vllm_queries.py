@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from inference_obs.metrics import builders as b
-from inference_obs.metrics import vllm
+from inference_obs.metrics import builders as b, vllm
 from inference_obs.metrics.standard_query import By, Matchers, StandardQuery, ratio
 from inference_obs.query import Expr
 

@@ -45,8 +45,7 @@ from pydantic import (
 
 from inference_obs.deployment import DeclaredConfig, Deployment, Engine, Hardware
 from inference_obs.errors import QueryError, ScenarioError
-from inference_obs.metrics import Family, MetricType, dcgm
-from inference_obs.metrics import family as catalogue_family
+from inference_obs.metrics import Family, MetricType, dcgm, family as catalogue_family
 from inference_obs.samples import Window
 from inference_obs.simulate.durations import Seconds
 from inference_obs.simulate.engine_spec import BucketFamily, GpuProfile, KvCache, StepModel

@@ -13,8 +13,7 @@ from inference_obs.analyses.measurement import Measurement, Status
 from inference_obs.analyses.shapes import shapes
 from inference_obs.analyses.throughput import throughput
 from inference_obs.deployment import Deployment
-from inference_obs.metrics import builders as b
-from inference_obs.metrics import vllm
+from inference_obs.metrics import builders as b, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Matcher
 from inference_obs.samples import Window

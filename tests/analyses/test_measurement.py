@@ -9,8 +9,7 @@ import pytest
 
 from inference_obs.analyses.measurement import Status, measure
 from inference_obs.deployment import Deployment
-from inference_obs.metrics import builders as b
-from inference_obs.metrics import vllm
+from inference_obs.metrics import builders as b, vllm
 from inference_obs.samples import Series, Window
 from inference_obs.source.dataset import write_dataset
 from inference_obs.source.dataset_source import DatasetSource

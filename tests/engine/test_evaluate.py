@@ -14,8 +14,7 @@ from inference_obs.engine.evaluate import Evaluator, evaluate
 from inference_obs.engine.rules import Rules
 from inference_obs.engine.vector import Vector
 from inference_obs.errors import NotSupportedOffline, QueryFailed
-from inference_obs.metrics import builders as b
-from inference_obs.metrics import dcgm
+from inference_obs.metrics import builders as b, dcgm
 from inference_obs.query import (
     Binary,
     Matcher,

@@ -19,8 +19,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from inference_obs.engine.evaluate import evaluate
 from inference_obs.engine.rules import Rules

@@ -14,8 +14,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from inference_obs.query import Matcher, Selector, to_promql
 from tests.integration.servers import (

@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 
 from inference_obs.errors import NoDataError
-from inference_obs.metrics import builders as b
-from inference_obs.metrics import dcgm, resolve_label, vllm
+from inference_obs.metrics import builders as b, dcgm, resolve_label, vllm
 from inference_obs.query import to_promql
 from inference_obs.samples import Series
 from inference_obs.source.openmetrics import write_openmetrics

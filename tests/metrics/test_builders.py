@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from inference_obs.errors import QueryError
-from inference_obs.metrics import builders as b
-from inference_obs.metrics import dcgm, vllm
+from inference_obs.metrics import builders as b, dcgm, vllm
 from inference_obs.metrics.family import Family, MetricType
 from inference_obs.query import Matcher, to_promql
 

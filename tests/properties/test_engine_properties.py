@@ -13,8 +13,7 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from inference_obs.engine import functions as f
 from inference_obs.engine.histograms import histogram_quantile, parse_le, quantile_bounds

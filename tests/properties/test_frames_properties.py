@@ -6,8 +6,7 @@ import json
 from typing import Any
 
 import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from inference_obs.source.frames import parse_matrix, parse_matrix_body
 

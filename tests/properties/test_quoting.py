@@ -6,8 +6,7 @@ import re
 from typing import Any
 
 import promql_parser
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from inference_obs.query import Matcher, Selector, regex_escape, to_promql
 from tests.properties.strategies import label_values

@@ -7,8 +7,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from inference_obs.errors import DatasetError
 from inference_obs.samples import Labels, Series

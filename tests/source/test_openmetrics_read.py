@@ -7,8 +7,7 @@ from collections.abc import Iterable
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from inference_obs.errors import DatasetError
 from inference_obs.samples import SampleSet, Series
