@@ -38,9 +38,9 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.latency import share_within
-from inference_obs.analyses.measurement import Bounds, Measurement, measure
+from inference_obs.analyses.measurement import Bounds, Measurement, derive, measure
 from inference_obs.analyses.result import AnalysisResult
-from inference_obs.analyses.throughput import derive, replicas_seen
+from inference_obs.analyses.throughput import replicas_seen
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import builders as b, vllm
 from inference_obs.metrics.family import Family

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from inference_obs.analyses.measurement import Measurement, Status, measure
+from inference_obs.analyses.measurement import Measurement, Status, derive, measure
 from inference_obs.analyses.result import AnalysisResult
-from inference_obs.analyses.throughput import derive
 from inference_obs.deployment import Deployment
 from inference_obs.engine.vector import Vector
 from inference_obs.errors import Annotation, NoDataError

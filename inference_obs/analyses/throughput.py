@@ -16,7 +16,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from inference_obs.analyses.measurement import Measurement, Provenance, Status, measure
+from inference_obs.analyses.measurement import Measurement, Status, derive, measure
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
 from inference_obs.errors import Annotation, NoDataError
@@ -26,7 +26,7 @@ from inference_obs.query import Matcher, count_over_time, to_promql
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 
-__all__ = ["Regime", "ThroughputResult", "derive", "replicas_seen", "throughput"]
+__all__ = ["Regime", "ThroughputResult", "replicas_seen", "throughput"]
 
 ANALYSIS = "throughput"
 EXTRAPOLATED = (
@@ -44,62 +44,6 @@ class Regime(StrEnum):
     CAPACITY_LIMITED = "capacity_limited"
     #: The evidence families have no data: nothing is claimed.
     UNKNOWN = "unknown"
-
-
-def derive(
-    statistic: str,
-    value: float | None,
-    unit: str,
-    inputs: Sequence[Measurement],
-    computation: str,
-    caveats: Sequence[str] = (),
-) -> Measurement:
-    """A Measurement computed locally from ``inputs``; ``no_data`` if any input has none.
-
-    Parameters
-    ----------
-    statistic
-        Name of the derived number.
-    value
-        The computed value in ``unit``; ignored when an input has no data.
-    unit
-        Unit of the value.
-    inputs
-        The Measurements it was computed from (at least one); their PromQL,
-        annotations and window carry over.
-    computation
-        The arithmetic, in words or symbols, for the provenance.
-    caveats
-        What the number does not mean.
-    """
-    first = inputs[0]
-    missing = [m for m in inputs if not m.ok]
-    status = Status.NO_DATA if missing else Status.OK
-    if not missing and any(m.status is Status.PARTIAL for m in inputs):
-        status = Status.PARTIAL
-    if status is not Status.NO_DATA and (value is None or not math.isfinite(value)):
-        status = Status.INVALID
-    notes = [a for m in inputs for a in m.annotations]
-    promql = tuple(dict.fromkeys(q for m in inputs for q in m.provenance.promql))
-    return Measurement(
-        key=f"{first.deployment}/{first.analysis}/{statistic}",
-        deployment=first.deployment,
-        analysis=first.analysis,
-        statistic=statistic,
-        value=value if status in (Status.OK, Status.PARTIAL) else None,
-        unit=unit,
-        window_start=first.window_start,
-        window_end=first.window_end,
-        status=status,
-        provenance=Provenance(
-            promql=promql,
-            engine=first.provenance.engine,
-            rules=first.provenance.rules,
-            computation=computation,
-        ),
-        annotations=tuple(dict.fromkeys(notes)),
-        caveats=tuple(caveats),
-    )
 
 
 def replicas_seen(

@@ -56,8 +56,8 @@ def quote(value: str) -> str:
     """Quote ``value`` as a PromQL double-quoted string literal.
 
     Backslash, double quote and the common control characters get their short
-    escapes; every other non-printable code point is written as ``\\uXXXX`` or
-    ``\\UXXXXXXXX``, which PromQL's (Go's) unquoting turns back into exactly
+    escapes; every other non-printable code point is written as ``\\u`` with four
+    hex digits or ``\\U`` with eight, which PromQL's (Go's) unquoting turns back into exactly
     that code point. Printable text, non-ASCII included, is written as is.
 
     Examples
