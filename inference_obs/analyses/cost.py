@@ -37,6 +37,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from inference_obs.analyses.counter_ratios import histogram_mean
 from inference_obs.analyses.latency import share_within
 from inference_obs.analyses.measurement import Bounds, Measurement, derive, measure
 from inference_obs.analyses.result import AnalysisResult
@@ -302,9 +303,10 @@ def cost(
         families=[vllm.REQUEST_SUCCESS], matchers=m,
         caveats=(EXTRAPOLATED, "Finished on stop or length: aborts and errors excluded."),
     )  # fmt: skip
-    mean_out = one("output_tokens_mean",
-                   b.histogram_mean(vllm.REQUEST_GENERATION_TOKENS, m, w), "tokens",
-                   vllm.REQUEST_GENERATION_TOKENS, "Mean over every finished request.")  # fmt: skip
+    mean_out = histogram_mean(
+        source, deployment, window, vllm.REQUEST_GENERATION_TOKENS, analysis=ANALYSIS,
+        statistic="output_tokens_mean", caveats=("Mean over every finished request.",),
+    )  # fmt: skip
     shares, share = _sla_share(source, deployment, window, sla_ttft_s, sla_e2e_s)
     candidate = _value(completed) * _value(mean_out)
     inputs = [completed, mean_out, *([share] if share is not None else [])]

@@ -2,7 +2,8 @@
 
 For TTFT, per-request TPOT, inter-token latency, E2E, queue, prefill and
 decode time, :func:`latency` reports the request-weighted mean
-(``sum(increase(_sum)) / sum(increase(_count))``) and P50/P90/P95/P99 from
+(the change of ``_sum`` over the change of ``_count``, exact: see
+:mod:`~inference_obs.analyses.counter_ratios`) and P50/P90/P95/P99 from
 the buckets of every replica added together before the quantile is
 estimated, never an average of per-replica quantiles. Each quantile carries
 in ``bounds`` the edges of the bucket that must hold the true quantile: the
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
+from inference_obs.analyses.counter_ratios import histogram_mean, histogram_share
 from inference_obs.analyses.measurement import Bounds, Measurement, Provenance, Status, measure
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
@@ -152,7 +154,7 @@ def share_within(
 ) -> Measurement:
     """Share (ratio 0-1) of the window's observations of ``family`` at or below ``threshold``.
 
-    Exact when ``threshold`` is a bucket bound (``builders.share_at_or_below``,
+    Exact when ``threshold`` is a bucket bound (``histogram_share``,
     ``bounds`` equal to the value). Otherwise ``bounds`` hold the shares at
     the bucket bounds around it and the value is interpolated linearly
     inside that bucket (an estimate).
@@ -177,15 +179,21 @@ def share_within(
     buckets = merged_buckets(source, family, deployment, window)
     upper, counts, groups = buckets.arrays()
     edge = threshold in buckets.upper
-    expr = builders.share_at_or_below(family, threshold, deployment.matchers, window.seconds)
-    if edge or not buckets.upper:
-        m = measure(
-            source, deployment, window, analysis=analysis, statistic=statistic, expr=expr,
-            unit="ratio", families=[family], matchers=deployment.matchers, caveats=caveats,
+    if edge:
+        m = histogram_share(
+            source, deployment, window, family, threshold, analysis=analysis,
+            statistic=statistic, caveats=caveats,
         )  # fmt: skip
         if m.value is not None:
             return m.model_copy(update={"bounds": Bounds(lower=m.value, upper=m.value)})
-        return _no_buckets(m, family, deployment) if not buckets.upper else m
+        return m
+    if not buckets.upper:
+        m = measure(
+            source, deployment, window, analysis=analysis, statistic=statistic,
+            expr=builders.share_at_or_below(family, threshold, deployment.matchers, window.seconds),
+            unit="ratio", families=[family], matchers=deployment.matchers, caveats=caveats,
+        )  # fmt: skip
+        return _no_buckets(m, family, deployment)
     low, high = fraction_below(threshold, upper, counts, groups, 1)
     status, value, bounds = Status.NO_DATA, None, None
     if not math.isnan(low[0]):
@@ -252,9 +260,9 @@ def summarise(
         "matchers": matchers,
         "caveats": caveats,
     }
-    mean = measure(
-        source, deployment, window, statistic=f"{name}_mean",
-        expr=builders.histogram_mean(family, matchers, seconds), **common,
+    mean = histogram_mean(
+        source, deployment, window, family, analysis=analysis, statistic=f"{name}_mean",
+        caveats=caveats,
     )  # fmt: skip
     buckets = merged_buckets(source, family, deployment, window)
     upper, counts, groups = buckets.arrays()

@@ -166,12 +166,12 @@ def local_measurement(
     statistic: str,
     value: float | None,
     unit: str,
-    selectors: Sequence[Selector],
+    selectors: Sequence[Expr],
     computation: str,
     caveats: Sequence[str] = (),
     missing: Sequence[str] = (),
 ) -> Measurement:
-    """A Measurement computed locally from raw samples of ``selectors``.
+    """A Measurement computed locally from raw samples of ``selectors`` (selectors or ranges).
 
     ``value`` None (or not finite) gives ``no_data``; ``missing`` names the
     families without series, in an annotation.

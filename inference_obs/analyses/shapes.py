@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from inference_obs.analyses.counter_ratios import counter_ratio, histogram_mean
 from inference_obs.analyses.latency import share_within
-from inference_obs.analyses.measurement import Measurement, measure
+from inference_obs.analyses.measurement import Measurement, derive, measure
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
 from inference_obs.engine.vector import Vector
@@ -123,27 +124,36 @@ def shapes(source: Source, deployment: Deployment, window: Window) -> ShapesResu
         only = (*m, Matcher.equal("finished_reason", reason))
         count = builders.increase_total(success, only, seconds)
         counts[reason] = one(f"finished_{reason}", count, "requests", [success], (_REASONS,), only)
-        reason_shares[reason] = one(
-            f"finished_{reason}_share", count / total, "ratio", [success], (_REASONS,), only
-        )
+        reason_shares[reason] = counter_ratio(
+            source, deployment, window, numerator=success.select(only),
+            denominator=success.select(m), promql=count / total, families=[success],
+            analysis=ANALYSIS, statistic=f"finished_{reason}_share", unit="ratio",
+            paired=False, caveats=(_REASONS,),
+        )  # fmt: skip
+
+    def mean(statistic: str, family: Family, caveat: str) -> Measurement:
+        return histogram_mean(
+            source, deployment, window, family, analysis=ANALYSIS, statistic=statistic,
+            caveats=(caveat,),
+        )  # fmt: skip
+
+    output_mean = mean("output_tokens_mean", output, _LENGTH_MEAN)
+    limit_mean = mean(
+        "max_tokens_mean", limit,
+        "The limit requested (max_tokens), not the context left for the request.",
+    )  # fmt: skip
+    ratio = (
+        output_mean.value / limit_mean.value
+        if output_mean.value is not None and limit_mean.value
+        else None
+    )
     return ShapesResult(
-        prompt_tokens_mean=one(
-            "prompt_tokens_mean", builders.histogram_mean(prompt, m, seconds), "tokens",
-            [prompt], (_LENGTH_MEAN,),
-        ),
-        output_tokens_mean=one(
-            "output_tokens_mean", builders.histogram_mean(output, m, seconds), "tokens",
-            [output], (_LENGTH_MEAN,),
-        ),
-        max_tokens_mean=one(
-            "max_tokens_mean", builders.histogram_mean(limit, m, seconds), "tokens", [limit],
-            ("The limit requested (max_tokens), not the context left for the request.",),
-        ),
-        output_to_limit=one(
-            "output_to_limit",
-            builders.histogram_mean(output, m, seconds)
-            / builders.histogram_mean(limit, m, seconds),
-            "ratio", [output, limit],
+        prompt_tokens_mean=mean("prompt_tokens_mean", prompt, _LENGTH_MEAN),
+        output_tokens_mean=output_mean,
+        max_tokens_mean=limit_mean,
+        output_to_limit=derive(
+            "output_to_limit", ratio, "ratio", [output_mean, limit_mean],
+            "output_tokens_mean / max_tokens_mean",
             ("Near 1 with every request ending on 'length': outputs were cut at the limit.",),
         ),
         max_tokens_share=shares,

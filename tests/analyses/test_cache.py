@@ -14,7 +14,8 @@ from inference_obs.samples import Window
 from inference_obs.source.dataset import write_dataset
 from inference_obs.source.dataset_source import DatasetSource
 
-from .test_latency import deployment, source, truth, window
+from .ground_truth import deployment, truth
+from .test_latency import source, window
 
 __all__ = ["source", "window"]
 

@@ -20,6 +20,8 @@ from inference_obs.samples import Window
 from inference_obs.source.dataset import write_dataset
 from inference_obs.source.dataset_source import DatasetSource
 
+from .ground_truth import EXACT, truth
+
 DATASETS = Path(__file__).parents[2] / "datasets"
 PRICE = 2.5
 PRICES = TokenPrices(
@@ -116,10 +118,9 @@ def test_sla_at_a_bucket_edge_is_exact(opened: tuple[DatasetSource, Window]) -> 
         useful = edge.useful_output_tokens
         assert useful.bounds is not None
         assert useful.bounds.lower == useful.bounds.upper == _value(useful)
-        # Exact share checked by hand: the le="1.0" bucket over the +Inf bucket.
-        expr = b.share_at_or_below(vllm.TIME_TO_FIRST_TOKEN, 1.0, d.matchers, window.seconds)
-        answer = source.instant(expr, window.end_s).value
-        assert _value(share) == pytest.approx(float(answer.values[0]), rel=1e-12)  # type: ignore[union-attr]
+        # Exact: the ground-truth share of first tokens within 1 s.
+        ttft = truth(source, d.name, "ttft", time="first_token", finished=False)
+        assert _value(share) == pytest.approx(float((ttft <= 1.0).mean()), rel=EXACT)
         # Off an edge the share is an interval around the estimate.
         off = cost(source, d, window, gpu_hour_price=PRICE, sla_ttft_s=0.9).sla_share
         assert off is not None

@@ -5,7 +5,7 @@ against them alone could pass by accident of that one draw. Here
 ``pro5000-vs-h20`` is simulated with seeds 101 and 202 and ``r1-decode`` with
 seed 303 (about 5 s in all), and every expected number is computed from the
 generated ``requests.csv`` (``dataset.requests``) or the scenario file, never
-from the code under test. Which requests count follows ``test_latency``.
+from the code under test. Which requests count follows ``ground_truth``.
 
 Finish-reason counts are exact only where the window is aligned: PRO has one
 replica, and a window from its first to its last scrape under Prometheus 2.x
@@ -28,20 +28,24 @@ from inference_obs.analyses.latency import latency
 from inference_obs.analyses.measurement import Status
 from inference_obs.analyses.queueing import QueueClass, QueueingResult, queueing
 from inference_obs.analyses.shapes import shapes
-from inference_obs.deployment import Deployment
 from inference_obs.engine.rules import Rules
-from inference_obs.metrics import vllm
-from inference_obs.query import Selector
 from inference_obs.samples import Window
 from inference_obs.simulate import simulate
 from inference_obs.source.dataset_source import DatasetSource
 
+from .ground_truth import (
+    EXACT,
+    deployment,
+    requests_of,
+    scrapes,
+    true_quantile,
+    truth,
+    window_of,
+)
+
 Floats = npt.NDArray[np.float64]
 PRO_SEEDS = (101, 202)
 R1_SEED = 303
-#: Relative tolerance of request-weighted means, as in test_latency: one replica is
-#: exact, several replicas are extrapolated by slightly different factors.
-MEAN_TOL = {"PRO": 1e-9, "H20": 1e-7, "R1": 1e-7}
 #: metric -> (event time column, value column, only requests vLLM finished?)
 TRUTH = {"ttft": ("first_token", "ttft", False), "e2e": ("finish", "e2e", True)}
 #: max_tokens bucket edges of the scenario's request_tokens buckets that the shares use.
@@ -67,68 +71,20 @@ def r1_source(tmp_path_factory: pytest.TempPathFactory) -> DatasetSource:
     return DatasetSource(simulate("r1-decode", out / "data", seed=R1_SEED))
 
 
-def _window(source: DatasetSource) -> Window:
-    return source.dataset.manifest.window.window()
-
-
-def _deployment(source: DatasetSource, name: str) -> Deployment:
-    return next(d for d in source.dataset.manifest.deployments if d.name == name)
-
-
-def _requests(source: DatasetSource) -> pd.DataFrame:
-    requests = source.dataset.requests
-    assert isinstance(requests, pd.DataFrame)
-    return requests
-
-
-def _scrapes(source: DatasetSource, dep: Deployment, window: Window) -> list[Floats]:
-    """Per replica (in ``dep.replicas`` order), its counter scrape times as window offsets."""
-    selector = Selector(f"{vllm.E2E_REQUEST_LATENCY.name}_count", dep.matchers)
-    series = sorted(source.raw(selector, window), key=lambda s: s.labels["pod"])
-    assert len(series) == len(dep.replicas)
-    return [one.t_ms / 1000.0 - window.start_s for one in series]
-
-
-def _truth(
-    source: DatasetSource,
-    name: str,
-    column: str,
-    time: str = "finish",
-    finished: bool = True,
-    dtype: type = np.float64,
-) -> npt.NDArray[np.generic]:
-    """Ground truth of ``column`` for the requests the window's counters recorded."""
-    dep, window, requests = _deployment(source, name), _window(source), _requests(source)
-    values = []
-    for replica, offsets in zip(dep.replicas, _scrapes(source, dep, window), strict=True):
-        rows = requests[requests["replica"] == replica]
-        keep = (rows[time] > offsets[0]) & (rows[time] <= offsets[-1]) & rows[column].notna()
-        if finished:
-            keep &= rows["outcome"] == "finished"
-        values.append(rows.loc[keep, column].to_numpy(dtype=dtype))
-    return np.concatenate(values)
-
-
-def _true_quantile(values: Floats, q: float) -> float:
-    """The smallest observation with at least q of the observations at or below it."""
-    ordered = np.sort(values)
-    return float(ordered[np.searchsorted(np.arange(1, ordered.size + 1), q * ordered.size)])
-
-
 def _check_latency(source: DatasetSource, name: str) -> None:
-    result = latency(source, _deployment(source, name), _window(source))
+    result = latency(source, deployment(source, name), window_of(source))
     for metric, (time, column, finished) in TRUTH.items():
-        values = _truth(source, name, column, time, finished).astype(np.float64)
+        values = truth(source, name, column, time, finished).astype(np.float64)
         assert values.size > 100, (name, metric)
         summary = getattr(result, metric)
         assert summary.mean.status is Status.OK
         assert summary.mean.value is not None
-        assert math.isclose(summary.mean.value, float(values.mean()), rel_tol=MEAN_TOL[name])
+        assert math.isclose(summary.mean.value, float(values.mean()), rel_tol=EXACT)
         for label, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99)):
             m = getattr(summary, label)
             assert m.status is Status.OK, (name, metric, label)
             assert m.bounds is not None
-            assert m.bounds.lower <= _true_quantile(values, q) <= m.bounds.upper, (
+            assert m.bounds.lower <= true_quantile(values, q) <= m.bounds.upper, (
                 name, metric, label,
             )  # fmt: skip
 
@@ -144,24 +100,24 @@ def test_r1_latency_means_and_quantile_bounds(r1_source: DatasetSource) -> None:
 
 @pytest.mark.parametrize("name", ["PRO", "H20"])
 def test_max_tokens_shares_exact_at_bucket_edges(pro_source: DatasetSource, name: str) -> None:
-    limits = _truth(pro_source, name, "max_tokens").astype(np.float64)
-    result = shapes(pro_source, _deployment(pro_source, name), _window(pro_source))
+    limits = truth(pro_source, name, "max_tokens").astype(np.float64)
+    result = shapes(pro_source, deployment(pro_source, name), window_of(pro_source))
     for edge in EDGES:
         m = result.max_tokens_share[edge]
         assert m.status is Status.OK
         assert m.bounds is not None
         assert m.bounds.lower == m.bounds.upper == m.value
         expected = float(np.mean(limits <= edge))
-        assert m.value == pytest.approx(expected, rel=MEAN_TOL[name], abs=1e-12), edge
+        assert m.value == pytest.approx(expected, rel=EXACT, abs=1e-12), edge
 
 
-def test_finish_reason_counts_exact_in_an_aligned_window(pro_source: DatasetSource) -> None:
-    dep = _deployment(pro_source, "PRO")
-    (offsets,) = _scrapes(pro_source, dep, _window(pro_source))
-    zone = _window(pro_source).start.tzinfo
+def test_finish_reason_counts_exact_in_an_alignedwindow_of(pro_source: DatasetSource) -> None:
+    dep = deployment(pro_source, "PRO")
+    (offsets,) = scrapes(pro_source, dep, window_of(pro_source))
+    zone = window_of(pro_source).start.tzinfo
     start_s, end_s = (
-        _window(pro_source).start_s + offsets[0],
-        _window(pro_source).start_s + offsets[-1],
+        window_of(pro_source).start_s + offsets[0],
+        window_of(pro_source).start_s + offsets[-1],
     )
     aligned = Window(
         datetime.fromtimestamp(start_s, UTC).astimezone(zone),
@@ -169,7 +125,7 @@ def test_finish_reason_counts_exact_in_an_aligned_window(pro_source: DatasetSour
     )
     source = DatasetSource(pro_source.dataset, rules=Rules.PROMETHEUS_2)
     result = shapes(source, dep, aligned)
-    reasons = _truth(pro_source, "PRO", "finish_reason", dtype=object)
+    reasons = truth(pro_source, "PRO", "finish_reason", dtype=object)
     expected = {str(r): int(np.sum(reasons == r)) for r in set(reasons.tolist())}
     assert expected.get("length", 0) > 100
     assert result.finished.value == sum(expected.values())
@@ -191,11 +147,11 @@ def _in_queue(requests: pd.DataFrame, replica: str, at: float) -> tuple[int, int
 
 @pytest.fixture(scope="module")
 def pro_queue(pro_source: DatasetSource) -> QueueingResult:
-    return queueing(pro_source, _deployment(pro_source, "PRO"), _window(pro_source))
+    return queueing(pro_source, deployment(pro_source, "PRO"), window_of(pro_source))
 
 
 def test_burst_is_a_capacity_interval(pro_source: DatasetSource, pro_queue: QueueingResult) -> None:
-    window, requests = _window(pro_source), _requests(pro_source)
+    window, requests = window_of(pro_source), requests_of(pro_source)
     # Ground truth: the queue the burst builds, at some second inside it.
     peak = max(
         _in_queue(requests, "PRO-01", float(t))[0] for t in np.arange(BURST_S[0], BURST_S[1], 1.0)
@@ -213,7 +169,7 @@ def test_burst_is_a_capacity_interval(pro_source: DatasetSource, pro_queue: Queu
 
 
 def test_stall_sample_is_inconsistent(pro_source: DatasetSource, pro_queue: QueueingResult) -> None:
-    window, requests = _window(pro_source), _requests(pro_source)
+    window, requests = window_of(pro_source), requests_of(pro_source)
     flagged = [
         i
         for i in pro_queue.intervals
@@ -232,5 +188,5 @@ def test_stall_sample_is_inconsistent(pro_source: DatasetSource, pro_queue: Queu
 
 
 def test_r1_decode_is_bandwidth_bound(r1_source: DatasetSource) -> None:
-    result = bottleneck(r1_source, _deployment(r1_source, "R1"), _window(r1_source))
+    result = bottleneck(r1_source, deployment(r1_source, "R1"), window_of(r1_source))
     assert result.classification is BottleneckClass.BANDWIDTH_BOUND_DECODE, result.reason

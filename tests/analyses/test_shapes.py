@@ -12,7 +12,8 @@ from inference_obs.analyses.shapes import ShapesResult, shapes
 from inference_obs.samples import Window
 from inference_obs.source.dataset_source import DatasetSource
 
-from .test_latency import MEAN_TOL, deployment, source, truth, window
+from .ground_truth import EXACT, deployment, truth
+from .test_latency import source, window
 
 __all__ = ["source", "window"]
 
@@ -29,7 +30,7 @@ def test_max_tokens_mean_and_shares(
     limits = truth(source, name, "max_tokens")
     result = results[name]
     assert result.max_tokens_mean.value is not None
-    assert math.isclose(result.max_tokens_mean.value, float(limits.mean()), rel_tol=MEAN_TOL[name])
+    assert math.isclose(result.max_tokens_mean.value, float(limits.mean()), rel_tol=EXACT)
     for bound, m in result.max_tokens_share.items():
         share = float(np.mean(limits <= bound))
         assert m.status is Status.OK
@@ -37,7 +38,7 @@ def test_max_tokens_mean_and_shares(
         assert m.value is not None
         if bound in (20, 50, 100):  # bucket bounds: exact
             assert m.bounds.lower == m.bounds.upper
-            assert m.value == pytest.approx(share, rel=MEAN_TOL[name], abs=1e-12)
+            assert m.value == pytest.approx(share, rel=EXACT, abs=1e-12)
         else:
             assert m.bounds.lower <= share <= m.bounds.upper
             assert m.provenance.computation is not None
@@ -61,7 +62,7 @@ def test_finish_reason_mix(source: DatasetSource, results: dict[str, ShapesResul
         result = results[name]
         for reason, m in result.finish_shares.items():
             expected = float(np.mean(reasons == reason))
-            assert m.value == pytest.approx(expected, rel=MEAN_TOL[name], abs=1e-12), reason
+            assert m.value == pytest.approx(expected, rel=EXACT, abs=1e-12), reason
         assert result.finished.value is not None
         assert result.finished.value > reasons.size  # extrapolated to the window's edges
 

@@ -1,0 +1,78 @@
+"""Exact counter ratios: changes between first and last samples, resets and pairing."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inference_obs.analyses.counter_ratios import counter_change, counter_ratio, histogram_mean
+from inference_obs.analyses.measurement import Status
+from inference_obs.metrics import vllm
+from inference_obs.samples import STALE_NAN, SampleSet, Series, Window
+from inference_obs.source.dataset import write_dataset
+from inference_obs.source.dataset_source import DatasetSource
+
+from .ground_truth import EXACT, deployment, truth
+from .test_latency import source, window
+
+__all__ = ["source", "window"]
+
+
+def _set(*values: list[float]) -> SampleSet:
+    return SampleSet.from_series(
+        Series("c_total", {"i": str(i)}, np.arange(len(v), dtype=float), np.array(v))
+        for i, v in enumerate(values)
+    )
+
+
+def test_change_adds_steps_and_counts_a_drop_as_a_restart_from_zero() -> None:
+    # 5 -> 9 (+4), reset to 2 (+2), 2 -> 6 (+4): 10; a second series +3.
+    assert counter_change(_set([5, 9, 2, 6], [1, 4])) == 10 + 3
+
+
+def test_change_skips_staleness_markers_and_single_samples() -> None:
+    assert counter_change(_set([1, STALE_NAN, 4], [7])) == 3
+    assert counter_change(_set()) == 0
+
+
+def test_a_series_without_its_partner_makes_the_mean_partial_and_is_named(
+    source: DatasetSource, window: Window, tmp_path: Path
+) -> None:
+    family = vllm.REQUEST_QUEUE_TIME
+    h20 = deployment(source, "H20")
+    dropped = "h20-model-03"
+    kept = [
+        s for s in source.samples
+        if not (s.name == f"{family.name}_count" and s.labels.get("pod") == dropped)
+    ]  # fmt: skip
+    without = write_dataset(tmp_path / "unpaired", source.dataset.manifest, kept)
+    mean = histogram_mean(
+        DatasetSource(without), h20, window, family, analysis="t", statistic="queue_mean"
+    )
+    assert mean.status is Status.PARTIAL
+    (note,) = [a for a in mean.annotations if a.kind == "unpaired_series"]
+    assert dropped in note.message
+    # The mean pools the three replicas that have both series, exactly.
+    pooled = histogram_mean(source, h20, window, family, analysis="t", statistic="queue_mean")
+    assert mean.value is not None
+    assert pooled.value is not None
+    assert not math.isclose(mean.value, pooled.value, rel_tol=1e-6)
+    assert math.isclose(pooled.value, float(truth(source, "H20", "queue_time").mean()),
+                        rel_tol=EXACT)  # fmt: skip
+
+
+def test_series_that_collide_once_labels_are_ignored_are_refused(
+    source: DatasetSource, window: Window
+) -> None:
+    success = vllm.REQUEST_SUCCESS
+    h20 = deployment(source, "H20")
+    with pytest.raises(ValueError, match="finished_reason"):
+        counter_ratio(
+            source, h20, window, numerator=success.select(h20.matchers),
+            denominator=success.select(h20.matchers), promql=success.select(h20.matchers),
+            families=[success], analysis="t", statistic="s", unit="ratio",
+            ignoring=("finished_reason",),
+        )  # fmt: skip
