@@ -8,7 +8,8 @@ the local cache missed. Their sum is not a hit rate of anything, so
 
 from __future__ import annotations
 
-from inference_obs.analyses.measurement import Measurement, measure
+from inference_obs.analyses.counter_ratios import counter_ratio
+from inference_obs.analyses.measurement import Measurement, derive, measure
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
 from inference_obs.errors import QueryError
@@ -110,29 +111,29 @@ def cache(source: Source, deployment: Deployment, window: Window) -> CacheResult
             unit=unit, families=families, matchers=m, caveats=(caveat,),
         )  # fmt: skip
 
+    def ratio(statistic: str, top: Family, bottom: Family, caveat: str) -> Measurement:
+        return counter_ratio(
+            source, deployment, window, numerator=top.select(m), denominator=bottom.select(m),
+            promql=total(top) / total(bottom), families=[top, bottom], analysis=ANALYSIS,
+            statistic=statistic, unit="ratio", caveats=(caveat,),
+        )  # fmt: skip
+
     hits, queries = vllm.PREFIX_CACHE_HITS, vllm.PREFIX_CACHE_QUERIES
     ext_hits, ext_queries = vllm.EXTERNAL_PREFIX_CACHE_HITS, vllm.EXTERNAL_PREFIX_CACHE_QUERIES
     drafts, proposed = vllm.SPEC_DECODE_NUM_DRAFTS, vllm.SPEC_DECODE_NUM_DRAFT_TOKENS
     accepted = vllm.SPEC_DECODE_NUM_ACCEPTED_TOKENS
+    per_draft = ratio("spec_accepted_per_draft", accepted, drafts, _SPEC)
     return CacheResult(
-        prefix_cache_hit_rate=one(
-            "prefix_cache_hit_rate", total(hits) / total(queries), "ratio", [hits, queries],
-            _LOCAL,
-        ),
-        external_kv_hit_rate=one(
-            "external_kv_hit_rate", total(ext_hits) / total(ext_queries), "ratio",
-            [ext_hits, ext_queries], _EXTERNAL,
-        ),
+        prefix_cache_hit_rate=ratio("prefix_cache_hit_rate", hits, queries, _LOCAL),
+        external_kv_hit_rate=ratio("external_kv_hit_rate", ext_hits, ext_queries, _EXTERNAL),
         preemptions=one(
             "preemptions", total(vllm.NUM_PREEMPTIONS), "preemptions", [vllm.NUM_PREEMPTIONS],
             "Extrapolated counter increase: fractional, not an audited count.",
         ),
-        spec_acceptance_rate=one(
-            "spec_acceptance_rate", total(accepted) / total(proposed), "ratio",
-            [accepted, proposed], _SPEC,
-        ),
-        spec_mean_acceptance_length=one(
-            "spec_mean_acceptance_length", 1 + total(accepted) / total(drafts), "tokens",
-            [accepted, drafts], _SPEC,
+        spec_acceptance_rate=ratio("spec_acceptance_rate", accepted, proposed, _SPEC),
+        spec_mean_acceptance_length=derive(
+            "spec_mean_acceptance_length",
+            None if per_draft.value is None else 1 + per_draft.value, "tokens", [per_draft],
+            "1 + accepted tokens / drafts", (_SPEC,),
         ),
     )  # fmt: skip

@@ -14,7 +14,7 @@ from inference_obs.samples import Window
 from inference_obs.source.dataset import write_dataset
 from inference_obs.source.dataset_source import DatasetSource
 
-from .ground_truth import deployment, truth
+from .ground_truth import EXACT, deployment, truth
 from .test_latency import source, window
 
 __all__ = ["source", "window"]
@@ -33,9 +33,9 @@ def test_pro_hit_rates_each_with_its_denominator(
     local = truth(source, "PRO", "local_hit_tokens", "admitted", finished=False)
     external = truth(source, "PRO", "external_hit_tokens", "admitted", finished=False)
     pro = results["PRO"]
-    assert pro.prefix_cache_hit_rate.value == pytest.approx(local.sum() / prompt.sum(), rel=1e-9)
+    assert pro.prefix_cache_hit_rate.value == pytest.approx(local.sum() / prompt.sum(), rel=EXACT)
     expected = external.sum() / (prompt.sum() - local.sum())
-    assert pro.external_kv_hit_rate.value == pytest.approx(expected, rel=1e-9)
+    assert pro.external_kv_hit_rate.value == pytest.approx(expected, rel=EXACT)
     assert pro.prefix_cache_hit_rate.unit == "ratio"
     with pytest.raises(QueryError, match=r"cannot be added"):
         pro.combined_hit_rate()
@@ -62,7 +62,7 @@ def test_preemptions_and_speculative_decoding(
     assert k is not None
     assert length.value is not None
     # Mean acceptance length includes the bonus token: 1 + k * acceptance rate.
-    assert length.value == pytest.approx(1 + k * rate.value, rel=1e-6)
+    assert length.value == pytest.approx(1 + k * rate.value, rel=EXACT)
     assert length.unit == "tokens"
 
 
