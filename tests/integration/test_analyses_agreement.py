@@ -26,6 +26,7 @@ from inference_obs.analyses.measurement import Bounds, Measurement
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.analyses.shapes import shapes
 from inference_obs.analyses.throughput import throughput
+from inference_obs.analyses.validity import validity
 from inference_obs.deployment import Deployment
 from inference_obs.engine.rules import Rules
 from inference_obs.samples import Window
@@ -124,3 +125,38 @@ def test_analyses_agree_with_prometheus(backfilled: tuple[Dataset, PrometheusSou
     assert not wrong, f"{len(wrong)} of {compared} disagree:\n" + "\n".join(wrong)
     # Agreement on no_data alone would prove little: most Measurements have values.
     assert answered > compared / 2, f"only {answered} of {compared} have a value"
+
+
+#: The bundled datasets with deployments to compare.
+COMPARED = [p for p in DATASETS if len(read_dataset(p).manifest.deployments) > 1]
+
+
+@pytest.mark.parametrize("path", COMPARED, ids=lambda p: p.name)
+def test_validity_agrees_with_prometheus(path: Path, prometheus_factory: PrometheusFactory) -> None:
+    server_process = prometheus_factory((path / SAMPLES).read_bytes().decode("utf-8"))
+    server, dataset = PrometheusSource(server_process.base_url), read_dataset(path)
+    deployments = dataset.manifest.deployments
+    assert len(COMPARED) >= 2
+    local = DatasetSource(dataset, rules=Rules.PROMETHEUS_2)
+    window = dataset.manifest.window.window()
+    offline = validity(local, deployments, window)
+    remote = validity(server, deployments, window)
+    assert [f.code for p in offline.pairs for f in p.findings] == [
+        f.code for p in remote.pairs for f in p.findings
+    ]
+    for mine, theirs in zip(offline.pairs, remote.pairs, strict=True):
+        for key, verdict in mine.verdicts.items():
+            other = theirs.verdicts[key]
+            assert (verdict.verdict, verdict.findings) == (other.verdict, other.findings), key
+            for name, value in verdict.values.items():
+                assert _close(value, other.values[name]), (key, name)
+        for f, g in zip(mine.findings, theirs.findings, strict=True):
+            assert f.affects == g.affects, f.code
+            for e, h in zip(f.evidence, g.evidence, strict=True):
+                for name, shown in e.values.items():
+                    other_shown = h.values[name]
+                    if isinstance(shown, float) and isinstance(other_shown, float):
+                        assert _close(shown, other_shown), (f.code, e.statistic, name)
+                    else:
+                        assert shown == other_shown, (f.code, e.statistic, name)
+    server_process.stop()

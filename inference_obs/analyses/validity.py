@@ -1,0 +1,250 @@
+"""Comparison validity: which cross-deployment comparisons mean something, and why.
+
+Teams divide one deployment's throughput by another's and buy hardware on
+the ratio. :func:`validity` profiles each deployment (shapes, latency,
+throughput, caches, GPUs, load), runs the checks of
+:mod:`~inference_obs.analyses.validity_checks` on every pair, and returns
+for each comparison a verdict:
+
+- ``valid``: no finding weighs on it (informational notes may remain);
+- ``caveated``: it stands only with its findings stated beside it;
+- ``invalid``: it does not mean what it seems.
+
+Every finding carries a stable code, its evidence from both sides and a
+way to make the comparison fair where one exists.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from inference_obs.analyses.measurement import Measurement
+from inference_obs.analyses.validity_checks import CHECKS, Thresholds, comparison_value
+from inference_obs.analyses.validity_findings import COMPARISONS, Finding, Severity
+from inference_obs.analyses.validity_profile import Profile, profile
+from inference_obs.deployment import Deployment
+from inference_obs.errors import QueryError
+from inference_obs.samples import Window
+from inference_obs.source.base import Source
+
+__all__ = [
+    "ComparisonVerdict",
+    "PairValidity",
+    "ValidityResult",
+    "Verdict",
+    "compare_profiles",
+    "validity",
+]
+
+
+class Verdict(StrEnum):
+    """Whether a comparison means what it seems."""
+
+    VALID = "valid"
+    CAVEATED = "caveated"
+    INVALID = "invalid"
+
+
+_VERDICT = {Severity.INFO: Verdict.VALID, Severity.CAVEAT: Verdict.CAVEATED,
+            Severity.INVALID: Verdict.INVALID}  # fmt: skip
+
+
+class ComparisonVerdict(BaseModel):
+    """The verdict on one comparison between two deployments, with both values."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    comparison: str = Field(description="Comparison key (see COMPARISONS).")
+    description: str
+    verdict: Verdict
+    values: dict[str, float | None] = Field(description="Deployment name -> value (its unit).")
+    unit: str | None
+    findings: tuple[str, ...] = Field(description="Codes of the findings that weigh on it.")
+    notes: tuple[str, ...] = Field(default=(), description="Codes of informational findings.")
+
+
+class PairValidity(BaseModel):
+    """Findings and verdicts for one pair of deployments."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    a: str
+    b: str
+    findings: tuple[Finding, ...]
+    verdicts: dict[str, ComparisonVerdict]
+
+    def finding(self, code: str) -> Finding | None:
+        """The finding with ``code``, or None."""
+        return next((f for f in self.findings if f.code == code), None)
+
+
+class ValidityResult(BaseModel):
+    """Verdicts for every pair of the deployments compared."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    pairs: tuple[PairValidity, ...]
+    thresholds: Thresholds
+
+    def pair(self, a: str, b: str) -> PairValidity:
+        """The pair of deployments ``a`` and ``b`` (either order).
+
+        Raises
+        ------
+        QueryError
+            If the pair was not compared.
+        """
+        for p in self.pairs:
+            if {p.a, p.b} == {a, b}:
+                return p
+        compared = ", ".join(f"{p.a}/{p.b}" for p in self.pairs)
+        raise QueryError(f"{a} and {b} were not compared; pairs: {compared}")
+
+    def verdict(self, comparison: str, a: str | None = None, b: str | None = None) -> Verdict:
+        """The verdict on ``comparison`` (for the only pair, or for ``a`` and ``b``)."""
+        if comparison not in COMPARISONS:
+            raise QueryError(f"unknown comparison {comparison!r}; use one of {list(COMPARISONS)}")
+        if a is None or b is None:
+            if len(self.pairs) != 1:
+                raise QueryError("several pairs were compared: name the two deployments")
+            pair = self.pairs[0]
+        else:
+            pair = self.pair(a, b)
+        return pair.verdicts[comparison].verdict
+
+    def measurements(self) -> tuple[Measurement, ...]:
+        """None: verdicts are not Measurements (their values come from the analyses)."""
+        return ()
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per pair and comparison: both values, the verdict and its findings."""
+        rows = []
+        for p in self.pairs:
+            for v in p.verdicts.values():
+                rows.append({
+                    "a": p.a, "b": p.b, "comparison": v.comparison, "verdict": v.verdict.value,
+                    "value_a": v.values.get(p.a), "value_b": v.values.get(p.b), "unit": v.unit,
+                    "findings": ", ".join(v.findings),
+                })  # fmt: skip
+        return pd.DataFrame(rows)
+
+    def findings_frame(self) -> pd.DataFrame:
+        """One row per finding: code, severity, message, evidence and what it affects."""
+        rows = []
+        for p in self.pairs:
+            for f in p.findings:
+                evidence = "; ".join(
+                    f"{e.statistic}: " + ", ".join(f"{k}={v}" for k, v in e.values.items())
+                    for e in f.evidence
+                )
+                rows.append({
+                    "a": p.a, "b": p.b, "code": f.code, "severity": f.severity.value,
+                    "message": f.message, "evidence": evidence,
+                    "affects": ", ".join(f"{k} ({s.value})" for k, s in f.affects.items()),
+                    "how_to_compare": f.how_to_compare,
+                })  # fmt: skip
+        return pd.DataFrame(rows)
+
+    def _repr_html_(self) -> str:
+        parts = []
+        for p in self.pairs:
+            rows = "".join(
+                "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
+                    v.comparison, v.verdict.value, _fmt(v.values.get(p.a)),
+                    _fmt(v.values.get(p.b)), v.unit or "", ", ".join(v.findings),
+                )) + "</tr>"
+                for v in p.verdicts.values()
+            )  # fmt: skip
+            head = (
+                f"<tr><th>comparison</th><th>verdict</th><th>{html.escape(p.a)}</th>"
+                f"<th>{html.escape(p.b)}</th><th>unit</th><th>findings</th></tr>"
+            )
+            parts.append(
+                f"<h4>{html.escape(p.a)} vs {html.escape(p.b)}</h4><table>{head}{rows}</table>"
+            )
+        return "".join(parts)
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4g}"
+
+
+def compare_profiles(a: Profile, b: Profile, thresholds: Thresholds | None = None) -> PairValidity:
+    """Findings and verdicts for two profiled deployments."""
+    t = thresholds or Thresholds()
+    findings = tuple(f for check in CHECKS for f in check(a, b, t))
+    verdicts = {}
+    for key, description in COMPARISONS.items():
+        ma, mb = comparison_value(a, key), comparison_value(b, key)
+        if key == "cost_per_token" and (ma is None or mb is None):
+            continue
+        weighing = [f for f in findings if f.affects.get(key, Severity.INFO) is not Severity.INFO]
+        notes = [f.code for f in findings if f.affects.get(key) is Severity.INFO]
+        worst = max((f.affects[key] for f in weighing), key=lambda s: s.rank, default=Severity.INFO)
+        unit = ma.unit if ma is not None else mb.unit if mb is not None else None
+        verdicts[key] = ComparisonVerdict(
+            comparison=key, description=description, verdict=_VERDICT[worst],
+            values={a.deployment.name: ma.value if ma else None,
+                    b.deployment.name: mb.value if mb else None},
+            unit=unit, findings=tuple(f.code for f in weighing), notes=tuple(notes),
+        )  # fmt: skip
+    return PairValidity(a=a.deployment.name, b=b.deployment.name, findings=findings,
+                        verdicts=verdicts)  # fmt: skip
+
+
+def validity(
+    source: Source,
+    deployments: Sequence[Deployment],
+    window: Window | Mapping[str, Window],
+    *,
+    thresholds: Thresholds | None = None,
+    gpu_hour_prices: Mapping[str, float] | None = None,
+) -> ValidityResult:
+    """Verdicts on every comparison between every pair of ``deployments``.
+
+    Parameters
+    ----------
+    source
+        Where the series come from.
+    deployments
+        Two or more deployments, with distinct names.
+    window
+        One window for all, or a window per deployment name.
+    thresholds
+        When differences become findings (defaults: :class:`Thresholds`).
+    gpu_hour_prices
+        GPU-hour rent per deployment name, to compare cost per token; without
+        it only tokens per GPU-hour are compared.
+
+    Returns
+    -------
+    ValidityResult
+        One :class:`PairValidity` per pair, in the order given.
+
+    Raises
+    ------
+    QueryError
+        Fewer than two deployments, repeated names, or a deployment without a window.
+    """
+    names = [d.name for d in deployments]
+    if len(names) < 2:
+        raise QueryError(f"comparison needs at least two deployments, got {names}")
+    if len(set(names)) != len(names):
+        raise QueryError(f"deployment names must be distinct: {names}")
+    windows = dict.fromkeys(names, window) if isinstance(window, Window) else dict(window)
+    absent = [n for n in names if n not in windows]
+    if absent:
+        raise QueryError(f"no window for deployment(s) {absent}: give one window per name")
+    prices = dict(gpu_hour_prices or {})
+    profiles = [
+        profile(source, d, windows[d.name], gpu_hour_price=prices.get(d.name)) for d in deployments
+    ]
+    t = thresholds or Thresholds()
+    pairs = tuple(compare_profiles(a, b, t) for a, b in itertools.combinations(profiles, 2))
+    return ValidityResult(pairs=pairs, thresholds=t)

@@ -1,0 +1,173 @@
+"""What the validity checks know of one deployment: its analyses and a few load figures.
+
+:func:`profile` runs the analyses a comparison rests on (shapes, latency,
+throughput, cache, GPU) for one deployment and window, and adds what they
+do not report: how many requests were in flight on average, the share of
+scrapes with work running, the observations behind each latency histogram
+and the KV-cache capacity the server exposes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from inference_obs.analyses.cache import CacheResult, cache
+from inference_obs.analyses.cost import CostResult, cost
+from inference_obs.analyses.gpu import GpuResult, gpu
+from inference_obs.analyses.latency import METRICS, LatencyResult, latency
+from inference_obs.analyses.measurement import Measurement, derive, local_measurement, measure
+from inference_obs.analyses.shapes import ShapesResult, shapes
+from inference_obs.analyses.throughput import ThroughputResult, throughput
+from inference_obs.deployment import Deployment
+from inference_obs.metrics import builders, vllm
+from inference_obs.query import avg_over_time
+from inference_obs.samples import Window
+from inference_obs.source.base import Source
+
+__all__ = ["Profile", "profile"]
+
+ANALYSIS = "validity"
+
+
+class Profile(BaseModel):
+    """One deployment's analyses over its window, and the load figures the checks compare.
+
+    Attributes
+    ----------
+    deployment, window
+        What was profiled.
+    in_flight
+        Mean requests running in the deployment (the sum over its series of
+        each one's sample mean of ``num_requests_running``), requests.
+    active_share
+        Share (ratio) of ``num_requests_running`` samples above 0.
+    requests_per_second_per_replica
+        Finished requests per second of the window, per replica seen.
+    observations
+        Per latency metric, the observations its histogram recorded in the
+        window (extrapolated ``increase`` of ``_count``).
+    cost, priced
+        The cost analysis, and whether it used a real GPU-hour price (else
+        1.0: only its tokens per GPU-hour are meaningful).
+    kv_capacity_tokens
+        KV-cache capacity of one replica's engine in tokens (``num_gpu_blocks``
+        x ``block_size`` from ``vllm:cache_config_info``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    deployment: Deployment
+    window: Window
+    shapes: ShapesResult
+    latency: LatencyResult
+    throughput: ThroughputResult
+    cache: CacheResult
+    gpu: GpuResult
+    in_flight: Measurement
+    active_share: Measurement
+    requests_per_second_per_replica: Measurement
+    observations: dict[str, Measurement]
+    kv_capacity_tokens: Measurement
+    cost: CostResult
+    priced: bool
+
+
+def _kv_capacity(source: Source, deployment: Deployment, window: Window) -> Measurement:
+    selector = vllm.CACHE_CONFIG_INFO.select(deployment.matchers)
+    capacities = []
+    for labels in source.series(selector, window):
+        try:
+            capacities.append(float(labels["num_gpu_blocks"]) * float(labels["block_size"]))
+        except (KeyError, ValueError):
+            continue
+    value = float(np.median(capacities)) if capacities else None
+    return local_measurement(
+        source, deployment, window, analysis=ANALYSIS, statistic="kv_capacity_tokens",
+        value=value, unit="tokens", selectors=[selector],
+        computation="median over engines of num_gpu_blocks x block_size (labels)",
+        missing=[] if capacities else [vllm.CACHE_CONFIG_INFO.name],
+        caveats=("Capacity of one engine, in tokens of its own KV dtype and block size.",),
+    )  # fmt: skip
+
+
+def profile(
+    source: Source, deployment: Deployment, window: Window, *, gpu_hour_price: float | None = None
+) -> Profile:
+    """Run the analyses a comparison rests on, for one deployment and window.
+
+    Parameters
+    ----------
+    source
+        Where the series come from.
+    deployment
+        Whose series.
+    window
+        The deployment's window (deployments may be compared across windows).
+    gpu_hour_price
+        Rent of one GPU for an hour (any currency), for cost per token; without
+        it cost is left out and only tokens per GPU-hour are compared.
+
+    Returns
+    -------
+    Profile
+        Every figure the validity checks read.
+    """
+    m, seconds = deployment.matchers, window.seconds
+    running = vllm.NUM_REQUESTS_RUNNING
+    in_flight = measure(
+        source, deployment, window, analysis=ANALYSIS, statistic="in_flight_mean",
+        expr=avg_over_time(running.select(m).over(seconds)).sum(),
+        unit="requests", families=[running], matchers=m,
+        caveats=("Sum over engines of each engine's sample mean of requests running.",),
+    )  # fmt: skip
+    raw = source.raw(running.select(m), window)
+    finite = raw.values[~np.isnan(raw.values)]
+    active = local_measurement(
+        source, deployment, window, analysis=ANALYSIS, statistic="active_share",
+        value=float(np.mean(finite > 0)) if finite.size else None, unit="ratio",
+        selectors=[running.select(m).over(seconds)],
+        computation="share of num_requests_running samples above 0",
+        missing=[] if len(raw) else [running.name],
+    )  # fmt: skip
+    served = throughput(source, deployment, window)
+    replicas = served.replicas_seen.value or math.nan
+    finished = served.finished_requests.value
+    per_replica = derive(
+        "requests_per_second_per_replica",
+        None if finished is None else finished / seconds / replicas,
+        "requests/s", [served.finished_requests, served.replicas_seen],
+        "finished_requests / window seconds / replicas_seen",
+    )  # fmt: skip
+    observations = {
+        key: measure(
+            source,
+            deployment,
+            window,
+            analysis=ANALYSIS,
+            statistic=f"{key}_observations",
+            expr=builders.histogram_count(family, m, seconds),
+            unit="observations",
+            families=[family],
+            matchers=m,
+        )
+        for key, (family, _) in METRICS.items()
+    }
+    return Profile(
+        deployment=deployment,
+        window=window,
+        shapes=shapes(source, deployment, window),
+        latency=latency(source, deployment, window),
+        throughput=served,
+        cache=cache(source, deployment, window),
+        gpu=gpu(source, deployment, window),
+        in_flight=in_flight,
+        active_share=active,
+        requests_per_second_per_replica=per_replica,
+        observations=observations,
+        kv_capacity_tokens=_kv_capacity(source, deployment, window),
+        cost=cost(source, deployment, window, gpu_hour_price=gpu_hour_price or 1.0),
+        priced=gpu_hour_price is not None,
+    )
