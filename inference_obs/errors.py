@@ -6,6 +6,7 @@ that fits it, so callers can catch either::
     InferenceObsError
     ├── QueryError(ValueError)        bad builder input, raised when the expression is built
     ├── ScenarioError(ValueError)     a simulator scenario file is missing or invalid
+    ├── TopologyError(ValueError)     unreadable ``nvidia-smi topo -m`` text (names the line)
     ├── SourceError                   carries the expression and PromQL (never credentials)
     │   ├── SourceUnavailable         network, timeout, 429/5xx after bounded retries
     │   ├── QueryFailed               server said bad_data / execution; keeps error_type, error
@@ -33,6 +34,7 @@ __all__ = [
     "ScenarioError",
     "SourceError",
     "SourceUnavailable",
+    "TopologyError",
 ]
 
 
@@ -46,6 +48,10 @@ class QueryError(InferenceObsError, ValueError):
 
 class ScenarioError(InferenceObsError, ValueError):
     """A scenario file is missing or invalid; the message names the file and the field."""
+
+
+class TopologyError(InferenceObsError, ValueError):
+    """``nvidia-smi topo -m`` text could not be read; the message names the line and the fault."""
 
 
 class SourceError(InferenceObsError):

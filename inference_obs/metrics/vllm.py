@@ -172,6 +172,9 @@ CACHE_CONFIG_INFO = _vllm(
         "Has one label per cache-config field, and the set changes between versions; there "
         "is no model_name label.",
         "num_gpu_blocks is the size of the pool that kv_cache_usage_perc is a fraction of.",
+        "KV capacity in tokens is num_gpu_blocks x block_size per engine (the pool spans its TP "
+        "ranks: never multiply by TP); add engines and replicas for a deployment.",
+        "The sample is always 1: sum() of it counts engines; the configuration is in the labels.",
     ),
 )
 
@@ -200,7 +203,11 @@ PROMPT_TOKENS_BY_SOURCE = _counter(
     ),
     labels=(*STANDARD_LABELS, "source"),
     since="vLLM 0.15.0",
-    traps=(_RESETS,),
+    traps=(
+        "Credited when prefill completes, while prefix_cache_hits_total counts at admission: "
+        "local_cache_hit and the hits differ over short windows.",
+        _RESETS,
+    ),
 )
 PROMPT_TOKENS_CACHED = _counter(
     name="vllm:prompt_tokens_cached_total",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from inference_obs.errors import QueryError
-from inference_obs.metrics import builders as b, dcgm, vllm
+from inference_obs.metrics import FAMILIES, builders as b, dcgm, vllm
 from inference_obs.metrics.family import Family, MetricType
 from inference_obs.query import Matcher, to_promql
 
@@ -121,6 +121,30 @@ def test_wrong_family_types_are_refused(build: object, message: str) -> None:
     with pytest.raises(QueryError) as info:
         build()
     assert message in str(info.value)
+
+
+RATE_GAUGES = [f for f in FAMILIES if f.already_rate]
+
+
+def test_rate_gauges_of_the_catalogue_are_marked() -> None:
+    # Rates DCGM exposes as bytes/s or MiB/s gauges, whatever type the exporter declares.
+    for family in (dcgm.PROF_PCIE_TX_BYTES, dcgm.PROF_PCIE_RX_BYTES, dcgm.NVLINK_BANDWIDTH_TOTAL):
+        assert family in RATE_GAUGES
+        assert family.type is MetricType.GAUGE
+        assert family.unit.endswith("_per_second")
+    assert dcgm.NVLINK_BANDWIDTH_TOTAL.declared_type == "counter"
+
+
+@pytest.mark.parametrize("family", RATE_GAUGES, ids=lambda f: f.name)
+@pytest.mark.parametrize("builder", [b.increase_total, b.per_second, b.resets_total])
+def test_counter_builders_refuse_rate_gauges_naming_them(family: Family, builder: object) -> None:
+    assert callable(builder)
+    with pytest.raises(QueryError) as info:
+        builder(family, PRO, 300)
+    assert family.name in str(info.value)
+    assert "already a per-second rate" in str(info.value)
+    # The right reduction of a rate gauge is its sample mean: no rate() anywhere.
+    assert "rate(" not in to_promql(b.sample_mean(family, PRO, 300))
 
 
 def test_family_resolves_against_available_names() -> None:

@@ -423,3 +423,18 @@ def test_required_connector_and_mfu_families() -> None:
     ):
         assert name in names
     assert vllm.MOONCAKE_STORE_OPERATION_TIME.type is MetricType.HISTOGRAM
+
+
+def test_cache_config_info_carries_the_kv_capacity_inputs() -> None:
+    info = vllm.CACHE_CONFIG_INFO
+    assert info.type is MetricType.INFO
+    assert info.value_range == (1, 1)
+    for label in ("block_size", "num_gpu_blocks", "cache_dtype", "enable_prefix_caching"):
+        assert label in info.labels
+    # Capacity is per engine and never multiplied by TP: the trap must say both.
+    (capacity,) = [t for t in info.traps if "num_gpu_blocks x block_size" in t]
+    assert "never multiply by TP" in capacity
+    by_source = vllm.PROMPT_TOKENS_BY_SOURCE
+    assert by_source.type is MetricType.COUNTER
+    assert by_source.unit == "tokens"
+    assert any("admission" in t for t in by_source.traps)

@@ -1,0 +1,296 @@
+"""Whether a deployment runs what it declares: its declared configuration against its series.
+
+A :class:`~inference_obs.deployment.Deployment` says what each replica runs
+on and how the engine is configured; none of that is proof. This analysis
+reads what the servers expose over the window and reports every declared
+field as a :class:`Check`:
+
+- ``verified``: the series show the declared value;
+- ``contradicted``: they show another value (both are given);
+- ``unverifiable``: nothing exposed can say (the reason names the missing
+  family or label, or says no metric carries the field);
+- ``not_declared``: the deployment leaves it open (what the series show is given).
+
+What is read: the labels of ``vllm:cache_config_info`` (one series per
+engine: ``cache_dtype``, ``block_size``, ``num_gpu_blocks``,
+``enable_prefix_caching``, ``gpu_memory_utilization``, ``engine``), the GPUs
+dcgm-exporter attributes to each pod with their ``modelName``, and draft
+tokens per draft from the speculative-decoding counters. Tensor-parallel
+size is read as GPUs per engine (GPUs of a replica over its engines), which
+assumes no pipeline parallelism. Given the text of ``nvidia-smi topo -m``,
+the declared interconnect is checked against it, and the declared
+parallel groups against the paths they take on that box
+(:mod:`inference_obs.topology`), placed as well as the box allows.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from enum import StrEnum
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from inference_obs.analyses.configuration_observed import Observed, Seen, kv_capacity
+from inference_obs.analyses.measurement import Measurement, Provenance
+from inference_obs.analyses.result import AnalysisResult
+from inference_obs.deployment import DeclaredConfig, Deployment
+from inference_obs.samples import Window
+from inference_obs.source.base import Source
+from inference_obs.topology import Shape, Topology, parse_topology
+
+__all__ = ["Check", "CheckStatus", "ConfigurationResult", "configuration"]
+
+#: Relative gap within which draft tokens per draft verify num_speculative_tokens: drafts
+#: cut short near a request's length limit pull the mean slightly below k.
+DRAFT_TOLERANCE = 0.01
+_NOT_EXPOSED = {
+    "hardware.gpu_memory_gib": "DCGM reports framebuffer MiB the driver exposes, not rated GiB",
+    "engine.version": "vLLM serves its version at /version, which Prometheus does not scrape",
+    "engine.image": "no metric carries the container image",
+    "config.expert_parallel": "no vLLM metric says whether expert parallelism is on",
+    "config.speculative_method": "the spec_decode counters count drafts of any method",
+    "config.cpu_offload": "no vLLM metric of the catalogue describes CPU offload",
+}
+_SCHEDULER = "vllm:cache_config_info carries the cache configuration only, not scheduler limits"
+_NOT_EXPOSED.update(
+    {f"config.{f}": _SCHEDULER for f in ("max_num_batched_tokens", "max_num_seqs", "max_model_len")}
+)
+_DRAFTS = f"draft tokens per draft over the window (within {DRAFT_TOLERANCE:.0%} of declared)"
+
+
+class CheckStatus(StrEnum):
+    """What the series say about one declared field."""
+
+    VERIFIED = "verified"
+    CONTRADICTED = "contradicted"
+    UNVERIFIABLE = "unverifiable"
+    NOT_DECLARED = "not_declared"
+
+
+class Check(BaseModel):
+    """One declared field against what the series show."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    field: str
+    declared: str | None
+    observed: str | None
+    status: CheckStatus
+    reason: str
+    provenance: Provenance | None = None
+
+
+class ConfigurationResult(AnalysisResult):
+    """The declared configuration of one deployment, field by field, against its series.
+
+    Attributes
+    ----------
+    checks
+        One per declared field (``hardware.*``, ``engine.*``, ``config.*``,
+        ``replicas``), per cache label the deployment cannot declare
+        (``cache.*``) and, with a topology, ``topology.parallelism``.
+    kv_capacity_tokens, kv_capacity_tokens_per_replica
+        KV-cache capacity in tokens, in all and per replica.
+    draft_tokens_per_draft
+        Mean draft length over the window, tokens (``num_speculative_tokens``).
+    topology, parallel_groups
+        The parsed ``nvidia-smi topo -m`` and the declared groups on it.
+    """
+
+    deployment: str
+    checks: tuple[Check, ...]
+    kv_capacity_tokens: Measurement
+    kv_capacity_tokens_per_replica: tuple[Measurement, ...]
+    draft_tokens_per_draft: Measurement
+    topology: Topology | None = None
+    parallel_groups: tuple[Shape, ...] = ()
+
+    def check(self, field: str) -> Check:
+        """The check of ``field`` (``"config.kv_cache_dtype"``, ...); KeyError names it."""
+        for item in self.checks:
+            if item.field == field:
+                return item
+        raise KeyError(f"no check of {field!r}; checked: {', '.join(c.field for c in self.checks)}")
+
+    @property
+    def contradictions(self) -> tuple[Check, ...]:
+        """The checks whose series show another value than declared."""
+        return tuple(c for c in self.checks if c.status is CheckStatus.CONTRADICTED)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per check: field, declared, observed, status, reason, promql (``;``-joined)."""
+        rows = [
+            {
+                "field": c.field,
+                "declared": c.declared,
+                "observed": c.observed,
+                "status": c.status.value,
+                "reason": c.reason,
+                "promql": "; ".join(c.provenance.promql) if c.provenance else "",
+            }
+            for c in self.checks
+        ]
+        return pd.DataFrame(rows)
+
+    def _repr_html_(self) -> str:
+        cells = []
+        for c in self.checks:
+            row = (c.field, c.declared or "—", c.observed or "—", c.status.value, c.reason)
+            cells.append("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in row) + "</tr>")
+        head = "".join(f"<th>{h}</th>" for h in ("field", "declared", "observed", "status", "why"))
+        checks = f"<table><tr>{head}</tr>{''.join(cells)}</table>"
+        return checks + super()._repr_html_()
+
+
+def _compare(
+    field: str,
+    declared: object,
+    seen: Seen,
+    provenance: Callable[[tuple[str, ...]], Provenance | None],
+    same: Callable[[str, str], bool] | None = None,
+) -> Check:
+    """The check of one field: ``declared`` (None when not declared) against ``seen``."""
+    text = None if declared is None else str(declared)
+    observed = ", ".join(seen.values) or None
+    prov = provenance(seen.promql)
+    if text is None:
+        reason = f"the deployment declares no value; {seen.why}"
+        status = CheckStatus.NOT_DECLARED
+    elif not seen.values:
+        reason, status = seen.why, CheckStatus.UNVERIFIABLE
+    elif all((same or _same)(text, v) for v in seen.values):
+        reason, status = seen.why, CheckStatus.VERIFIED
+    else:
+        reason = f"declared {text}, the series show {observed}: {seen.why}"
+        status = CheckStatus.CONTRADICTED
+    return Check(
+        field=field, declared=text, observed=observed, status=status, reason=reason,
+        provenance=prov,
+    )  # fmt: skip
+
+
+def _same(a: str, b: str) -> bool:
+    """Equal as numbers where both are, else up to case and runs of whitespace."""
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+def _no_provenance(promql: tuple[str, ...]) -> None:
+    return None
+
+
+def _interconnect(declared: str | None, box: Topology | None) -> Check:
+    field = "hardware.interconnect"
+    if box is None:
+        why = Seen((), "no nvidia-smi topo -m text was given")
+        return _compare(field, declared, why, _no_provenance)
+    codes = sorted({c for row in box.links for c in row} - {"X"})
+    observed = f"{box.interconnect.value} ({', '.join(codes)})"
+    agrees = None if declared is None else box.agrees_with(declared)
+    status, reason = CheckStatus.NOT_DECLARED, box.description
+    if declared is not None and agrees is None:
+        status = CheckStatus.UNVERIFIABLE
+        reason = f"the declared text names no class (NVSwitch, pairs, PCIe) or link code; {reason}"
+    elif agrees is not None:
+        status = CheckStatus.VERIFIED if agrees else CheckStatus.CONTRADICTED
+    return Check(field=field, declared=declared, observed=observed, status=status, reason=reason)
+
+
+def _fit(config: DeclaredConfig, box: Topology) -> tuple[Check, tuple[Shape, ...]]:
+    """Whether the declared parallel groups stay on NVLink on ``box``."""
+    field = "topology.parallelism"
+    if config.tensor_parallel_size is None and config.data_parallel_size is None:
+        why = Seen((), f"no tensor or data parallel size declared; {box.description}")
+        return _compare(field, None, why, _no_provenance), ()
+    tp, dp = config.tensor_parallel_size or 1, config.data_parallel_size or 1
+    groups = box.groups(tp, dp, bool(config.expert_parallel))
+    off = [g.text for g in groups if not g.fits]
+    return Check(
+        field=field, declared=f"TP {tp}, DP {dp}" + (", EP" if config.expert_parallel else ""),
+        observed="; ".join(g.text for g in groups),
+        status=CheckStatus.CONTRADICTED if off else CheckStatus.VERIFIED,
+        reason=("; ".join(off) if off else "every declared group stays on NVLink")
+        + f" (best placement assumed). {box.description}",
+    ), groups  # fmt: skip
+
+
+def configuration(
+    source: Source, deployment: Deployment, window: Window, topology_text: str | None = None
+) -> ConfigurationResult:
+    """Check ``deployment``'s declared hardware, engine and configuration against its series.
+
+    Parameters
+    ----------
+    source
+        Where the series come from.
+    deployment
+        The deployment and what it declares.
+    window
+        The window whose series are read (label sets of series with samples in it).
+    topology_text
+        The output of ``nvidia-smi topo -m`` on the deployment's boxes, if known.
+
+    Returns
+    -------
+    ConfigurationResult
+        A check per field, KV capacity in tokens and draft tokens per draft
+        as Measurements, and the parsed topology with the declared groups.
+
+    Raises
+    ------
+    TopologyError
+        When ``topology_text`` cannot be read (naming the line).
+    """
+    box = parse_topology(topology_text) if topology_text is not None else None
+    seen = Observed(source, deployment, window)
+    per_draft = seen.draft_length()
+    k = per_draft.value
+    observed = {
+        "hardware.gpu_model": seen.models_seen(),
+        "hardware.gpus_per_replica": seen.gpus_per_replica(),
+        "engine.name": seen.engine_name(),
+        "config.tensor_parallel_size": seen.gpus_per_engine(),
+        "config.data_parallel_size": seen.engines_per_replica(),
+        "config.kv_cache_dtype": seen.label("cache_dtype"),
+        "config.prefix_caching": seen.label("enable_prefix_caching"),
+        "config.num_speculative_tokens": Seen((f"{k:.6g}",), _DRAFTS, per_draft.provenance.promql)
+        if k is not None
+        else Seen((), " ".join(a.message for a in per_draft.annotations)),
+        "config.external_kv_cache": seen.connector(),
+    }
+    same: dict[str, Callable[[str, str], bool]] = {
+        "config.num_speculative_tokens": lambda a, b: (
+            abs(float(b) / float(a) - 1) <= DRAFT_TOLERANCE
+        ),
+        "config.external_kv_cache": lambda a, b: True,  # any connector: which is not exposed
+    }
+    checks = [
+        _compare("replicas", len(deployment.replicas) or None, seen.replicas(), seen.provenance)
+    ]
+    for part in ("hardware", "engine", "config"):
+        model = getattr(deployment, part)
+        for name in type(model).model_fields:
+            field, declared = f"{part}.{name}", getattr(model, name)
+            if field == "hardware.interconnect":
+                checks.append(_interconnect(declared, box))
+                continue
+            why = Seen((), _NOT_EXPOSED.get(field, "no exposed metric carries it"))
+            found = observed.get(field, why)
+            checks.append(_compare(field, declared, found, seen.provenance, same.get(field)))
+    for label in ("block_size", "num_gpu_blocks", "gpu_memory_utilization"):
+        checks.append(_compare(f"cache.{label}", None, seen.label(label), seen.provenance))
+    fit, groups = _fit(deployment.config, box) if box is not None else (None, ())
+    total, each = kv_capacity(seen)
+    return ConfigurationResult(
+        deployment=deployment.name,
+        checks=(*checks, *((fit,) if fit else ())),
+        kv_capacity_tokens=total,
+        kv_capacity_tokens_per_replica=each,
+        draft_tokens_per_draft=per_draft,
+        topology=box,
+        parallel_groups=groups,
+    )
