@@ -1,0 +1,384 @@
+"""Recompute a dataset's published numbers from its samples, and say where they differ.
+
+``aggregates.json`` comes in two layouts, and :func:`verify_dataset` checks both:
+
+**Measurements** (``"schema": "inference-obs-aggregates/1"``, described in
+:mod:`inference_obs.analyses.published`), written by
+:func:`~inference_obs.source.export.export_dataset` with
+:func:`~inference_obs.analyses.published.published_aggregates`. Every
+measurement is recomputed by the same analyses over the dataset's samples
+under the same rules; each value, and each bound, is one row.
+
+**Simulated** (``"synthetic": true`` with ``realised`` and ``targets``), written
+by the simulator (:mod:`inference_obs.simulate.aggregates`). Its ``realised``
+numbers mostly come from the ground truth (request records over the whole
+window) or count engine events up to the window's edges; the samples hold
+only counters and buckets between the first and last scrape in the window,
+which bound such numbers but cannot reproduce them. Those that are
+statistics of the sampled series are recomputed (:data:`FROM_ANALYSES`,
+:data:`FROM_SAMPLES`); every other number, and every ``targets`` number, is
+listed as ``not_recomputable`` with the reason. The simulator keeps 6 significant
+digits, so half a unit of the sixth digit is added to the tolerance.
+
+Any other layout lists its numbers as ``not_recomputable``.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from inference_obs.analyses.published import SCHEMA, measurements, published_aggregates
+from inference_obs.deployment import Deployment
+from inference_obs.engine.rules import Rules
+from inference_obs.errors import DatasetError
+from inference_obs.metrics import dcgm, vllm
+from inference_obs.metrics.family import Family
+from inference_obs.query import Matcher
+from inference_obs.samples import Window
+from inference_obs.source.base import Source
+from inference_obs.source.dataset import AGGREGATES, read_dataset
+from inference_obs.source.dataset_source import DatasetSource
+
+__all__ = [
+    "FROM_ANALYSES",
+    "FROM_SAMPLES",
+    "RowStatus",
+    "VerifyResult",
+    "VerifyRow",
+    "verify_dataset",
+]
+
+#: Simulator ``realised`` keys that an analysis measures, by ``analysis/statistic``.
+FROM_ANALYSES: Mapping[str, str] = {
+    "max_sampled_waiting": "throughput/waiting_max",
+    "gpu_util_mean_percent": "gpu/utilization_mean",
+    "gpu_power_mean_watts": "gpu/power_mean_watts",
+}
+#: Simulator ``realised`` keys that are the max or mean of a gauge's raw samples.
+FROM_SAMPLES: Mapping[str, tuple[Family, tuple[tuple[str, str], ...], str]] = {
+    "max_sampled_running": (vllm.NUM_REQUESTS_RUNNING, (), "max"),
+    "max_sampled_waiting_capacity": (
+        vllm.NUM_REQUESTS_WAITING_BY_REASON, (("reason", "capacity"),), "max"),
+    "max_sampled_waiting_deferred": (
+        vllm.NUM_REQUESTS_WAITING_BY_REASON, (("reason", "deferred"),), "max"),
+    "gpu_dram_active_mean": (dcgm.PROF_DRAM_ACTIVE, (), "mean"),
+    "gpu_tensor_active_mean": (dcgm.PROF_PIPE_TENSOR_ACTIVE, (), "mean"),
+}  # fmt: skip
+_GROUND_TRUTH = "from the ground-truth request records, which the samples do not hold"
+_ENGINE_EVENTS = (
+    "counts engine events up to the window's edges; counters are sampled only at the scrapes"
+)
+_NOT_RECOMPUTABLE: Mapping[str, str] = {
+    **dict.fromkeys(
+        ("requests_finished", "finish_reason_shares", "client_aborts_unrecorded",
+         "ttft_seconds", "tpot_seconds", "e2e_seconds", "queue_seconds", "prefill_seconds",
+         "decode_seconds", "mean_prompt_tokens", "mean_output_tokens", "mean_max_tokens",
+         "share_max_tokens_le_20", "share_max_tokens_le_50", "prefix_cache_hit_rate",
+         "external_cache_hit_rate", "mean_in_flight_requests"),
+        _GROUND_TRUTH,
+    ),
+    **dict.fromkeys(
+        ("generated_tokens", "output_tokens_per_second", "output_tokens_per_second_per_replica",
+         "mean_acceptance_length", "preemptions", "inter_token_latency_seconds"),
+        _ENGINE_EVENTS,
+    ),
+}  # fmt: skip
+_TARGETS = "a target of the scenario (the observation it is shaped after), not of the samples"
+# Significant digits the simulator keeps in aggregates.json.
+_SIMULATED_DIGITS = 6
+
+
+class RowStatus(StrEnum):
+    """How a published number compares with its recomputation."""
+
+    OK = "ok"
+    #: Both are numbers, further apart than the tolerance (or of another status).
+    DIFFERS = "differs"
+    #: One side is a number, the other has none.
+    MISSING = "missing"
+    #: The samples cannot reproduce it; ``reason`` says why.
+    NOT_RECOMPUTABLE = "not_recomputable"
+
+
+class VerifyRow(BaseModel):
+    """One published number and its recomputation (in the number's own unit)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str = Field(description="Measurement key, or the JSON path in aggregates.json.")
+    published: float | None
+    recomputed: float | None
+    difference: float | None = Field(description="recomputed - published.")
+    tolerance: float | None = Field(description="Largest |difference| counted as equal.")
+    status: RowStatus
+    reason: str = ""
+
+
+class VerifyResult(BaseModel):
+    """Every published number of a dataset, recomputed from its samples.
+
+    Attributes
+    ----------
+    passed
+        True when at least one number was recomputed and none differs or is missing.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    layout: str = Field(description="'measurements', 'simulated', 'unknown' or 'none'.")
+    rules: str
+    rows: tuple[VerifyRow, ...]
+
+    @property
+    def failures(self) -> tuple[VerifyRow, ...]:
+        """Rows that differ or are missing."""
+        return tuple(r for r in self.rows if r.status in (RowStatus.DIFFERS, RowStatus.MISSING))
+
+    @property
+    def passed(self) -> bool:
+        """Whether something was recomputed and everything recomputed agrees."""
+        checked = any(r.status is not RowStatus.NOT_RECOMPUTABLE for r in self.rows)
+        return checked and not self.failures
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per number: key, published, recomputed, difference, tolerance, status, reason."""
+        columns = list(VerifyRow.model_fields)
+        return pd.DataFrame([r.model_dump(mode="json") for r in self.rows], columns=columns)
+
+    def _repr_html_(self) -> str:
+        def cell(value: object) -> str:
+            text = "—" if value is None else f"{value:.6g}" if isinstance(value, float) else value
+            return f"<td>{html.escape(str(text))}</td>"
+
+        head = "".join(f"<th>{name}</th>" for name in VerifyRow.model_fields)
+        body = "".join(
+            "<tr>" + "".join(cell(getattr(r, name)) for name in VerifyRow.model_fields) + "</tr>"
+            for r in self.rows
+        )
+        return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def verify_dataset(path: str | Path, *, rel_tol: float = 1e-9) -> VerifyResult:
+    """Recompute the published numbers of the dataset at ``path`` from its samples.
+
+    Parameters
+    ----------
+    path
+        A dataset directory.
+    rel_tol
+        Relative tolerance: a difference up to ``rel_tol`` times the larger
+        magnitude counts as equal (plus the rounding of simulated numbers).
+
+    Returns
+    -------
+    VerifyResult
+        One row per published number; no rows when there is no ``aggregates.json``.
+
+    Raises
+    ------
+    DatasetError
+        If the dataset does not read, or its aggregates name an unknown rule
+        set or an invalid window.
+    NotSupportedOffline
+        If the aggregates name ``victoriametrics`` rules, whose
+        histogram_quantile the local engine does not model.
+    """
+    dataset = read_dataset(Path(path))
+    published = dataset.aggregates
+    where = str(dataset.path / AGGREGATES)
+    if published is None:
+        return VerifyResult(path=str(dataset.path), layout="none", rules="", rows=())
+    window = dataset.manifest.window.window()
+    if published.get("schema") == SCHEMA:
+        rules = _rules(published.get("rules"), where)
+        window = _window(published.get("window"), where)
+        source = DatasetSource(dataset, rules=rules)
+        rows = _verify_measurements(
+            source, dataset.manifest.deployments, window, published, rel_tol
+        )
+        layout = "measurements"
+    elif published.get("synthetic") is True and isinstance(published.get("realised"), dict):
+        source = DatasetSource(dataset)
+        rules = source.rules
+        rows = _verify_simulated(source, dataset.manifest.deployments, window, published, rel_tol)
+        layout = "simulated"
+    else:
+        rules = Rules.PROMETHEUS_2
+        reason = f"unknown layout: neither 'schema': {SCHEMA!r} nor the simulator's 'realised'"
+        rows = [_unrecomputable(k, v, reason) for k, v in _leaves(published, "")]
+        layout = "unknown"
+    return VerifyResult(path=str(dataset.path), layout=layout, rules=rules.value, rows=tuple(rows))
+
+
+def _verify_measurements(
+    source: Source,
+    deployments: Sequence[Deployment],
+    window: Window,
+    published: Mapping[str, Any],
+    rel_tol: float,
+) -> list[VerifyRow]:
+    again = published_aggregates(source, deployments, window)["measurements"]
+    entries = published.get("measurements")
+    if not isinstance(entries, dict):
+        return []
+    rows = []
+    for key, entry in sorted(entries.items()):
+        if not isinstance(entry, dict):
+            rows.append(_missing(key, None, "not an object with a value"))
+            continue
+        if key not in again:
+            rows.append(
+                _missing(key, _number(entry.get("value")), "no such measurement is recomputed")
+            )
+            continue
+        other = again[key]
+        row = _compare(key, _number(entry.get("value")), other["value"], rel_tol, 0.0)
+        if row.status is RowStatus.OK and entry.get("status") != other["status"]:
+            why = f"status published {entry.get('status')!r}, recomputed {other['status']!r}"
+            row = row.model_copy(update={"status": RowStatus.DIFFERS, "reason": why})
+        rows.append(row)
+        bounds, bounds_again = entry.get("bounds") or [None, None], other["bounds"] or [None, None]
+        for name, a, b in zip(("lower", "upper"), bounds, bounds_again, strict=True):
+            if a is not None or b is not None:
+                rows.append(_compare(f"{key}.{name}", _number(a), b, rel_tol, 0.0))
+    return rows
+
+
+def _verify_simulated(
+    source: Source,
+    deployments: Sequence[Deployment],
+    window: Window,
+    published: Mapping[str, Any],
+    rel_tol: float,
+) -> list[VerifyRow]:
+    rows = [
+        _unrecomputable(k, v, _TARGETS) for k, v in _leaves(published.get("targets"), "targets")
+    ]
+    by_name = {d.name: d for d in deployments}
+    for name, numbers in sorted(published["realised"].items()):
+        deployment = by_name.get(name)
+        measured = measurements(source, deployment, window) if deployment else {}
+        prefix = f"realised.{name}"
+        for key, value in _leaves(numbers, prefix):
+            statistic = key[len(prefix) + 1 :].split(".")[0]
+            if deployment is None:
+                rows.append(_unrecomputable(key, value, f"no deployment {name} in the manifest"))
+            elif statistic in FROM_ANALYSES:
+                m = measured[f"{name}/{FROM_ANALYSES[statistic]}"]
+                rows.append(_compare(key, value, m.value, rel_tol, _rounding(value)))
+            elif statistic in FROM_SAMPLES:
+                again = _sampled(source, deployment, window, *FROM_SAMPLES[statistic])
+                rows.append(_compare(key, value, again, rel_tol, _rounding(value)))
+            else:
+                reason = _NOT_RECOMPUTABLE.get(statistic, "no recipe recomputes it from samples")
+                rows.append(_unrecomputable(key, value, reason))
+    return rows
+
+
+def _sampled(
+    source: Source,
+    deployment: Deployment,
+    window: Window,
+    family: Family,
+    labels: tuple[tuple[str, str], ...],
+    reduce: str,
+) -> float | None:
+    """Max or mean of every raw sample of ``family`` in the window (None without samples)."""
+    base = deployment.gpu_matchers if family.exporter == "dcgm" else deployment.matchers
+    matchers = (*base, *(Matcher.equal(k, v) for k, v in labels))
+    values = source.raw(family.select(matchers), window).values
+    values = values[~np.isnan(values)]
+    if not values.size:
+        return None
+    return float(values.max() if reduce == "max" else values.mean())
+
+
+def _compare(
+    key: str, published: float | None, recomputed: float | None, rel_tol: float, rounding: float
+) -> VerifyRow:
+    recomputed = _finite(recomputed)
+    if published is None or recomputed is None:
+        if published is None and recomputed is None:
+            return VerifyRow(key=key, published=None, recomputed=None, difference=None,
+                             tolerance=None, status=RowStatus.OK)  # fmt: skip
+        side = "published" if published is None else "recomputed"
+        return _missing(key, published, f"no {side} number", recomputed)
+    difference = recomputed - published
+    tolerance = rel_tol * max(abs(published), abs(recomputed)) + rounding
+    status = RowStatus.OK if abs(difference) <= tolerance else RowStatus.DIFFERS
+    return VerifyRow(key=key, published=published, recomputed=recomputed, difference=difference,
+                     tolerance=tolerance, status=status)  # fmt: skip
+
+
+def _missing(
+    key: str, published: float | None, reason: str, recomputed: float | None = None
+) -> VerifyRow:
+    return VerifyRow(key=key, published=published, recomputed=recomputed, difference=None,
+                     tolerance=None, status=RowStatus.MISSING, reason=reason)  # fmt: skip
+
+
+def _unrecomputable(key: str, published: float | None, reason: str) -> VerifyRow:
+    return VerifyRow(key=key, published=published, recomputed=None, difference=None,
+                     tolerance=None, status=RowStatus.NOT_RECOMPUTABLE, reason=reason)  # fmt: skip
+
+
+def _rounding(value: float | None) -> float:
+    """Half a unit of the last of the simulator's significant digits of ``value``."""
+    if not value:
+        return 0.0
+    exponent = math.floor(math.log10(abs(value))) - (_SIMULATED_DIGITS - 1)
+    # A relative 1e-12 more absorbs the binary rounding of the decimal text.
+    return 0.5 * 10.0**exponent * (1 + 1e-12)
+
+
+def _leaves(data: object, prefix: str) -> Iterator[tuple[str, float | None]]:
+    """(dotted path, number or None) of every number and null in JSON data; text skipped."""
+    if isinstance(data, Mapping):
+        for key, value in sorted(data.items()):
+            yield from _leaves(value, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _leaves(value, f"{prefix}[{i}]")
+    elif data is None or (isinstance(data, int | float) and not isinstance(data, bool)):
+        yield prefix, _number(data)
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _rules(value: object, where: str) -> Rules:
+    try:
+        return Rules(str(value))
+    except ValueError:
+        known = ", ".join(r.value for r in Rules)
+        raise DatasetError(f"{where}: rules {value!r} is not one of {known}") from None
+
+
+def _window(value: object, where: str) -> Window:
+    problem = f"{where}: window must be {{'start': ISO 8601, 'end': ISO 8601}} with offsets"
+    if not isinstance(value, dict) or not all(
+        isinstance(value.get(k), str) for k in ("start", "end")
+    ):
+        raise DatasetError(problem)
+    try:
+        return Window(datetime.fromisoformat(value["start"]), datetime.fromisoformat(value["end"]))
+    except ValueError as exc:
+        raise DatasetError(f"{problem} ({exc})") from None
