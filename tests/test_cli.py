@@ -92,12 +92,6 @@ def test_catalogue_filters_by_exporter(capsys: pytest.CaptureFixture[str]) -> No
     assert all(line.startswith(("DCGM_", "dcgm_")) for line in lines)
 
 
-def test_report_lists_standard_queries(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["report"]) == 0
-    out = capsys.readouterr().out
-    assert all(q.key in out for q in STANDARD_QUERIES)
-
-
 def test_simulate_writes_a_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from inference_obs.source.dataset import read_dataset
 

@@ -24,8 +24,9 @@ from enum import StrEnum
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from inference_obs.analyses import validity_checks, validity_checks_setup
 from inference_obs.analyses.measurement import Measurement
-from inference_obs.analyses.validity_checks import CHECKS, Thresholds, comparison_value
+from inference_obs.analyses.validity_checks import Thresholds, comparison_value
 from inference_obs.analyses.validity_findings import COMPARISONS, Finding, Severity
 from inference_obs.analyses.validity_profile import Profile, profile
 from inference_obs.deployment import Deployment
@@ -175,6 +176,10 @@ def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.4g}"
 
 
+#: Every check, in report order.
+CHECKS = (*validity_checks.CHECKS, *validity_checks_setup.CHECKS)
+
+
 def compare_profiles(a: Profile, b: Profile, thresholds: Thresholds | None = None) -> PairValidity:
     """Findings and verdicts for two profiled deployments."""
     t = thresholds or Thresholds()
@@ -205,6 +210,7 @@ def validity(
     *,
     thresholds: Thresholds | None = None,
     gpu_hour_prices: Mapping[str, float] | None = None,
+    topologies: Mapping[str, str] | None = None,
 ) -> ValidityResult:
     """Verdicts on every comparison between every pair of ``deployments``.
 
@@ -221,6 +227,9 @@ def validity(
     gpu_hour_prices
         GPU-hour rent per deployment name, to compare cost per token; without
         it only tokens per GPU-hour are compared.
+    topologies
+        ``nvidia-smi topo -m`` text per deployment name, for the
+        configuration checks (declared parallelism against the wiring).
 
     Returns
     -------
@@ -243,7 +252,14 @@ def validity(
         raise QueryError(f"no window for deployment(s) {absent}: give one window per name")
     prices = dict(gpu_hour_prices or {})
     profiles = [
-        profile(source, d, windows[d.name], gpu_hour_price=prices.get(d.name)) for d in deployments
+        profile(
+            source,
+            d,
+            windows[d.name],
+            gpu_hour_price=prices.get(d.name),
+            topology_text=(topologies or {}).get(d.name),
+        )
+        for d in deployments
     ]
     t = thresholds or Thresholds()
     pairs = tuple(compare_profiles(a, b, t) for a, b in itertools.combinations(profiles, 2))

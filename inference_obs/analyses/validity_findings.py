@@ -113,6 +113,7 @@ FINDINGS: dict[str, str] = {
     "kv_dtype_differs": "KV-cache dtypes differ",
     "batched_tokens_differs": "max_num_batched_tokens differ (it trades against KV capacity)",
     "interconnect_differs": "declared GPU interconnects differ",
+    "config_contradicted": "the series contradict a side's declared configuration",
     # Definitions
     "itl_counts_engine_steps": "inter-token latency is per engine step, not per token",
     "tpot_zero_short_outputs": "TPOT is recorded as 0 for requests with at most one token",

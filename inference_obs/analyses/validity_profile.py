@@ -15,6 +15,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from inference_obs.analyses.cache import CacheResult, cache
+from inference_obs.analyses.configuration import ConfigurationResult, configuration
 from inference_obs.analyses.cost import CostResult, cost
 from inference_obs.analyses.gpu import GpuResult, gpu
 from inference_obs.analyses.latency import METRICS, LatencyResult, latency
@@ -52,9 +53,11 @@ class Profile(BaseModel):
     cost, priced
         The cost analysis, and whether it used a real GPU-hour price (else
         1.0: only its tokens per GPU-hour are meaningful).
+    configuration
+        The declared configuration checked against the series.
     kv_capacity_tokens
-        KV-cache capacity of one replica's engine in tokens (``num_gpu_blocks``
-        x ``block_size`` from ``vllm:cache_config_info``).
+        KV-cache capacity of one replica in tokens (its engines' ``num_gpu_blocks``
+        x ``block_size``); the first replica's when several are seen.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -70,31 +73,25 @@ class Profile(BaseModel):
     active_share: Measurement
     requests_per_second_per_replica: Measurement
     observations: dict[str, Measurement]
+    configuration: ConfigurationResult
     kv_capacity_tokens: Measurement
     cost: CostResult
     priced: bool
 
 
-def _kv_capacity(source: Source, deployment: Deployment, window: Window) -> Measurement:
-    selector = vllm.CACHE_CONFIG_INFO.select(deployment.matchers)
-    capacities = []
-    for labels in source.series(selector, window):
-        try:
-            capacities.append(float(labels["num_gpu_blocks"]) * float(labels["block_size"]))
-        except (KeyError, ValueError):
-            continue
-    value = float(np.median(capacities)) if capacities else None
-    return local_measurement(
-        source, deployment, window, analysis=ANALYSIS, statistic="kv_capacity_tokens",
-        value=value, unit="tokens", selectors=[selector],
-        computation="median over engines of num_gpu_blocks x block_size (labels)",
-        missing=[] if capacities else [vllm.CACHE_CONFIG_INFO.name],
-        caveats=("Capacity of one engine, in tokens of its own KV dtype and block size.",),
-    )  # fmt: skip
+def _per_replica(config: ConfigurationResult) -> Measurement:
+    if config.kv_capacity_tokens_per_replica:
+        return config.kv_capacity_tokens_per_replica[0]
+    return config.kv_capacity_tokens  # no_data, with the family named
 
 
 def profile(
-    source: Source, deployment: Deployment, window: Window, *, gpu_hour_price: float | None = None
+    source: Source,
+    deployment: Deployment,
+    window: Window,
+    *,
+    gpu_hour_price: float | None = None,
+    topology_text: str | None = None,
 ) -> Profile:
     """Run the analyses a comparison rests on, for one deployment and window.
 
@@ -109,6 +106,8 @@ def profile(
     gpu_hour_price
         Rent of one GPU for an hour (any currency), for cost per token; without
         it cost is left out and only tokens per GPU-hour are compared.
+    topology_text
+        ``nvidia-smi topo -m`` output of the deployment's boxes, if known.
 
     Returns
     -------
@@ -141,6 +140,7 @@ def profile(
         "requests/s", [served.finished_requests, served.replicas_seen],
         "finished_requests / window seconds / replicas_seen",
     )  # fmt: skip
+    config = configuration(source, deployment, window, topology_text)
     observations = {
         key: measure(
             source,
@@ -167,7 +167,8 @@ def profile(
         active_share=active,
         requests_per_second_per_replica=per_replica,
         observations=observations,
-        kv_capacity_tokens=_kv_capacity(source, deployment, window),
+        configuration=config,
+        kv_capacity_tokens=_per_replica(config),
         cost=cost(source, deployment, window, gpu_hour_price=gpu_hour_price or 1.0),
         priced=gpu_hour_price is not None,
     )

@@ -170,6 +170,13 @@ def twin(tmp_path_factory: pytest.TempPathFactory) -> DatasetSource:
     return _twin(tmp_path_factory.mktemp("twin"), 11)
 
 
+#: Declared changes the series expose (DCGM labels, cache_config_info), so contradict.
+CONTRADICTED = {
+    "gpu_model_differs", "gpus_per_replica_differs", "parallelism_differs", "kv_dtype_differs",
+    "cache_config_differs",
+}  # fmt: skip
+
+
 def test_declared_differences_each_raise_their_finding(twin: DatasetSource) -> None:
     a, b = twin.dataset.manifest.deployments
     changes: dict[str, dict[str, Any]] = {
@@ -188,8 +195,10 @@ def test_declared_differences_each_raise_their_finding(twin: DatasetSource) -> N
     for code, update in changes.items():
         pair = _compare(twin, deployments=[a, b.model_copy(update=update)])
         found = {f.code for f in pair.findings} - {f.code for f in _compare(twin).findings}
-        # Declaring 8 GPUs where DCGM shows 4 also leaves B's utilisation partial.
-        also = {"partial_data"} if code == "gpus_per_replica_differs" else set()
+        # The series contradict what B now declares wherever they expose the field;
+        # declaring 8 GPUs where DCGM shows 4 also leaves B's utilisation partial.
+        also = {"config_contradicted"} if code in CONTRADICTED else set()
+        also |= {"partial_data"} if code == "gpus_per_replica_differs" else set()
         assert found == {code} | also, code
         finding = pair.finding(code)
         assert finding is not None

@@ -1,0 +1,126 @@
+"""``catalogue``, ``queries`` and ``simulate``: the catalogue, its standard queries, datasets."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from inference_obs.errors import InferenceObsError
+from inference_obs.metrics import FAMILIES
+from inference_obs.metrics.export import export_files
+from inference_obs.metrics.standard import STANDARD_QUERIES, standard_query
+from inference_obs.query import Matcher, MatchOp, parse_duration, to_promql
+
+__all__ = ["parse_matcher", "register"]
+
+_OPS = ("!=", "=~", "!~", "=")  # longest first, so "=~" is not read as "="
+
+
+def parse_matcher(text: str) -> Matcher:
+    """Parse ``label=value``, ``label!=value``, ``label=~regex`` or ``label!~regex``."""
+    for op in _OPS:
+        label, sep, value = text.partition(op)
+        if sep and label and "=" not in label and "!" not in label:
+            return Matcher(label, MatchOp(op), value)
+    raise InferenceObsError(
+        f"--match {text!r}: expected LABEL=VALUE, LABEL!=VALUE, LABEL=~REGEX or LABEL!~REGEX"
+    )
+
+
+def _catalogue(args: argparse.Namespace) -> int:
+    for family in FAMILIES:
+        if args.exporter and family.exporter != args.exporter:
+            continue
+        print(f"{family.name}\t{family.type.value}\t{family.unit}\t{family.help}")
+    return 0
+
+
+def _queries_list(args: argparse.Namespace) -> int:
+    for query in STANDARD_QUERIES:
+        print(f"{query.key}\t{query.unit}\t{query.title}")
+    return 0
+
+
+def _queries_show(args: argparse.Namespace) -> int:
+    query = standard_query(args.key)
+    matchers = [parse_matcher(m) for m in args.match]
+    by = tuple(label for label in args.by.split(",") if label) if args.by is not None else None
+    print(to_promql(query.expr(matchers, parse_duration(args.window), by)))
+    return 0
+
+
+def _queries_export(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    files = export_files()
+    stale = sorted(
+        p
+        for p, text in files.items()
+        if not (out / p).is_file() or (out / p).read_text(encoding="utf-8") != text
+    )
+    extra = sorted(
+        str(p.relative_to(out))
+        for p in out.glob("promql/*.promql")
+        if str(p.relative_to(out)) not in files
+    )
+    if args.check:
+        for path in stale:
+            print(f"stale: {out / path}", file=sys.stderr)
+        for path in extra:
+            print(f"not in the catalogue: {out / path}", file=sys.stderr)
+        if stale or extra:
+            print("run `inference-obs queries export` to regenerate", file=sys.stderr)
+            return 1
+        print(f"{len(files)} files in {out} are current")
+        return 0
+    for path in stale:
+        (out / path).parent.mkdir(parents=True, exist_ok=True)
+        (out / path).write_text(files[path], encoding="utf-8")
+    for path in extra:
+        (out / path).unlink()
+    print(f"wrote {len(stale)} of {len(files)} files to {out}, removed {len(extra)}")
+    return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from inference_obs.simulate import simulate
+
+    dataset = simulate(args.scenario, Path(args.out), seed=args.seed)
+    total = int(dataset.samples.offsets[-1])
+    print(f"wrote {dataset.path}: {len(dataset.samples)} series, {total:,} samples (synthetic)")
+    return 0
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``simulate``, ``catalogue`` and ``queries`` to the top-level subparsers."""
+    simulate = commands.add_parser("simulate", help="write a synthetic dataset from a scenario")
+    simulate.add_argument("scenario", help="a bundled scenario name or a scenario YAML file")
+    simulate.add_argument("--out", required=True, help="new dataset directory")
+    simulate.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
+    simulate.set_defaults(run=_simulate)
+
+    catalogue = commands.add_parser("catalogue", help="list the metric families known")
+    catalogue.add_argument("--exporter", choices=("vllm", "sglang", "dcgm"))
+    catalogue.set_defaults(run=_catalogue)
+
+    queries = commands.add_parser("queries", help="the standard queries")
+    actions = queries.add_subparsers(dest="action", required=True)
+    actions.add_parser("list", help="list them").set_defaults(run=_queries_list)
+    show = actions.add_parser("show", help="print one as PromQL")
+    show.add_argument("key")
+    show.add_argument(
+        "--match",
+        action="append",
+        default=[],
+        metavar="LABEL=VALUE",
+        help="a label matcher for every selector (repeatable)",
+    )
+    show.add_argument("--window", default="1h", help="PromQL duration (default 1h)")
+    show.add_argument("--by", default=None, help="comma-separated grouping labels")
+    show.set_defaults(run=_queries_show)
+    export = actions.add_parser("export", help="write .promql files and recording rules")
+    export.add_argument("--out", default="queries", help="folder (default: queries)")
+    export.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if the folder is not current"
+    )
+    export.set_defaults(run=_queries_export)

@@ -1,0 +1,236 @@
+"""Run every analysis a report needs, for every deployment, and keep the results together.
+
+:func:`build_report` is the report's only contact with a source: the
+renderers (:mod:`~.markdown`, :mod:`~.html`, :mod:`~.report_json`) format
+what it returns and query nothing. Progress goes to a callback, and a
+deadline stops the run between analyses with a clear error rather than
+leaving a half-written report.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from matplotlib.figure import Figure
+from pydantic import BaseModel, ConfigDict, Field
+
+from inference_obs.analyses.bottleneck import BottleneckResult, bottleneck
+from inference_obs.analyses.cache import CacheResult, cache
+from inference_obs.analyses.configuration import ConfigurationResult, configuration
+from inference_obs.analyses.cost import CostResult, cost
+from inference_obs.analyses.figures import (
+    dram_vs_tensor_figure,
+    gpu_heatmap_figure,
+    queue_vs_gpu_figure,
+    rolling_quantiles_figure,
+)
+from inference_obs.analyses.gpu import GpuResult, gpu
+from inference_obs.analyses.latency import LatencyResult, latency
+from inference_obs.analyses.measurement import Measurement
+from inference_obs.analyses.queueing import QueueingResult, queueing
+from inference_obs.analyses.rolling import rolling_quantiles
+from inference_obs.analyses.shapes import ShapesResult, shapes
+from inference_obs.analyses.throughput import ThroughputResult, throughput
+from inference_obs.analyses.validity import ValidityResult, validity
+from inference_obs.deployment import Deployment
+from inference_obs.errors import InferenceObsError
+from inference_obs.samples import Window
+from inference_obs.source.base import Source
+
+__all__ = ["DeploymentReport", "Report", "ReportTimeout", "Scope", "build_report"]
+
+Progress = Callable[[str], None]
+
+
+class ReportTimeout(InferenceObsError, TimeoutError):
+    """The report's time budget ran out before every analysis was done."""
+
+
+class Scope(BaseModel):
+    """What a report read: the source, its engine and rules, and the windows."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: str = Field(description="Where the samples came from (no credentials).")
+    engine: str
+    rules: str
+    windows: dict[str, Window] = Field(description="Deployment name -> window.")
+    scrape_interval_seconds: float | None = None
+
+
+class DeploymentReport(BaseModel):
+    """Every analysis of one deployment over its window."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    deployment: Deployment
+    window: Window
+    shapes: ShapesResult
+    latency: LatencyResult
+    throughput: ThroughputResult
+    cache: CacheResult
+    gpu: GpuResult
+    queueing: QueueingResult
+    bottleneck: BottleneckResult
+    configuration: ConfigurationResult
+    cost: CostResult | None = Field(None, description="Only with a GPU-hour price.")
+
+    @property
+    def has_data(self) -> bool:
+        """Whether any vLLM replica or GPU of the deployment had series in the window."""
+        return self.throughput.replicas_seen.ok or bool(self.gpu.gpus_with_samples.value)
+
+    def measurements(self) -> tuple[Measurement, ...]:
+        """Every Measurement of every analysis, in report order."""
+        parts = (
+            self.shapes,
+            self.latency,
+            self.throughput,
+            self.cache,
+            self.gpu,
+            self.queueing,
+            self.bottleneck,
+            self.configuration,
+            self.cost,
+        )
+        return tuple(m for part in parts if part is not None for m in part.measurements())
+
+
+class Report(BaseModel):
+    """A whole observation report: scope, deployments, verdicts and figures."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    title: str
+    scope: Scope
+    deployments: tuple[DeploymentReport, ...]
+    validity: ValidityResult | None = Field(None, description="With two or more deployments.")
+    figures: dict[str, Figure] = Field(default_factory=dict, exclude=True)
+    methodology: tuple[str, ...] = ()
+
+    def measurements(self) -> tuple[Measurement, ...]:
+        """Every Measurement of the report."""
+        return tuple(m for d in self.deployments for m in d.measurements())
+
+
+def _windows(
+    deployments: Sequence[Deployment], window: Window | Mapping[str, Window]
+) -> dict[str, Window]:
+    if isinstance(window, Window):
+        return {d.name: window for d in deployments}
+    return {d.name: window[d.name] for d in deployments}
+
+
+def build_report(
+    source: Source,
+    deployments: Sequence[Deployment],
+    window: Window | Mapping[str, Window],
+    *,
+    title: str,
+    source_name: str,
+    gpu_hour_prices: Mapping[str, float] | None = None,
+    topologies: Mapping[str, str] | None = None,
+    scrape_interval_seconds: float | None = None,
+    methodology: Sequence[str] = (),
+    figures: bool = True,
+    progress: Progress | None = None,
+    budget_s: float | None = None,
+) -> Report:
+    """Run the analyses, the comparison checks and the figures for ``deployments``.
+
+    Parameters
+    ----------
+    source
+        Where the series come from (read-only).
+    deployments
+        What to report on; two or more are also compared.
+    window
+        One window for all, or one per deployment name.
+    title, source_name
+        The report's title, and how it names its source (a URL without
+        credentials, or a dataset path).
+    gpu_hour_prices
+        GPU-hour rent per deployment name; cost per token only with one.
+    topologies
+        ``nvidia-smi topo -m`` text per deployment name, to check declared
+        parallelism against the wiring.
+    scrape_interval_seconds
+        The scrape interval, when known (datasets record it).
+    methodology
+        Notes carried into the report (a dataset's methodology).
+    figures
+        Whether to draw the figures.
+    progress
+        Called with a short line before each step.
+    budget_s
+        Seconds the whole run may take; :class:`ReportTimeout` when exceeded.
+    """
+    started = time.monotonic()
+    say = progress or (lambda _: None)
+    windows = _windows(deployments, window)
+    prices = dict(gpu_hour_prices or {})
+
+    def step(what: str) -> None:
+        if budget_s is not None and time.monotonic() - started > budget_s:
+            raise ReportTimeout(f"the report's time budget of {budget_s:g} s ran out before {what}")
+        say(what)
+
+    parts, drawn = [], {}
+    for d in deployments:
+        w = windows[d.name]
+        step(f"{d.name}: latency, shapes, throughput, cache")
+        lat, shp, thr, cch = (
+            latency(source, d, w),
+            shapes(source, d, w),
+            throughput(source, d, w),
+            cache(source, d, w),
+        )
+        step(f"{d.name}: GPU, queueing, bottleneck, cost")
+        que = queueing(source, d, w)
+        price = prices.get(d.name)
+        parts.append(
+            DeploymentReport(
+                deployment=d,
+                window=w,
+                shapes=shp,
+                latency=lat,
+                throughput=thr,
+                cache=cch,
+                gpu=gpu(source, d, w),
+                queueing=que,
+                bottleneck=bottleneck(source, d, w),
+                configuration=configuration(source, d, w, (topologies or {}).get(d.name)),
+                cost=cost(source, d, w, gpu_hour_price=price) if price is not None else None,
+            )
+        )
+        if figures:
+            step(f"{d.name}: figures")
+            drawn[f"{d.name}-rolling-quantiles"] = rolling_quantiles_figure(
+                rolling_quantiles(source, d, w)
+            )
+            drawn[f"{d.name}-queue-vs-gpu"] = queue_vs_gpu_figure(source, d, w, que)
+            drawn[f"{d.name}-gpu-heatmap"] = gpu_heatmap_figure(source, d, w)
+            drawn[f"{d.name}-dram-vs-tensor"] = dram_vs_tensor_figure(source, d, w)
+    verdicts = None
+    if len(deployments) > 1:
+        step("comparison checks")
+        verdicts = validity(
+            source, deployments, windows, gpu_hour_prices=prices or None, topologies=topologies
+        )
+    info = source.info()
+    scope = Scope(
+        source=source_name,
+        engine=info.kind,
+        rules=info.rules.value,
+        windows=windows,
+        scrape_interval_seconds=scrape_interval_seconds,
+    )
+    return Report(
+        title=title,
+        scope=scope,
+        deployments=tuple(parts),
+        validity=verdicts,
+        figures=drawn,
+        methodology=tuple(methodology),
+    )

@@ -1,0 +1,118 @@
+"""The report as JSON for scheduled jobs and other tools (schema in docs/report-json.md).
+
+Every Measurement appears once under its stable key
+(``deployment/analysis/statistic``), with value, unit, bounds, status,
+window, provenance and annotations, followed by the comparison verdicts.
+Infinite bounds (a quantile in the ``+Inf`` bucket) are written as the
+strings ``"+Inf"`` and ``"-Inf"``, as Prometheus writes them; JSON has no
+infinity.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from inference_obs.analyses.measurement import Measurement
+from inference_obs.report.build import Report
+
+__all__ = ["FORMAT", "measurement_json", "report_json", "to_json"]
+
+#: Bumped on any change a reader must know about.
+FORMAT = "inference-obs-report/1"
+
+
+def _float(value: float | None) -> float | str | None:
+    if value is None or math.isnan(value):
+        return None
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return value
+
+
+def measurement_json(m: Measurement) -> dict[str, Any]:
+    """One Measurement as a JSON object (see the module docstring for infinities)."""
+    return {
+        "key": m.key,
+        "deployment": m.deployment,
+        "analysis": m.analysis,
+        "statistic": m.statistic,
+        "value": _float(m.value),
+        "unit": m.unit,
+        "status": m.status.value,
+        "bounds": None
+        if m.bounds is None
+        else {
+            "lower": _float(m.bounds.lower),
+            "upper": _float(m.bounds.upper),
+        },
+        "window": {"start": m.window_start.isoformat(), "end": m.window_end.isoformat()},
+        "provenance": {
+            "promql": list(m.provenance.promql),
+            "engine": m.provenance.engine,
+            "rules": m.provenance.rules,
+            "computation": m.provenance.computation,
+        },
+        "annotations": [{"kind": a.kind, "message": a.message} for a in m.annotations],
+        "caveats": list(m.caveats),
+    }
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    """The report as JSON data (a dict of lists, strings, numbers and null)."""
+    s = report.scope
+    deployments = []
+    for d in report.deployments:
+        deployments.append(
+            {
+                "name": d.deployment.name,
+                "window": {"start": d.window.start.isoformat(), "end": d.window.end.isoformat()},
+                "declared": d.deployment.model_dump(mode="json"),
+                "throughput_regime": d.throughput.regime.value,
+                "bottleneck": d.bottleneck.classification.value,
+                "queue_intervals": [i.model_dump(mode="json") for i in d.queueing.intervals],
+                "gpus_without_samples": list(d.gpu.missing_gpus),
+            }
+        )
+    comparisons = []
+    if report.validity is not None:
+        for pair in report.validity.pairs:
+            comparisons.append(
+                {
+                    "a": pair.a,
+                    "b": pair.b,
+                    "verdicts": [
+                        {
+                            **v.model_dump(mode="json"),
+                            "values": {k: _float(x) for k, x in v.values.items()},
+                        }
+                        for v in pair.verdicts.values()
+                    ],
+                    "findings": [f.model_dump(mode="json") for f in pair.findings],
+                }
+            )
+    return {
+        "format": FORMAT,
+        "title": report.title,
+        "scope": {
+            "source": s.source,
+            "engine": s.engine,
+            "rules": s.rules,
+            "windows": {
+                k: {"start": w.start.isoformat(), "end": w.end.isoformat()}
+                for k, w in s.windows.items()
+            },
+            "scrape_interval_seconds": s.scrape_interval_seconds,
+            "read_only": True,
+        },
+        "methodology": list(report.methodology),
+        "deployments": deployments,
+        "measurements": [measurement_json(m) for m in report.measurements()],
+        "comparisons": comparisons,
+    }
+
+
+def to_json(report: Report) -> str:
+    """:func:`report_json` as indented, key-ordered text ending with a newline."""
+    return json.dumps(report_json(report), indent=2, allow_nan=False) + "\n"

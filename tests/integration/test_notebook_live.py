@@ -1,0 +1,36 @@
+"""The live-prometheus notebook against a real Prometheus loaded with a bundled dataset.
+
+Prometheus 2.42 holds the dataset (promtool backfill); the notebook's URL,
+deployments file and window are passed as its environment parameters.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from inference_obs.source.dataset import SAMPLES, read_dataset
+from tests.integration.servers import PrometheusFactory
+from tests.test_notebooks import output_text, run_notebook
+
+pytestmark = pytest.mark.integration
+
+DATASET = Path(__file__).resolve().parents[2] / "datasets" / "pro5000-vs-h20"
+
+
+def test_live_prometheus_runs_against_a_loaded_server(
+    prometheus_factory: PrometheusFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = prometheus_factory((DATASET / SAMPLES).read_bytes().decode("utf-8"))
+    window = read_dataset(DATASET).manifest.window.window()
+    monkeypatch.setenv("INFERENCE_OBS_PROMETHEUS", server.base_url)
+    monkeypatch.setenv("INFERENCE_OBS_DEPLOYMENTS", str(DATASET / "manifest.json"))
+    monkeypatch.setenv("INFERENCE_OBS_WINDOW_END", window.end.isoformat())
+    monkeypatch.setenv("INFERENCE_OBS_WINDOW", f"{window.seconds:g}s")
+    assert os.environ["INFERENCE_OBS_PROMETHEUS"].startswith("http://127.0.0.1:")
+    text = output_text(run_notebook("live-prometheus", tmp_path))
+    server.stop()
+    assert "prometheus prometheus-2" in text
+    assert (tmp_path / "live-report" / "report.json").is_file()

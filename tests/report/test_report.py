@@ -1,0 +1,132 @@
+"""The report on a bundled dataset: sections, JSON, the recheck appendix and determinism."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from inference_obs.analyses.validity_findings import FINDINGS
+from inference_obs.report import Report, build_report, report_json, write_report
+from inference_obs.report.write import FORMATS
+from inference_obs.source.dataset_source import DatasetSource
+
+DATASET = Path(__file__).resolve().parents[2] / "datasets" / "pro5000-vs-h20"
+SECTIONS = (
+    "Scope", "Deployments compared", "Declared and verified configuration",
+    "Collection and statistical definitions",
+    "Request shapes", "Latency", "Queues and GPU activity", "Caches and speculative decoding",
+    "GPU activity and bottleneck", "Cost", "Comparison verdicts",
+    "Appendix: recheck these numbers",
+)  # fmt: skip
+
+
+def make(source: DatasetSource, **options: object) -> Report:
+    manifest = source.dataset.manifest
+    return build_report(
+        source, manifest.deployments, manifest.window.window(), title=manifest.title,
+        source_name="datasets/pro5000-vs-h20",
+        scrape_interval_seconds=manifest.scrape_interval_seconds,
+        methodology=manifest.methodology, **options,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, dict[str, Path]]:
+    report = make(DatasetSource(DATASET), gpu_hour_prices={"PRO": 1.2, "H20": 2.5})
+    return report, write_report(report, tmp_path_factory.mktemp("report"))
+
+
+def test_markdown_follows_the_method_in_order(written: tuple[Report, dict[str, Path]]) -> None:
+    text = written[1]["md"].read_text()
+    headings = re.findall(r"^## (.+)$", text, flags=re.MULTILINE)
+    assert headings == list(SECTIONS)
+    assert "no inference request was sent and nothing was changed" in text
+    # Every figure the Markdown links to was written.
+    for link in re.findall(r"\]\((figures/[^)]+\.png)\)", text):
+        assert (written[1]["md"].parent / link).is_file(), link
+    assert len(re.findall(r"\]\(figures/", text)) == 8
+
+
+def test_json_holds_every_measurement_once_with_its_provenance(
+    written: tuple[Report, dict[str, Path]],
+) -> None:
+    report, paths = written
+    data = json.loads(paths["json"].read_text())
+    assert data["format"] == "inference-obs-report/1"
+    keys = [m["key"] for m in data["measurements"]]
+    assert len(keys) == len(set(keys)) == len(report.measurements())
+    for m in data["measurements"]:
+        assert m["key"] == f"{m['deployment']}/{m['analysis']}/{m['statistic']}"
+        assert m["status"] in ("ok", "no_data", "partial", "invalid")
+        assert (m["value"] is None) == (m["status"] in ("no_data", "invalid"))
+        assert m["provenance"]["promql"], m["key"]
+    by_key = {m["key"]: m for m in data["measurements"]}
+    # The PRO queue mean is exact, and says what PromQL's extrapolated ratio gives.
+    queue = by_key["PRO/latency/queue_mean"]
+    assert [a["kind"] for a in queue["annotations"]] == ["extrapolation_bias"]
+    p99 = by_key["H20/latency/ttft_p99"]
+    assert p99["bounds"]["lower"] <= p99["value"] <= p99["bounds"]["upper"]
+    (pair,) = data["comparisons"]
+    verdicts = {v["comparison"]: v["verdict"] for v in pair["verdicts"]}
+    assert verdicts["output_throughput"] == "invalid"
+    assert {f["code"] for f in pair["findings"]} <= set(FINDINGS)
+    costs = [m for m in data["measurements"] if m["analysis"] == "cost"]
+    assert {m["deployment"] for m in costs} == {"PRO", "H20"}
+
+
+def test_the_appendix_lists_every_query_behind_every_number(
+    written: tuple[Report, dict[str, Path]],
+) -> None:
+    report, paths = written
+    appendix = paths["md"].read_text().split("## Appendix: recheck these numbers")[1]
+    for m in report.measurements():
+        assert f"# {m.key} = " in appendix, m.key
+        for query in m.provenance.promql:
+            assert query in appendix, (m.key, query)
+
+
+def test_verdicts_show_each_finding_with_its_evidence(
+    written: tuple[Report, dict[str, Path]],
+) -> None:
+    report, paths = written
+    text = paths["md"].read_text()
+    assert report.validity is not None
+    for finding in report.validity.pairs[0].findings:
+        row = next(line for line in text.splitlines() if line.startswith(f"| {finding.code} |"))
+        for evidence in finding.evidence:
+            assert evidence.statistic in row, (finding.code, evidence.statistic)
+
+
+def test_html_is_self_contained(written: tuple[Report, dict[str, Path]]) -> None:
+    page = written[1]["html"].read_text()
+    assert page.count('src="data:image/png;base64,') == 8
+    assert not re.search(r'(src|href)="(https?:)?//', page)
+
+
+def test_the_same_report_gives_the_same_bytes(tmp_path: Path) -> None:
+    source = DatasetSource(DATASET)
+    first = write_report(make(source), tmp_path / "a")
+    second = write_report(make(source), tmp_path / "b")
+    for key, path in first.items():
+        assert path.read_bytes() == second[key].read_bytes(), key
+
+
+def test_formats_are_chosen_and_checked(tmp_path: Path) -> None:
+    report = make(DatasetSource(DATASET), figures=False)
+    written = write_report(report, tmp_path, ["json"])
+    assert set(written) == {"json"}
+    assert not (tmp_path / "figures").exists()
+    assert report_json(report)["measurements"]
+    with pytest.raises(ValueError, match="pdf"):
+        write_report(report, tmp_path, ["pdf"])
+    assert set(FORMATS) == {"md", "html", "json"}
+
+
+def test_a_spent_time_budget_stops_the_report() -> None:
+    from inference_obs.report import ReportTimeout
+
+    with pytest.raises(ReportTimeout, match="time budget of 0 s"):
+        make(DatasetSource(DATASET), budget_s=0.0)

@@ -1,0 +1,196 @@
+"""``inference-obs report`` and ``compare``: the default run, options and exit statuses."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+
+from inference_obs.cli import (
+    EXIT_INVALID,
+    EXIT_NO_DATA,
+    EXIT_OK,
+    EXIT_SOURCE,
+    EXIT_USAGE,
+    main,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+DATASET = ROOT / "datasets" / "pro5000-vs-h20"
+H100 = ROOT / "datasets" / "h100-vs-h200"
+
+
+def test_the_default_report_regenerates_the_bundled_dataset_where_there_is_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert main(["report"]) == EXIT_OK
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
+        f"wrote {Path('report') / f'report.{x}'}" for x in ("md", "html", "json")
+    ]
+    assert "regenerating it from its scenario" in err
+    regenerated = tmp_path / "cache" / "inference-obs" / "pro5000-vs-h20"
+    # The regenerated dataset is the bundled one, byte for byte.
+    for name in ("manifest.json", "samples.om"):
+        assert (regenerated / name).read_bytes() == (DATASET / name).read_bytes(), name
+    data = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert data["scope"]["source"] == str(regenerated)
+
+
+def test_quiet_json_only_with_a_price(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "report",
+            "--dataset",
+            str(DATASET),
+            "--out",
+            str(tmp_path),
+            "--quiet",
+            "--format",
+            "json",
+            "--gpu-hour-price",
+            "PRO=1.5",
+            "--gpu-hour-price",
+            "H20=2",
+        ]
+    )
+    assert code == EXIT_OK
+    assert capsys.readouterr() == ("", "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert any(m["key"] == "PRO/cost/cost" for m in data["measurements"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--end", "2026-10-19T18:40:00", "--window", "1h"], "has no timezone"),
+        (["--window", "1h"], "need --end"),
+        (["--gpu-hour-price", "PRO"], "expected NAME=PRICE"),
+        (["--format", "pdf"], "pdf"),
+    ],
+)
+def test_bad_options_name_themselves(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    code = main(["report", "--dataset", str(DATASET), "--out", str(tmp_path), *args])
+    assert code == EXIT_USAGE
+    assert message in capsys.readouterr().err
+
+
+def test_live_without_deployments_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "--prometheus", "http://127.0.0.1:9"]) == EXIT_USAGE
+    assert "--deployments" in capsys.readouterr().err
+
+
+def test_an_unreachable_server_is_a_source_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code = main(
+        [
+            "report",
+            "--prometheus",
+            f"http://127.0.0.1:{port}",
+            "--deployments",
+            str(DATASET / "manifest.json"),
+            "--end",
+            "2026-10-19T18:40:00+08:00",
+            "--window",
+            "1h",
+            "--out",
+            str(tmp_path),
+            "--quiet",
+        ]
+    )
+    assert code == EXIT_SOURCE
+    assert "source error" in capsys.readouterr().err
+
+
+def test_deployments_matching_nothing_exit_with_no_data(tmp_path: Path) -> None:
+    manifest = json.loads((DATASET / "manifest.json").read_text())
+    nothing = manifest["deployments"][:1]
+    nothing[0]["selector"] = {"pod": "~no-such-pod-.*"}
+    path = tmp_path / "deployments.yaml"
+    path.write_text(yaml.safe_dump({"deployments": nothing}))
+    code = main(
+        [
+            "report",
+            "--dataset",
+            str(DATASET),
+            "--deployments",
+            str(path),
+            "--out",
+            str(tmp_path / "out"),
+            "--quiet",
+        ]
+    )
+    assert code == EXIT_NO_DATA
+    assert (tmp_path / "out" / "report.md").is_file()  # written all the same
+
+
+def test_compare_prints_verdicts_and_fails_on_request(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "--dataset", str(H100)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "itl_p95" in out
+    assert "concurrency_differs" in out
+    assert main(["compare", "--dataset", str(H100), "--fail-on", "invalid"]) == EXIT_INVALID
+    assert main(["compare", "--dataset", str(H100), "--fail-on", "caveated"]) == EXIT_INVALID
+
+
+def test_a_topology_file_checks_declared_parallelism_in_the_report(tmp_path: Path) -> None:
+    # The H100 box of the H100 vs H200 write-up: NVLink only in pairs.
+    topology = ROOT / "tests" / "fixtures" / "topology" / "h100-pairs.txt"
+    code = main(
+        [
+            "report",
+            "--dataset",
+            str(H100),
+            "--out",
+            str(tmp_path),
+            "--quiet",
+            "--format",
+            "md,json",
+            "--topology",
+            f"H100={topology}",
+        ]
+    )
+    assert code == EXIT_OK
+    text = (tmp_path / "report.md").read_text()
+    section = text.split("## Declared and verified configuration")[1].split("\n## ")[0]
+    h100 = section.split("### H100")[1].split("### H200")[0]
+    row = next(line for line in h100.splitlines() if line.startswith("| topology.parallelism |"))
+    assert "| contradicted |" in row  # declared TP 4 crosses PCIe between the pairs
+    assert "Topology:" in h100
+    assert "topology.parallelism" not in section.split("### H200")[1]
+    data = json.loads((tmp_path / "report.json").read_text())
+    (pair,) = data["comparisons"]
+    assert "config_contradicted" in {f["code"] for f in pair["findings"]}
+
+
+def test_an_unreadable_topology_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "topo.txt"
+    bad.write_text("GPU0 GPU1\nGPU0 X NV4\nGPU1 PHB X\n")
+    code = main(
+        [
+            "report",
+            "--dataset",
+            str(H100),
+            "--out",
+            str(tmp_path / "out"),
+            "--quiet",
+            "--topology",
+            f"H100={bad}",
+        ]
+    )
+    assert code == EXIT_USAGE
+    assert "line" in capsys.readouterr().err
