@@ -21,7 +21,6 @@ matched to replicas by the label names of the deployment's GPU selector (e.g.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from datetime import datetime, tzinfo
 from enum import StrEnum
@@ -30,13 +29,20 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
+from inference_obs.analyses.alignment import (
+    interval_ms,
+    nearest,
+    replica_keys,
+    replica_of,
+    sum_by_replica,
+)
 from inference_obs.analyses.measurement import Measurement, local_measurement
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import dcgm, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Selector
-from inference_obs.samples import Labels, SampleSet, Window, is_stale
+from inference_obs.samples import Window, is_stale
 from inference_obs.source.base import Source
 
 __all__ = ["QueueClass", "QueueInterval", "QueueingResult", "queueing"]
@@ -124,55 +130,6 @@ class QueueingResult(AnalysisResult):
     best_lag_correlation: Measurement
 
 
-def _replica_keys(deployment: Deployment, app: SampleSet, gpu: SampleSet) -> tuple[str, ...]:
-    """Label names identifying a replica on both app and GPU series."""
-    common = {k for labels in app.labels for k in labels} & {k for l_ in gpu.labels for k in l_}
-    wanted = [m.label for m in deployment.gpu_matchers] + list(dcgm.POD_LABELS)
-    return tuple(dict.fromkeys(k for k in wanted if k in common))
-
-
-def _replica(labels: Labels, keys: tuple[str, ...]) -> str:
-    return "/".join(labels[k] for k in keys if k in labels) or "all"
-
-
-def _by_replica(samples: SampleSet, keys: tuple[str, ...]) -> dict[str, dict[int, float]]:
-    """Per replica: timestamp (ms) -> value summed over its series; stale and NaN dropped."""
-    out: dict[str, dict[int, float]] = {}
-    for i, labels in enumerate(samples.labels):
-        lo, hi = int(samples.offsets[i]), int(samples.offsets[i + 1])
-        values = samples.values[lo:hi]
-        keep = ~is_stale(values) & ~np.isnan(values)
-        target = out.setdefault(_replica(labels, keys), {})
-        for t, v in zip(samples.t_ms[lo:hi][keep].tolist(), values[keep].tolist(), strict=True):
-            target[t] = target.get(t, 0.0) + v
-    return out
-
-
-def _interval_ms(samples: SampleSet) -> float:
-    """Median spacing of raw samples over every series, ms (0 when unknown)."""
-    gaps = [
-        np.diff(samples.t_ms[int(samples.offsets[i]) : int(samples.offsets[i + 1])])
-        for i in range(len(samples))
-    ]
-    joined = np.concatenate(gaps) if gaps else np.zeros(0)
-    return float(np.median(joined)) if joined.size else 0.0
-
-
-def _nearest(
-    times: npt.NDArray[np.int64], values: npt.NDArray[np.float64], at: int, tolerance: float
-) -> float | None:
-    """The value of the sample nearest ``at`` (ms) within ``tolerance`` (ms), else None."""
-    if not times.size:
-        return None
-    i = int(np.searchsorted(times, at))
-    best: float | None = None
-    gap = math.inf
-    for j in (i - 1, i):
-        if 0 <= j < times.size and abs(int(times[j]) - at) < gap:
-            gap, best = abs(int(times[j]) - at), float(values[j])
-    return best if gap <= tolerance else None
-
-
 def _classify(
     waiting: float, running: float, gpus: list[float], busy_threshold: float
 ) -> QueueClass:
@@ -239,11 +196,11 @@ def queueing(
     waiting_raw = source.raw(sel_wait, window)
     running_raw = source.raw(sel_run, window)
     gpu_raw = source.raw(sel_gpu, window)
-    keys = _replica_keys(deployment, waiting_raw, gpu_raw)
-    waiting = _by_replica(waiting_raw, keys)
-    running = _by_replica(running_raw, keys)
+    keys = replica_keys(deployment, waiting_raw, gpu_raw)
+    waiting = sum_by_replica(waiting_raw, keys)
+    running = sum_by_replica(running_raw, keys)
     if tolerance_s is None:
-        tolerance = max(_interval_ms(waiting_raw), _interval_ms(gpu_raw))
+        tolerance = max(interval_ms(waiting_raw), interval_ms(gpu_raw))
     else:
         tolerance = tolerance_s * 1000.0
     gpus: dict[str, list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]] = {}
@@ -251,7 +208,7 @@ def queueing(
         lo, hi = int(gpu_raw.offsets[i]), int(gpu_raw.offsets[i + 1])
         values = gpu_raw.values[lo:hi]
         keep = ~is_stale(values) & ~np.isnan(values)
-        gpus.setdefault(_replica(labels, keys), []).append(
+        gpus.setdefault(replica_of(labels, keys), []).append(
             (gpu_raw.t_ms[lo:hi][keep], values[keep])
         )
 
@@ -266,7 +223,7 @@ def queueing(
         run = running.get(replica, {})
         for t, w in sorted(waiting[replica].items()):
             r = run.get(t, 0.0)
-            found = [_nearest(ts, vs, t, tolerance) for ts, vs in gpus.get(replica, [])]
+            found = [nearest(ts, vs, t, tolerance) for ts, vs in gpus.get(replica, [])]
             got = [g for g in found if g is not None]
             util = sum(got) / len(got) if got else None
             aligned += bool(got)

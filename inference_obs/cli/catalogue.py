@@ -100,7 +100,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     simulate.set_defaults(run=_simulate)
 
     catalogue = commands.add_parser("catalogue", help="list the metric families known")
-    catalogue.add_argument("--exporter", choices=("vllm", "sglang", "dcgm"))
+    catalogue.add_argument("--exporter", choices=sorted({family.exporter for family in FAMILIES}))
     catalogue.set_defaults(run=_catalogue)
 
     queries = commands.add_parser("queries", help="the standard queries")

@@ -1,4 +1,4 @@
-"""The metric catalogue: vLLM, SGLang and DCGM families, and typed builders over them.
+"""The metric catalogue: vLLM, SGLang, DCGM and host families, and typed builders over them.
 
 ``FAMILIES`` holds every family; :func:`family` finds one by any of its names
 (current or historical). Builders return expressions, never PromQL text.
@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from inference_obs.errors import QueryError
-from inference_obs.metrics import builders, dcgm, sglang, vllm
+from inference_obs.metrics import builders, dcgm, host, sglang, vllm
 from inference_obs.metrics.family import Alias, Family, MetricType, resolve_label
 from inference_obs.metrics.standard import STANDARD_QUERIES, StandardQuery, standard_query
 
@@ -21,13 +21,19 @@ __all__ = [
     "builders",
     "dcgm",
     "family",
+    "host",
     "resolve_label",
     "sglang",
     "standard_query",
     "vllm",
 ]
 
-FAMILIES: tuple[Family, ...] = (*vllm.FAMILIES, *sglang.FAMILIES, *dcgm.FAMILIES)
+FAMILIES: tuple[Family, ...] = (
+    *vllm.FAMILIES,
+    *sglang.FAMILIES,
+    *dcgm.FAMILIES,
+    *host.FAMILIES,
+)
 _BY_NAME: dict[str, Family] = {name: f for f in FAMILIES for name in f.names}
 
 

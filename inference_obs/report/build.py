@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.bottleneck import BottleneckResult, bottleneck
+from inference_obs.analyses.boundaries import BoundariesResult, boundaries
 from inference_obs.analyses.cache import CacheResult, cache
 from inference_obs.analyses.configuration import ConfigurationResult, configuration
 from inference_obs.analyses.cost import CostResult, cost
@@ -74,6 +75,7 @@ class DeploymentReport(BaseModel):
     queueing: QueueingResult
     bottleneck: BottleneckResult
     configuration: ConfigurationResult
+    boundaries: BoundariesResult
     cost: CostResult | None = Field(None, description="Only with a GPU-hour price.")
 
     @property
@@ -92,6 +94,7 @@ class DeploymentReport(BaseModel):
             self.queueing,
             self.bottleneck,
             self.configuration,
+            self.boundaries,
             self.cost,
         )
         return tuple(m for part in parts if part is not None for m in part.measurements())
@@ -201,6 +204,7 @@ def build_report(
                 queueing=que,
                 bottleneck=bottleneck(source, d, w),
                 configuration=configuration(source, d, w, (topologies or {}).get(d.name)),
+                boundaries=boundaries(source, d, w),
                 cost=cost(source, d, w, gpu_hour_price=price) if price is not None else None,
             )
         )

@@ -73,6 +73,12 @@ def report_json(report: Report) -> dict[str, Any]:
                 "bottleneck": d.bottleneck.classification.value,
                 "queue_intervals": [i.model_dump(mode="json") for i in d.queueing.intervals],
                 "gpus_without_samples": list(d.gpu.missing_gpus),
+                "boundaries": {
+                    "reading": d.boundaries.reading.value,
+                    "reason": d.boundaries.reason,
+                    "intervals": [i.model_dump(mode="json") for i in d.boundaries.intervals],
+                },
+                "configuration": [c.model_dump(mode="json") for c in d.configuration.checks],
             }
         )
     comparisons = []

@@ -312,6 +312,40 @@ def gpus(report: Report) -> Iterator[Block]:
         )
 
 
+def stage_boundaries(report: Report) -> Iterator[Block]:
+    yield Heading(2, "Stage boundaries: what the GPUs wait on")
+    yield Paragraph(
+        "Duty cycle is the share of wall time the GPUs compute. Intervals where requests wait "
+        "or run while the GPUs idle are attributed to the host CPU (saturated or throttled), "
+        "to host-device transfer (PCIe near its limit), or left unexplained, with the evidence."
+    )
+    rows = tuple(
+        (
+            d.deployment.name,
+            d.boundaries.reading.value,
+            cell(d.boundaries.duty_cycle),
+            cell(d.boundaries.tokens_per_gpu_hour),
+            d.boundaries.reason,
+        )
+        for d in report.deployments
+    )
+    yield Table(("deployment", "reading", "duty cycle", "tokens per GPU-hour", "why"), rows)
+    for d in report.deployments:
+        if not d.boundaries.intervals:
+            continue
+        yield Heading(3, d.deployment.name)
+        yield Table(
+            ("replica", "cause", "start", "end", "samples", "duty", "server CPU cores",
+             "throttled", "PCIe share of link", "why"),
+            tuple(
+                (i.replica, i.cause.value, i.start.isoformat(), i.end.isoformat(),
+                 str(i.samples), number(i.duty), number(i.server_cpu_cores),
+                 number(i.throttled_ratio), number(i.pcie_limit_share), i.reason)
+                for i in d.boundaries.intervals
+            ),
+        )  # fmt: skip
+
+
 def costs(report: Report) -> Iterator[Block]:
     yield Heading(2, "Cost")
     priced = [d for d in report.deployments if d.cost is not None]
@@ -423,6 +457,7 @@ def sections(report: Report) -> tuple[Block, ...]:
         queues,
         caches,
         gpus,
+        stage_boundaries,
         costs,
         verdicts,
         appendix,

@@ -9,8 +9,11 @@ The pipeline, one module per step: requests arrive
 (:mod:`~.arrivals`), each engine's scheduler serves them
 (:mod:`~.scheduler`, :mod:`~.steps`), Prometheus scrapes the servers and
 GPU exporters (:mod:`~.scrape`) and stores what vLLM (:mod:`~.emit_vllm`)
-and dcgm-exporter (:mod:`~.emit_dcgm`) expose; :mod:`~.ground_truth` keeps
-every request's record and :mod:`~.aggregates` the headline numbers.
+and dcgm-exporter (:mod:`~.emit_dcgm`, with PCIe traffic from
+:mod:`~.transfers`) expose, and, for deployments with a ``host`` profile,
+what the server process, cAdvisor and node_exporter report of the host CPUs
+(:mod:`~.emit_host`); :mod:`~.ground_truth` keeps every request's record and
+:mod:`~.aggregates` the headline numbers.
 Everything random is drawn from generators keyed by the seed.
 
 Examples

@@ -15,7 +15,11 @@ reads, from the activity of the engine it serves
 - ``DCGM_FI_DEV_POWER_USAGE``: idle power plus the dynamic range times
   ``0.4 busy + 0.4 dram + 0.2 tensor``;
 - ``DCGM_FI_DEV_FB_USED``/``FB_FREE``: what vLLM preallocates
-  (``gpu_memory_utilization``) while its server is up, MiB.
+  (``gpu_memory_utilization``) while its server is up, MiB;
+- ``DCGM_FI_PROF_PCIE_RX_BYTES``/``TX_BYTES``: the bytes copied in the last
+  collect interval (:mod:`~inference_obs.simulate.transfers`) over its
+  length, plus the link's full rate times the share of it spent on the
+  copies of a ``transfer_bound`` fault, bytes/s.
 
 Each GPU has its own multiplicative noise (``noise``), so the GPUs of one
 engine do not read identically.
@@ -33,7 +37,7 @@ from inference_obs.metrics.family import Family
 from inference_obs.samples import Series
 from inference_obs.simulate.labels import GpuSlot, Node, gpu_labels
 from inference_obs.simulate.scenario import GPU_FAMILIES, DeploymentSpec
-from inference_obs.simulate.trace import Activity
+from inference_obs.simulate.trace import Activity, Records
 
 __all__ = ["gpu_series"]
 
@@ -53,8 +57,22 @@ def _window_mean(activity: Activity, quantity: Floats, ends: Floats, width: floa
     return out
 
 
+def _window_total(records: Records, ends: Floats, width: float) -> Floats:
+    """Sum of ``records`` (time-sorted) with times in ``(end - width, end]`` for each end."""
+    running = np.concatenate(([0.0], np.cumsum(records.value * records.weight)))
+    hi = np.searchsorted(records.time, ends, side="right")
+    lo = np.searchsorted(records.time, ends - width, side="right")
+    out: Floats = running[hi] - running[lo]
+    return out
+
+
 def _readings(
-    spec: DeploymentSpec, activity: Activity, collect: Floats, every: float, util_sample: float
+    spec: DeploymentSpec,
+    activity: Activity,
+    collect: Floats,
+    every: float,
+    util_sample: float,
+    transfers: tuple[Records, Records],
 ) -> dict[Family, Floats]:
     profile = spec.gpu
     busy = activity.busy
@@ -74,6 +92,9 @@ def _readings(
         dcgm.PROF_SM_ACTIVE: c * profile.sm_active_prefill + m * profile.sm_active_decode,
         dcgm.PROF_SM_OCCUPANCY: c * profile.sm_occupancy_prefill + m * profile.sm_occupancy_decode,
         dcgm.POWER_USAGE: profile.idle_watts + (profile.max_watts - profile.idle_watts) * dynamic,
+        dcgm.PROF_PCIE_TX_BYTES: _window_total(transfers[1], collect, every) / every,
+        dcgm.PROF_PCIE_RX_BYTES: _window_total(transfers[0], collect, every) / every
+        + profile.pcie_bytes_per_second * _window_mean(activity, activity.transfer, collect, every),
     }
 
 
@@ -81,7 +102,7 @@ def _finish(family: Family, values: Floats, rng: np.random.Generator, noise: flo
     noisy = values * (1.0 + noise * rng.standard_normal(values.size))
     low, high = family.value_range or (0.0, np.inf)
     noisy = np.clip(noisy, low, high)
-    if family is dcgm.GPU_UTIL:
+    if family in (dcgm.GPU_UTIL, dcgm.PROF_PCIE_TX_BYTES, dcgm.PROF_PCIE_RX_BYTES):
         return np.rint(noisy)
     if family is dcgm.POWER_USAGE:
         return np.round(noisy, 3)
@@ -103,19 +124,21 @@ def gpu_series(
     server_up: Floats,
     rng: np.random.Generator,
     exported: frozenset[str],
+    transfers: tuple[Records, Records],
 ) -> Iterator[Series]:
     """The DCGM series of one GPU at the exporter's scrapes.
 
     ``scrape_at``/``stamps`` are the successful scrape times (seconds from
     the window start / unix seconds); ``server_up`` says, per collection,
     whether the GPU's vLLM server was running (framebuffer held);
-    ``exported`` names the families to write.
+    ``exported`` names the families to write; ``transfers`` are the GPU's
+    host-to-device and device-to-host copies (:func:`~.transfers.pcie_events`).
     """
     labels = gpu_labels(spec, node, slot, scenario)
     latest = np.searchsorted(collect, scrape_at, side="right") - 1
     keep = latest >= 0
     latest = latest[keep]
-    readings = _readings(spec, activity, collect, every, util_sample)
+    readings = _readings(spec, activity, collect, every, util_sample, transfers)
     total = float(spec.gpu.memory_total_mib)
     used = np.where(server_up > 0, total * spec.kv_cache.gpu_memory_utilization, _FB_IDLE_MIB) * (
         1.0 + 0.001 * rng.standard_normal()

@@ -1,4 +1,4 @@
-"""How a simulated engine behaves: its KV pool, its step time, how its GPUs read."""
+"""How a simulated engine behaves: its KV pool, its step time, how its GPUs and host read."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["BucketFamily", "GpuProfile", "KvCache", "StepModel"]
+__all__ = ["BucketFamily", "GpuProfile", "HostProfile", "KvCache", "StepModel"]
 
 
 class _Model(BaseModel):
@@ -62,6 +62,43 @@ class GpuProfile(_Model):
     driver_version: str = "580.95.05"
     pci_bus_ids: tuple[str, ...] | None = Field(
         None, description="PCI bus id of each GPU of a node; generated when unset."
+    )
+    pcie_bytes_per_second: float = Field(
+        5.0e10, gt=0, description="Usable PCIe rate per direction, bytes/s (Gen5 x16: ~50e9)."
+    )
+    pcie_rx_bytes_per_step: float = Field(
+        262144.0, ge=0, description="Host-to-GPU bytes per engine step (inputs, block tables)."
+    )
+    pcie_tx_bytes_per_step: float = Field(
+        65536.0, ge=0, description="GPU-to-host bytes per engine step (sampled tokens)."
+    )
+    kv_bytes_per_token: float = Field(
+        70000.0, ge=0, description="KV-cache bytes per token, all GPUs of an engine together."
+    )
+
+
+class HostProfile(_Model):
+    """The CPUs of a replica's pod and node, as cAdvisor and node_exporter see them.
+
+    The API-server process spends CPU on tokenising prompts, detokenising
+    output tokens and handling each engine step; the engine core and GPU
+    workers spin ``engine_cores`` while the engine steps. The container's
+    usage is both, capped by its CPU limit; the node adds other work.
+    """
+
+    cpu_limit_cores: float = Field(8.0, gt=0, description="Container CPU limit, cores.")
+    cfs_period_s: float = Field(0.1, gt=0, description="CFS period, s (quota = limit x period).")
+    server_idle_cores: float = Field(0.08, ge=0, description="API server at rest, cores.")
+    tokenize_cpu_ms_per_kilo_token: float = Field(1.0, ge=0, description="CPU ms per 1000.")
+    detokenize_cpu_ms_per_token: float = Field(0.05, ge=0, description="CPU ms per token.")
+    step_cpu_ms: float = Field(0.4, ge=0, description="API-server CPU ms per engine step.")
+    engine_cores: float = Field(
+        1.5, ge=0, description="Engine core and GPU workers while the engine steps, cores."
+    )
+    node_cpus: int = Field(16, ge=1, description="Logical CPUs of each node.")
+    node_other_cores: float = Field(1.0, ge=0, description="Other work on each node, cores.")
+    memory_working_set_bytes: float = Field(
+        24e9, gt=0, description="Host memory working set of the server container, bytes."
     )
 
 

@@ -31,6 +31,9 @@ class EngineFaults:
     """(start, end, arrivals wait as deferred) of each stall."""
     restarts: tuple[tuple[float, float], ...] = ()
     """(process dies, new process serves) of each restart."""
+    slowdowns: tuple[tuple[float, float, float, float], ...] = ()
+    """(start, end, host ms, transfer ms) of each stretch in which every step also waits
+    that long on the host and on host-device copies, GPUs idle meanwhile."""
 
 
 class EngineState:
@@ -93,15 +96,17 @@ class EngineState:
         self.next_snapshot = 0
         edges = [snapshots, [end, np.inf]]
         edges += [[a, b] for a, b, _ in faults.stalls] + [[a, b] for a, b in faults.restarts]
+        edges += [[a, b] for a, b, _, _ in faults.slowdowns]
         self.edges = np.unique(np.concatenate([np.asarray(e, dtype=np.float64) for e in edges]))
         self.begin, self.end = begin, end
         self.stalled, self.deferred, self.down = False, False, False
+        self.host_ms, self.transfer_ms = 0.0, 0.0
         self.engine_frac = 1.0
         self.gauges = np.zeros((snapshots.size, 4))
         self.itl, self.iteration = RecordBuffer(), RecordBuffer()
         self.generated, self.drafts, self.accepted = RecordBuffer(), RecordBuffer(), RecordBuffer()
         self.preemption_events = RecordBuffer()
-        self.activity: list[tuple[float, float, float, float]] = []
+        self.activity: list[tuple[float, float, float, float, float]] = []
 
     # -- membership ----------------------------------------------------------------------
 

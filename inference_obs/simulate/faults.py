@@ -16,6 +16,15 @@ kind                      effect
                           away from its application scrapes
 ``missing_family``        ``family`` (any catalogue name) is not exported by
                           ``replicas`` (every replica when empty)
+``host_starved``          from ``start`` to ``end`` every engine step of the replica
+                          also waits ``host_ms`` on its host CPUs, GPUs idle meanwhile:
+                          the container runs at its CPU limit and is throttled
+                          (``cause: throttled``), or the API-server process is pinned
+                          at one core (``cause: saturated``); needs the deployment's
+                          ``host`` profile
+``transfer_bound``        from ``start`` to ``end`` every engine step of the replica
+                          also waits ``transfer_ms`` on host-to-device copies at the
+                          PCIe link's full rate, GPUs idle meanwhile
 ========================  ==============================================================
 
 Times are offsets from the window start (``"44m"``, ``-120``).
@@ -35,11 +44,13 @@ from inference_obs.simulate.durations import Offset, Seconds
 __all__ = [
     "Fault",
     "GpuStops",
+    "HostStarved",
     "MisalignedScrapes",
     "MissingFamily",
     "Restart",
     "ScrapeGap",
     "Stall",
+    "TransferBound",
     "of_kind",
 ]
 
@@ -64,36 +75,57 @@ class Restart(_OneReplica):
     downtime: Seconds = Field(30.0, description="Seconds until the new process serves.")
 
 
-class Stall(_OneReplica):
+class _Stretch(_OneReplica):
+    """A fault over ``[start, end)``."""
+
+    start: Offset
+    end: Offset
+
+    @model_validator(mode="after")
+    def _ordered(self) -> _Stretch:
+        if self.end <= self.start:
+            raise ValueError(f"end {self.end} s is not after start {self.start} s")
+        return self
+
+
+class Stall(_Stretch):
     """The engines hold their running requests but compute nothing (GPU idle)."""
 
     kind: Literal["stall"]
-    start: Offset
-    end: Offset
     reason: Literal["capacity", "deferred"] = Field(
         "deferred", description="waiting reason of requests arriving during the stall"
     )
 
-    @model_validator(mode="after")
-    def _ordered(self) -> Stall:
-        if self.end <= self.start:
-            raise ValueError(f"end {self.end} s is not after start {self.start} s")
-        return self
+
+class HostStarved(_Stretch):
+    """Each engine step also waits on the host CPUs (tokenising, batching, detokenising)."""
+
+    kind: Literal["host_starved"]
+    host_ms: float = Field(gt=0, description="Wait added to every step, ms; GPUs idle.")
+    cause: Literal["throttled", "saturated"] = Field(
+        "throttled",
+        description="throttled: the container at its CPU limit (CFS quota); saturated: the "
+        "API-server process pinned at one core (the GIL).",
+    )
+    throttled_share: float = Field(
+        0.8, gt=0, le=1, description="Share of CFS periods throttled (cause throttled)."
+    )
 
 
-class ScrapeGap(_OneReplica):
+class TransferBound(_Stretch):
+    """Each engine step also waits on host-to-device copies (re-copied prompts, KV tensors)."""
+
+    kind: Literal["transfer_bound"]
+    transfer_ms: float = Field(
+        gt=0, description="Copy time added to every step at the link's full rate, ms."
+    )
+
+
+class ScrapeGap(_Stretch):
     """Scrapes of one target fail for a while (no samples; ``up`` reads 0)."""
 
     kind: Literal["scrape_gap"]
     target: Literal["app", "gpu"] = Field(description="The vLLM server or the GPU exporter.")
-    start: Offset
-    end: Offset
-
-    @model_validator(mode="after")
-    def _ordered(self) -> ScrapeGap:
-        if self.end <= self.start:
-            raise ValueError(f"end {self.end} s is not after start {self.start} s")
-        return self
 
 
 class GpuStops(_OneReplica):
@@ -132,12 +164,29 @@ class MissingFamily(_Model):
 
 
 Fault = Annotated[
-    Restart | Stall | ScrapeGap | GpuStops | MisalignedScrapes | MissingFamily,
+    Restart
+    | Stall
+    | ScrapeGap
+    | GpuStops
+    | MisalignedScrapes
+    | MissingFamily
+    | HostStarved
+    | TransferBound,
     Field(discriminator="kind"),
 ]
 """Any fault a scenario may inject."""
 
-F = TypeVar("F", Restart, Stall, ScrapeGap, GpuStops, MisalignedScrapes, MissingFamily)
+F = TypeVar(
+    "F",
+    Restart,
+    Stall,
+    ScrapeGap,
+    GpuStops,
+    MisalignedScrapes,
+    MissingFamily,
+    HostStarved,
+    TransferBound,
+)
 
 
 def of_kind(faults: Sequence[BaseModel], kind: type[F], replica: str | None = None) -> list[F]:

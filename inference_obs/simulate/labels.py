@@ -5,7 +5,10 @@ node runs one dcgm-exporter. Names and addresses are made up but stable:
 
 - pod ``<pod_prefix>-01``, node ``<pod_prefix>-node-01``;
 - vLLM target ``10.<deployment>.<replica>.10:8000`` (job ``vllm``), GPU
-  exporter ``10.<deployment>.<node>.20:9400`` (job ``dcgm-exporter``);
+  exporter ``10.<deployment>.<node>.20:9400`` (job ``dcgm-exporter``), the
+  kubelet's cAdvisor ``10.<deployment>.<node>.21:10250`` (job ``kubelet``)
+  and node_exporter ``10.<deployment>.<node>.22:9100`` (job
+  ``node-exporter``), both labelled with the node's name (``node``);
 - GPU UUIDs are derived from the scenario, node and index (UUID version 5),
   so they are the same on every run.
 
@@ -19,7 +22,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from inference_obs.metrics import dcgm, vllm
+from inference_obs.metrics import dcgm, host, vllm
 from inference_obs.simulate.scenario import DeploymentSpec
 
 __all__ = [
@@ -28,8 +31,10 @@ __all__ = [
     "GpuSlot",
     "Node",
     "app_labels",
+    "cadvisor_labels",
     "engine_labels",
     "gpu_labels",
+    "node_labels",
     "nodes_of",
 ]
 
@@ -133,3 +138,40 @@ def gpu_labels(spec: DeploymentSpec, node: Node, slot: GpuSlot, scenario: str) -
     if set(labels) != set(dcgm.GPU_LABELS):
         raise AssertionError(f"GPU labels {sorted(labels)} differ from {sorted(dcgm.GPU_LABELS)}")
     return {**labels, "instance": node.instance, "job": GPU_JOB}
+
+
+def cadvisor_labels(
+    spec: DeploymentSpec, node: Node, replica: int, scenario: str, *, pod_level: bool = False
+) -> dict[str, str]:
+    """cAdvisor labels of a replica's server container, or of its pod's own cgroup.
+
+    The pod-level cgroup has no container, image or name: cAdvisor exports
+    ``container=""``, which Prometheus stores as no ``container`` label.
+    """
+    pod = spec.pod(replica)
+    pod_uid = uuid.uuid5(_NAMESPACE, f"{scenario}/{pod}")
+    cgroup = f"/kubepods/burstable/pod{pod_uid}"
+    labels = {"pod": pod, "namespace": spec.namespace, "id": cgroup}
+    if not pod_level:
+        runtime_id = uuid.uuid5(_NAMESPACE, f"{scenario}/{pod}/{_CONTAINER}").hex
+        labels |= {
+            "container": _CONTAINER,
+            "id": f"{cgroup}/{runtime_id}",
+            "image": spec.engine.image or f"vllm/vllm-openai:v{spec.engine.version or 'latest'}",
+            "name": runtime_id,
+        }
+    if not set(labels) <= set(host.CADVISOR_LABELS):
+        raise AssertionError(f"cAdvisor labels {sorted(labels)} are not the catalogue's")
+    instance = node.instance.replace(".20:9400", ".21:10250")
+    return {**labels, "instance": instance, "job": "kubelet", "node": node.name}
+
+
+def node_labels(node: Node, cpu: int, mode: str) -> dict[str, str]:
+    """node_exporter labels of one logical CPU's time in one mode, with the node's name."""
+    return {
+        "cpu": str(cpu),
+        "mode": mode,
+        "instance": node.instance.replace(".20:9400", ".22:9100"),
+        "job": "node-exporter",
+        "node": node.name,
+    }

@@ -39,6 +39,12 @@ def _configuration(scenario: Scenario) -> tuple[str, ...]:
     if scrape.drop_families:
         lines.append(f"Metric relabelling dropped {', '.join(scrape.drop_families)}.")
     for spec in scenario.deployments:
+        if spec.host is not None:
+            lines.append(
+                f"{spec.name}'s host CPUs were simulated: the server process, its container "
+                f"(cAdvisor, CPU limit {spec.host.cpu_limit_cores:g} cores) and its nodes "
+                f"({spec.host.node_cpus} CPUs, node_exporter)."
+            )
         if spec.custom_histogram_buckets:
             text = json.dumps(
                 {k: list(v) for k, v in spec.custom_histogram_buckets.items()}, sort_keys=True

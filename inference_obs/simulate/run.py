@@ -18,14 +18,24 @@ import pandas as pd
 from inference_obs.samples import Series
 from inference_obs.simulate.arrivals import Requests, generate_requests
 from inference_obs.simulate.emit_dcgm import gpu_series
+from inference_obs.simulate.emit_host import host_series
 from inference_obs.simulate.emit_vllm import Sampling, engine_series
-from inference_obs.simulate.faults import GpuStops, MissingFamily, Restart, Stall, of_kind
+from inference_obs.simulate.faults import (
+    GpuStops,
+    HostStarved,
+    MissingFamily,
+    Restart,
+    Stall,
+    TransferBound,
+    of_kind,
+)
 from inference_obs.simulate.ground_truth import request_table
 from inference_obs.simulate.labels import app_labels
 from inference_obs.simulate.scenario import Scenario, load_scenario
 from inference_obs.simulate.scheduler import EngineFaults, simulate_engine
 from inference_obs.simulate.scrape import ScrapePlan, Target, plan_scrapes
 from inference_obs.simulate.trace import EngineRun
+from inference_obs.simulate.transfers import pcie_events
 
 __all__ = ["Simulation", "run_scenario"]
 
@@ -44,7 +54,8 @@ class Simulation:
     scenario, seed
         What was simulated.
     series
-        Every sampled series (vLLM, DCGM and ``up``), unix-second timestamps.
+        Every sampled series (vLLM, DCGM, host where simulated, and ``up``),
+        unix-second timestamps.
     requests
         Ground truth, one row per request of every deployment
         (:mod:`~inference_obs.simulate.ground_truth`).
@@ -94,6 +105,14 @@ def _engines(
             restarts=tuple(
                 (f.at, f.at + f.downtime) for f in of_kind(scenario.faults, Restart, replica)
             ),
+            slowdowns=tuple(
+                (f.start, f.end, f.host_ms, 0.0)
+                for f in of_kind(scenario.faults, HostStarved, replica)
+            )
+            + tuple(
+                (f.start, f.end, 0.0, f.transfer_ms)
+                for f in of_kind(scenario.faults, TransferBound, replica)
+            ),
         )
         snapshots = plan.app[replica].seconds
         for e in range(spec.engines_per_replica):
@@ -135,7 +154,11 @@ def _vllm(
 
 
 def _dcgm(
-    scenario: Scenario, seed: int, runs: dict[int, list[EngineRun]], plan: ScrapePlan
+    scenario: Scenario,
+    seed: int,
+    runs: dict[int, list[EngineRun]],
+    tables: dict[int, pd.DataFrame],
+    plan: ScrapePlan,
 ) -> list[Series]:
     start_ms = round(scenario.window.window().start_s * 1000)
     scrape = scenario.scrape
@@ -159,6 +182,8 @@ def _dcgm(
             server_up = np.ones(collect.size)
             for fault in of_kind(scenario.faults, Restart, replica):
                 server_up[(collect >= fault.at) & (collect < fault.at + fault.downtime)] = 0.0
+            table = tables[node.deployment]
+            rows = table[(table["replica"] == replica) & (table["engine"] == run.engine)]
             rng = np.random.default_rng((seed, _GPU_NOISE_STREAM, *key, slot.index))
             out.extend(
                 gpu_series(
@@ -175,6 +200,7 @@ def _dcgm(
                     server_up=server_up,
                     rng=rng,
                     exported=frozenset(scrape.gpu_families) - _missing(scenario, replica),
+                    transfers=pcie_events(spec, run, rows),
                 )
             )
     return out
@@ -195,7 +221,7 @@ def run_scenario(scenario: Scenario | str | Path, seed: int | None = None) -> Si
     seed = scenario.seed if seed is None else seed
     plan = plan_scrapes(scenario, seed)
     series: list[Series] = []
-    tables, engines, by_index = [], {}, {}
+    tables, engines, by_index, by_table = [], {}, {}, {}
     for d, spec in enumerate(scenario.deployments):
         requests = generate_requests(
             spec, seed, d, -scenario.scrape.warmup, scenario.window.duration
@@ -205,7 +231,9 @@ def run_scenario(scenario: Scenario | str | Path, seed: int | None = None) -> Si
         series.extend(_vllm(scenario, d, table, runs, plan))
         tables.append(table)
         engines[spec.name] = tuple(runs)
-        by_index[d] = runs
-    series.extend(_dcgm(scenario, seed, by_index, plan))
+        by_index[d], by_table[d] = runs, table
+    series.extend(_dcgm(scenario, seed, by_index, by_table, plan))
+    for d in range(len(scenario.deployments)):
+        series.extend(host_series(scenario, d, by_table[d], by_index[d], plan, seed))
     requests_table = pd.concat(tables, ignore_index=True)
     return Simulation(scenario, seed, tuple(series), requests_table, engines, plan)

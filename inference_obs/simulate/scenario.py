@@ -13,11 +13,11 @@ Layout of a scenario (times are offsets from the window start)::
             drop_buckets, drop_families, gpu_families},
     deployments: [{name, replicas, pod_prefix, namespace, model_name,
                    replicas_per_node, hardware, engine, config, kv_cache, step,
-                   gpu, custom_histogram_buckets, workload: [traffic classes]}],
+                   gpu, host, custom_histogram_buckets, workload: [traffic classes]}],
     faults: [...], methodology: [...], targets: {...}
 
 Traffic classes are :mod:`~inference_obs.simulate.workload`, engine
-behaviour :mod:`~inference_obs.simulate.engine_spec`, faults
+behaviour and host CPUs :mod:`~inference_obs.simulate.engine_spec`, faults
 :mod:`~inference_obs.simulate.faults`, random distributions
 :mod:`~inference_obs.simulate.distributions`.
 
@@ -48,11 +48,18 @@ from inference_obs.errors import QueryError, ScenarioError
 from inference_obs.metrics import Family, MetricType, dcgm, family as catalogue_family
 from inference_obs.samples import Window
 from inference_obs.simulate.durations import Seconds
-from inference_obs.simulate.engine_spec import BucketFamily, GpuProfile, KvCache, StepModel
-from inference_obs.simulate.faults import Fault, GpuStops
+from inference_obs.simulate.engine_spec import (
+    BucketFamily,
+    GpuProfile,
+    HostProfile,
+    KvCache,
+    StepModel,
+)
+from inference_obs.simulate.faults import Fault, GpuStops, HostStarved
 from inference_obs.simulate.workload import TrafficClass
 
 __all__ = [
+    "DEFAULT_GPU_FAMILIES",
     "GPU_FAMILIES",
     "DeploymentSpec",
     "Scenario",
@@ -76,8 +83,12 @@ GPU_FAMILIES: tuple[Family, ...] = (
     dcgm.POWER_USAGE,
     dcgm.FB_USED,
     dcgm.FB_FREE,
+    dcgm.PROF_PCIE_TX_BYTES,
+    dcgm.PROF_PCIE_RX_BYTES,
 )
 """The DCGM families the simulated exporter can export."""
+DEFAULT_GPU_FAMILIES: tuple[Family, ...] = GPU_FAMILIES[:-2]
+"""The DCGM families exported unless a scenario lists its own: all but PCIe."""
 
 
 def _known(name: str) -> Family:
@@ -108,6 +119,9 @@ class DeploymentSpec(_Model):
     kv_cache: KvCache
     step: StepModel
     gpu: GpuProfile
+    host: HostProfile | None = Field(
+        None, description="Host CPUs; process, cAdvisor and node series exist only when set."
+    )
     workload: tuple[TrafficClass, ...] = Field(min_length=1)
     custom_histogram_buckets: dict[BucketFamily, tuple[float, ...]] = Field(
         default_factory=dict,
@@ -193,8 +207,8 @@ class Scrape(_Model):
         (), description="vLLM families metric relabelling drops entirely."
     )
     gpu_families: tuple[str, ...] = Field(
-        tuple(f.name for f in GPU_FAMILIES),
-        description="DCGM families the exporter exports (its counters CSV).",
+        tuple(f.name for f in DEFAULT_GPU_FAMILIES),
+        description="DCGM families the exporter exports (its counters CSV); PCIe only if listed.",
     )
 
     @field_validator("drop_families")
@@ -285,6 +299,11 @@ class Scenario(_Model):
                         f"faults[{i}].gpu: {fault.gpu} but {fault.replica} has "
                         f"{spec.hardware.gpus_per_replica} GPUs"
                     )
+            if isinstance(fault, HostStarved) and self.deployment_of(fault.replica).host is None:
+                raise ValueError(
+                    f"faults[{i}]: host_starved on {fault.replica}, whose deployment has no "
+                    "host profile: set deployments[].host so its CPUs are simulated"
+                )
         return self
 
     def deployment_of(self, replica: str) -> DeploymentSpec:
@@ -302,6 +321,7 @@ def scenario_names() -> tuple[str, ...]:
 _TAGS = frozenset(
     {"constant", "uniform", "lognormal", "choice", "beta"}
     | {"restart", "stall", "scrape_gap", "gpu_stops", "misaligned_scrapes", "missing_family"}
+    | {"host_starved", "transfer_bound"}
 )
 
 

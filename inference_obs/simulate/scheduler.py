@@ -21,6 +21,10 @@ keeping the per-step quantities exact:
 - when growing contexts overflow the KV pool, the newest running request is
   preempted and later recomputed (its cached prefix still hits).
 
+A ``host_starved`` or ``transfer_bound`` fault adds a wait to every step
+(the host preparing the batch, or host-device copies), during which the
+GPUs are idle: steps take longer and the busy share of the time drops.
+
 Simplifications: the step time is taken at the start of a stretch (contexts
 grow within it); prompt tokens are credited to iteration steps chunk by chunk.
 """
@@ -59,6 +63,8 @@ class _Plan:
     prefills: Ints
     chunks: Floats
     compute_share: float
+    busy: float = 1.0  # share of the step the GPUs compute (the rest waits on the host)
+    transfer: float = 0.0  # share of the step spent on host-device copies
 
 
 class _Engine(EngineState):
@@ -72,6 +78,11 @@ class _Engine(EngineState):
             if start <= t < stop:
                 self.stalled, self.deferred = True, deferred
         self.down = any(dies <= t < serves for dies, serves in self.faults.restarts)
+        self.host_ms, self.transfer_ms = 0.0, 0.0
+        for start, stop, host_ms, transfer_ms in self.faults.slowdowns:
+            if start <= t < stop:
+                self.host_ms += host_ms
+                self.transfer_ms += transfer_ms
         for dies, _ in self.faults.restarts:
             if dies == t:
                 for i in [*self.running, *self.loading, *self.waiting]:
@@ -183,7 +194,14 @@ class _Engine(EngineState):
         seconds, compute_share = step_time(
             self.spec.step, float(chunks.sum()), decoders.size, self.k, context
         )
-        return _Plan(seconds, decoders, prefills, chunks, compute_share)
+        plan = _Plan(seconds, decoders, prefills, chunks, compute_share)
+        wait = (self.host_ms + self.transfer_ms) / 1000.0
+        if wait > 0:
+            # The GPUs idle while each step waits on the host or on its copies.
+            plan.step = seconds + wait
+            plan.busy = seconds / plan.step
+            plan.transfer = self.transfer_ms / 1000.0 / plan.step
+        return plan
 
     def _next_event(self, t: float, plan: _Plan) -> float:
         times = [float(self.edges[np.searchsorted(self.edges, t, side="right")])]
@@ -212,9 +230,9 @@ class _Engine(EngineState):
     def _advance(self, t0: float, t1: float, plan: _Plan) -> None:
         s = plan.step
         if not np.isfinite(s):
-            self.activity.append((t0, t1, 0.0, 0.0))
+            self.activity.append((t0, t1, 0.0, 0.0, 0.0))
             return
-        self.activity.append((t0, t1, 1.0, plan.compute_share))
+        self.activity.append((t0, t1, plan.busy, plan.compute_share, plan.transfer))
         if plan.prefills.size:
             self.remaining[plan.prefills] -= plan.chunks * (t1 - t0) / s
         d = plan.decoders
@@ -303,7 +321,7 @@ def simulate_engine(
     ids = np.flatnonzero((requests.replica == replica) & (requests.engine == engine))
     sim = _Engine(spec, requests, ids.astype(np.int64), snapshots, faults, begin, end)
     sim.run()
-    segments = np.asarray(sim.activity, dtype=np.float64).reshape(-1, 4)
+    segments = np.asarray(sim.activity, dtype=np.float64).reshape(-1, 5)
     return EngineRun(
         replica=replica,
         engine=engine,
@@ -329,5 +347,5 @@ def simulate_engine(
         spec_drafts=sim.drafts.freeze(),
         spec_accepted=sim.accepted.freeze(),
         preemption_events=sim.preemption_events.freeze(),
-        activity=Activity(*(segments[:, c].copy() for c in range(4))),
+        activity=Activity(*(segments[:, c].copy() for c in range(5))),
     )

@@ -11,12 +11,14 @@ a vLLM target, while its server is down after a ``restart``. A
 ``misaligned_scrapes`` fault puts a node's GPU exporter ``offset`` seconds
 after the application scrapes of its first replica instead of at its own
 phase. dcgm-exporter refreshes its values every ``collect_interval`` at its
-own phase; a scrape returns the values of the last collection.
+own phase; a scrape returns the values of the last collection. Nodes of a
+deployment with a ``host`` profile also have a kubelet (cAdvisor) and a
+node_exporter target, each at its own phase.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +35,7 @@ Bools = npt.NDArray[np.bool_]
 
 # Random streams of the scrape plan (apart from the traffic's).
 _APP_STREAM, _GPU_STREAM, _COLLECT_STREAM = 101, 102, 103
+_KUBELET_STREAM, _NODE_STREAM = 104, 105
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +63,10 @@ class ScrapePlan:
     collect: dict[tuple[int, int], Floats]
     """dcgm-exporter collection times by node, seconds from the window start."""
     nodes: tuple[Node, ...]
+    kubelet: dict[tuple[int, int], Target] = field(default_factory=dict)
+    """cAdvisor scrapes by node, for deployments with a host profile."""
+    node_exporter: dict[tuple[int, int], Target] = field(default_factory=dict)
+    """node_exporter scrapes by node, for deployments with a host profile."""
 
 
 def _slots(phase: float, interval: float, begin: float, end: float) -> Floats:
@@ -124,4 +131,13 @@ def plan_scrapes(scenario: Scenario, seed: int) -> ScrapePlan:
         offset = float(np.random.default_rng((seed, _COLLECT_STREAM, *key)).uniform(0, every))
         begin = -scenario.scrape.warmup
         collect[key] = _slots(offset, every, begin, scenario.window.duration)
-    return ScrapePlan(app, gpu, collect, nodes)
+    kubelet: dict[tuple[int, int], Target] = {}
+    node_exporter: dict[tuple[int, int], Target] = {}
+    for node in nodes:
+        if scenario.deployments[node.deployment].host is None:
+            continue
+        key = (node.deployment, node.index)
+        for stream, targets in ((_KUBELET_STREAM, kubelet), (_NODE_STREAM, node_exporter)):
+            rng = np.random.default_rng((seed, stream, *key))
+            targets[key] = _target(float(rng.uniform(0, interval)), scenario, rng, [])
+    return ScrapePlan(app, gpu, collect, nodes, kubelet, node_exporter)

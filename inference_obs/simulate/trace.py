@@ -84,15 +84,20 @@ class RecordBuffer:
 class Activity:
     """Piecewise-constant engine activity over ``[start[i], end[i])``.
 
-    ``busy`` is 1 while the engine computes steps, else 0; ``compute_share``
-    is the part of step time spent on computed tokens (tensor work) rather
-    than weight and KV reads (memory traffic).
+    ``busy`` is the share of the segment the GPUs compute: 1 while the engine
+    steps, 0 when it has nothing to run or is stalled, and between when each
+    step also waits on the host or on host-device copies (``host_starved``,
+    ``transfer_bound`` faults). ``compute_share`` is the part of the
+    computing time spent on computed tokens (tensor work) rather than weight
+    and KV reads (memory traffic). ``transfer`` is the share of the segment
+    the PCIe link copies host-to-device at its full rate.
     """
 
     start: Floats
     end: Floats
     busy: Floats
     compute_share: Floats
+    transfer: Floats
 
     def integral(self, quantity: Floats, at: Floats) -> Floats:
         """The integral of a per-segment ``quantity`` from the first segment to each time ``at``."""

@@ -18,7 +18,8 @@ SECTIONS = (
     "Scope", "Deployments compared", "Declared and verified configuration",
     "Collection and statistical definitions",
     "Request shapes", "Latency", "Queues and GPU activity", "Caches and speculative decoding",
-    "GPU activity and bottleneck", "Cost", "Comparison verdicts",
+    "GPU activity and bottleneck", "Stage boundaries: what the GPUs wait on", "Cost",
+    "Comparison verdicts",
     "Appendix: recheck these numbers",
 )  # fmt: skip
 
@@ -130,3 +131,23 @@ def test_a_spent_time_budget_stops_the_report() -> None:
 
     with pytest.raises(ReportTimeout, match="time budget of 0 s"):
         make(DatasetSource(DATASET), budget_s=0.0)
+
+
+def test_a_starved_fleet_reads_starved_with_each_cause_in_the_report(tmp_path: Path) -> None:
+    from inference_obs.simulate import simulate
+
+    source = DatasetSource(simulate("gpu-boundaries", tmp_path / "d", seed=5))
+    manifest = source.dataset.manifest
+    report = build_report(
+        source, manifest.deployments, manifest.window.window(), title=manifest.title,
+        source_name="gpu-boundaries", figures=False,
+    )  # fmt: skip
+    text = write_report(report, tmp_path / "r", ["md"])["md"].read_text()
+    section = text.split("## Stage boundaries: what the GPUs wait on")[1].split("\n## ")[0]
+    # The scenario injects a CPU-throttled, a PCIe-bound and a CPU-saturated replica.
+    assert "| starved |" in section
+    causes = {c.value for d in report.deployments for i in d.boundaries.intervals
+              for c in (i.cause,)}  # fmt: skip
+    assert {"host", "transfer"} <= causes
+    for cause in ("host", "transfer"):
+        assert f"| {cause} |" in section

@@ -1,0 +1,165 @@
+"""Boundary intervals: app scrapes in a row where work waited or ran while the GPUs idled.
+
+:func:`find_intervals` walks one replica's :class:`~.boundary_evidence.Track`
+and keeps runs of at least ``min_samples`` scrapes with work present
+(waiting + running > 0) and a duty cycle under ``idle_below``. Each run is
+attributed from the medians, over its scrapes, of the evidence aligned with
+them, so scrapes at its edges (where the GPU readings lag) do not dilute it:
+
+- **host** when the server process uses ``process_cores`` or more (a Python
+  process holds its GIL: near one core it is saturated), the containers are
+  throttled in ``throttled_ratio`` of their CFS periods or use
+  ``limit_share`` of their CPU limit, or the node's CPUs are
+  ``node_busy_ratio`` busy;
+- **transfer** when the larger PCIe direction carries ``pcie_share`` of the
+  link's rate or more;
+- the cause with the larger margin over its line when both hold;
+- **unexplained** otherwise, naming the evidence that had no data.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+import numpy as np
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from inference_obs.analyses import boundary_evidence as ev
+from inference_obs.samples import Window
+
+__all__ = ["BoundaryCause", "BoundaryInterval", "Thresholds", "find_intervals"]
+
+
+class BoundaryCause(StrEnum):
+    """What the GPUs of a boundary interval waited on."""
+
+    HOST = "host"
+    TRANSFER = "transfer"
+    UNEXPLAINED = "unexplained"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Thresholds(_Frozen):
+    """Where the analysis draws its lines (defaults in parentheses)."""
+
+    idle_below: float = Field(0.5, gt=0, le=1, description="Duty (ratio) below which GPUs idle.")
+    min_samples: int = Field(2, ge=1, description="App scrapes in a row for an interval.")
+    process_cores: float = Field(0.9, gt=0, description="Server process cores: saturated (GIL).")
+    throttled_ratio: float = Field(0.25, gt=0, le=1, description="Throttled share of periods.")
+    limit_share: float = Field(0.95, gt=0, le=1, description="Container use / its CPU limit.")
+    node_busy_ratio: float = Field(0.95, gt=0, le=1, description="Busy share of node CPUs.")
+    pcie_share: float = Field(0.7, gt=0, le=1, description="PCIe rate / link rate: near limit.")
+    starved_share: float = Field(0.1, gt=0, le=1, description="Boundary share: starved.")
+    saturated_duty: float = Field(0.85, gt=0, le=1, description="Duty cycle (ratio): saturated.")
+    queued_share: float = Field(0.1, gt=0, le=1, description="Share of work scrapes queued.")
+
+
+class BoundaryInterval(_Frozen):
+    """App scrapes of one replica in a row where work was present and the GPUs idled.
+
+    Evidence values are medians over the interval's scrapes (None: not exported).
+    """
+
+    replica: str
+    cause: BoundaryCause
+    reason: str
+    start: AwareDatetime
+    end: AwareDatetime
+    samples: int
+    max_waiting: float = Field(description="Largest sampled queue, requests.")
+    max_running: float = Field(description="Largest sampled batch, requests.")
+    duty: float = Field(description="Share of time the GPUs computed, ratio 0-1.")
+    server_cpu_cores: float | None = Field(description="API-server process, cores.")
+    container_cpu_cores: float | None = Field(description="Server containers, cores.")
+    cpu_limit_cores: float | None = Field(description="Their CPU limit, cores.")
+    throttled_ratio: float | None = Field(description="Throttled share of CFS periods, 0-1.")
+    node_cpu_busy_ratio: float | None = Field(description="Busy share of the node's CPUs.")
+    pcie_rx_bytes_per_second: float | None = Field(description="Host to GPU, mean per GPU.")
+    pcie_tx_bytes_per_second: float | None = Field(description="GPU to host, mean per GPU.")
+    pcie_limit_share: float | None = Field(description="Larger direction / link rate, 0-1.")
+
+
+def _attribute(
+    track: ev.Track, rows: slice, th: Thresholds, pcie_limit: float
+) -> tuple[BoundaryCause, str, dict[str, float | None]]:
+    """Cause of the interval ``rows`` of ``track``, why, and its evidence (medians)."""
+    pcie = np.fmax(track.pcie_rx, track.pcie_tx) / pcie_limit
+    found = {
+        "server_cpu_cores": ev.median(track.process, rows),
+        "container_cpu_cores": ev.median(track.container, rows),
+        "cpu_limit_cores": ev.median(track.limit, rows),
+        "throttled_ratio": ev.median(ev.ratio(track.throttled, track.periods), rows),
+        "node_cpu_busy_ratio": ev.median(ev.ratio(track.node_busy, track.node_all), rows),
+        "pcie_rx_bytes_per_second": ev.median(track.pcie_rx, rows),
+        "pcie_tx_bytes_per_second": ev.median(track.pcie_tx, rows),
+        "pcie_limit_share": ev.median(pcie, rows),
+    }
+    used = ev.median(ev.ratio(track.container, track.limit), rows)
+    host_tests = (
+        ("server process at {:.3g} cores", found["server_cpu_cores"], th.process_cores),
+        ("containers throttled in {:.0%} of CFS periods", found["throttled_ratio"],
+         th.throttled_ratio),
+        ("containers at {:.0%} of their CPU limit", used, th.limit_share),
+        ("node CPUs {:.0%} busy", found["node_cpu_busy_ratio"], th.node_busy_ratio),
+    )  # fmt: skip
+    transfer_test = ("PCIe at {:.0%} of the link rate", found["pcie_limit_share"], th.pcie_share)
+    margins: dict[BoundaryCause, tuple[float, list[str]]] = {}
+    for cause, tests in (
+        (BoundaryCause.HOST, host_tests),
+        (BoundaryCause.TRANSFER, [transfer_test]),
+    ):
+        hits = [
+            (v / line, text.format(v)) for text, v, line in tests if v is not None and v >= line
+        ]
+        if hits:
+            margins[cause] = (max(h[0] for h in hits), [h[1] for h in hits])
+    if not margins:
+        absent = [k for k, v in found.items() if v is None]
+        why = "no host or transfer evidence crossed its threshold"
+        return (
+            BoundaryCause.UNEXPLAINED,
+            why + (f" (no data: {', '.join(absent)})" if absent else ""),
+            found,
+        )
+    cause = max(margins, key=lambda c: margins[c][0])
+    return cause, "; ".join(text for c in margins for text in margins[c][1]), found
+
+
+def find_intervals(
+    replica: str, track: ev.Track, th: Thresholds, pcie_limit: float, window: Window
+) -> list[BoundaryInterval]:
+    """The boundary intervals of one replica, attributed (see the module).
+
+    ``pcie_limit`` is the link's usable rate per direction, bytes/s; interval
+    times are in ``window``'s timezone.
+    """
+    flags = track.boundary(th.idle_below)
+    out = []
+    start = 0
+    for k in range(1, flags.size + 1):
+        if k < flags.size and flags[k] == flags[start]:
+            continue
+        if flags[start] and k - start >= th.min_samples:
+            rows = slice(start, k)
+            cause, reason, found = _attribute(track, rows, th, pcie_limit)
+            zone = window.start.tzinfo
+            out.append(
+                BoundaryInterval(
+                    replica=replica,
+                    cause=cause,
+                    reason=reason,
+                    start=datetime.fromtimestamp(int(track.times_ms[start]) / 1000.0, tz=zone),
+                    end=datetime.fromtimestamp(int(track.times_ms[k - 1]) / 1000.0, tz=zone),
+                    samples=k - start,
+                    max_waiting=float(track.waiting[rows].max()),
+                    max_running=float(track.running[rows].max()),
+                    duty=float(np.median(track.duty[rows])),
+                    **found,
+                )
+            )
+        start = k
+    return out
