@@ -8,6 +8,7 @@ maths (:mod:`~inference_obs.engine`), the analyses and the report built on them.
 
 from __future__ import annotations
 
+from inference_obs import analyses
 from inference_obs.deployment import Deployment
 from inference_obs.errors import (
     Annotation,
@@ -25,8 +26,7 @@ from inference_obs.metrics import FAMILIES, STANDARD_QUERIES, Family, MetricType
 from inference_obs.query import Expr, Matcher, Selector, to_promql
 from inference_obs.samples import Window
 from inference_obs.source import DatasetSource, PrometheusSource, Source, read_dataset
-
-__version__ = "0.1.0"
+from inference_obs.version import __version__
 
 __all__ = [
     "FAMILIES",
@@ -53,6 +53,7 @@ __all__ = [
     "StandardQuery",
     "Window",
     "__version__",
+    "analyses",
     "read_dataset",
     "to_promql",
 ]

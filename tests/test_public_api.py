@@ -12,6 +12,8 @@ PACKAGES = [
     "inference_obs.metrics",
     "inference_obs.errors",
     "inference_obs.source",
+    "inference_obs.analyses",
+    "inference_obs.report",
 ]
 
 
@@ -58,6 +60,7 @@ def test_top_level_api_is_pinned() -> None:
         "StandardQuery",
         "Window",
         "__version__",
+        "analyses",
         "read_dataset",
         "to_promql",
     ]

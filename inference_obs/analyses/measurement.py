@@ -29,8 +29,10 @@ __all__ = [
     "Provenance",
     "Status",
     "derive",
+    "json_number",
     "local_measurement",
     "measure",
+    "number_from_json",
 ]
 
 
@@ -261,3 +263,28 @@ def derive(
         annotations=tuple(dict.fromkeys(notes)),
         caveats=tuple(caveats),
     )
+
+
+def json_number(value: float | None) -> float | str | None:
+    """A number for JSON, which has no infinity or NaN: ``"+Inf"``/``"-Inf"`` as Prometheus
+    writes them, NaN and None as null.
+
+    Examples
+    --------
+    >>> json_number(float("inf")), json_number(float("nan")), json_number(2.5)
+    ('+Inf', None, 2.5)
+    """
+    if value is None or math.isnan(value):
+        return None
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return value
+
+
+def number_from_json(value: object) -> float | None:
+    """The inverse of :func:`json_number`; anything else (text, booleans) is None."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if value in ("+Inf", "-Inf"):
+        return math.inf if value == "+Inf" else -math.inf
+    return None

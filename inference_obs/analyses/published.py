@@ -14,20 +14,19 @@ What :func:`published_aggregates` writes, and
 ``value`` is ``null`` unless the status is ``ok`` or ``partial`` (no data is
 never 0); ``bounds`` is the interval that must hold the true value (the
 bucket of a quantile) or ``null``, an infinite edge (the ``+Inf`` bucket) as
-``null``. Keys are Measurement keys,
+``"+Inf"``, as Prometheus writes it. Keys are Measurement keys,
 ``deployment/analysis/statistic``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from inference_obs.analyses.cache import cache
 from inference_obs.analyses.gpu import gpu
 from inference_obs.analyses.latency import latency
-from inference_obs.analyses.measurement import Measurement
+from inference_obs.analyses.measurement import Measurement, json_number
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.analyses.shapes import shapes
 from inference_obs.analyses.throughput import throughput
@@ -74,9 +73,11 @@ def published_aggregates(
     for deployment in deployments:
         for key, m in measurements(source, deployment, window).items():
             bounds = (
-                None if m.bounds is None else [_finite(m.bounds.lower), _finite(m.bounds.upper)]
+                None
+                if m.bounds is None
+                else [json_number(m.bounds.lower), json_number(m.bounds.upper)]
             )
-            entry = {"value": _finite(m.value), "unit": m.unit, "status": m.status.value}
+            entry = {"value": json_number(m.value), "unit": m.unit, "status": m.status.value}
             entries[key] = {**entry, "bounds": bounds}
     return {
         "schema": SCHEMA,
@@ -94,8 +95,3 @@ def measurements(source: Source, deployment: Deployment, window: Window) -> dict
         result: AnalysisResult = analysis(source, deployment, window)
         out.update((m.key, m) for m in result.measurements())
     return out
-
-
-def _finite(value: float | None) -> float | None:
-    """JSON has no infinity or NaN: those are written as null."""
-    return value if value is not None and math.isfinite(value) else None

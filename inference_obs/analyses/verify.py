@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from inference_obs.analyses.measurement import number_from_json
 from inference_obs.analyses.published import SCHEMA, measurements, published_aggregates
 from inference_obs.deployment import Deployment
 from inference_obs.engine.rules import Rules
@@ -239,11 +240,13 @@ def _verify_measurements(
             continue
         if key not in again:
             rows.append(
-                _missing(key, _number(entry.get("value")), "no such measurement is recomputed")
+                _missing(
+                    key, number_from_json(entry.get("value")), "no such measurement is recomputed"
+                )
             )
             continue
         other = again[key]
-        row = _compare(key, _number(entry.get("value")), other["value"], rel_tol, 0.0)
+        row = _compare(key, number_from_json(entry.get("value")), other["value"], rel_tol, 0.0)
         if row.status is RowStatus.OK and entry.get("status") != other["status"]:
             why = f"status published {entry.get('status')!r}, recomputed {other['status']!r}"
             row = row.model_copy(update={"status": RowStatus.DIFFERS, "reason": why})
@@ -251,7 +254,7 @@ def _verify_measurements(
         bounds, bounds_again = entry.get("bounds") or [None, None], other["bounds"] or [None, None]
         for name, a, b in zip(("lower", "upper"), bounds, bounds_again, strict=True):
             if a is not None or b is not None:
-                rows.append(_compare(f"{key}.{name}", _number(a), b, rel_tol, 0.0))
+                rows.append(_compare(f"{key}.{name}", number_from_json(a), b, rel_tol, 0.0))
     return rows
 
 
@@ -307,7 +310,12 @@ def _sampled(
 def _compare(
     key: str, published: float | None, recomputed: float | None, rel_tol: float, rounding: float
 ) -> VerifyRow:
-    recomputed = _finite(recomputed)
+    if recomputed is not None and math.isnan(recomputed):
+        recomputed = None
+    if published is not None and recomputed is not None and math.isinf(published + recomputed):
+        status = RowStatus.OK if published == recomputed else RowStatus.DIFFERS
+        return VerifyRow(key=key, published=published, recomputed=recomputed, difference=None,
+                         tolerance=None, status=status)  # fmt: skip
     if published is None or recomputed is None:
         if published is None and recomputed is None:
             return VerifyRow(key=key, published=None, recomputed=None, difference=None,
@@ -351,17 +359,7 @@ def _leaves(data: object, prefix: str) -> Iterator[tuple[str, float | None]]:
         for i, value in enumerate(data):
             yield from _leaves(value, f"{prefix}[{i}]")
     elif data is None or (isinstance(data, int | float) and not isinstance(data, bool)):
-        yield prefix, _number(data)
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    return None
-
-
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
+        yield prefix, number_from_json(data)
 
 
 def _rules(value: object, where: str) -> Rules:

@@ -11,24 +11,15 @@ infinity.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
-from inference_obs.analyses.measurement import Measurement
+from inference_obs.analyses.measurement import Measurement, json_number
 from inference_obs.report.build import Report
 
 __all__ = ["FORMAT", "measurement_json", "report_json", "to_json"]
 
 #: Bumped on any change a reader must know about.
 FORMAT = "inference-obs-report/1"
-
-
-def _float(value: float | None) -> float | str | None:
-    if value is None or math.isnan(value):
-        return None
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return value
 
 
 def measurement_json(m: Measurement) -> dict[str, Any]:
@@ -38,14 +29,14 @@ def measurement_json(m: Measurement) -> dict[str, Any]:
         "deployment": m.deployment,
         "analysis": m.analysis,
         "statistic": m.statistic,
-        "value": _float(m.value),
+        "value": json_number(m.value),
         "unit": m.unit,
         "status": m.status.value,
         "bounds": None
         if m.bounds is None
         else {
-            "lower": _float(m.bounds.lower),
-            "upper": _float(m.bounds.upper),
+            "lower": json_number(m.bounds.lower),
+            "upper": json_number(m.bounds.upper),
         },
         "window": {"start": m.window_start.isoformat(), "end": m.window_end.isoformat()},
         "provenance": {
@@ -91,7 +82,7 @@ def report_json(report: Report) -> dict[str, Any]:
                     "verdicts": [
                         {
                             **v.model_dump(mode="json"),
-                            "values": {k: _float(x) for k, x in v.values.items()},
+                            "values": {k: json_number(x) for k, x in v.values.items()},
                         }
                         for v in pair.verdicts.values()
                     ],

@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from inference_obs import __version__
 from inference_obs.deployment import Deployment
 from inference_obs.engine.rules import Rules
 from inference_obs.errors import DatasetError, NoDataError
@@ -38,6 +37,7 @@ from inference_obs.source.dataset_source import DatasetSource
 from inference_obs.source.manifest import Manifest, ManifestWindow
 from inference_obs.source.redaction import RedactionRules
 from inference_obs.source.sanitise import sanitise
+from inference_obs.version import __version__
 
 __all__ = ["Aggregates", "Export", "export_dataset"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -130,6 +131,22 @@ def test_changed_missing_and_restated_measurements_fail(
     assert failures["PRO/cache/preemptions"].reason == (
         "status published 'partial', recomputed 'ok'"
     )
+
+
+def test_an_infinite_bound_is_read_as_prometheus_writes_it_and_compared_exactly(
+    tmp_path: Path, measured: dict[str, Any]
+) -> None:
+    entry = measured["measurements"]["H20/latency/ttft_p99"]
+    upper = entry["bounds"][1]
+    assert isinstance(upper, float)
+    changed = copy.deepcopy(measured)
+    changed["measurements"]["H20/latency/ttft_p99"]["bounds"][1] = "+Inf"
+    result = verify_dataset(_with_aggregates(BUNDLED, tmp_path / "d", changed))
+    (failure,) = result.failures
+    assert failure.key == "H20/latency/ttft_p99.upper"
+    assert failure.status is RowStatus.DIFFERS
+    assert failure.published == math.inf
+    assert failure.recomputed == upper
 
 
 def test_the_rule_set_named_in_the_aggregates_is_the_one_used(
