@@ -11,7 +11,9 @@ for each comparison a verdict:
 - ``invalid``: it does not mean what it seems.
 
 Every finding carries a stable code, its evidence from both sides and a
-way to make the comparison fair where one exists.
+way to make the comparison fair where one exists. Where load differs, the
+latency percentiles are also computed over intervals of matched requests in
+flight (:mod:`~inference_obs.analyses.matched_load`), when the data has any.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from inference_obs.analyses import validity_checks, validity_checks_setup
+from inference_obs.analyses.matched_load import MatchedConcurrency, matched_concurrency
 from inference_obs.analyses.measurement import Measurement
 from inference_obs.analyses.validity_checks import Thresholds, comparison_value
 from inference_obs.analyses.validity_findings import COMPARISONS, Finding, Severity
 from inference_obs.analyses.validity_profile import Profile, profile
 from inference_obs.deployment import Deployment
 from inference_obs.errors import QueryError
+from inference_obs.metrics import vllm
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 
@@ -79,6 +83,10 @@ class PairValidity(BaseModel):
     b: str
     findings: tuple[Finding, ...]
     verdicts: dict[str, ComparisonVerdict]
+    matched: tuple[MatchedConcurrency, ...] = Field(
+        default=(),
+        description="With a concurrency finding: latency over intervals of matched load.",
+    )
 
     def finding(self, code: str) -> Finding | None:
         """The finding with ``code``, or None."""
@@ -262,5 +270,15 @@ def validity(
         for d in deployments
     ]
     t = thresholds or Thresholds()
-    pairs = tuple(compare_profiles(a, b, t) for a, b in itertools.combinations(profiles, 2))
-    return ValidityResult(pairs=pairs, thresholds=t)
+    pairs = []
+    for a, b in itertools.combinations(profiles, 2):
+        pair = compare_profiles(a, b, t)
+        if pair.finding("concurrency_differs") is not None:
+            both = (a.deployment, b.deployment)
+            matched = tuple(
+                matched_concurrency(source, both, windows, family)
+                for family in (vllm.INTER_TOKEN_LATENCY, vllm.TIME_TO_FIRST_TOKEN)
+            )
+            pair = pair.model_copy(update={"matched": matched})
+        pairs.append(pair)
+    return ValidityResult(pairs=tuple(pairs), thresholds=t)

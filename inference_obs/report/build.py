@@ -38,6 +38,7 @@ from inference_obs.deployment import Deployment
 from inference_obs.errors import InferenceObsError
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
+from inference_obs.source.remembering import RememberingSource
 
 __all__ = ["DeploymentReport", "Report", "ReportTimeout", "Scope", "build_report"]
 
@@ -113,8 +114,15 @@ class Report(BaseModel):
     methodology: tuple[str, ...] = ()
 
     def measurements(self) -> tuple[Measurement, ...]:
-        """Every Measurement of the report."""
-        return tuple(m for d in self.deployments for m in d.measurements())
+        """Every Measurement of the report (latency at matched load included)."""
+        matched = (
+            m
+            for pair in (self.validity.pairs if self.validity else ())
+            for found in pair.matched
+            for quantiles in found.quantiles.values()
+            for m in quantiles.values()
+        )
+        return (*(m for d in self.deployments for m in d.measurements()), *matched)
 
 
 def _windows(
@@ -170,6 +178,9 @@ def build_report(
         Seconds the whole run may take; :class:`ReportTimeout` when exceeded.
     """
     started = time.monotonic()
+    # Analyses read some series in common, and the comparison checks run them
+    # again: asked once each, a live report makes about half the requests.
+    source = RememberingSource(source)
     say = progress or (lambda _: None)
     windows = _windows(deployments, window)
     prices = dict(gpu_hour_prices or {})

@@ -87,6 +87,19 @@ def report_json(report: Report) -> dict[str, Any]:
                         for v in pair.verdicts.values()
                     ],
                     "findings": [f.model_dump(mode="json") for f in pair.findings],
+                    "matched_concurrency": [
+                        {
+                            "family": m.family,
+                            "band": m.band,
+                            "step_seconds": m.step_seconds,
+                            "intervals": m.intervals,
+                            "reason": m.reason,
+                            "measurements": [
+                                k for q in m.quantiles.values() for k in (x.key for x in q.values())
+                            ],
+                        }
+                        for m in pair.matched
+                    ],
                 }
             )
     return {

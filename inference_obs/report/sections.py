@@ -427,6 +427,16 @@ def verdicts(report: Report) -> Iterator[Block]:
         yield Table(
             ("finding", "severity", "what", "evidence", "weighs on", "fair comparison"), tuple(rows)
         )
+        for m in pair.matched:
+            yield Paragraph(f"{m.family} at matched concurrency: {m.reason}.")
+            if m.band is not None:
+                yield Table(
+                    ("deployment", "intervals", "P50", "P95"),
+                    tuple(
+                        (name, str(m.intervals[name]), cell(q["p50"]), cell(q["p95"]))
+                        for name, q in m.quantiles.items()
+                    ),
+                )
 
 
 def appendix(report: Report) -> Iterator[Block]:
