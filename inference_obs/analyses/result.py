@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from inference_obs.analyses.measurement import Measurement
 
-__all__ = ["AnalysisResult"]
+__all__ = ["AnalysisResult", "measurements_frame"]
 
 
 class AnalysisResult(BaseModel):
@@ -24,31 +24,8 @@ class AnalysisResult(BaseModel):
         return tuple(_walk(self))
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per measurement: key, statistic, value, unit, status, bounds, query.
-
-        Returns
-        -------
-        pandas.DataFrame
-            Columns ``key``, ``deployment``, ``analysis``, ``statistic``,
-            ``value``, ``unit``, ``status``, ``lower``, ``upper`` (the bounds,
-            NaN where none) and ``promql`` (the queries, ``;``-joined).
-        """
-        rows = [
-            {
-                "key": m.key,
-                "deployment": m.deployment,
-                "analysis": m.analysis,
-                "statistic": m.statistic,
-                "value": math.nan if m.value is None else m.value,
-                "unit": m.unit,
-                "status": m.status.value,
-                "lower": m.bounds.lower if m.bounds else math.nan,
-                "upper": m.bounds.upper if m.bounds else math.nan,
-                "promql": "; ".join(m.provenance.promql),
-            }
-            for m in self.measurements()
-        ]
-        return pd.DataFrame(rows)
+        """One row per measurement: see :func:`measurements_frame`."""
+        return measurements_frame(self.measurements())
 
     def _repr_html_(self) -> str:
         cells = []
@@ -60,6 +37,34 @@ class AnalysisResult(BaseModel):
             cells.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>")
         head = "<tr><th>statistic</th><th>value</th><th>unit</th><th>status</th></tr>"
         return f"<table>{head}{''.join(cells)}</table>"
+
+
+def measurements_frame(measurements: Iterable[Measurement]) -> pd.DataFrame:
+    """One row per measurement: key, statistic, value, unit, status, bounds, query.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``key``, ``deployment``, ``analysis``, ``statistic``,
+        ``value``, ``unit``, ``status``, ``lower``, ``upper`` (the bounds,
+        NaN where none) and ``promql`` (the queries, ``;``-joined).
+    """
+    rows = [
+        {
+            "key": m.key,
+            "deployment": m.deployment,
+            "analysis": m.analysis,
+            "statistic": m.statistic,
+            "value": math.nan if m.value is None else m.value,
+            "unit": m.unit,
+            "status": m.status.value,
+            "lower": m.bounds.lower if m.bounds else math.nan,
+            "upper": m.bounds.upper if m.bounds else math.nan,
+            "promql": "; ".join(m.provenance.promql),
+        }
+        for m in measurements
+    ]
+    return pd.DataFrame(rows)
 
 
 def _walk(value: object) -> Iterator[Measurement]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+import pandas as pd
 from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,6 +31,7 @@ from inference_obs.analyses.gpu import GpuResult, gpu
 from inference_obs.analyses.latency import LatencyResult, latency
 from inference_obs.analyses.measurement import Measurement
 from inference_obs.analyses.queueing import QueueingResult, queueing
+from inference_obs.analyses.result import measurements_frame
 from inference_obs.analyses.rolling import rolling_quantiles
 from inference_obs.analyses.shapes import ShapesResult, shapes
 from inference_obs.analyses.throughput import ThroughputResult, throughput
@@ -112,6 +114,18 @@ class Report(BaseModel):
     validity: ValidityResult | None = Field(None, description="With two or more deployments.")
     figures: dict[str, Figure] = Field(default_factory=dict, exclude=True)
     methodology: tuple[str, ...] = ()
+
+    def to_frame(self) -> pd.DataFrame:
+        """Every Measurement of the report, one row each (see ``measurements_frame``)."""
+        return measurements_frame(self.measurements())
+
+    def _repr_html_(self) -> str:
+        from inference_obs.report.html import html_body
+        from inference_obs.report.sections import sections
+        from inference_obs.report.write import figure_png
+
+        pngs = {name: figure_png(fig) for name, fig in self.figures.items()}
+        return html_body(sections(self), pngs)
 
     def measurements(self) -> tuple[Measurement, ...]:
         """Every Measurement of the report (latency at matched load included)."""

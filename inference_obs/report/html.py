@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from inference_obs.report.document import Block, Code, FigureRef, Heading, Items, Paragraph, Table
 
-__all__ = ["to_html"]
+__all__ = ["html_body", "to_html"]
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; color: #222; }
@@ -22,7 +22,17 @@ pre { background: #f7f7f7; padding: 1rem; overflow-x: auto; font-size: 0.8rem; }
 
 
 def to_html(blocks: Sequence[Block], figures: Mapping[str, bytes], title: str) -> str:
-    """The report as an HTML page; ``figures`` maps a figure name to its PNG bytes.
+    """The report as an HTML page; ``figures`` maps a figure name to its PNG bytes."""
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>\n"
+        + html_body(blocks, figures)
+        + "\n</body></html>\n"
+    )
+
+
+def html_body(blocks: Sequence[Block], figures: Mapping[str, bytes]) -> str:
+    """The blocks as HTML elements (no page around them), figures embedded as PNG data.
 
     A figure without PNG bytes is shown as a note, never as a broken image.
     """
@@ -55,9 +65,4 @@ def to_html(blocks: Sequence[Block], figures: Mapping[str, bytes], title: str) -
                 )
             case Code(text, _):
                 body.append(f"<pre><code>{e(text)}</code></pre>")
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{e(title)}</title><style>{_STYLE}</style></head><body>\n"
-        + "\n".join(body)
-        + "\n</body></html>\n"
-    )
+    return "\n".join(body)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -151,3 +152,15 @@ def test_a_starved_fleet_reads_starved_with_each_cause_in_the_report(tmp_path: P
     assert {"host", "transfer"} <= causes
     for cause in ("host", "transfer"):
         assert f"| {cause} |" in section
+
+
+def test_in_jupyter_a_report_is_a_frame_and_an_html_fragment() -> None:
+    report = make(DatasetSource(DATASET), figures=False)
+    frame = report.to_frame()
+    assert list(frame["key"]) == [m.key for m in report.measurements()]
+    assert {"value", "unit", "status", "lower", "upper", "promql"} <= set(frame.columns)
+    fragment = report._repr_html_()
+    assert not fragment.startswith("<!DOCTYPE")
+    assert fragment.startswith(f"<h1>{html.escape(report.title)}</h1>")
+    assert "<h2>Comparison verdicts</h2>" in fragment
+    assert "<p><em>Figure PRO-rolling-quantiles was not drawn.</em></p>" in fragment
