@@ -61,6 +61,13 @@ def add_254(x: Floats, total: Floats, c: Floats) -> tuple[Floats, Floats]:
     return t, np.where(np.isinf(t), 0.0, c)
 
 
+# Up to this many windows, add.accumulate down the positions beats one vectorised
+# addition per position (which costs a numpy call per sample position, however
+# narrow); wider, the per-position additions win: accumulate walks each column
+# alone (measured on 1,441 positions: 32 windows 0.4 vs 0.7 ms, 128: 1.7 vs 0.7).
+_ACCUMULATE_WIDEST = 48
+
+
 def _running_sums(values: Floats, lo: Ints, hi: Ints) -> tuple[Floats, Floats]:
     """Per window (finite, cannot overflow): the left-to-right sum from 0 and its compensation."""
     layout = Blocks(values, lo, hi)
@@ -73,8 +80,14 @@ def _running_sums(values: Floats, lo: Ints, hi: Ints) -> tuple[Floats, Floats]:
         running[0] = total[:wide]
         samples = np.array(x, order="C")
         with np.errstate(invalid="ignore", over="ignore"):
-            for j in range(rows):
-                np.add(running[j], samples[j], out=running[j + 1])
+            if wide <= _ACCUMULATE_WIDEST:
+                # The same additions in the same order (accumulate is sequential,
+                # unlike add.reduce, which sums pairwise), in one numpy call.
+                running[1:] = samples
+                np.add.accumulate(running, axis=0, out=running)
+            else:
+                for j in range(rows):
+                    np.add(running[j], samples[j], out=running[j + 1])
         # Row 0 carries the compensation so far; fold_rows adds the rest to it in order.
         errors = np.empty((rows + 1, wide))
         errors[0] = c[:wide]

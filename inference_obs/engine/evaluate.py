@@ -137,17 +137,23 @@ class Evaluator:
 
     # -- nodes ---------------------------------------------------------------
 
-    @singledispatchmethod
     def _eval(self, expr: Expr, now_ms: int) -> Value:
+        # A singledispatchmethod builds a bound wrapper at every access (Python
+        # 3.11), which cost more than a small query's arithmetic: dispatch on
+        # the registry of _node directly.
+        return _NODE(type(expr))(self, expr, now_ms)  # type: ignore[no-any-return]
+
+    @singledispatchmethod
+    def _node(self, expr: Expr, now_ms: int) -> Value:
         raise NotSupportedOffline(
             f"{type(expr).__name__} is not evaluated offline", promql=to_promql(expr)
         )
 
-    @_eval.register
+    @_node.register
     def _(self, expr: Number, now_ms: int) -> Value:
         return float(expr.value)
 
-    @_eval.register
+    @_node.register
     def _(self, expr: Selector, now_ms: int) -> Value:
         subset, index = self._subset(expr, ranged=False)
         end = self._end(expr.offset, expr.at, now_ms)
@@ -159,7 +165,7 @@ class Evaluator:
         labels = _pick(self._named(expr, subset), keep)
         return Vector(labels, subset.values[newest[keep]].astype(np.float64))
 
-    @_eval.register
+    @_node.register
     def _(self, expr: Call, now_ms: int) -> Value:
         if expr.name in RANGE_FUNCTIONS:
             return self._range_call(expr, now_ms)
@@ -198,19 +204,19 @@ class Evaluator:
             raise NotSupportedOffline("expected a scalar argument", promql=to_promql(expr))
         return value
 
-    @_eval.register
+    @_node.register
     def _(self, expr: Aggregate, now_ms: int) -> Value:
         inner = self._eval(expr.expr, now_ms)
         assert isinstance(inner, Vector)
         param = self._scalar(expr.param, now_ms) if expr.param is not None else None
         return aggregate(expr.op, inner, expr.by, expr.without, param)
 
-    @_eval.register
+    @_node.register
     def _(self, expr: Binary, now_ms: int) -> Value:
         lhs, rhs = self._eval(expr.lhs, now_ms), self._eval(expr.rhs, now_ms)
         return binary(expr.op, lhs, rhs, bool_=expr.bool_, matching=expr.matching)
 
-    @_eval.register
+    @_node.register
     def _(self, expr: HistogramQuantile, now_ms: int) -> Value:
         q = self._scalar(expr.q, now_ms)
         buckets = self._eval(expr.buckets, now_ms)
@@ -225,6 +231,9 @@ class Evaluator:
             result.values[keep].astype(np.float64),
             buckets.annotations + result.annotations,
         )
+
+
+_NODE = Evaluator.__dict__["_node"].dispatcher.dispatch
 
 
 def _pick(labels: tuple[Labels, ...], keep: npt.NDArray[np.intp]) -> tuple[Labels, ...]:

@@ -10,7 +10,10 @@ A dataset is a directory (the format is described in ``datasets/README.md``)::
 :func:`write_dataset` writes one byte for byte the same way for the same
 input; :func:`read_dataset` checks everything before it returns anything: the
 manifest against its schema, every checksum, that no unlisted file lies in
-the directory, and every line of the samples.
+the directory, and every line of the samples. ``samples.om`` is streamed
+(hashed while it is parsed, never in memory whole), and the parsed samples of
+a large one are kept in a cache named by its checksum, so rereading it costs
+little more than hashing it (:mod:`~inference_obs.source.dataset_samples`).
 """
 
 from __future__ import annotations
@@ -31,9 +34,9 @@ import pydantic
 
 from inference_obs.errors import DatasetError
 from inference_obs.samples import SampleSet, Series, describe, is_stale
+from inference_obs.source.dataset_samples import DEFAULT_CACHE, SampleCache, read_samples
 from inference_obs.source.manifest import Manifest
 from inference_obs.source.openmetrics import write_openmetrics
-from inference_obs.source.openmetrics_read import read_openmetrics
 
 __all__ = [
     "AGGREGATES",
@@ -163,13 +166,18 @@ def write_dataset(
     return Dataset(path, final, samples, aggregates_back, requests_back)
 
 
-def read_dataset(path: Path) -> Dataset:
+def read_dataset(path: Path, *, cache: SampleCache | None = DEFAULT_CACHE) -> Dataset:
     """Read and check a dataset directory.
 
     Parameters
     ----------
     path
         The dataset directory.
+    cache
+        Where the parsed samples of a large ``samples.om`` are kept between
+        reads (by default under the user's cache directory, for files from
+        64 MiB), or ``None`` to parse every time. The file is hashed on every
+        read all the same; see :mod:`inference_obs.source.dataset_samples`.
 
     Returns
     -------
@@ -193,9 +201,12 @@ def read_dataset(path: Path) -> Dataset:
                 f"{entry}: not listed in {MANIFEST} files; a dataset holds only listed files"
             )
     contents = {
-        name: _checked_bytes(path / name, digest) for name, digest in manifest.files.items()
+        name: _checked_bytes(path / name, digest)
+        for name, digest in manifest.files.items()
+        if name != SAMPLES
     }
-    samples = read_openmetrics(contents[SAMPLES], source=str(path / SAMPLES))
+    # Streamed: the text is never in memory whole, and its checksum is checked as it is read.
+    samples = read_samples(path / SAMPLES, manifest.files[SAMPLES], manifest=MANIFEST, cache=cache)
     aggregates = None
     if AGGREGATES in contents:
         aggregates = _json_object(contents[AGGREGATES], str(path / AGGREGATES))

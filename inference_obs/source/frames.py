@@ -320,16 +320,29 @@ def to_frame(matrix: Matrix, *, wide: bool = False) -> pd.DataFrame:
         frame.index.name = "timestamp"
         return frame
     data: dict[str, Any] = {"timestamp": timestamps, "value": matrix.values}
-    series_index = np.repeat(np.arange(len(matrix.labels)), sizes)
-    for name in sorted({k for one in matrix.labels for k in one}):
-        per_series = [one.get(name) for one in matrix.labels]
+    plain = [dict(one.items()) for one in matrix.labels]  # dict lookups, not Mapping.get
+    for name in sorted({k for one in plain for k in one}):
+        per_series = [one.get(name) for one in plain]
         categories = sorted({v for v in per_series if v is not None})
         lookup = {v: i for i, v in enumerate(categories)}
+        # Codes in the width pandas itself would choose (no conversion of a
+        # point-sized array afterwards), repeated over each series' points.
         codes = np.array(
-            [lookup.get(v, -1) if v is not None else -1 for v in per_series], dtype=np.int64
+            [lookup.get(v, -1) if v is not None else -1 for v in per_series],
+            dtype=_codes_dtype(len(categories)),
         )
-        data[name] = pd.Categorical.from_codes(codes[series_index], categories=pd.Index(categories))
+        data[name] = pd.Categorical.from_codes(
+            np.repeat(codes, sizes), categories=pd.Index(categories)
+        )
     return pd.DataFrame(data)
+
+
+def _codes_dtype(categories: int) -> type[np.signedinteger[Any]]:
+    """The narrowest signed integer holding codes ``-1 .. categories - 1``, as pandas picks it."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if categories < np.iinfo(dtype).max:
+            return dtype
+    return np.int64
 
 
 def _series_name(labels: Labels) -> str:

@@ -1,4 +1,4 @@
-"""A strict, vectorised reader of the OpenMetrics text a dataset keeps its samples in.
+"""A strict, vectorised, streaming reader of the OpenMetrics text a dataset keeps its samples in.
 
 It reads what :func:`~inference_obs.source.openmetrics.write_openmetrics`
 writes, and any other OpenMetrics 1.0 text within the rules below, into a
@@ -21,17 +21,22 @@ silently drops out-of-order samples, so the dataset would not mean what
 Prometheus stores), exemplars, empty label values and timestamps that are not
 whole milliseconds as promtool reads them (see :func:`read_openmetrics`).
 
-Speed: one regular expression finds each *run* of consecutive lines sharing a
-series (a back-reference repeats the series text, so the regex engine, not
-Python, walks the lines); label sets are parsed once per run (the line grammar
-is :mod:`inference_obs.source.openmetrics`'s); values and timestamps are cut
-out of the byte buffer eight bytes at a time and converted by numpy. No
-Python object is made per sample.
+Speed: the text is read in blocks of a few MB (:class:`OpenMetricsReader`
+takes it piece by piece, so a file never has to be in memory whole, and
+every temporary array stays in the CPU caches). In a block, one regular
+expression finds each *run* of consecutive lines sharing a series (a
+back-reference repeats the series text, so the regex engine, not Python,
+walks the lines); label sets are parsed once per series (the line grammar is
+:mod:`inference_obs.source.openmetrics`'s); values and timestamps are cut out
+of the bytes eight at a time and converted by numpy
+(:mod:`inference_obs.source.openmetrics_tokens`). No Python object is made
+per sample.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -40,12 +45,23 @@ from inference_obs.errors import DatasetError
 from inference_obs.query.names import METRIC_NAME as _METRIC_NAME
 from inference_obs.samples import Labels, SampleSet, describe
 from inference_obs.source.openmetrics import Families, LineProblem, parse_series
+from inference_obs.source.openmetrics_tokens import (
+    MAX_TOKEN,
+    Fail,
+    check_lengths,
+    cut,
+    floats,
+    millis,
+    row_tokens,
+)
 
-__all__ = ["read_openmetrics"]
+__all__ = ["BLOCK_BYTES", "OpenMetricsReader", "read_openmetrics"]
+
+Int64Array = npt.NDArray[np.int64]
 
 _NAME = rb"[a-zA-Z_:][a-zA-Z0-9_:]*"
 # Lenient about what lies between the braces (the strict parse runs once per
-# run); the quoted-string branch keeps `}` and spaces inside values apart.
+# series); the quoted-string branch keeps `}` and spaces inside values apart.
 _LABEL_SET = rb'\{(?:[^"}\n]|"(?:[^"\\\n]|\\.)*")*\}'
 _KEY_TEXT = re.compile((_NAME + rb"(?:" + _LABEL_SET + rb")?").decode())
 # A metadata line, or a run of sample lines with identical series text. The
@@ -54,18 +70,16 @@ _CHUNK = re.compile(
     rb"(?P<meta>#[^\n]*)\n"
     rb"|(?P<key>" + _NAME + rb"(?:" + _LABEL_SET + rb")?) [^\n]*\n(?:(?P=key) [^\n]*\n)*+"
 )
-# The longest value repr() writes is 24 bytes ("-2.2250738585072014e-308");
-# a bound keeps the fixed-width token arrays small whatever the input.
-_MAX_TOKEN = 64
-_VALUE_BYTES = np.zeros(256, dtype=np.bool_)
-_VALUE_BYTES[list(b"0123456789+-.eE")] = True
-_SPECIALS = {b"NaN": np.nan, b"+Inf": np.inf, b"-Inf": -np.inf}
-# Same bound as Series: float64 seconds keep sub-millisecond precision within it.
-_MAX_ABS_SECONDS = 1e11
-# A whole-millisecond timestamp, read as promtool reads it (seconds * 1000 in
-# float64), lies within float error of a whole number, or of the midpoint the
-# writer uses; at 1e11 s that error is about 0.03 ms.
-_MS_TOLERANCE = 0.1
+_EOF = b"# EOF"
+#: Bytes parsed at a time: temporaries of a few times this stay in the CPU
+#: caches (whole-file arrays made the reader several times slower).
+BLOCK_BYTES = 8 << 20
+# A value, a space and a timestamp, each token at most MAX_TOKEN bytes.
+_MAX_PAYLOAD = 2 * MAX_TOKEN + 1
+_SPACE, _HASH = ord(" "), ord("#")
+
+_AFTER_EOF = "text after '# EOF', which must be the last line"
+_NO_EOF = "the text ends without a '# EOF' line (a truncated file?)"
 
 
 def read_openmetrics(data: bytes, *, source: str) -> SampleSet:
@@ -86,7 +100,8 @@ def read_openmetrics(data: bytes, *, source: str) -> SampleSet:
     Raises
     ------
     DatasetError
-        ``source:LINE: problem`` for the first problem found.
+        ``source:LINE: problem`` for the first problem found (a missing or
+        misplaced final ``# EOF`` first).
 
     Notes
     -----
@@ -104,46 +119,117 @@ def read_openmetrics(data: bytes, *, source: str) -> SampleSet:
     >>> s.names, s.t_ms.tolist(), s.values.tolist()
     (('up',), [1001, 2000], [1.0, nan])
     """
-    return _Reader(data, source).read()
+    _check_end(data, source)
+    reader = OpenMetricsReader(source)
+    reader.feed(data)
+    return reader.finish()
 
 
-class _Reader:
-    def __init__(self, data: bytes, source: str) -> None:
-        self.data = data
+def _check_end(data: bytes, source: str) -> None:
+    """Refuse text whose last line is not ``# EOF``, naming the line (an early one's, if any)."""
+    end = len(data) - 1 if data.endswith(b"\n") else len(data)
+    start = data.rfind(b"\n", 0, end) + 1
+    if data[start:end] == _EOF:
+        return  # an earlier "# EOF" is refused where the parse meets it
+    found = data.find(b"\n# EOF\n")
+    early = 0 if data.startswith(b"# EOF\n") else found + 1 if found >= 0 else -1
+    if early >= 0:
+        line, problem = data.count(b"\n", 0, early) + 1, _AFTER_EOF
+    else:
+        line, problem = (data.count(b"\n", 0, len(data) - 1) + 1 if data else 1), _NO_EOF
+    raise DatasetError(f"{source}:{line}: {problem}")
+
+
+@dataclass
+class _Columns:
+    """What the blocks found so far: runs (series, samples, first line) and the samples."""
+
+    run_series: list[Int64Array] = field(default_factory=list)
+    run_sizes: list[Int64Array] = field(default_factory=list)
+    run_lines: list[Int64Array] = field(default_factory=list)
+    t_ms: list[Int64Array] = field(default_factory=list)
+    values: list[npt.NDArray[np.float64]] = field(default_factory=list)
+
+
+class OpenMetricsReader:
+    """OpenMetrics text fed in pieces of any size, parsed :data:`BLOCK_BYTES` at a time.
+
+    :meth:`feed` the text in order (any split), then :meth:`finish` checks
+    the final ``# EOF`` and returns the sample set. Problems raise
+    :class:`~inference_obs.errors.DatasetError` as soon as their block is
+    parsed: the first problem in the text, block by block.
+    """
+
+    def __init__(self, source: str, *, block_bytes: int = BLOCK_BYTES) -> None:
         self.source = source
-        self.buf = np.frombuffer(data, dtype=np.uint8)
-        self.newlines = np.flatnonzero(self.buf == ord("\n"))
+        self._block = block_bytes
+        self._carry = b""
+        self._lines = 0  # complete lines parsed so far
+        self._eof_line: int | None = None
+        self._families = Families()
+        self._parsed: dict[bytes, int] = {}
+        self._index: dict[tuple[str, Labels], int] = {}
+        self._names: list[str] = []
+        self._labels: list[Labels] = []
+        self._columns = _Columns()
 
-    def fail(self, line: int, problem: str) -> DatasetError:
+    def feed(self, data: bytes) -> None:
+        """Take the next piece of the text; parse every whole block it completes."""
+        if self._carry:
+            data = self._carry + data
+        pos, size = 0, len(data)
+        while size - pos >= self._block:
+            end = data.rfind(b"\n", pos, pos + self._block) + 1
+            if end <= pos:  # a line longer than a block: take it whole
+                end = data.find(b"\n", pos + self._block) + 1
+                if end <= 0:
+                    break
+            self._parse(data[pos:end], more=end < size)
+            pos = end
+        self._carry = data[pos:]
+
+    def finish(self) -> SampleSet:
+        """Parse what is left, check the final ``# EOF``, and return every sample."""
+        tail, self._carry = self._carry, b""
+        end = tail.rfind(b"\n") + 1
+        last = tail[end:]
+        if end:
+            self._parse(tail[:end], more=bool(last))
+        if last and self._eof_line is not None:
+            raise self._fail(self._eof_line, _AFTER_EOF)
+        if (last and last != _EOF) or (not last and self._eof_line is None):
+            raise self._fail(self._lines + 1 if last else max(self._lines, 1), _NO_EOF)
+        return self._assemble()
+
+    def _fail(self, line: int, problem: str) -> DatasetError:
         return DatasetError(f"{self.source}:{line}: {problem}")
 
-    def line_at(self, offset: int) -> int:
-        """1-based number of the line holding byte ``offset``."""
-        return int(np.searchsorted(self.newlines, offset)) + 1
+    def _parse(self, block: bytes, *, more: bool) -> None:
+        """Check and convert one block of whole lines (``more``: text follows it)."""
+        buf = np.frombuffer(block, dtype=np.uint8)
+        newlines = np.flatnonzero(buf == ord("\n"))
+        first = self._lines
 
-    def line_text(self, offset: int) -> str:
-        end = self.data.find(b"\n", offset)
-        raw = self.data[offset : end if end >= 0 else len(self.data)]
-        return raw.decode("utf-8", errors="replace")
+        def line_at(offset: int) -> int:
+            return first + int(np.searchsorted(newlines, offset)) + 1
 
-    def read(self) -> SampleSet:
-        body_end = self._body_end()
-        families = Families()
+        families, parsed, index = self._families, self._parsed, self._index
+        names, labels = self._names, self._labels
         run_starts: list[int] = []
         run_series: list[int] = []
         run_key_bytes: list[int] = []
-        parsed: dict[bytes, int] = {}
-        index: dict[tuple[str, Labels], int] = {}
-        names: list[str] = []
-        labels: list[Labels] = []
-        pos = 0
-        while pos < body_end:
-            match = _CHUNK.match(self.data, pos, body_end)
+        pos, end = 0, len(block)
+        while pos < end:
+            if self._eof_line is not None:
+                raise self._fail(self._eof_line, _AFTER_EOF)
+            match = _CHUNK.match(block, pos, end)
             try:
                 if match is None:
-                    raise LineProblem(_diagnose(self.line_text(pos)))
+                    raise LineProblem(_diagnose(_line_text(block, pos)))
                 meta, key = match.group("meta", "key")
-                if meta is not None:
+                if meta == _EOF:
+                    self._eof_line = line_at(pos)
+                elif meta is not None:
                     families.meta(meta.decode("utf-8"))
                 else:
                     series = parsed.get(key)
@@ -159,26 +245,145 @@ class _Reader:
                     run_series.append(series)
                     run_key_bytes.append(len(key))
             except UnicodeDecodeError:
-                raise self.fail(self.line_at(pos), "the line is not valid UTF-8") from None
+                raise self._fail(line_at(pos), "the line is not valid UTF-8") from None
             except LineProblem as exc:
-                raise self.fail(self.line_at(pos), str(exc)) from None
+                raise self._fail(line_at(pos), str(exc)) from None
             pos = match.end()
-        samples = _Samples(self, body_end, run_starts, run_key_bytes)
-        return samples.sample_set(np.array(run_series, dtype=np.int64), names, labels)
+        if more and self._eof_line is not None:  # refused before the block's values
+            raise self._fail(self._eof_line, _AFTER_EOF)
+        if run_starts:
+            self._samples(block, buf, newlines, run_starts, run_series, run_key_bytes)
+        self._lines += int(newlines.size)
 
-    def _body_end(self) -> int:
-        """Offset where the final ``# EOF`` line starts; refuse text without one."""
-        data = self.data
-        end = len(data) - 1 if data.endswith(b"\n") else len(data)
-        start = data.rfind(b"\n", 0, end) + 1
-        if data[start:end] == b"# EOF":
-            return start
-        found = data.find(b"\n# EOF\n")
-        early = 0 if data.startswith(b"# EOF\n") else found + 1 if found >= 0 else -1
-        if early >= 0:
-            raise self.fail(self.line_at(early), "text after '# EOF', which must be the last line")
-        last = self.line_at(len(data) - 1) if data else 1
-        raise self.fail(last, "the text ends without a '# EOF' line (a truncated file?)")
+    def _samples(
+        self,
+        block: bytes,
+        buf: npt.NDArray[np.uint8],
+        newlines: Int64Array,
+        run_starts: list[int],
+        run_series: list[int],
+        run_key_bytes: list[int],
+    ) -> None:
+        """Values and timestamps of the block's sample lines, and its runs."""
+        starts = np.empty(newlines.size, dtype=np.int64)
+        starts[:1] = 0
+        starts[1:] = newlines[:-1] + 1
+        rows = np.flatnonzero(buf[starts] != _HASH)
+        line_numbers = rows + (self._lines + 1)
+        row_starts, ends = starts[rows], newlines[rows].astype(np.int64)
+        run_of_row = np.searchsorted(np.asarray(run_starts, np.int64), row_starts, "right") - 1
+        value_starts = row_starts + np.asarray(run_key_bytes, np.int64)[run_of_row] + 1
+
+        def fail(i: int, problem: str) -> DatasetError:
+            return self._fail(int(line_numbers[i]), problem)
+
+        lengths = ends - value_starts
+        payload = cut(buf, value_starts, np.minimum(lengths, _MAX_PAYLOAD))
+        split = _split(block, payload, value_starts, lengths, fail)
+        check_lengths(split, "value", fail)
+        value_chars = row_tokens(payload, np.zeros_like(split), split)
+        columns = self._columns
+        columns.values.append(floats(value_chars, split, "value", fail, specials=True))
+        after = split + 1
+        stamps = millis(buf, value_starts + after, lengths - after, fail)
+        columns.t_ms.append(stamps)
+        n_runs = len(run_starts)
+        columns.run_series.append(np.asarray(run_series, np.int64))
+        columns.run_sizes.append(np.bincount(run_of_row, minlength=n_runs).astype(np.int64))
+        columns.run_lines.append(line_numbers[np.searchsorted(run_of_row, np.arange(n_runs))])
+
+    def _assemble(self) -> SampleSet:
+        """The blocks' columns as one sample set, each series' samples together and in time."""
+        names, labels, columns = self._names, self._labels, self._columns
+        if not names:
+            empty = (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64))
+            for array in empty:
+                array.flags.writeable = False
+            return SampleSet((), (), *empty)
+        run_series = np.concatenate(columns.run_series)
+        run_sizes = np.concatenate(columns.run_sizes)
+        run_lines = np.concatenate(columns.run_lines)
+        t_ms = np.concatenate(columns.t_ms)
+        values = np.concatenate(columns.values)
+        self._columns = _Columns()
+        order: Int64Array | None = None
+        if np.any(np.diff(run_series) < 0):  # series interleave (as OpenMetrics histograms may)
+            order = np.argsort(np.repeat(run_series, run_sizes), kind="stable")
+            t_ms, values = t_ms[order], values[order]
+        counts = np.bincount(run_series, weights=run_sizes, minlength=len(names))
+        offsets = np.zeros(len(names) + 1, dtype=np.int64)
+        np.cumsum(counts.astype(np.int64), out=offsets[1:])
+        steps_back = np.diff(t_ms) <= 0
+        steps_back[offsets[1:-1] - 1] = False  # the first sample of a series has no previous
+        if np.any(steps_back):
+            self._refuse_step_back(steps_back, order, t_ms, offsets, run_sizes, run_lines)
+        for array in (offsets, t_ms, values):
+            array.flags.writeable = False
+        return SampleSet(tuple(names), tuple(labels), offsets, t_ms, values)
+
+    def _refuse_step_back(
+        self,
+        steps_back: npt.NDArray[np.bool_],
+        order: Int64Array | None,
+        t_ms: Int64Array,
+        offsets: Int64Array,
+        run_sizes: Int64Array,
+        run_lines: Int64Array,
+    ) -> None:
+        """Raise for the first sample in the text whose time is not after its predecessor's."""
+        positions = np.flatnonzero(steps_back) + 1  # in series order
+        in_text = positions if order is None else order[positions]
+        k = int(np.argmin(in_text))
+        at, before = int(positions[k]), int(positions[k]) - 1
+        run_offsets = np.concatenate(([0], np.cumsum(run_sizes)))
+
+        def line(sample: int) -> int:
+            if order is not None:
+                sample = int(order[sample])
+            run = int(np.searchsorted(run_offsets, sample, "right")) - 1
+            return int(run_lines[run]) + sample - int(run_offsets[run])
+
+        series = int(np.searchsorted(offsets, at, "right")) - 1
+        raise self._fail(
+            line(at),
+            f"series {describe(self._names[series], self._labels[series])}: timestamp "
+            f"{int(t_ms[at])} ms is not after the previous sample's {int(t_ms[before])} ms "
+            f"(line {line(before)}); a series' samples must strictly increase in time",
+        )
+
+
+def _split(
+    block: bytes,
+    payload: npt.NDArray[np.uint8],
+    starts: Int64Array,
+    lengths: Int64Array,
+    fail: Fail,
+) -> Int64Array:
+    """Offset of the space in each line's ``value timestamp`` (``payload``: its first bytes)."""
+    spaces = payload == _SPACE
+    count = spaces.sum(axis=1)
+    split = spaces.argmax(axis=1).astype(np.int64) if payload.shape[1] else np.zeros_like(lengths)
+    for i in np.flatnonzero(lengths > payload.shape[1]).tolist():
+        lo, hi = int(starts[i]), int(starts[i] + lengths[i])
+        count[i] = block.count(b" ", lo, hi)
+        split[i] = block.find(b" ", lo, hi) - lo
+    if np.any(count != 1):
+        i = int(np.flatnonzero(count != 1)[0])
+        tail = block[int(starts[i]) : int(starts[i] + lengths[i])].decode("utf-8", "replace")
+        raise fail(
+            i,
+            "no timestamp; every sample in a dataset carries one"
+            if count[i] == 0
+            else "exemplars are not supported"
+            if " # " in tail
+            else f"expected 'value timestamp' after the series, got {tail[:60]!r}",
+        )
+    return split
+
+
+def _line_text(data: bytes, offset: int) -> str:
+    end = data.find(b"\n", offset)
+    return data[offset : end if end >= 0 else len(data)].decode("utf-8", errors="replace")
 
 
 def _diagnose(line: str) -> str:
@@ -199,187 +404,3 @@ def _diagnose(line: str) -> str:
     if line[end : end + 1] != " ":
         return f"expected a space after the series, got {line[end : end + 20]!r}"
     return f"cannot parse {line[:80]!r}"
-
-
-class _Samples:
-    """Values and timestamps of every sample line, cut from the buffer by numpy."""
-
-    def __init__(
-        self, reader: _Reader, body_end: int, run_starts: list[int], run_key_bytes: list[int]
-    ) -> None:
-        self.reader = reader
-        buf, newlines = reader.buf, reader.newlines
-        ends = newlines[newlines < body_end]
-        starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64)
-        is_sample = buf[starts] != ord("#") if ends.size else np.zeros(0, np.bool_)
-        self.line_numbers = np.flatnonzero(is_sample) + 1
-        starts, ends = starts[is_sample], ends[is_sample]
-        if starts.size == 0:
-            self.run_of_line = np.zeros(0, np.int64)
-            self.values, self.t_ms = np.zeros(0, np.float64), np.zeros(0, np.int64)
-            return
-        self.run_of_line = np.searchsorted(np.array(run_starts, np.int64), starts, "right") - 1
-        value_starts = starts + np.array(run_key_bytes, np.int64)[self.run_of_line] + 1
-        spaces = np.flatnonzero(buf[:body_end] == ord(" "))
-        first_space = np.searchsorted(spaces, value_starts)
-        fields = np.searchsorted(spaces, ends) - first_space + 1
-        if np.any(fields != 2):
-            i = int(np.flatnonzero(fields != 2)[0])
-            tail = reader.data[value_starts[i] : ends[i]].decode("utf-8", "replace")
-            problem = (
-                "no timestamp; every sample in a dataset carries one"
-                if fields[i] < 2
-                else "exemplars are not supported"
-                if " # " in tail
-                else f"expected 'value timestamp' after the series, got {tail[:60]!r}"
-            )
-            raise self.fail(i, problem)
-        split = spaces[np.minimum(first_space, spaces.size - 1)]
-        self.values = self._floats(value_starts, split, "value", specials=True)
-        seconds = self._floats(split + 1, ends, "timestamp", specials=False)
-        self.t_ms = self._millis(seconds)
-
-    def fail(self, i: int, problem: str) -> DatasetError:
-        return self.reader.fail(int(self.line_numbers[i]), problem)
-
-    def _floats(
-        self,
-        starts: npt.NDArray[np.int64],
-        stops: npt.NDArray[np.int64],
-        what: str,
-        *,
-        specials: bool,
-    ) -> npt.NDArray[np.float64]:
-        lengths = stops - starts
-        if lengths.size == 0:
-            return np.zeros(0, np.float64)
-        too_long = (lengths == 0) | (lengths > _MAX_TOKEN)
-        if np.any(too_long):
-            i = int(np.flatnonzero(too_long)[0])
-            raise self.fail(
-                i, f"no {what}" if lengths[i] == 0 else f"{what} longer than {_MAX_TOKEN} bytes"
-            )
-        chars = _cut(self.reader.buf, starts, lengths)
-        width = chars.shape[1]
-        tokens = chars.view(f"S{width}").ravel()
-        special = np.zeros(tokens.size, np.bool_)
-        if specials:
-            for text in _SPECIALS:
-                special |= tokens == text
-        padding = np.arange(width) >= lengths[:, None]
-        bad = ~special & ~np.all(_VALUE_BYTES[chars] | padding, axis=1)
-        numbers = np.zeros(tokens.size, np.float64)
-        if not np.any(bad):
-            try:
-                numbers[~special] = tokens[~special].astype(np.float64)
-            except ValueError:
-                bad = ~special & _unparsable(tokens)
-        if not np.any(bad):
-            bad = ~special & ~np.isfinite(numbers)  # e.g. 1e999: ParseFloat's range error
-        if np.any(bad):
-            i = int(np.flatnonzero(bad)[0])
-            kind = "a float, NaN, +Inf or -Inf" if specials else "decimal unix seconds"
-            raise self.fail(
-                i, f"bad {what} {tokens[i].decode('utf-8', 'replace')!r}; expected {kind}"
-            )
-        for text, number in _SPECIALS.items():
-            numbers[tokens == text] = number
-        return numbers
-
-    def _millis(self, seconds: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
-        outside = np.abs(seconds) > _MAX_ABS_SECONDS
-        if np.any(outside):
-            raise self.fail(
-                int(np.flatnonzero(outside)[0]), f"timestamp beyond +-{_MAX_ABS_SECONDS:g} s"
-            )
-        # promtool 2.42 (openmetricsparse.go): p.ts = int64(ts * 1000), truncating.
-        scaled = seconds * 1000.0
-        whole = np.trunc(scaled)
-        rest = np.abs(scaled - whole)
-        off = (rest > _MS_TOLERANCE) & (np.abs(rest - 0.5) > _MS_TOLERANCE)
-        if np.any(off):
-            i = int(np.flatnonzero(off)[0])
-            raise self.fail(
-                i,
-                f"timestamp {float(seconds[i])!r} s is not a whole millisecond as promtool reads "
-                f"it (it truncates {float(scaled[i])!r} ms to {int(whole[i])} ms); write whole "
-                "milliseconds, a fraction as the millisecond's midpoint (1.0015 for 1001 ms)",
-            )
-        millis: npt.NDArray[np.int64] = whole.astype(np.int64)
-        return millis
-
-    def sample_set(
-        self, run_series: npt.NDArray[np.int64], names: list[str], labels: list[Labels]
-    ) -> SampleSet:
-        series_of_line = run_series[self.run_of_line]
-        if np.all(np.diff(run_series) > 0):  # each series in one run: already in order
-            order = np.arange(series_of_line.size)
-        else:  # series interleave (as OpenMetrics histograms do): gather each one's lines
-            order = np.argsort(series_of_line, kind="stable")
-        ordered = series_of_line[order]
-        t_ms, values = self.t_ms[order], self.values[order]
-        steps_back = (ordered[1:] == ordered[:-1]) & (np.diff(t_ms) <= 0)
-        if np.any(steps_back):
-            after = order[1:][steps_back]
-            i = int(after.min())
-            k = int(series_of_line[i])
-            before = int(order[np.flatnonzero(order == i)[0] - 1])
-            raise self.fail(
-                i,
-                f"series {describe(names[k], labels[k])}: timestamp {int(self.t_ms[i])} ms is "
-                f"not after the previous sample's {int(self.t_ms[before])} ms "
-                f"(line {int(self.line_numbers[before])}); a series' samples must strictly "
-                "increase in time",
-            )
-        counts = np.bincount(series_of_line, minlength=len(names))
-        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-        for array in (offsets, t_ms, values):
-            array.flags.writeable = False
-        return SampleSet(tuple(names), tuple(labels), offsets, t_ms, values)
-
-
-def _cut(
-    buf: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]
-) -> npt.NDArray[np.uint8]:
-    """Bytes ``buf[starts[i] : starts[i] + lengths[i]]`` as rows, zero-padded to a multiple of 8.
-
-    Eight bytes at a time: a view of ``buf`` as overlapping unaligned 64-bit
-    words (stride one byte) lets one fancy index fetch eight bytes per token.
-    """
-    chunks = -(-int(lengths.max()) // 8)
-    words = np.zeros((starts.size, chunks), dtype=np.uint64)
-    last = buf.size - 8  # the last offset a whole word can start at
-    if last >= 0:
-        windows = np.ndarray((last + 1,), dtype=np.uint64, buffer=buf, strides=(1,))
-        for c in range(chunks):
-            offsets = starts + 8 * c
-            words[:, c] = windows[np.minimum(offsets, last)]
-            for i in np.flatnonzero((offsets > last) & (lengths > 8 * c)).tolist():
-                words[i, c] = _tail_word(buf, int(offsets[i]))
-    else:
-        for i in range(starts.size):
-            for c in range(chunks):
-                words[i, c] = _tail_word(buf, int(starts[i]) + 8 * c)
-    chars = words.view(np.uint8).reshape(starts.size, 8 * chunks)
-    chars[np.arange(8 * chunks) >= lengths[:, None]] = 0
-    return chars
-
-
-def _tail_word(buf: npt.NDArray[np.uint8], offset: int) -> np.uint64:
-    """The up to eight bytes from ``offset`` to the end of ``buf``, zero-padded, as a word."""
-    word = np.zeros(8, dtype=np.uint8)
-    tail = buf[offset : offset + 8]
-    word[: tail.size] = tail
-    return np.uint64(word.view(np.uint64)[0])
-
-
-def _unparsable(tokens: npt.NDArray[np.bytes_]) -> npt.NDArray[np.bool_]:
-    """Which token numpy cannot turn into a float (the slow path, taken on error only)."""
-    bad = np.zeros(tokens.size, np.bool_)
-    for i in range(tokens.size):
-        try:
-            tokens[i : i + 1].astype(np.float64)
-        except ValueError:
-            bad[i] = True
-            return bad
-    raise AssertionError("numpy refused a token but accepts each one alone")

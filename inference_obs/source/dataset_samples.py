@@ -1,0 +1,238 @@
+"""A dataset's ``samples.om``, read in one pass, and the columnar cache that makes rereading fast.
+
+:func:`read_samples` streams the file through
+:class:`~inference_obs.source.openmetrics_read.OpenMetricsReader` block by
+block while another thread computes its SHA-256 (``hashlib`` releases the
+GIL), so the text is never in memory whole and checking the checksum costs
+no extra pass. The checksum decides first: a file that changed is reported
+as changed, whatever its text.
+
+A large file (:attr:`SampleCache.min_bytes`, 64 MiB by default) is parsed
+once: its columns (series, int64 milliseconds, float64 values) are then kept
+in ``$XDG_CACHE_HOME/inference-obs/samples/`` (``~/.cache/...`` without it)
+under the file's SHA-256 and a fingerprint of the reader's own code. Every
+later read still hashes the whole file and uses the columns only when the
+hash is the manifest's, so the cache can never answer for other bytes, nor
+for text a changed reader would read differently; an unreadable, truncated or
+inconsistent entry is ignored (zip CRCs and shape checks) and rewritten.
+Entries are never evicted: delete the directory to reclaim the space (about
+16 bytes per sample).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from inference_obs import samples as _samples_module
+from inference_obs.errors import DatasetError
+from inference_obs.samples import Labels, SampleSet
+from inference_obs.source import (
+    openmetrics as _grammar,
+    openmetrics_read as _reader,
+    openmetrics_tokens as _tokens,
+)
+from inference_obs.source.openmetrics_read import BLOCK_BYTES, OpenMetricsReader
+
+__all__ = ["DEFAULT_CACHE", "SampleCache", "read_samples"]
+
+log = logging.getLogger("inference_obs.source.dataset")
+
+# Hash blocks that may wait for the hashing thread: bounds the memory held.
+_HASH_BACKLOG = 2
+
+
+@dataclass(frozen=True, slots=True)
+class SampleCache:
+    """Where parsed samples of large dataset files are kept, and from what size.
+
+    Attributes
+    ----------
+    directory
+        The cache directory; ``None`` for ``$XDG_CACHE_HOME/inference-obs/samples``
+        (``~/.cache/inference-obs/samples`` when XDG_CACHE_HOME is unset),
+        resolved at each read.
+    min_bytes
+        Smaller ``samples.om`` files are parsed every time (a few MB parse
+        faster than a cache entry is written).
+    """
+
+    directory: Path | None = None
+    min_bytes: int = 64 << 20
+
+    def path(self) -> Path:
+        """The cache directory this cache uses now."""
+        if self.directory is not None:
+            return Path(self.directory)
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        return Path(base) / "inference-obs" / "samples"
+
+
+#: The cache :func:`~inference_obs.source.dataset.read_dataset` uses unless told otherwise.
+DEFAULT_CACHE = SampleCache()
+
+
+def read_samples(file: Path, digest: str, *, manifest: str, cache: SampleCache | None) -> SampleSet:
+    """Every sample of ``file``, which must have SHA-256 ``digest``.
+
+    Parameters
+    ----------
+    file
+        The dataset's ``samples.om``.
+    digest
+        Its SHA-256 (lowercase hex) as the manifest lists it.
+    manifest
+        How to name the manifest in the checksum error.
+    cache
+        Where parsed columns of large files are kept, or ``None`` for no cache.
+
+    Raises
+    ------
+    DatasetError
+        The file is missing or unreadable, its SHA-256 is not ``digest`` (said
+        before any problem in its text), or its text is malformed.
+    """
+    try:
+        size = file.stat().st_size
+        entry = _entry(cache.path(), digest) if cache and size >= cache.min_bytes else None
+        if entry is not None and entry.is_file():
+            # Hash (most of the time) while another thread reads the columns back.
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                hashed = pool.submit(_sha256, file)
+                cached = _load(entry)
+                actual = hashed.result()
+            _check(file, actual, digest, manifest)
+            if cached is not None:
+                return cached
+        samples = _parse(file, digest, manifest)
+    except FileNotFoundError:
+        raise DatasetError(f"{file}: listed in {manifest} but missing") from None
+    except OSError as exc:
+        raise DatasetError(f"{file}: cannot be read ({exc.strerror})") from None
+    if cache and size >= cache.min_bytes:
+        _store(cache.path(), digest, samples)
+    return samples
+
+
+def _check(file: Path, actual: str, digest: str, manifest: str) -> None:
+    if actual != digest:
+        raise DatasetError(
+            f"{file}: SHA-256 is {actual} but {manifest} says {digest}; the file changed"
+        )
+
+
+def _sha256(file: Path) -> str:
+    hasher = hashlib.sha256()
+    with file.open("rb") as data:
+        while chunk := data.read(BLOCK_BYTES):
+            hasher.update(chunk)
+    return hasher.hexdigest()
+
+
+def _parse(file: Path, digest: str, manifest: str) -> SampleSet:
+    """Parse while another thread hashes; the checksum is checked before any text problem."""
+    reader = OpenMetricsReader(str(file))
+    hasher = hashlib.sha256()
+    problem: DatasetError | None = None
+    samples: SampleSet | None = None
+    with ThreadPoolExecutor(max_workers=1) as pool, file.open("rb") as data:
+        backlog: deque[Future[None]] = deque()
+        while chunk := data.read(BLOCK_BYTES):
+            backlog.append(pool.submit(hasher.update, chunk))
+            if len(backlog) > _HASH_BACKLOG:
+                backlog.popleft().result()
+            if problem is None:
+                try:
+                    reader.feed(chunk)
+                except DatasetError as exc:
+                    problem = exc  # hash on: a changed file is reported as changed
+        for done in backlog:
+            done.result()
+    if problem is None:
+        try:
+            samples = reader.finish()
+        except DatasetError as exc:
+            problem = exc
+    _check(file, hasher.hexdigest(), digest, manifest)
+    if problem is not None:
+        raise problem
+    assert samples is not None
+    return samples
+
+
+@cache
+def _reader_fingerprint() -> str:
+    """A digest of the code that turns text into samples: a change to it retires old entries."""
+    code = hashlib.sha256()
+    for module in (_reader, _tokens, _grammar, _samples_module):
+        code.update(Path(module.__file__ or "").read_bytes())
+    return code.hexdigest()[:16]
+
+
+def _entry(directory: Path, digest: str) -> Path:
+    return directory / f"{digest}-{_reader_fingerprint()}.npz"
+
+
+def _load(entry: Path) -> SampleSet | None:
+    """The columns kept in the cache entry ``entry``, or None if it is unusable."""
+    try:
+        with entry.open("rb") as file, np.load(file, allow_pickle=False) as columns:
+            offsets, t_ms, values = columns["offsets"], columns["t_ms"], columns["values"]
+            series = json.loads(columns["series"].tobytes().decode("utf-8"))
+        names = tuple(str(name) for name, _ in series)
+        labels = tuple(Labels((str(k), str(v)) for k, v in pairs) for _, pairs in series)
+        consistent = (
+            offsets.dtype == np.int64
+            and t_ms.dtype == np.int64
+            and values.dtype == np.float64
+            and offsets.ndim == t_ms.ndim == values.ndim == 1
+            and offsets.size == len(names) + 1
+            and int(offsets[0]) == 0
+            and int(offsets[-1]) == t_ms.size == values.size
+            and bool(np.all(np.diff(offsets) >= 0))
+        )
+    except Exception as exc:  # any damage to a cache entry only means parsing again
+        log.debug("ignoring sample cache entry %s: %s", entry, exc)
+        return None
+    if not consistent:
+        log.debug("ignoring inconsistent sample cache entry %s", entry)
+        return None
+    for array in (offsets, t_ms, values):
+        array.flags.writeable = False
+    return SampleSet(names, labels, offsets, t_ms, values)
+
+
+def _store(directory: Path, digest: str, samples: SampleSet) -> None:
+    """Keep ``samples`` under ``digest``; a failure to write is logged, never raised."""
+    entry = _entry(directory, digest)
+    temporary = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
+    series = [
+        [name, list(labels.items())]
+        for name, labels in zip(samples.names, samples.labels, strict=True)
+    ]
+    text = json.dumps(series, ensure_ascii=False).encode("utf-8")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with temporary.open("wb") as out:
+            np.savez(
+                out,
+                offsets=samples.offsets,
+                t_ms=samples.t_ms,
+                values=samples.values,
+                series=np.frombuffer(text, dtype=np.uint8),
+            )
+        os.replace(temporary, entry)  # atomic: readers see a whole entry or none
+    except OSError as exc:
+        log.debug("sample cache entry %s not written: %s", entry, exc)
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)

@@ -1,0 +1,145 @@
+"""samples.om read in one streamed pass, and the columnar cache of large ones."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inference_obs.errors import DatasetError
+from inference_obs.samples import SampleSet, Series
+from inference_obs.source.dataset import Dataset, read_dataset, write_dataset
+from inference_obs.source.dataset_samples import SampleCache
+from inference_obs.source.manifest import Manifest
+from inference_obs.source.openmetrics_read import OpenMetricsReader, read_openmetrics
+from tests.source.test_dataset import MANIFEST, START
+
+
+def _series() -> list[Series]:
+    times = START + 15.0 * np.arange(40) + 0.001
+    return [
+        Series("m", {"pod": f"a-{i}", "le": le}, times, np.arange(40) * (i + 1) + j)
+        for i in range(3)
+        for j, le in enumerate(("1.0", "+Inf"))
+    ] + [Series("g", {"pod": "a-0", "v": 'q"\\\n é'}, times, np.full(40, np.nan))]
+
+
+def _write(path: Path) -> Dataset:
+    return write_dataset(path, Manifest.model_validate(MANIFEST), _series())
+
+
+def _same(a: SampleSet, b: SampleSet) -> None:
+    assert a.names == b.names
+    assert a.labels == b.labels
+    for x, y in ((a.offsets, b.offsets), (a.t_ms, b.t_ms), (a.values, b.values)):
+        assert x.dtype == y.dtype
+        assert np.array_equal(x, y, equal_nan=True)
+
+
+def _entries(cache: Path) -> list[Path]:
+    return sorted(cache.glob("*.npz")) if cache.exists() else []
+
+
+def _replace_samples(path: Path, text: bytes, *, update_manifest: bool) -> None:
+    (path / "samples.om").write_bytes(text)
+    if update_manifest:
+        manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+        manifest["files"]["samples.om"] = hashlib.sha256(text).hexdigest()
+        (path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def test_a_large_file_is_parsed_once_then_read_from_the_cache(tmp_path: Path) -> None:
+    written = _write(tmp_path / "ds")
+    cache = SampleCache(tmp_path / "cache", min_bytes=0)
+    first = read_dataset(written.path, cache=cache)
+    (entry,) = _entries(tmp_path / "cache")
+    assert entry.name.startswith(written.manifest.files["samples.om"])
+    again = read_dataset(written.path, cache=cache)
+    _same(first.samples, written.samples)
+    _same(again.samples, written.samples)
+    assert not again.samples.values.flags.writeable
+    assert _entries(tmp_path / "cache") == [entry]
+
+
+def test_small_files_and_no_cache_write_nothing(tmp_path: Path) -> None:
+    written = _write(tmp_path / "ds")
+    read_dataset(written.path, cache=SampleCache(tmp_path / "small"))
+    read_dataset(written.path, cache=None)
+    assert _entries(tmp_path / "small") == []
+
+
+def test_the_cache_never_answers_for_a_changed_file(tmp_path: Path) -> None:
+    written = _write(tmp_path / "ds")
+    cache = SampleCache(tmp_path / "cache", min_bytes=0)
+    read_dataset(written.path, cache=cache)
+    text = (written.path / "samples.om").read_bytes()
+    _replace_samples(written.path, text.replace(b" 1.0 ", b" 9.0 ", 1), update_manifest=False)
+    with pytest.raises(DatasetError, match=r"samples\.om: SHA-256 is [0-9a-f]{64} but"):
+        read_dataset(written.path, cache=cache)
+
+
+def test_a_damaged_entry_is_ignored_and_rewritten(tmp_path: Path) -> None:
+    written = _write(tmp_path / "ds")
+    cache = SampleCache(tmp_path / "cache", min_bytes=0)
+    read_dataset(written.path, cache=cache)
+    (entry,) = _entries(tmp_path / "cache")
+    whole = entry.read_bytes()
+    for damaged in (whole[: len(whole) // 2], whole[:-40] + b"\0" * 40, b"not a zip"):
+        entry.write_bytes(damaged)
+        _same(read_dataset(written.path, cache=cache).samples, written.samples)
+        assert entry.read_bytes() == whole
+
+
+def test_an_unwritable_cache_only_costs_time(tmp_path: Path) -> None:
+    written = _write(tmp_path / "ds")
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where the cache directory would be", encoding="utf-8")
+    got = read_dataset(written.path, cache=SampleCache(blocked / "cache", min_bytes=0))
+    _same(got.samples, written.samples)
+
+
+def test_a_changed_file_is_reported_as_changed_before_its_text(tmp_path: Path) -> None:
+    path = _write(tmp_path / "ds").path
+    _replace_samples(path, b"m 1 1\nm 2\n# EOF\n", update_manifest=False)
+    with pytest.raises(DatasetError, match=r"samples\.om: SHA-256 is [0-9a-f]{64} but"):
+        read_dataset(path, cache=None)
+    _replace_samples(path, b"m 1 1\nm 2\n# EOF\n", update_manifest=True)
+    with pytest.raises(DatasetError, match=r"samples\.om:2: no timestamp"):
+        read_dataset(path, cache=None)
+
+
+def test_the_default_cache_follows_xdg_cache_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert SampleCache().path() == tmp_path / "inference-obs" / "samples"
+
+
+@pytest.mark.parametrize("block_bytes", [1, 7, 64, 1 << 20])
+def test_any_block_size_and_any_split_read_the_same(block_bytes: int) -> None:
+    text = b"".join(
+        [
+            b"# TYPE h histogram\n",
+            *(b'h_bucket{le="1.0"} %d %d.0015\n' % (i, i) for i in range(30)),
+            *(b'h_bucket{le="+Inf"} %d %d\n' % (i, i) for i in range(30)),
+            b"h_sum 1.5 1\nh_sum NaN 2\n",
+            *(b'g %d %d\ng{a="x y"} -Inf %d\n' % (i, i, i) for i in range(1, 9)),
+            b"# EOF\n",
+        ]
+    )
+    whole = read_openmetrics(text, source="s")
+    for piece in (1, 5, 333):
+        reader = OpenMetricsReader("s", block_bytes=block_bytes)
+        for start in range(0, len(text), piece):
+            reader.feed(text[start : start + piece])
+        _same(reader.finish(), whole)
+
+
+def test_streamed_problems_name_the_line_across_blocks() -> None:
+    text = b"".join(b"m %d %d\n" % (i, i) for i in range(1, 200)) + b"m 1x 500\n# EOF\n"
+    reader = OpenMetricsReader("s", block_bytes=64)
+    with pytest.raises(DatasetError, match=r"^s:200: bad value '1x'"):
+        reader.feed(text)
