@@ -1,0 +1,216 @@
+"""A live report's load on Prometheus: requests and bytes through a counting proxy, at two sizes.
+
+Data: the generated fleet (:mod:`benchmarks.fleet`) at each of ``--sizes``
+replicas (8 GPUs each, 6 h at 15 s), backfilled into Prometheus 2.42 with
+promtool, with :class:`~benchmarks.proxy.CountingProxy` in front. At each
+size the runner measures, by what the proxy forwarded (uncompressed JSON):
+
+- the report as it is: ``inference-obs report --prometheus PROXY
+  --deployments manifest.json --start ... --end ...`` (in process);
+- the same report built with :func:`~inference_obs.report.build_report`
+  through a source that tags each request with the analysis that made it
+  (the outermost ``inference_obs.analyses`` function on the call stack): the
+  breakdown by analysis and by kind of request;
+- the peer: a raw fetch of every series of the deployments (each metric name
+  the dataset holds, ``raw()`` over the window, once per deployment);
+- the measured proposal (:mod:`benchmarks.live_proposal`): what the same
+  report would cost with repeated requests served once, exact counter
+  changes computed by the server, and GPU gauges reduced per replica there.
+
+Goals: the number of requests does not grow with the number of replicas,
+and the report receives less than 1 % of the raw fetch's bytes. Both grow
+linearly with the fleet, so the share holds at full size (32 replicas,
+extrapolated: a full-size backfill takes minutes here).
+
+Run from the repository root (needs Debian's ``prometheus`` package)::
+
+    python -m benchmarks.live_report [--sizes 4,8] [--hours 6] [--interval 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import inspect
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import BackfilledPrometheus, patient_http
+from benchmarks.fleet import FleetShape, write_fleet
+from benchmarks.live_proposal import Proposal, kind_of, propose
+from benchmarks.proxy import CountingProxy, Exchange, totals
+from inference_obs.cli import main as cli
+from inference_obs.query import Selector
+from inference_obs.report import build_report
+from inference_obs.source.dataset import SAMPLES
+from inference_obs.source.prometheus import PrometheusSource
+
+_SOURCE_METHODS = ("info", "instant", "range", "raw", "series", "label_names", "label_values")
+
+
+class TaggingSource:
+    """Delegates to a source; each request is tagged with the analysis that asked for it."""
+
+    def __init__(self, source: PrometheusSource, proxy: CountingProxy) -> None:
+        self._source = source
+        self._proxy = proxy
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._source, name)
+        if name not in (*_SOURCE_METHODS, "metadata"):
+            return method
+
+        def tagged(*args: Any, **kwargs: Any) -> Any:
+            self._proxy.tag = _caller()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self._proxy.tag = ""
+
+        return tagged
+
+
+def _caller() -> str:
+    """The outermost analysis function on the stack (``report`` if none)."""
+    found = "report"
+    for frame in inspect.stack(context=0):
+        module = str(frame.frame.f_globals.get("__name__", ""))
+        if module.startswith("inference_obs.analyses."):
+            found = f"{module.rsplit('.', 1)[-1]}.{frame.function}"
+    return found
+
+
+@dataclass
+class Measured:
+    """What one fleet size cost."""
+
+    replicas: int
+    series: int
+    samples: int
+    report: list[Exchange]
+    tagged: list[Exchange]
+    raw: list[Exchange]
+    proposal: Proposal
+
+
+def measure(shape: FleetShape, tmp: Path) -> Measured:
+    """Generate, backfill and measure one fleet size."""
+    dataset = write_fleet(tmp / f"fleet-{shape.replicas}", shape)
+    names = sorted(set(dataset.samples.names))
+    series, samples = len(dataset.samples), int(dataset.samples.offsets[-1])
+    manifest, path = dataset.manifest, dataset.path
+    del dataset
+    window = manifest.window.window()
+    with (
+        BackfilledPrometheus(tmp / f"prometheus-{shape.replicas}", path / SAMPLES) as prom,
+        contextlib.closing(CountingProxy(prom.base_url)) as proxy,
+    ):
+        argv = ["report", "--prometheus", proxy.url, "--deployments", str(path / "manifest.json")]
+        argv += ["--start", window.start.isoformat(), "--end", window.end.isoformat()]
+        code = cli([*argv, "--out", str(tmp / f"report-{shape.replicas}"), "--quiet"])
+        if code not in (0, 5):  # 5: a comparison is invalid, which is a finding, not a failure
+            raise RuntimeError(f"inference-obs report exited with {code}")
+        report = proxy.take()
+        source = PrometheusSource(proxy.url, timeout=600.0)
+        build_report(
+            TaggingSource(source, proxy),
+            manifest.deployments,
+            window,
+            title=manifest.title,
+            source_name=proxy.url,
+            scrape_interval_seconds=manifest.scrape_interval_seconds,
+        )
+        tagged = proxy.take()
+        proxy.tag = "raw fetch"
+        for deployment in manifest.deployments:
+            for name in names:
+                source.raw(Selector(name, deployment.matchers), window)
+        raw = proxy.take()
+        proposal = propose(proxy, tagged, window, manifest.scrape_interval_seconds)
+    return Measured(shape.replicas, series, samples, report, tagged, raw, proposal)
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:,.2f} MB"
+
+
+def _table(title: str, rows: Iterable[tuple[str, list[Exchange]]], whole: int) -> None:
+    print(f"\n{title:46} {'requests':>9} {'received':>12} {'share':>7}")
+    for label, exchanges in rows:
+        count, received = totals(exchanges)
+        print(f"{label:46} {count:9,} {_mb(received):>12} {received / whole:6.1%}")
+
+
+def report_size(m: Measured) -> None:
+    """Print one size's numbers."""
+    count, received = totals(m.report)
+    raw_count, raw_bytes = totals(m.raw)
+    print(
+        f"\n=== {m.replicas} replicas: {m.series:,} series, {m.samples:,} samples ===\n"
+        f"report as it is: {count:,} requests, {_mb(received)}; raw fetch of every series: "
+        f"{raw_count:,} requests, {_mb(raw_bytes)}; report / raw = {received / raw_bytes:.2%}"
+    )
+    by_tag: dict[str, list[Exchange]] = defaultdict(list)
+    by_kind: dict[str, list[Exchange]] = defaultdict(list)
+    for one in m.tagged:
+        by_tag[one.tag].append(one)
+        by_kind[kind_of(one)].append(one)
+    tagged_bytes = totals(m.tagged)[1]
+
+    def order(item: tuple[str, list[Exchange]]) -> int:
+        return -totals(item[1])[1]
+
+    _table("by analysis (build_report, tagged)", sorted(by_tag.items(), key=order), tagged_bytes)
+    _table("by kind of request", sorted(by_kind.items(), key=order), tagged_bytes)
+    p = m.proposal
+    print(f"\nproposal, measured against the same server ({_mb(tagged_bytes)} as it is):")
+    count, received = totals(m.tagged)
+    for step in p.steps:
+        count += step.added - step.dropped
+        received += step.cost - step.saved
+        print(
+            f"  {step.what}\n     -{step.dropped:,} requests, -{_mb(step.saved)}; "
+            f"+{step.added:,} requests, +{_mb(step.cost)}; "
+            f"then {count:,} requests, {_mb(received)}, {received / raw_bytes:.2%} of the raw fetch"
+        )
+    print(f"  goal: < 1% of the raw fetch ({_mb(raw_bytes / 100)} here)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="4,8", help="replica counts, comma-separated")
+    parser.add_argument("--gpus-per-replica", type=int, default=8)
+    parser.add_argument("--hours", type=float, default=6.0)
+    parser.add_argument("--interval", type=float, default=15.0, help="scrape, s")
+    args = parser.parse_args(argv)
+    sizes = [int(n) for n in args.sizes.split(",")]
+    results = []
+    with patient_http(), tempfile.TemporaryDirectory(prefix="live-") as tmp:
+        for n in sizes:
+            shape = FleetShape(n, args.gpus_per_replica, args.hours, args.interval)
+            results.append(measure(shape, Path(tmp)))
+            report_size(results[-1])
+    print("\nacross sizes (medians are not needed: request counts and bytes are exact):")
+    print(f"{'replicas':>9} {'requests':>9} {'received':>12} {'raw fetch':>12} {'share':>7}")
+    for m in results:
+        count, received = totals(m.report)
+        raw_bytes = totals(m.raw)[1]
+        print(
+            f"{m.replicas:9} {count:9,} {_mb(received):>12} {_mb(raw_bytes):>12} "
+            f"{received / raw_bytes:6.2%}"
+        )
+    first, last = results[0], results[-1]
+    grow = totals(last.report)[0] - totals(first.report)[0]
+    per = totals(last.report)[1] / last.replicas
+    print(
+        f"requests grew by {grow} from {first.replicas} to {last.replicas} replicas (goal: 0); "
+        f"bytes per replica {_mb(per)}, so about {_mb(per * 32)} at 32 replicas (extrapolated)"
+    )
+
+
+if __name__ == "__main__":
+    main()

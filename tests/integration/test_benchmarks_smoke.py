@@ -1,0 +1,60 @@
+"""The benchmark runners that start Prometheus or promtool, at a size of seconds: they run,
+print their medians and ratios, and the engine agrees with the server (timings unchecked)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from benchmarks import dataset_load, engine, frames, live_report
+
+pytestmark = pytest.mark.integration
+
+TINY = ["--gpus-per-replica", "1", "--hours", "0.25", "--interval", "15"]
+TWO = ["--replicas", "2", *TINY, "--repeats", "1"]
+
+
+@pytest.mark.parametrize(
+    ("run", "argv", "printed"),
+    [
+        (
+            dataset_load.main,
+            TWO,
+            ["read_dataset, no cache", "read_dataset, cache filled", "promtool backfill (peer)",
+             "promtool / read_dataset >= 10x"],
+        ),
+        (
+            frames.main,
+            TWO,
+            ["peer: json.loads + MetricRangeDataFrame", "x ours", "(goal >= 20x)",
+             "(goal <= 1.5x)"],
+        ),
+        (
+            live_report.main,
+            ["--sizes", "2,3", *TINY],
+            ["=== 2 replicas", "=== 3 replicas", "by analysis (build_report, tagged)",
+             "of the raw fetch", "requests grew by"],
+        ),
+    ],
+    ids=["dataset_load", "frames", "live_report"],
+)  # fmt: skip
+def test_runner_prints_its_comparison(
+    run: Callable[[list[str]], None],
+    argv: list[str],
+    printed: list[str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run(argv)
+    out = capsys.readouterr().out
+    for phrase in printed:
+        assert phrase in out
+
+
+def test_engine_agrees_with_the_server(capsys: pytest.CaptureFixture[str]) -> None:
+    engine.main([*TWO, "--warmup", "0"])
+    out = capsys.readouterr().out
+    assert "(goal >= 10x)" in out
+    rows = [line for line in out.splitlines() if line.startswith(("vllm_", "dcgm_"))]
+    assert len(rows) == 2 * len(engine.QUERIES)
+    assert all(line.endswith("yes") for line in rows), out
