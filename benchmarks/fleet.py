@@ -14,7 +14,7 @@ The default, 32 replicas x 8 GPUs over 6 h at 15 s, holds about 17,900
 series and 25.8 million samples (about 5.9 GB of OpenMetrics text), written
 with :func:`~inference_obs.source.dataset.write_dataset` like any dataset::
 
-    python -m benchmarks.fleet --out /tmp/fleet [--replicas 32] [--gpus-per-replica 8]
+    python -m benchmarks.fleet --out DIR [--replicas 32] [--gpus-per-replica 8]
         [--hours 6] [--interval 15] [--seed 7]
 """
 

@@ -80,15 +80,11 @@ def gpu_name(labels: Labels) -> str:
 
 
 def _identity(available: set[str]) -> tuple[str, ...]:
-    """Labels identifying one GPU: hostname and index, else the UUID."""
-    try:
-        return (resolve_label(dcgm.HOSTNAME_LABELS, available), "gpu")
-    except NoDataError:
-        pass
-    try:
-        return (resolve_label(dcgm.UUID_LABELS, available),)
-    except NoDataError:
-        return ("gpu",)
+    """Labels identifying one GPU: hostname and index, else the UUID, else the index alone."""
+    for labels, extra in ((dcgm.HOSTNAME_LABELS, ("gpu",)), (dcgm.UUID_LABELS, ())):
+        if any(label in available for label in labels):
+            return (resolve_label(labels, available), *extra)
+    return ("gpu",)
 
 
 def _grouped(
