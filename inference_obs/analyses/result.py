@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inference_obs.analyses.measurement import Measurement
 
-__all__ = ["AnalysisResult", "measurements_frame"]
+__all__ = ["AnalysisResult", "format_number", "measurements_frame"]
 
 
 class AnalysisResult(BaseModel):
@@ -37,6 +37,19 @@ class AnalysisResult(BaseModel):
             cells.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>")
         head = "<tr><th>statistic</th><th>value</th><th>unit</th><th>status</th></tr>"
         return f"<table>{head}{''.join(cells)}</table>"
+
+
+def format_number(value: float | None, digits: int = 4) -> str:
+    """A value to ``digits`` significant digits for tables; an em dash for none or NaN.
+
+    Examples
+    --------
+    >>> format_number(0.0123456), format_number(None), format_number(float("nan"))
+    ('0.01235', '—', '—')
+    """
+    if value is None or math.isnan(value):
+        return "—"
+    return f"{value:.{digits}g}"
 
 
 def measurements_frame(measurements: Iterable[Measurement]) -> pd.DataFrame:

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from inference_obs.analyses import validity_checks, validity_checks_setup
 from inference_obs.analyses.matched_load import MatchedConcurrency, matched_concurrency
 from inference_obs.analyses.measurement import Measurement
+from inference_obs.analyses.result import format_number
 from inference_obs.analyses.validity_checks import Thresholds, comparison_value
 from inference_obs.analyses.validity_findings import COMPARISONS, Finding, Severity
 from inference_obs.analyses.validity_profile import Profile, profile
@@ -45,6 +46,7 @@ __all__ = [
     "Verdict",
     "compare_profiles",
     "validity",
+    "windows_by_name",
 ]
 
 
@@ -165,8 +167,8 @@ class ValidityResult(BaseModel):
         for p in self.pairs:
             rows = "".join(
                 "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
-                    v.comparison, v.verdict.value, _fmt(v.values.get(p.a)),
-                    _fmt(v.values.get(p.b)), v.unit or "", ", ".join(v.findings),
+                    v.comparison, v.verdict.value, format_number(v.values.get(p.a)),
+                    format_number(v.values.get(p.b)), v.unit or "", ", ".join(v.findings),
                 )) + "</tr>"
                 for v in p.verdicts.values()
             )  # fmt: skip
@@ -180,8 +182,22 @@ class ValidityResult(BaseModel):
         return "".join(parts)
 
 
-def _fmt(value: float | None) -> str:
-    return "—" if value is None else f"{value:.4g}"
+def windows_by_name(
+    deployments: Sequence[Deployment], window: Window | Mapping[str, Window]
+) -> dict[str, Window]:
+    """Each deployment's window by name: ``window`` for all, or its entry in the mapping.
+
+    Raises
+    ------
+    QueryError
+        A deployment has no window in the mapping (named).
+    """
+    if isinstance(window, Window):
+        return {d.name: window for d in deployments}
+    absent = [d.name for d in deployments if d.name not in window]
+    if absent:
+        raise QueryError(f"no window for deployment(s) {absent}: give one window per name")
+    return {d.name: window[d.name] for d in deployments}
 
 
 #: Every check, in report order.
@@ -254,10 +270,7 @@ def validity(
         raise QueryError(f"comparison needs at least two deployments, got {names}")
     if len(set(names)) != len(names):
         raise QueryError(f"deployment names must be distinct: {names}")
-    windows = dict.fromkeys(names, window) if isinstance(window, Window) else dict(window)
-    absent = [n for n in names if n not in windows]
-    if absent:
-        raise QueryError(f"no window for deployment(s) {absent}: give one window per name")
+    windows = windows_by_name(deployments, window)
     prices = dict(gpu_hour_prices or {})
     profiles = [
         profile(

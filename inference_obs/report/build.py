@@ -35,7 +35,7 @@ from inference_obs.analyses.result import measurements_frame
 from inference_obs.analyses.rolling import rolling_quantiles
 from inference_obs.analyses.shapes import ShapesResult, shapes
 from inference_obs.analyses.throughput import ThroughputResult, throughput
-from inference_obs.analyses.validity import ValidityResult, validity
+from inference_obs.analyses.validity import ValidityResult, validity, windows_by_name
 from inference_obs.deployment import Deployment
 from inference_obs.errors import InferenceObsError
 from inference_obs.samples import Window
@@ -139,14 +139,6 @@ class Report(BaseModel):
         return (*(m for d in self.deployments for m in d.measurements()), *matched)
 
 
-def _windows(
-    deployments: Sequence[Deployment], window: Window | Mapping[str, Window]
-) -> dict[str, Window]:
-    if isinstance(window, Window):
-        return {d.name: window for d in deployments}
-    return {d.name: window[d.name] for d in deployments}
-
-
 def build_report(
     source: Source,
     deployments: Sequence[Deployment],
@@ -196,7 +188,7 @@ def build_report(
     # again: asked once each, a live report makes about half the requests.
     source = RememberingSource(source)
     say = progress or (lambda _: None)
-    windows = _windows(deployments, window)
+    windows = windows_by_name(deployments, window)
     prices = dict(gpu_hour_prices or {})
 
     def step(what: str) -> None:

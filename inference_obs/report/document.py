@@ -7,12 +7,22 @@ renderers only lay them out.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from inference_obs.analyses.measurement import Measurement, Status
+from inference_obs.analyses.result import format_number as number
 
-__all__ = ["Block", "Code", "FigureRef", "Heading", "Items", "Paragraph", "Table", "cell"]
+__all__ = [
+    "Block",
+    "Code",
+    "FigureRef",
+    "Heading",
+    "Items",
+    "Paragraph",
+    "Table",
+    "cell",
+    "number",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,13 +62,6 @@ class Code:
 
 
 Block = Heading | Paragraph | Items | Table | FigureRef | Code
-
-
-def number(value: float | None, digits: int = 4) -> str:
-    """A value to ``digits`` significant digits; an em dash for none."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    return f"{value:.{digits}g}"
 
 
 def cell(m: Measurement | None, scale: float = 1.0, digits: int = 4) -> str:

@@ -164,3 +164,15 @@ def test_in_jupyter_a_report_is_a_frame_and_an_html_fragment() -> None:
     assert fragment.startswith(f"<h1>{html.escape(report.title)}</h1>")
     assert "<h2>Comparison verdicts</h2>" in fragment
     assert "<p><em>Figure PRO-rolling-quantiles was not drawn.</em></p>" in fragment
+
+
+def test_a_deployment_without_a_window_is_named() -> None:
+    from inference_obs.errors import QueryError
+
+    source = DatasetSource(DATASET)
+    manifest = source.dataset.manifest
+    with pytest.raises(QueryError, match="H20"):
+        build_report(
+            source, manifest.deployments, {"PRO": manifest.window.window()},
+            title="t", source_name="s", figures=False,
+        )  # fmt: skip
