@@ -10,28 +10,47 @@ mean, for instance. Replicas scraped at different phases are stretched by
 different factors too, which weights them unevenly. Shares of bucket
 counts and of finish reasons have the same flaw.
 
-:func:`counter_ratio` therefore reads the raw samples of both counters
-and takes, per series, the change from its first to its last sample in
-the window (a drop is a counter reset: the counter restarted from 0). The
-ratio is the numerator's total change over the denominator's: exact for
-the observations recorded between those samples. The PromQL ratio is
-still run, so a report can list it for rechecking, and an annotation
-gives its value when it differs.
+:func:`counter_ratio` therefore takes, per series, the change from its
+first to its last sample in the window (a drop is a counter reset: the
+counter restarted from 0), and divides the numerator's total change by the
+denominator's: exact for the observations recorded between those samples.
+
+The changes are computed where the samples are, so a fleet's raw samples
+never travel: a series without a reset only grows, so its change is
+``max_over_time - min_over_time``, and the source sums those (``unless
+resets > 0``) in one small answer per side. Only the series that did reset
+(a restart) are read raw, through a selector narrowed to their label
+values, and their changes are added locally. The PromQL ratio of
+``increase()`` is still run, so a report can list it for rechecking, and an
+annotation gives its value when it differs.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from inference_obs.analyses.measurement import Measurement, Status, local_measurement, measure
+from inference_obs.analyses.measurement import Measurement, Status, local_measurement
 from inference_obs.deployment import Deployment
+from inference_obs.engine.vector import Vector
 from inference_obs.errors import Annotation
 from inference_obs.metrics import builders
 from inference_obs.metrics.family import Family
-from inference_obs.query import Expr, Matcher, Selector
+from inference_obs.query import (
+    Binary,
+    Expr,
+    Matcher,
+    Number,
+    Selector,
+    ignoring,
+    max_over_time,
+    min_over_time,
+    resets,
+    to_promql,
+)
 from inference_obs.samples import Labels, SampleSet, Window
 from inference_obs.source.base import Source
 
@@ -39,12 +58,20 @@ __all__ = [
     "EXTRAPOLATION_NOTE_ABOVE",
     "counter_change",
     "counter_ratio",
+    "counter_ratios_by",
     "histogram_mean",
     "histogram_share",
 ]
 
 #: Relative difference between the exact ratio and PromQL's above which it is annotated.
 EXTRAPOLATION_NOTE_ABOVE = 1e-6
+
+_COMPUTATION = (
+    "sum over series of each counter's change from its first to its last sample in the "
+    "window (resets added back, no extrapolation): max_over_time - min_over_time summed by "
+    "the source for series without a reset, raw samples for those with one; "
+    "numerator / denominator"
+)
 
 
 def counter_change(samples: SampleSet) -> float:
@@ -58,22 +85,114 @@ def counter_change(samples: SampleSet) -> float:
     """
     total = 0.0
     for i in range(len(samples)):
-        lo, hi = int(samples.offsets[i]), int(samples.offsets[i + 1])
-        values = samples.values[lo:hi]
-        values = values[~np.isnan(values)]
-        steps = np.diff(values)
-        total += float(np.where(steps < 0, values[1:], steps).sum())
+        total += _series_change(samples, i)
     return total
 
 
-def _keyed(samples: SampleSet, ignoring: frozenset[str]) -> dict[Labels, int]:
-    keyed = {
-        Labels((k, v) for k, v in labels.items() if k not in ignoring): i
-        for i, labels in enumerate(samples.labels)
-    }
-    if len(keyed) != len(samples):
-        raise ValueError(f"series are not told apart once {sorted(ignoring)} are ignored")
+def _series_change(samples: SampleSet, i: int) -> float:
+    lo, hi = int(samples.offsets[i]), int(samples.offsets[i + 1])
+    values = samples.values[lo:hi]
+    values = values[~np.isnan(values)]
+    steps = np.diff(values)
+    return float(np.where(steps < 0, values[1:], steps).sum())
+
+
+def _key(labels: Labels, drop: frozenset[str]) -> Labels:
+    return Labels((k, v) for k, v in labels.items() if k not in drop and k != "__name__")
+
+
+def _keyed(labels: Sequence[Labels], ignoring_: frozenset[str]) -> dict[Labels, Labels]:
+    """Each series' key (labels less ``ignoring_``) mapped to its label set; collisions refused."""
+    keyed = {_key(one, ignoring_): one for one in labels}
+    if len(keyed) != len(labels):
+        raise ValueError(f"series are not told apart once {sorted(ignoring_)} are ignored")
     return keyed
+
+
+@dataclass(frozen=True, slots=True)
+class _Totals:
+    """Total changes per group (``by`` labels -> (numerator, denominator)), and the pairing."""
+
+    groups: dict[Labels, tuple[float, float]]
+    #: Groups where the denominator has at least one (paired) series.
+    present: frozenset[Labels]
+    unpaired: tuple[Labels, ...]
+
+
+def _changes(selector: Selector, seconds: float) -> Expr:
+    """Per series, ``max_over_time - min_over_time``: the exact change where nothing reset."""
+    window = selector.over(seconds)
+    return max_over_time(window) - min_over_time(window)
+
+
+def _did_reset(selector: Selector, seconds: float) -> Expr:
+    return Binary(">", resets(selector.over(seconds)), Number(0))
+
+
+def _vector(source: Source, expr: Expr, window: Window) -> Vector:
+    answer = source.instant(expr, window.end_s)
+    if not isinstance(answer.value, Vector):
+        raise TypeError(f"expected an instant vector from {expr!r}")
+    return answer.value
+
+
+def _narrowed(selector: Selector, keys: Sequence[Labels]) -> Selector:
+    """``selector`` narrowed to the values ``keys`` take on each label they all carry."""
+    names = set.intersection(*(set(k) for k in keys))
+    extra = [Matcher.one_of(n, sorted({k[n] for k in keys})) for n in sorted(names)]
+    return selector.where(*extra)
+
+
+def _totals(
+    source: Source,
+    window: Window,
+    numerator: Selector,
+    denominator: Selector,
+    ignoring_: frozenset[str],
+    paired: bool,
+    by: tuple[str, ...],
+) -> _Totals:
+    """Exact total changes of both sides per ``by`` group (see the module docstring)."""
+    w = window.seconds
+    top_labels = source.series(numerator, window)
+    bottom_labels = source.series(denominator, window)
+    unpaired: list[Labels] = []
+    match = ignoring(*ignoring_) if ignoring_ else None
+    top_change, bottom_change = _changes(numerator, w), _changes(denominator, w)
+    if paired:
+        top_keys, bottom_keys = _keyed(top_labels, ignoring_), _keyed(bottom_labels, ignoring_)
+        unpaired = sorted(set(top_keys) ^ set(bottom_keys), key=repr)
+        top_change, bottom_change = (
+            Binary("and", top_change, _changes(denominator, w), matching=match),
+            Binary("and", bottom_change, _changes(numerator, w), matching=match),
+        )
+    reset = Binary("or", _did_reset(numerator, w), _did_reset(denominator, w))
+    # Series of a pair where either side reset are read raw, both sides.
+    restarted = _vector(source, reset, window).labels if top_labels or bottom_labels else ()
+    unless = ignoring(*ignoring_) if paired and ignoring_ else None
+    groups: dict[Labels, list[float]] = {}
+    present: set[Labels] = set()
+    for side, change in enumerate((top_change, bottom_change)):
+        clean = Binary("unless", change, reset, matching=unless) if restarted else change
+        summed = clean.sum(by=by) if by else clean.sum()
+        answer = _vector(source, summed, window)
+        for labels, value in zip(answer.labels, answer.values.tolist(), strict=True):
+            groups.setdefault(labels, [0.0, 0.0])[side] += value
+            present.update([labels] if side else [])
+    if restarted:
+        drop = ignoring_ if paired else frozenset()
+        wanted = {_key(labels, drop) for labels in restarted}
+        raws = [source.raw(_narrowed(s, list(wanted)), window) for s in (numerator, denominator)]
+        keyed = [{_key(raw.labels[i], drop): i for i in range(len(raw))} for raw in raws]
+        both = set(keyed[0]) & set(keyed[1]) if paired else None
+        for side, raw in enumerate(raws):
+            for key, i in keyed[side].items():
+                if key in wanted and (both is None or key in both):
+                    group = Labels((k, v) for k, v in raw.labels[i].items() if k in by)
+                    groups.setdefault(group, [0.0, 0.0])[side] += _series_change(raw, i)
+                    present.update([group] if side else [])
+    totals = {g: (t, b) for g, (t, b) in groups.items()}
+    return _Totals(totals, frozenset(present), tuple(unpaired))
 
 
 def counter_ratio(
@@ -118,32 +237,92 @@ def counter_ratio(
         ``no_data`` naming the families when the denominator has no series
         or did not change; ``partial`` when a series of one side has no
         partner in the other (named in an annotation; only pairs are used).
+
+    Raises
+    ------
+    ValueError
+        When two series of one side have the same labels once ``ignoring``
+        is left out (the pairing would be ambiguous).
     """
-    tops = source.raw(numerator, window)
-    bottoms = source.raw(denominator, window)
-    unpaired: list[Labels] = []
-    if paired:
-        drop = frozenset(ignoring)
-        top_keys, bottom_keys = _keyed(tops, drop), _keyed(bottoms, drop)
-        both = sorted(set(top_keys) & set(bottom_keys), key=repr)
-        unpaired = sorted(set(top_keys) ^ set(bottom_keys), key=repr)
-        tops = tops.take([top_keys[k] for k in both])
-        bottoms = bottoms.take([bottom_keys[k] for k in both])
-    below, above = counter_change(bottoms), counter_change(tops)
-    value = above / below if below > 0 else None
-    missing = [] if len(bottoms) else [f.name for f in families]
+    whole = Labels(())
+    return counter_ratios_by(
+        source, deployment, window, numerator=numerator, denominator=denominator,
+        promql=promql, families=families, analysis=analysis, statistic=lambda _: statistic,
+        unit=unit, by=(), groups=[whole], ignoring=ignoring, paired=paired, caveats=caveats,
+    )[whole]  # fmt: skip
+
+
+def counter_ratios_by(
+    source: Source,
+    deployment: Deployment,
+    window: Window,
+    *,
+    numerator: Selector,
+    denominator: Selector,
+    promql: Expr,
+    families: Sequence[Family],
+    analysis: str,
+    statistic: Callable[[Labels], str],
+    unit: str,
+    by: Sequence[str],
+    groups: Sequence[Labels],
+    ignoring: Sequence[str] = (),
+    paired: bool = True,
+    caveats: Sequence[str] = (),
+) -> dict[Labels, Measurement]:
+    """:func:`counter_ratio` per group of the ``by`` labels, in a fixed number of requests.
+
+    ``groups`` are the ``by`` label sets wanted (each gets a Measurement,
+    ``no_data`` where it has no series); ``statistic`` names each group's
+    Measurement; ``promql`` is the extrapolated ratio grouped ``by`` the
+    same labels, run once for the record.
+    """
+    keys = tuple(by)
+    totals = _totals(source, window, numerator, denominator, frozenset(ignoring), paired, keys)
+    check = _grouped_check(source, promql, window)
+    out: dict[Labels, Measurement] = {}
+    for group in groups:
+        top, bottom = totals.groups.get(group, (0.0, 0.0))
+        out[group] = _ratio_measurement(
+            source, deployment, window, top, bottom, group in totals.present,
+            [u for u in totals.unpaired if all(u.get(k) == v for k, v in group.items())],
+            check.get(group), promql, numerator, denominator, families, analysis,
+            statistic(group), unit, caveats,
+        )  # fmt: skip
+    return out
+
+
+def _grouped_check(source: Source, promql: Expr, window: Window) -> dict[Labels, float]:
+    answer = source.instant(promql, window.end_s)
+    if isinstance(answer.value, Vector):
+        return answer.value.as_dict()
+    return {Labels(()): float(answer.value)}
+
+
+def _ratio_measurement(
+    source: Source,
+    deployment: Deployment,
+    window: Window,
+    top: float,
+    bottom: float,
+    present: bool,
+    unpaired: Sequence[Labels],
+    check: float | None,
+    promql: Expr,
+    numerator: Selector,
+    denominator: Selector,
+    families: Sequence[Family],
+    analysis: str,
+    statistic: str,
+    unit: str,
+    caveats: Sequence[str],
+) -> Measurement:
+    value = top / bottom if bottom > 0 else None
     m = local_measurement(
         source, deployment, window, analysis=analysis, statistic=statistic, value=value,
         unit=unit, selectors=[numerator.over(window.seconds), denominator.over(window.seconds)],
-        computation=(
-            "sum over series of each counter's change from its first to its last sample in "
-            "the window (resets added back, no extrapolation); numerator / denominator"
-        ),
-        caveats=caveats, missing=missing,
-    )  # fmt: skip
-    check = measure(
-        source, deployment, window, analysis=analysis, statistic=statistic, expr=promql,
-        unit=unit, families=families, matchers=numerator.matchers,
+        computation=_COMPUTATION, caveats=caveats,
+        missing=[] if present else [f.name for f in families],
     )  # fmt: skip
     notes = list(m.annotations)
     status = m.status
@@ -151,22 +330,23 @@ def counter_ratio(
         status = Status.PARTIAL
         names = "; ".join(repr(k) for k in unpaired)
         notes.append(Annotation("unpaired_series", f"no partner series for {names}"))
-    if m.value and check.value is not None:
-        gap = (check.value - m.value) / m.value
+    if m.value and check is not None:
+        gap = (check - m.value) / m.value
         if math.isfinite(gap) and abs(gap) > EXTRAPOLATION_NOTE_ABOVE:
             notes.append(
                 Annotation(
                     "extrapolation_bias",
-                    f"PromQL's increase() ratio gives {check.value:.6g} ({gap:+.2%}): it "
+                    f"PromQL's increase() ratio gives {check:.6g} ({gap:+.2%}): it "
                     "stretches each counter to the window's edges by its own factor",
                 )
             )
-    promqls = (*m.provenance.promql, *check.provenance.promql)
     return m.model_copy(
         update={
             "status": status,
             "annotations": tuple(notes),
-            "provenance": m.provenance.model_copy(update={"promql": promqls}),
+            "provenance": m.provenance.model_copy(
+                update={"promql": (*m.provenance.promql, to_promql(promql))}
+            ),
         }
     )
 
