@@ -45,14 +45,20 @@ from inference_obs.analyses.boundary_findings import (
     Thresholds,
     find_intervals,
 )
-from inference_obs.analyses.counter_ratios import counter_ratio
-from inference_obs.analyses.measurement import Measurement, derive, local_measurement, measure
+from inference_obs.analyses.counter_ratios import counter_ratios_by
+from inference_obs.analyses.measurement import (
+    Measurement,
+    derive,
+    local_measurement,
+    measure,
+    measure_by,
+)
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import builders as b, dcgm, host, host_queries as hq, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, Matcher, to_promql
-from inference_obs.samples import Window
+from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Source
 
 __all__ = [
@@ -181,56 +187,104 @@ def _read(
     return Reading.HEALTHY, f"duty cycle {duty.value:.0%}; no starved or saturated share reached"
 
 
+_Question = tuple[Expr, str, Family, str, tuple[Matcher, ...]]
+
+
+def _questions(
+    deployment: Deployment, window: Window, duty_family: Family, by: tuple[str, ...]
+) -> dict[str, _Question]:
+    """Each per-replica statistic's query, grouped ``by`` the replica labels, with its unit,
+    family, caveat and the matchers that find its series."""
+    m, gm, w = deployment.matchers, deployment.gpu_matchers, window.seconds
+    pods = ev.pod_matchers(m)
+    server = ev.server_matchers(m)
+    scale = 0.01 if duty_family is dcgm.GPU_UTIL else 1.0
+    rate = "Mean per GPU sample; already a rate, never rate() it."
+    return {
+        "duty_cycle": (
+            b.sample_mean(duty_family, gm, w, by) * scale, "ratio", duty_family, DUTY, gm,
+        ),
+        "output_tokens": (
+            b.increase_total(vllm.GENERATION_TOKENS, m, w, by), "tokens", vllm.GENERATION_TOKENS,
+            "Extrapolated to the window's edges by increase().", m,
+        ),
+        "server_cpu_cores": (
+            hq.server_process_cpu_cores(server, w, by), "cores", host.PROCESS_CPU_SECONDS,
+            host.PROCESS_CPU_SECONDS.traps[0], server,
+        ),
+        "container_cpu_cores": (
+            hq.container_cpu_cores(pods, w, by), "cores",
+            host.CONTAINER_CPU_USAGE, host.CONTAINER_CPU_USAGE.traps[1], pods,
+        ),
+        "cpu_limit_cores": (
+            hq.container_cpu_limit_cores(pods, w, by), "cores",
+            host.CONTAINER_SPEC_CPU_QUOTA, host.CONTAINER_SPEC_CPU_QUOTA.traps[0], pods,
+        ),
+        "pcie_rx_bytes_per_second": (
+            b.sample_mean(dcgm.PROF_PCIE_RX_BYTES, gm, w, by), "bytes/s",
+            dcgm.PROF_PCIE_RX_BYTES, rate, gm,
+        ),
+        "pcie_tx_bytes_per_second": (
+            b.sample_mean(dcgm.PROF_PCIE_TX_BYTES, gm, w, by), "bytes/s",
+            dcgm.PROF_PCIE_TX_BYTES, rate, gm,
+        ),
+    }  # fmt: skip
+
+
+def _per_replica(
+    source: Source,
+    deployment: Deployment,
+    window: Window,
+    evidence: ev.Evidence,
+    duty_family: Family,
+) -> dict[str, dict[str, Measurement]]:
+    """Every per-replica statistic, each asked once for the whole fleet (grouped ``by``
+    the replica labels), so the number of requests does not grow with the replicas.
+
+    Returns replica -> statistic -> Measurement.
+    """
+    by = evidence.keys
+    groups = {Labels(evidence.names[r]): r for r in evidence.tracks}
+    out: dict[str, dict[str, Measurement]] = {r: {} for r in evidence.tracks}
+    for key, (expr, unit, family, caveat, where) in _questions(
+        deployment, window, duty_family, by
+    ).items():
+        answers = measure_by(
+            source, deployment, window, analysis=ANALYSIS,
+            statistics={g: f"{key}[{r}]" for g, r in groups.items()}, expr=expr, by=by,
+            unit=unit, families=[family], matchers=where, caveats=(caveat,),
+        )  # fmt: skip
+        for group, replica in groups.items():
+            out[replica][key] = answers[group]
+    containers = hq.container_matchers(ev.pod_matchers(deployment.matchers))
+    throttled = counter_ratios_by(
+        source, deployment, window,
+        numerator=host.CONTAINER_CPU_CFS_THROTTLED_PERIODS.select(containers),
+        denominator=host.CONTAINER_CPU_CFS_PERIODS.select(containers),
+        promql=hq.container_cpu_throttled_ratio(
+            ev.pod_matchers(deployment.matchers), window.seconds, by
+        ),
+        families=[host.CONTAINER_CPU_CFS_PERIODS], analysis=ANALYSIS,
+        statistic=lambda g: f"throttled_ratio[{groups[g]}]", unit="ratio", by=by,
+        groups=list(groups), caveats=host.CONTAINER_CPU_CFS_THROTTLED_PERIODS.traps[:1],
+    )  # fmt: skip
+    for group, replica in groups.items():
+        out[replica]["throttled_ratio"] = throttled[group]
+    return out
+
+
 def _replica(
     source: Source,
     deployment: Deployment,
     window: Window,
     evidence: ev.Evidence,
     replica: str,
-    duty_family: Family,
+    asked: dict[str, Measurement],
     found: list[BoundaryInterval],
     th: Thresholds,
 ) -> ReplicaBoundaries:
-    names = [Matcher.equal(k, v) for k, v in evidence.names[replica].items()]
-    m, gm, w = (*deployment.matchers, *names), (*deployment.gpu_matchers, *names), window.seconds
-    pods = (*ev.pod_matchers(deployment.matchers), *names)
-    server, containers = ev.server_matchers(m), hq.container_matchers(pods)
-    scale = 0.01 if duty_family is dcgm.GPU_UTIL else 1.0
-    rate = "Mean per GPU sample; already a rate, never rate() it."
-    queries: dict[str, tuple[Expr, str, Family, str, tuple[Matcher, ...]]] = {
-        "duty_cycle": (b.sample_mean(duty_family, gm, w) * scale, "ratio", duty_family, DUTY, gm),
-        "output_tokens": (
-            b.increase_total(vllm.GENERATION_TOKENS, m, w), "tokens", vllm.GENERATION_TOKENS,
-            "Extrapolated to the window's edges by increase().", m,
-        ),
-        "server_cpu_cores": (
-            hq.server_process_cpu_cores(server, w), "cores", host.PROCESS_CPU_SECONDS,
-            host.PROCESS_CPU_SECONDS.traps[0], server,
-        ),
-        "container_cpu_cores": (
-            hq.container_cpu_cores(pods, w), "cores",
-            host.CONTAINER_CPU_USAGE, host.CONTAINER_CPU_USAGE.traps[1], pods,
-        ),
-        "cpu_limit_cores": (
-            hq.container_cpu_limit_cores(pods, w), "cores",
-            host.CONTAINER_SPEC_CPU_QUOTA, host.CONTAINER_SPEC_CPU_QUOTA.traps[0], pods,
-        ),
-        "pcie_rx_bytes_per_second": (
-            b.sample_mean(dcgm.PROF_PCIE_RX_BYTES, gm, w), "bytes/s", dcgm.PROF_PCIE_RX_BYTES,
-            rate, gm,
-        ),
-        "pcie_tx_bytes_per_second": (
-            b.sample_mean(dcgm.PROF_PCIE_TX_BYTES, gm, w), "bytes/s", dcgm.PROF_PCIE_TX_BYTES,
-            rate, gm,
-        ),
-    }  # fmt: skip
-    got = {
-        key: measure(
-            source, deployment, window, analysis=ANALYSIS, statistic=f"{key}[{replica}]",
-            expr=expr, unit=unit, families=[family], matchers=where, caveats=(caveat,),
-        )
-        for key, (expr, unit, family, caveat, where) in queries.items()
-    }  # fmt: skip
+    w = window.seconds
+    got = {k: v for k, v in asked.items() if k != "throttled_ratio"}
     track = evidence.tracks[replica]
     work = track.waiting + track.running > 0
     app = evidence.selectors[:3]  # waiting, running and duty: what the shares count
@@ -253,15 +307,6 @@ def _replica(
         "tokens/GPU-hour", [tokens], f"output_tokens / ({gpus} GPUs x window hours)",
         (GPU_HOURS,),
     )  # fmt: skip
-    throttled = counter_ratio(
-        source, deployment, window,
-        numerator=host.CONTAINER_CPU_CFS_THROTTLED_PERIODS.select(containers),
-        denominator=host.CONTAINER_CPU_CFS_PERIODS.select(containers),
-        promql=hq.container_cpu_throttled_ratio(pods, w),
-        families=[host.CONTAINER_CPU_CFS_PERIODS], analysis=ANALYSIS,
-        statistic=f"throttled_ratio[{replica}]", unit="ratio",
-        caveats=host.CONTAINER_CPU_CFS_THROTTLED_PERIODS.traps[:1],
-    )  # fmt: skip
     reading, reason = _read(got["duty_cycle"], boundary, queued, th)
     return ReplicaBoundaries(
         replica=replica,
@@ -270,7 +315,7 @@ def _replica(
         boundary_share=boundary,
         queued_share=queued,
         tokens_per_gpu_hour=per_gpu_hour,
-        throttled_ratio=throttled,
+        throttled_ratio=asked["throttled_ratio"],
         **got,
     )
 
@@ -330,11 +375,12 @@ def boundaries(
     evidence = ev.gather(source, deployment, window, duty_family, scale, tolerance_s)
     intervals: list[BoundaryInterval] = []
     replicas = []
+    asked = _per_replica(source, deployment, window, evidence, duty_family)
     for name, track in evidence.tracks.items():
         found = find_intervals(name, track, th, pcie_limit_bytes_per_second, window)
         intervals += found
         replicas.append(
-            _replica(source, deployment, window, evidence, name, duty_family, found, th)
+            _replica(source, deployment, window, evidence, name, asked[name], found, th)
         )
     duty = measure(
         source, deployment, window, analysis=ANALYSIS, statistic="duty_cycle",

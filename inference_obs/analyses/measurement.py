@@ -10,8 +10,9 @@ where the value is an estimate inside it (histogram quantiles).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
+from functools import partial
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
@@ -20,7 +21,7 @@ from inference_obs.engine.vector import Vector
 from inference_obs.errors import Annotation
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, Matcher, Selector, to_promql
-from inference_obs.samples import Window
+from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Source
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "json_number",
     "local_measurement",
     "measure",
+    "measure_by",
     "number_from_json",
 ]
 
@@ -94,12 +96,7 @@ class Measurement(_Model):
 def _missing_families(
     source: Source, families: Sequence[Family], matchers: Sequence[Matcher], window: Window
 ) -> list[str]:
-    missing = []
-    for family in families:
-        names = [f"{family.name}_count" if family.type.value == "histogram" else family.name]
-        if not any(source.series(Selector(name, tuple(matchers)), window) for name in names):
-            missing.append(family.name)
-    return missing
+    return [f.name for f in families if not source.series(_counted(f, matchers), window)]
 
 
 def measure(
@@ -123,8 +120,6 @@ def measure(
     one is expected is a programming error in the analysis (ValueError).
     """
     answer = source.instant(expr, window.end_s)
-    info = source.info()
-    notes = list(answer.annotations)
     value: float | None
     if isinstance(answer.value, Vector):
         if len(answer.value) > 1:
@@ -132,13 +127,95 @@ def measure(
         value = float(answer.value.values[0]) if len(answer.value) else None
     else:
         value = float(answer.value)
+
+    def missing() -> list[str]:
+        return _missing_families(source, families, matchers, window)
+
+    return _wrapped(
+        source, deployment, window, analysis, statistic, value, unit, expr,
+        answer.annotations, missing, caveats, bounds,
+    )  # fmt: skip
+
+
+def measure_by(
+    source: Source,
+    deployment: Deployment,
+    window: Window,
+    *,
+    analysis: str,
+    statistics: Mapping[Labels, str],
+    expr: Expr,
+    by: Sequence[str],
+    unit: str,
+    families: Sequence[Family],
+    matchers: Sequence[Matcher],
+    caveats: Sequence[str] = (),
+) -> dict[Labels, Measurement]:
+    """Run ``expr``, aggregated ``by`` labels, once, and wrap each group's value.
+
+    One request however many groups there are (a fleet's replicas, say).
+    ``statistics`` maps each wanted group (its ``by`` labels) to its
+    statistic's name; a group the answer lacks, or whose value is NaN, is
+    ``no_data``, with the families that have no series in that group named.
+    """
+    answer = source.instant(expr, window.end_s)
+    found = answer.value.as_dict() if isinstance(answer.value, Vector) else {}
+    keys = tuple(by)
+    present: dict[str, set[Labels]] | None = None
+
+    def missing_in(group: Labels) -> list[str]:
+        nonlocal present
+        if present is None:  # asked once, only if some group has no value
+            present = {
+                f.name: {
+                    _group(labels, keys) for labels in source.series(_counted(f, matchers), window)
+                }
+                for f in families
+            }
+        return [name for name, groups in present.items() if group not in groups]
+
+    return {
+        group: _wrapped(
+            source, deployment, window, analysis, statistic, found.get(group), unit, expr,
+            answer.annotations, partial(missing_in, group), caveats, None,
+        )
+        for group, statistic in statistics.items()
+    }  # fmt: skip
+
+
+def _group(labels: Labels, by: tuple[str, ...]) -> Labels:
+    return Labels((k, v) for k, v in labels.items() if k in by)
+
+
+def _counted(family: Family, matchers: Sequence[Matcher]) -> Selector:
+    """The series that show whether ``family`` exists: ``_count`` for a histogram."""
+    name = f"{family.name}_count" if family.type.value == "histogram" else family.name
+    return Selector(name, tuple(matchers))
+
+
+def _wrapped(
+    source: Source,
+    deployment: Deployment,
+    window: Window,
+    analysis: str,
+    statistic: str,
+    value: float | None,
+    unit: str,
+    expr: Expr,
+    annotations: Sequence[Annotation],
+    missing: Callable[[], list[str]],
+    caveats: Sequence[str],
+    bounds: Bounds | None,
+) -> Measurement:
+    info = source.info()
+    notes = list(annotations)
     status = Status.OK
     if value is None or math.isnan(value):
         status, value = Status.NO_DATA, None
-        missing = _missing_families(source, families, matchers, window)
+        absent = missing()
         message = (
-            f"no series of {', '.join(missing)} for {deployment.name}"
-            if missing
+            f"no series of {', '.join(absent)} for {deployment.name}"
+            if absent
             else "no observation in the window"
         )
         notes.append(Annotation("no_data", message))

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inference_obs.analyses.measurement import Status, measure
+from inference_obs.analyses.measurement import Status, measure, measure_by
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import builders as b, vllm
-from inference_obs.samples import Series, Window
+from inference_obs.samples import Labels, Series, Window
 from inference_obs.source.dataset import write_dataset
 from inference_obs.source.dataset_source import DatasetSource
 from inference_obs.source.manifest import Generator, Manifest, ManifestWindow
@@ -79,3 +79,20 @@ def test_missing_family_is_no_data_never_zero(source: DatasetSource) -> None:
     assert m.value is None
     assert not m.ok
     assert "vllm:num_preemptions_total" in m.annotations[0].message
+
+
+def test_grouped_measure_answers_every_group_from_one_query(source: DatasetSource) -> None:
+    by = ("pod",)
+    expr = b.increase_total(vllm.GENERATION_TOKENS, DEPLOYMENT.matchers, WINDOW.seconds, by)
+    here, absent = Labels({"pod": "a-0"}), Labels({"pod": "a-1"})
+    got = measure_by(
+        source, DEPLOYMENT, WINDOW, analysis="throughput",
+        statistics={here: "output_tokens[a-0]", absent: "output_tokens[a-1]"}, expr=expr,
+        by=by, unit="tokens", families=[vllm.GENERATION_TOKENS], matchers=DEPLOYMENT.matchers,
+    )  # fmt: skip
+    assert (got[here].value, got[here].key) == (1200.0, "A/throughput/output_tokens[a-0]")
+    assert got[here].provenance.promql == (
+        'sum by (pod) (increase(vllm:generation_tokens_total{pod=~"a-.*"}[10m]))',
+    )
+    assert got[absent].status is Status.NO_DATA
+    assert "vllm:generation_tokens_total for A" in got[absent].annotations[0].message
