@@ -1,28 +1,50 @@
-"""Aligning application samples with GPU samples: replicas, timestamps and tolerance.
+"""Aligning application samples with GPU activity: replicas, timestamps and tolerance.
 
 vLLM and dcgm-exporter are scraped independently, so a vLLM sample and the
-GPU samples of the same replica are matched by the labels they share and by
-the nearest timestamp within a tolerance. Used by the queueing and boundary
-analyses.
+GPUs of the same replica are matched by the labels they share and by time.
+The app gauges are read raw (every scrape is classified); a GPU family is
+reduced per replica by the server (:func:`gpu_per_replica`: a sum and a count
+of the replica's GPUs at every GPU scrape interval), so what is downloaded
+grows with replicas and steps, not with GPUs and samples. Used by the
+queueing and boundary analyses.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from inference_obs.deployment import Deployment
+from inference_obs.engine.vector import Vector
 from inference_obs.metrics import dcgm
-from inference_obs.samples import Labels, SampleSet, is_stale
+from inference_obs.query import Expr, Selector, count_over_time
+from inference_obs.samples import Labels, SampleSet, Window, is_stale
+from inference_obs.source.base import Matrix, Source
 
-__all__ = ["interval_ms", "nearest", "replica_keys", "replica_of", "sum_by_replica"]
+__all__ = [
+    "GpuSteps",
+    "gpu_per_replica",
+    "interval_ms",
+    "nearest",
+    "replica_keys",
+    "replica_of",
+    "scrape_interval_ms",
+    "sum_by_replica",
+]
+
+Ints = npt.NDArray[np.int64]
+Floats = npt.NDArray[np.float64]
 
 
-def replica_keys(deployment: Deployment, app: SampleSet, gpu: SampleSet) -> tuple[str, ...]:
-    """Label names identifying a replica on both app and GPU series."""
-    common = {k for labels in app.labels for k in labels} & {k for l_ in gpu.labels for k in l_}
+def replica_keys(
+    deployment: Deployment, app: Sequence[Labels], gpu: Sequence[Labels]
+) -> tuple[str, ...]:
+    """Label names identifying a replica on both app and GPU series (their label sets)."""
+    common = {k for labels in app for k in labels} & {k for labels in gpu for k in labels}
     wanted = [m.label for m in deployment.gpu_matchers] + list(dcgm.POD_LABELS)
     return tuple(dict.fromkeys(k for k in wanted if k in common))
 
@@ -53,6 +75,108 @@ def interval_ms(samples: SampleSet) -> float:
     ]
     joined = np.concatenate(gaps) if gaps else np.zeros(0)
     return float(np.median(joined)) if joined.size else 0.0
+
+
+def scrape_interval_ms(source: Source, selector: Selector, window: Window) -> int:
+    """The scrape interval of ``selector``'s series, whole ms (0 when none has a sample).
+
+    One instant query at the window end, ``quantile(0.5, count_over_time(x[w]))``:
+    the median number of samples per series, ``n``, gives ``w / n`` (a series
+    scraped every ``i`` seconds has ``w / i`` samples in ``w`` on average, so
+    this is within ``i / n`` of ``i``; series that lived part of the window
+    only are outvoted by the median). One number, whatever the fleet's size.
+    """
+    median = count_over_time(selector.over(window.seconds)).quantile(0.5)
+    answer = source.instant(median, window.end_s).value
+    n = float(answer.values[0]) if isinstance(answer, Vector) and len(answer) else math.nan
+    return round(window.seconds * 1000 / n) if n > 0 else 0
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSteps:
+    """A GPU gauge family reduced per replica by the server, every ``step_ms`` over a window.
+
+    At each step Prometheus takes, for each GPU series, its latest sample at
+    or before the step within the look-back (5 min by default; a series ended
+    by a staleness marker is absent at once), then ``sum by (keys)`` and
+    ``count by (keys)``. A GPU without a sample in the look-back is absent
+    from both: it lowers ``count`` and is never counted as 0. With the step
+    equal to the scrape interval, a step's value is the scrape made during
+    the step before it, on average half a step old: :meth:`at` places it
+    there (see there), so that an app scrape is compared with GPU samples
+    around it rather than, on average, half an interval before it.
+
+    Attributes
+    ----------
+    step_ms
+        Step of the range queries, ms: the family's scrape interval (0 when
+        it has no series, and then no replica).
+    replicas
+        Per replica (named as :func:`replica_of` names it): the step times
+        (unix ms) where at least one of its GPUs had a sample, the sum of
+        those GPUs' values (the family's unit; NaN if one was NaN) and their
+        number.
+    queries
+        The ``sum`` and ``count`` expressions asked, for the provenance.
+    """
+
+    step_ms: int
+    replicas: dict[str, tuple[Ints, Floats, Floats]]
+    queries: tuple[Expr, ...]
+
+    def at(self, replica: str, times_ms: Ints, tolerance_ms: float) -> tuple[Floats, Floats]:
+        """Per app scrape time (unix ms): the replica's GPU sum and count at the aligned step.
+
+        A step ``s`` stands for the time ``s - step_ms / 2`` (the middle of
+        the step its samples were scraped in); the step whose time is
+        nearest the scrape is taken (the earlier on a tie), among those where
+        the replica had a value. Where that time is more than
+        ``tolerance_ms`` from the scrape, or the replica has no step, the sum
+        is NaN and the count 0: no GPU aligned. The replica's mean is
+        ``sum / count``, over the GPUs that reported.
+        """
+        if replica not in self.replicas:
+            return np.full(times_ms.size, np.nan), np.zeros(times_ms.size)
+        steps, total, count = self.replicas[replica]
+        middles = steps - self.step_ms // 2
+        right = np.clip(np.searchsorted(middles, times_ms), 0, middles.size - 1)
+        left = np.clip(right - 1, 0, middles.size - 1)
+        gap_left, gap_right = np.abs(times_ms - middles[left]), np.abs(middles[right] - times_ms)
+        pick = np.where(gap_left <= gap_right, left, right)
+        near = np.abs(middles[pick] - times_ms) <= tolerance_ms
+        return np.where(near, total[pick], np.nan), np.where(near, count[pick], 0.0)
+
+
+def _by_replica(matrix: Matrix, keys: tuple[str, ...]) -> dict[str, tuple[Ints, Floats]]:
+    """Each series of a ``by (keys)`` range answer as its replica's times (ms) and values."""
+    out: dict[str, tuple[Ints, Floats]] = {}
+    for i, labels in enumerate(matrix.labels):
+        lo, hi = int(matrix.offsets[i]), int(matrix.offsets[i + 1])
+        out[replica_of(labels, keys)] = (matrix.t_ms[lo:hi], matrix.values[lo:hi])
+    return out
+
+
+def gpu_per_replica(
+    source: Source, selector: Selector, keys: tuple[str, ...], window: Window
+) -> GpuSteps:
+    """``sum by (keys) (x)`` and ``count by (keys) (x)`` every scrape interval over ``window``.
+
+    Three requests (the interval, then two range queries) whose answers grow
+    with replicas and steps, not with GPUs. See :class:`GpuSteps` for what a
+    step holds.
+    """
+    total_expr, count_expr = selector.sum(by=keys), selector.count(by=keys)
+    step = scrape_interval_ms(source, selector, window)
+    replicas: dict[str, tuple[Ints, Floats, Floats]] = {}
+    if step > 0:
+        totals = _by_replica(source.range(total_expr, window, step / 1000), keys)
+        counts = _by_replica(source.range(count_expr, window, step / 1000), keys)
+        for name, (t, total) in totals.items():
+            t_count, count = counts.get(name, (np.zeros(0, np.int64), np.zeros(0)))
+            both, i, j = np.intersect1d(t, t_count, assume_unique=True, return_indices=True)
+            if both.size:
+                replicas[name] = (both.astype(np.int64), total[i], count[j])
+    return GpuSteps(step, replicas, (total_expr, count_expr))
 
 
 def nearest(

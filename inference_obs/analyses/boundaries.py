@@ -134,7 +134,9 @@ class BoundariesResult(AnalysisResult):
     duty_cycle, tokens_per_gpu_hour
         Over the whole deployment (ratio 0-1; tokens/GPU-hour).
     evidence_promql
-        Every selector the intervals' evidence was read from (raw samples), for rechecking.
+        What the intervals' evidence was read with, for rechecking: the raw
+        reads as range selectors over the window, and the GPU families'
+        per-replica ``sum`` and ``count`` (range queries at their scrape interval).
     """
 
     reading: Reading
@@ -352,8 +354,10 @@ def boundaries(
     thresholds
         Where the lines are drawn (:class:`Thresholds`).
     tolerance_s
-        Largest distance, seconds, between an app scrape and the GPU sample
-        aligned with it; default the larger median scrape interval.
+        Largest distance, seconds, between an app scrape and the GPU step (or
+        host sample) aligned with it; default the larger of the app's median
+        scrape interval and the GPU families' (see
+        :class:`~inference_obs.analyses.alignment.GpuSteps`).
 
     Returns
     -------
@@ -417,5 +421,8 @@ def boundaries(
         replicas=tuple(replicas),
         duty_cycle=duty,
         tokens_per_gpu_hour=per_gpu_hour,
-        evidence_promql=tuple(to_promql(s.over(window.seconds)) for s in evidence.selectors),
+        evidence_promql=(
+            *(to_promql(s.over(window.seconds)) for s in evidence.read_raw),
+            *(to_promql(q) for q in evidence.queries),
+        ),
     )

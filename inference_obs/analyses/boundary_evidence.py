@@ -1,10 +1,13 @@
 """What the GPUs, the host CPUs and the PCIe links did at each app scrape of a replica.
 
 Each scrape of a replica's vLLM server (``num_requests_waiting`` and
-``num_requests_running``, summed over its engines) becomes one row of a
-:class:`Track`. GPU gauges are aligned as :mod:`~inference_obs.analyses.queueing`
-aligns them, with the nearest sample of each GPU within the tolerance, and
-averaged over the replica's GPUs:
+``num_requests_running``, summed over its engines, read raw) becomes one row
+of a :class:`Track`. GPU gauges are aligned as :mod:`~inference_obs.analyses.queueing`
+aligns them: reduced per replica by the server
+(:func:`~inference_obs.analyses.alignment.gpu_per_replica`, ``sum`` and
+``count by`` replica every GPU scrape interval, each GPU at its latest sample
+at or before the step), and averaged over the GPUs that reported at the step
+aligned with the scrape within the tolerance:
 
 - ``duty``: the share of time the GPUs computed (ratio 0-1);
 - ``pcie_rx``, ``pcie_tx``: host-to-device and device-to-host bytes/s.
@@ -12,8 +15,9 @@ averaged over the replica's GPUs:
 Host counters give, at each scrape time, the rate (per second) of the
 scrape-to-scrape segment that holds it, summed over the replica's series: a
 drop between two samples is a restart, and the value after it is the
-increase, as in Prometheus's ``rate()``. Rows outside every series' samples
-(beyond the tolerance) are NaN: no evidence, never 0.
+increase, as in Prometheus's ``rate()``; host series are read raw. Rows
+outside every series' samples (beyond the tolerance) are NaN: no evidence,
+never 0.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import numpy as np
 import numpy.typing as npt
 
 from inference_obs.analyses.alignment import (
+    GpuSteps,
+    gpu_per_replica,
     interval_ms,
     nearest,
     replica_keys,
@@ -35,7 +41,7 @@ from inference_obs.deployment import Deployment
 from inference_obs.metrics import dcgm, host, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.metrics.host_queries import container_matchers
-from inference_obs.query import Matcher, Selector
+from inference_obs.query import Expr, Matcher, Selector
 from inference_obs.samples import Labels, SampleSet, Window, is_stale
 from inference_obs.source.base import Source
 
@@ -58,6 +64,7 @@ __all__ = [
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
+PCIE = (dcgm.PROF_PCIE_RX_BYTES, dcgm.PROF_PCIE_TX_BYTES)
 Points = list[tuple[Ints, Floats]]
 """Series of one replica: each one's sample times (ms) and values, stale and NaN dropped."""
 
@@ -223,9 +230,17 @@ class Evidence:
     keys
         Label names identifying a replica on both app and GPU series.
     tolerance_ms
-        Largest distance of an aligned GPU sample from its app sample.
+        Largest distance of an aligned GPU step (see
+        :meth:`~inference_obs.analyses.alignment.GpuSteps.at`) or host
+        sample from its app sample.
     selectors
-        Every selector read, for the provenance.
+        Every selector read (waiting, running and the duty family first),
+        for the provenance; the GPU families' are read through ``queries``.
+    queries
+        The server-side reductions the GPU families were read with (``sum``
+        and ``count by`` replica per family), for rechecking.
+    read_raw
+        The selectors whose raw samples were read (all but the GPU families').
     missing
         Families (by name) without any series for the deployment.
     """
@@ -235,13 +250,15 @@ class Evidence:
     keys: tuple[str, ...]
     tolerance_ms: float
     selectors: tuple[Selector, ...]
+    queries: tuple[Expr, ...]
+    read_raw: tuple[Selector, ...]
     missing: tuple[str, ...]
 
 
-def _hosts(samples: SampleSet, keys: tuple[str, ...]) -> dict[str, set[str]]:
-    """Per replica, the host names its GPU series carry."""
+def _hosts(gpu: Sequence[Labels], keys: tuple[str, ...]) -> dict[str, set[str]]:
+    """Per replica, the host names its GPU series (their label sets) carry."""
     out: dict[str, set[str]] = {}
-    for labels in samples.labels:
+    for labels in gpu:
         name = next((labels[k] for k in dcgm.HOSTNAME_LABELS if k in labels), None)
         if name is not None:
             out.setdefault(replica_of(labels, keys), set()).add(name)
@@ -278,16 +295,18 @@ def gather(
 
     ``duty`` is the GPU family read as the computing share, times ``scale``
     (0.01 for GPU_UTIL's percent). The tolerance defaults, as in queueing,
-    to the larger of the app and GPU median scrape intervals.
+    to the larger of the app's median scrape interval and the duty family's
+    scrape interval. App and host series are read raw; the GPU families
+    (``duty``, PCIe rx and tx) per replica by the server, three requests each.
     """
     m, gm = deployment.matchers, deployment.gpu_matchers
     pods = container_matchers(pod_matchers(m))
-    selectors = {
+    app = {
         vllm.NUM_REQUESTS_WAITING: vllm.NUM_REQUESTS_WAITING.select(m),
         vllm.NUM_REQUESTS_RUNNING: vllm.NUM_REQUESTS_RUNNING.select(m),
-        duty: duty.select(gm),
-        dcgm.PROF_PCIE_RX_BYTES: dcgm.PROF_PCIE_RX_BYTES.select(gm),
-        dcgm.PROF_PCIE_TX_BYTES: dcgm.PROF_PCIE_TX_BYTES.select(gm),
+    }
+    gpus = {family: family.select(gm) for family in (duty, *PCIE)}
+    on_host = {
         host.PROCESS_CPU_SECONDS: host.PROCESS_CPU_SECONDS.select(server_matchers(m)),
         host.CONTAINER_CPU_USAGE: host.CONTAINER_CPU_USAGE.select(pods),
         host.CONTAINER_CPU_CFS_THROTTLED_PERIODS: host.CONTAINER_CPU_CFS_THROTTLED_PERIODS.select(
@@ -297,14 +316,17 @@ def gather(
         host.CONTAINER_SPEC_CPU_QUOTA: host.CONTAINER_SPEC_CPU_QUOTA.select(pods),
         host.CONTAINER_SPEC_CPU_PERIOD: host.CONTAINER_SPEC_CPU_PERIOD.select(pods),
     }
-    raw = {family: source.raw(selector, window) for family, selector in selectors.items()}
-    waiting, gpu = raw[vllm.NUM_REQUESTS_WAITING], raw[duty]
-    keys = replica_keys(deployment, waiting, gpu)
+    raw = {family: source.raw(selector, window) for family, selector in (app | on_host).items()}
+    waiting = raw[vllm.NUM_REQUESTS_WAITING]
+    # Label sets only: the GPU samples themselves are reduced per replica by the server.
+    gpu_labels = source.series(gpus[duty], window)
+    keys = replica_keys(deployment, waiting.labels, gpu_labels)
+    reduced = {family: gpu_per_replica(source, sel, keys, window) for family, sel in gpus.items()}
     if tolerance_s is None:
-        tolerance = max(interval_ms(waiting), interval_ms(gpu))
+        tolerance = max(interval_ms(waiting), float(reduced[duty].step_ms))
     else:
         tolerance = tolerance_s * 1000.0
-    hosts = _hosts(gpu, keys)
+    hosts = _hosts(gpu_labels, keys)
     node_busy, node_all, node_selectors = _node_points(
         source, window, set().union(*hosts.values()) if hosts else set()
     )
@@ -318,6 +340,9 @@ def gather(
         def of(family: Family, replica: str = replica) -> Points:
             return grouped[family].get(replica, [])
 
+        def mean(family: Family, replica: str = replica, times: Ints = times) -> Floats:
+            return _gpu_mean(reduced[family], replica, times, tolerance)
+
         def nodes(table: dict[str, Points], replica: str = replica) -> Points:
             return [p for name in sorted(hosts.get(replica, ())) for p in table.get(name, [])]
 
@@ -327,9 +352,9 @@ def gather(
             times_ms=times,
             waiting=np.array([app_waiting[replica][t] for t in times.tolist()]),
             running=np.array([running.get(t, 0.0) for t in times.tolist()]),
-            duty=nearest_mean(of(duty), times, tolerance) * scale,
-            pcie_rx=nearest_mean(of(dcgm.PROF_PCIE_RX_BYTES), times, tolerance),
-            pcie_tx=nearest_mean(of(dcgm.PROF_PCIE_TX_BYTES), times, tolerance),
+            duty=mean(duty) * scale,
+            pcie_rx=mean(dcgm.PROF_PCIE_RX_BYTES),
+            pcie_tx=mean(dcgm.PROF_PCIE_TX_BYTES),
             process=counter_rates(of(host.PROCESS_CPU_SECONDS), times, tolerance),
             container=counter_rates(of(host.CONTAINER_CPU_USAGE), times, tolerance),
             throttled=counter_rates(of(host.CONTAINER_CPU_CFS_THROTTLED_PERIODS), times, tolerance),
@@ -338,7 +363,11 @@ def gather(
             node_busy=counter_rates(nodes(node_busy), times, tolerance),
             node_all=counter_rates(nodes(node_all), times, tolerance),
         )
-    missing = [f.name for f, samples in raw.items() if not len(samples)]
+    missing = [
+        *(f.name for f in app if not len(raw[f])),
+        *(f.name for f, steps in reduced.items() if not steps.replicas),
+        *(f.name for f in on_host if not len(raw[f])),
+    ]
     if not node_selectors:
         missing.append(host.NODE_CPU_SECONDS.name)
     return Evidence(
@@ -346,6 +375,17 @@ def gather(
         names=labels_of(waiting, keys),
         keys=keys,
         tolerance_ms=tolerance,
-        selectors=(*selectors.values(), *node_selectors),
+        selectors=(*app.values(), *gpus.values(), *on_host.values(), *node_selectors),
+        queries=tuple(q for steps in reduced.values() for q in steps.queries),
+        read_raw=(*app.values(), *on_host.values(), *node_selectors),
         missing=tuple(missing),
     )
+
+
+def _gpu_mean(steps: GpuSteps, replica: str, times: Ints, tolerance_ms: float) -> Floats:
+    """Per app scrape, the mean over the replica's GPUs that reported at the aligned step.
+
+    NaN where no step aligns (no evidence) or a GPU's sample was NaN.
+    """
+    total, count = steps.at(replica, times, tolerance_ms)
+    return ratio(total, count)

@@ -1,9 +1,11 @@
 """Queues against GPU activity: when requests wait, were the GPUs busy or idle?
 
 Raw app scrapes (``vllm:num_requests_running`` / ``vllm:num_requests_waiting``)
-are aligned per replica with the nearest ``DCGM_FI_DEV_GPU_UTIL`` sample of
-each of the replica's GPUs within a tolerance, and each aligned sample is
-classified:
+are aligned per replica with ``DCGM_FI_DEV_GPU_UTIL`` reduced per replica by
+the server (:func:`~inference_obs.analyses.alignment.gpu_per_replica`: the sum
+and count of the replica's GPUs at every GPU scrape interval, each GPU read at
+its latest sample at or before the step) at the step nearest the scrape
+within a tolerance, and each aligned sample is classified:
 
 - ``capacity``: waiting > 0 while the replica's mean GPU utilisation is at or
   above the busy threshold (the GPUs are busy; more capacity would help);
@@ -11,7 +13,7 @@ classified:
   at the host, transfers or scheduling, not at GPU capacity;
 - ``inconsistent``: running > 0 while every GPU reads 0: investigate, the
   independent scrapes may simply be misaligned;
-- ``busy`` / ``idle`` otherwise; ``unknown`` where no GPU sample aligns.
+- ``busy`` / ``idle`` otherwise; ``unknown`` where no GPU step aligns.
 
 Low hourly utilisation and minutes of substantial queueing are compatible: a
 published PRO 5000 vs H20 observation had both in one hour. GPU series are
@@ -26,23 +28,22 @@ from datetime import datetime, tzinfo
 from enum import StrEnum
 
 import numpy as np
-import numpy.typing as npt
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
 from inference_obs.analyses.alignment import (
+    gpu_per_replica,
     interval_ms,
-    nearest,
     replica_keys,
-    replica_of,
     sum_by_replica,
 )
 from inference_obs.analyses.measurement import Measurement, local_measurement
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
+from inference_obs.engine.vector import Vector
 from inference_obs.metrics import dcgm, vllm
 from inference_obs.metrics.family import Family
-from inference_obs.query import Selector
-from inference_obs.samples import Window, is_stale
+from inference_obs.query import Expr, max_over_time
+from inference_obs.samples import Window
 from inference_obs.source.base import Source
 
 __all__ = ["QueueClass", "QueueInterval", "QueueingResult", "queueing"]
@@ -50,9 +51,10 @@ __all__ = ["QueueClass", "QueueInterval", "QueueingResult", "queueing"]
 ANALYSIS = "queueing"
 LAGS = (-2, -1, 0, 1, 2)
 ALIGNMENT = (
-    "App and GPU metrics are scraped independently; a sample is aligned with the nearest GPU "
-    "sample within the tolerance, so a few seconds of activity can be attributed to the wrong "
-    "class. Classify intervals, not single points."
+    "App and GPU metrics are scraped independently; a sample is aligned with the replica's "
+    "GPUs at the nearest step (one per GPU scrape interval) within the tolerance, each GPU at "
+    "its latest sample at or before that step, so a few seconds of activity can be attributed "
+    "to the wrong class. Classify intervals, not single points."
 )
 SAMPLED = "Counts of scraped samples, not of wall time: what happens between scrapes is not seen."
 CORRELATION = (
@@ -85,7 +87,7 @@ class QueueInterval(BaseModel):
         Largest sampled ``num_requests_waiting`` / ``num_requests_running`` (requests).
     mean_gpu_util
         Mean over the samples of the replica's mean GPU utilisation, percent
-        (0-100); ``None`` when no GPU sample aligned.
+        (0-100); ``None`` when no GPU step aligned.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -111,8 +113,11 @@ class QueueingResult(AnalysisResult):
         Largest sampled queue (requests); ``peak_time`` is when (window timezone).
     class_share
         Share (ratio 0-1) of aligned samples in each class.
+    peak_waiting_by_reason
+        Per ``reason`` label value, the largest sampled
+        ``num_requests_waiting_by_reason`` of one series (requests).
     gpu_alignment
-        Number of app samples with an aligned GPU sample; ``no_data`` naming
+        Number of app samples with an aligned GPU step; ``no_data`` naming
         the GPU family when there is none.
     best_lag, best_lag_correlation
         Lag (samples; positive: GPU idle follows the queue) with the strongest
@@ -131,12 +136,13 @@ class QueueingResult(AnalysisResult):
 
 
 def _classify(
-    waiting: float, running: float, gpus: list[float], busy_threshold: float
+    waiting: float, running: float, util: float | None, busy_threshold: float
 ) -> QueueClass:
-    if not gpus:
+    """The class of one app sample; ``util`` is the replica's mean GPU utilisation (0-100)."""
+    if util is None:
         return QueueClass.UNKNOWN
-    util = sum(gpus) / len(gpus)
-    if running > 0 and all(g == 0 for g in gpus):
+    # GPU_UTIL lies in 0-100, so every GPU reads 0 exactly when their mean (and sum) is 0.
+    if running > 0 and util == 0:
         return QueueClass.INCONSISTENT
     if waiting > 0:
         return QueueClass.CAPACITY if util >= busy_threshold else QueueClass.STARVED
@@ -176,8 +182,9 @@ def queueing(
     window
         The window; interval times are given in its timezone.
     tolerance_s
-        Largest distance, seconds, between an app sample and the GPU sample
-        aligned with it. Default: the larger of the two median scrape intervals.
+        Largest distance, seconds, between an app sample and the GPU step
+        aligned with it. Default: the larger of the app's median scrape
+        interval and the GPU scrape interval (the step).
     busy_threshold
         Mean GPU utilisation, percent (0-100), at or above which the GPUs count
         as busy. Default 50.
@@ -192,25 +199,19 @@ def queueing(
     sel_wait = vllm.NUM_REQUESTS_WAITING.select(m)
     sel_run = vllm.NUM_REQUESTS_RUNNING.select(m)
     sel_gpu = dcgm.GPU_UTIL.select(gm)
-    selectors = [sel_wait, sel_run, sel_gpu]
     waiting_raw = source.raw(sel_wait, window)
     running_raw = source.raw(sel_run, window)
-    gpu_raw = source.raw(sel_gpu, window)
-    keys = replica_keys(deployment, waiting_raw, gpu_raw)
+    # Label sets only: the GPU samples themselves are reduced per replica by the server.
+    gpu_labels = source.series(sel_gpu, window)
+    keys = replica_keys(deployment, waiting_raw.labels, gpu_labels)
+    gpu = gpu_per_replica(source, sel_gpu, keys, window)
+    selectors: list[Expr] = [sel_wait, sel_run, *gpu.queries]
     waiting = sum_by_replica(waiting_raw, keys)
     running = sum_by_replica(running_raw, keys)
     if tolerance_s is None:
-        tolerance = max(interval_ms(waiting_raw), interval_ms(gpu_raw))
+        tolerance = max(interval_ms(waiting_raw), float(gpu.step_ms))
     else:
         tolerance = tolerance_s * 1000.0
-    gpus: dict[str, list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]] = {}
-    for i, labels in enumerate(gpu_raw.labels):
-        lo, hi = int(gpu_raw.offsets[i]), int(gpu_raw.offsets[i + 1])
-        values = gpu_raw.values[lo:hi]
-        keep = ~is_stale(values) & ~np.isnan(values)
-        gpus.setdefault(replica_of(labels, keys), []).append(
-            (gpu_raw.t_ms[lo:hi][keep], values[keep])
-        )
 
     zone = window.start.tzinfo
     intervals: list[QueueInterval] = []
@@ -221,13 +222,14 @@ def queueing(
     for replica in sorted(waiting):
         rows: list[tuple[int, float, float, float | None, QueueClass]] = []
         run = running.get(replica, {})
-        for t, w in sorted(waiting[replica].items()):
-            r = run.get(t, 0.0)
-            found = [nearest(ts, vs, t, tolerance) for ts, vs in gpus.get(replica, [])]
-            got = [g for g in found if g is not None]
-            util = sum(got) / len(got) if got else None
-            aligned += bool(got)
-            cls = _classify(w, r, got, busy_threshold)
+        times = np.array(sorted(waiting[replica]), dtype=np.int64)
+        sums, gpus = gpu.at(replica, times, tolerance)
+        for t, gpu_sum, n in zip(times.tolist(), sums.tolist(), gpus.tolist(), strict=True):
+            w, r = waiting[replica][t], run.get(t, 0.0)
+            # The mean over the GPUs that reported; a NaN sample makes the step unusable.
+            util = gpu_sum / n if n > 0 and np.isfinite(gpu_sum) else None
+            aligned += util is not None
+            cls = _classify(w, r, util, busy_threshold)
             counts[cls] += 1
             rows.append((t, w, r, util, cls))
             if peak is None or w > peak[0]:
@@ -267,7 +269,7 @@ def queueing(
         computation: str,
         caveats: Sequence[str],
         missing: Sequence[Family] = (),
-        used: Sequence[Selector] = selectors,
+        used: Sequence[Expr] = selectors,
     ) -> Measurement:
         return local_measurement(
             source,
@@ -284,7 +286,7 @@ def queueing(
         )
 
     no_app = [] if len(waiting_raw) else [vllm.NUM_REQUESTS_WAITING]
-    no_gpu = [] if len(gpu_raw) else [dcgm.GPU_UTIL]
+    no_gpu = [] if gpu_labels else [dcgm.GPU_UTIL]
     total = sum(counts.values())
     shares = {
         cls.value: local(
@@ -301,7 +303,9 @@ def queueing(
         "gpu_aligned_samples",
         float(aligned) if aligned else None,
         "samples",
-        f"app samples with a GPU sample of the same replica within {tolerance / 1000:g} s "
+        f"app samples with a step of the same replica's GPUs (sum / count by replica, "
+        f"every {gpu.step_ms / 1000:g} s, each GPU's latest sample at or before the step) "
+        f"within {tolerance / 1000:g} s "
         f"(replicas matched on {', '.join(keys) or 'nothing: all pooled'})",
         (ALIGNMENT,),
         no_app + no_gpu,
@@ -316,22 +320,24 @@ def queueing(
         [sel_wait],
     )
     sel_reason = vllm.NUM_REQUESTS_WAITING_BY_REASON.select(m)
+    # Each series' largest sample in the window, then the largest per reason: one small answer.
+    top_reason = max_over_time(sel_reason.over(window.seconds)).max(by=("reason",))
+    answer = source.instant(top_reason, window.end_s).value
     reasons: dict[str, float] = {}
-    by_reason = source.raw(sel_reason, window)
-    for one in by_reason:
-        kept = one.values[~np.isnan(one.values)]
-        if kept.size:
-            name = one.labels.get("reason", "unlabelled")
-            reasons[name] = max(reasons.get(name, 0.0), float(kept.max()))
+    if isinstance(answer, Vector):
+        for labels, top in zip(answer.labels, answer.values.tolist(), strict=True):
+            if not np.isnan(top):  # every sample NaN: nothing was sampled
+                reasons[labels.get("reason", "unlabelled")] = top
     peak_reason = {
         name: local(
             f"peak_waiting[{name}]",
             top,
             "requests",
-            "max of raw num_requests_waiting_by_reason samples of one reason and series",
+            "max by (reason) (max_over_time(num_requests_waiting_by_reason[window])): the largest "
+            "sample of one series of that reason, at the window end",
             (SAMPLED, "A scheduler classification, not a diagnosis (e.g. not 'memory full')."),
             (),
-            [sel_reason],
+            [top_reason],
         )
         for name, top in sorted(reasons.items())
     }

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
+import numpy as np
 import pytest
 
 from inference_obs.analyses.gpu import gpu
 from inference_obs.analyses.measurement import Status
 from inference_obs.analyses.queueing import QueueClass, QueueingResult, queueing
 from inference_obs.deployment import Deployment
-from inference_obs.samples import Window
+from inference_obs.metrics import vllm
+from inference_obs.query import Selector
+from inference_obs.samples import SampleSet, Window
+from inference_obs.source.base import Source
 from inference_obs.source.dataset_source import DatasetSource
 
 BUNDLED = Path(__file__).parents[2] / "datasets" / "pro5000-vs-h20"
@@ -113,3 +118,42 @@ def test_no_gpu_data_is_unknown_and_named(source: DatasetSource, window: Window)
 def test_explicit_tolerance_too_small_aligns_nothing(source: DatasetSource, window: Window) -> None:
     result = queueing(source, _deployment(source, "PRO"), window, tolerance_s=1.0)
     assert {i.classification for i in result.intervals} == {QueueClass.UNKNOWN}
+
+
+def test_peak_by_reason_is_the_largest_raw_sample(
+    source: DatasetSource, window: Window, pro: QueueingResult
+) -> None:
+    selector = vllm.NUM_REQUESTS_WAITING_BY_REASON.select(_deployment(source, "PRO").matchers)
+    expected: dict[str, float] = {}
+    for one in source.raw(selector, window):
+        reason = one.labels.get("reason", "unlabelled")
+        expected[reason] = max(expected.get(reason, 0.0), float(np.nanmax(one.values)))
+    assert {k: m.value for k, m in pro.peak_waiting_by_reason.items()} == expected
+
+
+class _Recording:
+    """Delegates to a source, remembering the metric of every raw fetch."""
+
+    def __init__(self, source: Source) -> None:
+        self._source = source
+        self.raw_metrics: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._source, name)
+
+    def raw(self, selector: Selector, window: Window) -> SampleSet:
+        self.raw_metrics.append(str(selector.metric))
+        return self._source.raw(selector, window)
+
+
+def test_gpu_samples_are_reduced_by_the_source(source: DatasetSource, window: Window) -> None:
+    recording = _Recording(source)
+    result = queueing(cast(Source, recording), _deployment(source, "PRO"), window)
+    assert recording.raw_metrics == [
+        vllm.NUM_REQUESTS_WAITING.name,
+        vllm.NUM_REQUESTS_RUNNING.name,
+    ]
+    assert result.gpu_alignment.provenance.promql[2:] == (
+        'sum by (namespace, pod) (DCGM_FI_DEV_GPU_UTIL{namespace="llm",pod=~"pro-model-.*"})',
+        'count by (namespace, pod) (DCGM_FI_DEV_GPU_UTIL{namespace="llm",pod=~"pro-model-.*"})',
+    )
