@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 
-import numpy as np
-
+from inference_obs.analyses.alignment import scrape_interval_ms
 from inference_obs.analyses.measurement import Measurement, local_measurement, measure
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import builders as b, dcgm
 from inference_obs.metrics.family import Family
-from inference_obs.samples import Window, is_stale
+from inference_obs.query import Binary, Number, to_promql
+from inference_obs.samples import Window
 from inference_obs.source.base import Source
 
 __all__ = ["BottleneckClass", "BottleneckResult", "bottleneck"]
@@ -27,8 +27,9 @@ __all__ = ["BottleneckClass", "BottleneckResult", "bottleneck"]
 ANALYSIS = "bottleneck"
 SAMPLE_MEAN = "Sample-weighted mean over every GPU sample of the window; not time-weighted."
 DUTY = (
-    "A sampled share of wall time: the share of GPU_UTIL samples above 0. A sample above 0 "
-    "means some kernel ran in the NVML period, not that the GPU was saturated."
+    "A sampled share of wall time: the share of GPU-steps (each GPU's latest GPU_UTIL sample "
+    "at every scrape interval) above 0. Above 0 means some kernel ran in the NVML period, "
+    "not that the GPU was saturated."
 )
 
 
@@ -56,7 +57,7 @@ class BottleneckResult(AnalysisResult):
     gpu_util
         Sample mean, percent 0-100.
     duty_cycle
-        Share (ratio 0-1) of GPU_UTIL samples above 0.
+        Share (ratio 0-1) of GPU-steps with GPU_UTIL above 0, at the scrape interval.
     """
 
     classification: BottleneckClass
@@ -67,6 +68,33 @@ class BottleneckResult(AnalysisResult):
     sm_occupancy: Measurement
     gpu_util: Measurement
     duty_cycle: Measurement
+
+
+def _duty_cycle(source: Source, deployment: Deployment, window: Window) -> Measurement:
+    """Share (0-1) of GPU-steps with ``GPU_UTIL > 0``, every GPU pooled, reduced by the source.
+
+    Two range queries at the family's scrape interval: ``sum(x > bool 0)``
+    (GPUs busy at the step) and ``count(x)`` (GPUs with a sample, each its
+    latest within the look-back); the share is their totals' ratio. A fleet's
+    answer is two series, whatever its number of GPUs.
+    """
+    selector = dcgm.GPU_UTIL.select(deployment.gpu_matchers)
+    busy, every = Binary(">", selector, Number(0), bool_=True).sum(), selector.count()
+    step_ms = scrape_interval_ms(source, selector, window)
+    totals = [
+        float(source.range(expr, window, step_ms / 1000).values.sum()) if step_ms else 0.0
+        for expr in (busy, every)
+    ]
+    return local_measurement(
+        source, deployment, window, analysis=ANALYSIS, statistic="duty_cycle",
+        value=totals[0] / totals[1] if totals[1] else None, unit="ratio",
+        selectors=[busy, every],
+        computation=(
+            f"sum over steps of {to_promql(busy)} / sum over steps of {to_promql(every)}, "
+            f"range queries every {step_ms / 1000:g} s (the GPU scrape interval)"
+        ),
+        caveats=(DUTY,), missing=[] if totals[1] else [dcgm.GPU_UTIL.name],
+    )  # fmt: skip
 
 
 def bottleneck(
@@ -131,22 +159,7 @@ def bottleneck(
     occupancy = mean("sm_occupancy", dcgm.PROF_SM_OCCUPANCY, "ratio")
     util = mean("gpu_util", dcgm.GPU_UTIL, "percent")
 
-    sel = dcgm.GPU_UTIL.select(gm)
-    raw = source.raw(sel, window)
-    values = raw.values[~is_stale(raw.values) & ~np.isnan(raw.values)]
-    duty = local_measurement(
-        source,
-        deployment,
-        window,
-        analysis=ANALYSIS,
-        statistic="duty_cycle",
-        value=float(np.mean(values > 0)) if values.size else None,
-        unit="ratio",
-        selectors=[sel],
-        computation="raw GPU_UTIL samples > 0 / all raw GPU_UTIL samples, every GPU pooled",
-        caveats=(DUTY,),
-        missing=[] if len(raw) else [dcgm.GPU_UTIL.name],
-    )
+    duty = _duty_cycle(source, deployment, window)
     cls, reason = _classify(dram, tensor, util, dram_high, tensor_low, tensor_high, util_low)
     return BottleneckResult(
         classification=cls,

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from inference_obs.analyses.bottleneck import BottleneckClass, bottleneck
 from inference_obs.analyses.measurement import Status
-from inference_obs.samples import Window
+from inference_obs.deployment import Deployment
+from inference_obs.metrics import dcgm
+from inference_obs.samples import SampleSet, Series, Window
+from inference_obs.source.dataset import read_dataset
 from inference_obs.source.dataset_source import DatasetSource
 
 DATASETS = Path(__file__).parents[2] / "datasets"
@@ -53,3 +59,25 @@ def test_missing_profiling_counters_give_unknown(name: str) -> None:
     assert result.dram_active.status is Status.NO_DATA
     assert "DCGM_FI_PROF_DRAM_ACTIVE" in result.dram_active.annotations[0].message
     assert result.gpu_util.ok
+
+
+def test_duty_cycle_counts_each_gpu_step_above_zero() -> None:
+    # Two GPUs scraped every 60 s at +30 s over [0, 600] s: every 60 s step
+    # sees each GPU's newest sample once. GPU 0 is above 0 at 3 scrapes,
+    # GPU 1 at 1: 4 of 20 GPU-steps.
+    times = 30.0 + 60.0 * np.arange(10)
+    readings = ([0, 50, 0, 70, 0, 0, 10, 0, 0, 0], [0] * 9 + [5])
+    series = [
+        Series(dcgm.GPU_UTIL.name, {"pod": "a-0", "gpu": str(g)}, times, np.array(v, float))
+        for g, v in enumerate(readings)
+    ]
+    bundled = read_dataset(DATASETS / "r1-decode")
+    source = DatasetSource(dataclasses.replace(bundled, samples=SampleSet.from_series(series)))
+    window = Window(datetime.fromtimestamp(0, UTC), datetime.fromtimestamp(600, UTC))
+    deployment = Deployment(
+        name="A", selector={"pod": "~a-.*"},
+        hardware={"gpu_model": "NVIDIA H20", "gpus_per_replica": 2}, engine={"name": "vllm"},
+    )  # fmt: skip
+    duty = bottleneck(source, deployment, window).duty_cycle
+    assert duty.value == pytest.approx(4 / 20, rel=1e-12)
+    assert "every 60 s" in (duty.provenance.computation or "")
