@@ -76,8 +76,22 @@ def _replica(labels: Labels) -> str:
     return next((labels[k] for k in dcgm.POD_LABELS if k in labels), "all")
 
 
-def _step(window: Window, step: float | None) -> float:
-    return step if step is not None else max(window.seconds / 240.0, 15.0)
+#: Points a per-GPU figure draws at most by default (GPUs x columns): past it, a
+#: fleet's figure gets fewer columns, not an unreadable number of points.
+POINTS_PER_FIGURE = 30_000
+
+
+def _step(window: Window, step: float | None, series: int = 1) -> float:
+    """Seconds between columns: ``step``, or the window over 240 (at least 15 s), widened
+    so that ``series`` rows of columns stay within :data:`POINTS_PER_FIGURE`."""
+    if step is not None:
+        return step
+    return max(window.seconds / 240.0, 15.0, window.seconds * series / POINTS_PER_FIGURE)
+
+
+def _gpus(source: Source, deployment: Deployment, window: Window) -> int:
+    """How many GPU series the deployment has (label sets only: no samples are read)."""
+    return len(source.series(dcgm.GPU_UTIL.select(deployment.gpu_matchers), window))
 
 
 def rolling_quantiles_figure(result: RollingQuantiles) -> Figure:
@@ -181,14 +195,15 @@ def gpu_heatmap_figure(
     source, deployment, window
         Where the series come from, whose GPUs, and over which window.
     step
-        Seconds between columns (default: the window over 240, at least 15 s).
+        Seconds between columns (default: the window over 240, at least 15 s,
+        and fewer columns past :data:`POINTS_PER_FIGURE` GPU-columns).
 
     Returns
     -------
     Figure
         An image axes (percent, 0-100; gaps blank) and its colour bar.
     """
-    every = _step(window, step)
+    every = _step(window, step, _gpus(source, deployment, window))
     matrix = source.range(dcgm.GPU_UTIL.select(deployment.gpu_matchers), window, every)
     grid = np.arange(window.start_s, window.end_s + every / 2, every)
     rows = sorted(((gpu_name(labels), t, v) for labels, t, v in _series(matrix)),
@@ -228,7 +243,8 @@ def dram_vs_tensor_figure(
     source, deployment, window
         Where the series come from, whose GPUs, and over which window.
     step
-        Seconds between points (default: the window over 240, at least 15 s).
+        Seconds between points (default: the window over 240, at least 15 s,
+        and fewer past :data:`POINTS_PER_FIGURE` GPU-points).
 
     Returns
     -------
@@ -236,7 +252,7 @@ def dram_vs_tensor_figure(
         One scatter axes (both ratios 0-1). Without the DCGM profiling
         families, one blank axes saying "no profiling counters".
     """
-    every = _step(window, step)
+    every = _step(window, step, _gpus(source, deployment, window))
     gm = deployment.gpu_matchers
     fetched = {
         family.name: {

@@ -11,6 +11,7 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 
+from inference_obs.analyses import figures
 from inference_obs.analyses.figures import (
     NO_PROFILING,
     dram_vs_tensor_figure,
@@ -134,3 +135,22 @@ def test_dram_vs_tensor_figure_without_counters_says_so(pro_source: DatasetSourc
     assert NO_PROFILING in text
     assert "DCGM_FI_PROF_DRAM_ACTIVE" in text
     _png(fig)
+
+
+def test_default_columns_shrink_once_gpus_times_columns_pass_the_budget(
+    pro_source: DatasetSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window = _window(pro_source)  # one hour: 240 columns of 15 s by default
+    h20 = _deployment(pro_source, "H20")  # 32 GPUs: 7,680 GPU-columns, within 30,000
+
+    def columns() -> int:
+        fig = gpu_heatmap_figure(pro_source, h20, window)
+        (image,) = [im for im in fig.axes[0].get_images() if isinstance(im, AxesImage)]
+        rows, cols = np.ma.asarray(image.get_array()).shape
+        assert rows == 32
+        return int(cols)
+
+    assert columns() == 241
+    # With a budget of 3,200 points, 32 GPUs get 100 columns: 36 s apart, 101 edges.
+    monkeypatch.setattr(figures, "POINTS_PER_FIGURE", 3_200)
+    assert columns() == 101
