@@ -12,15 +12,13 @@ size the runner measures, by what the proxy forwarded (uncompressed JSON):
   (the outermost ``inference_obs.analyses`` function on the call stack): the
   breakdown by analysis and by kind of request;
 - the peer: a raw fetch of every series of the deployments (each metric name
-  the dataset holds, ``raw()`` over the window, once per deployment);
-- the measured proposal (:mod:`benchmarks.live_proposal`): what the same
-  report would cost with repeated requests served once, exact counter
-  changes computed by the server, and GPU gauges reduced per replica there.
+  the dataset holds, ``raw()`` over the window, once per deployment).
 
 Goals: the number of requests does not grow with the number of replicas,
-and the report receives less than 1 % of the raw fetch's bytes. Both grow
-linearly with the fleet, so the share holds at full size (32 replicas,
-extrapolated: a full-size backfill takes minutes here).
+and the report receives less than 1 % of the raw fetch's bytes. The runner
+prints how the bytes split by analysis and by kind of request, and what
+they come to per replica (a full-size backfill takes minutes here, so 32
+replicas is extrapolated from the largest size).
 
 Run from the repository root (needs Debian's ``prometheus`` package)::
 
@@ -32,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import inspect
+import re
 import tempfile
 from collections import defaultdict
 from collections.abc import Iterable
@@ -41,14 +40,20 @@ from typing import Any
 
 from benchmarks.common import BackfilledPrometheus, patient_http
 from benchmarks.fleet import FleetShape, write_fleet
-from benchmarks.live_proposal import Proposal, kind_of, propose
 from benchmarks.proxy import CountingProxy, Exchange, totals
 from inference_obs.cli import main as cli
+from inference_obs.errors import QueryError
+from inference_obs.metrics import MetricType, family
 from inference_obs.query import Selector
 from inference_obs.report import build_report
 from inference_obs.source.dataset import SAMPLES
 from inference_obs.source.prometheus import PrometheusSource
 
+# A raw fetch: an instant query of a bare range selector, as PrometheusSource.raw sends it.
+_RAW = re.compile(r"(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{.*\})?\[[0-9a-z]+\]", re.S)
+_COUNTER_SUFFIXES = ("_total", "_sum", "_count", "_bucket")
+#: The full fleet's replicas, for the extrapolation.
+FULL_REPLICAS = 32
 _SOURCE_METHODS = ("info", "instant", "range", "raw", "series", "label_names", "label_values")
 
 
@@ -74,6 +79,26 @@ class TaggingSource:
         return tagged
 
 
+def _counter(name: str) -> bool:
+    try:
+        kind = family(name).type
+    except QueryError:
+        return name.endswith(_COUNTER_SUFFIXES)
+    return kind in (MetricType.COUNTER, MetricType.HISTOGRAM)
+
+
+def kind_of(exchange: Exchange) -> str:
+    """What kind of request an exchange was."""
+    if exchange.path == "/api/v1/query_range":
+        return "range queries"
+    if exchange.path == "/api/v1/query":
+        raw = _RAW.fullmatch(exchange.query)
+        if raw is None:
+            return "instant queries"
+        return "raw samples, counters" if _counter(raw["name"]) else "raw samples, gauges"
+    return "discovery (series, labels, metadata, buildinfo)"
+
+
 def _caller() -> str:
     """The outermost analysis function on the stack (``report`` if none)."""
     found = "report"
@@ -94,7 +119,6 @@ class Measured:
     report: list[Exchange]
     tagged: list[Exchange]
     raw: list[Exchange]
-    proposal: Proposal
 
 
 def measure(shape: FleetShape, tmp: Path) -> Measured:
@@ -130,8 +154,7 @@ def measure(shape: FleetShape, tmp: Path) -> Measured:
             for name in names:
                 source.raw(Selector(name, deployment.matchers), window)
         raw = proxy.take()
-        proposal = propose(proxy, tagged, window, manifest.scrape_interval_seconds)
-    return Measured(shape.replicas, series, samples, report, tagged, raw, proposal)
+    return Measured(shape.replicas, series, samples, report, tagged, raw)
 
 
 def _mb(n: float) -> str:
@@ -166,17 +189,6 @@ def report_size(m: Measured) -> None:
 
     _table("by analysis (build_report, tagged)", sorted(by_tag.items(), key=order), tagged_bytes)
     _table("by kind of request", sorted(by_kind.items(), key=order), tagged_bytes)
-    p = m.proposal
-    print(f"\nproposal, measured against the same server ({_mb(tagged_bytes)} as it is):")
-    count, received = totals(m.tagged)
-    for step in p.steps:
-        count += step.added - step.dropped
-        received += step.cost - step.saved
-        print(
-            f"  {step.what}\n     -{step.dropped:,} requests, -{_mb(step.saved)}; "
-            f"+{step.added:,} requests, +{_mb(step.cost)}; "
-            f"then {count:,} requests, {_mb(received)}, {received / raw_bytes:.2%} of the raw fetch"
-        )
     print(f"  goal: < 1% of the raw fetch ({_mb(raw_bytes / 100)} here)")
 
 
@@ -205,11 +217,20 @@ def main(argv: list[str] | None = None) -> None:
         )
     first, last = results[0], results[-1]
     grow = totals(last.report)[0] - totals(first.report)[0]
-    per = totals(last.report)[1] / last.replicas
-    print(
-        f"requests grew by {grow} from {first.replicas} to {last.replicas} replicas (goal: 0); "
-        f"bytes per replica {_mb(per)}, so about {_mb(per * 32)} at 32 replicas (extrapolated)"
-    )
+    print(f"requests grew by {grow} from {first.replicas} to {last.replicas} replicas (goal: 0)")
+    if last.replicas > first.replicas:
+        # Straight lines through the two sizes: what grows with the fleet, and what does not.
+        def at_full(exchanges: tuple[list[Exchange], list[Exchange]]) -> float:
+            a, b = (totals(e)[1] for e in exchanges)
+            slope = (b - a) / (last.replicas - first.replicas)
+            return b + slope * (FULL_REPLICAS - last.replicas)
+
+        report = at_full((first.report, last.report))
+        raw = at_full((first.raw, last.raw))
+        print(
+            f"at {FULL_REPLICAS} replicas (extrapolated on the line through both sizes): report "
+            f"{_mb(report)}, raw fetch {_mb(raw)}, {report / raw:.2%} of the raw fetch"
+        )
 
 
 if __name__ == "__main__":
