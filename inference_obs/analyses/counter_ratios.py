@@ -31,8 +31,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
+from inference_obs.analyses.counter_resets import narrowed, reset_changes, series_change
 from inference_obs.analyses.measurement import Measurement, Status, local_measurement
 from inference_obs.deployment import Deployment
 from inference_obs.engine.vector import Vector
@@ -83,18 +82,7 @@ def counter_change(samples: SampleSet) -> float:
     extrapolates. NaN samples (staleness markers) are skipped. Unit: the
     counter's.
     """
-    total = 0.0
-    for i in range(len(samples)):
-        total += _series_change(samples, i)
-    return total
-
-
-def _series_change(samples: SampleSet, i: int) -> float:
-    lo, hi = int(samples.offsets[i]), int(samples.offsets[i + 1])
-    values = samples.values[lo:hi]
-    values = values[~np.isnan(values)]
-    steps = np.diff(values)
-    return float(np.where(steps < 0, values[1:], steps).sum())
+    return sum((series_change(samples, i) for i in range(len(samples))), 0.0)
 
 
 def _key(labels: Labels, drop: frozenset[str]) -> Labels:
@@ -136,13 +124,6 @@ def _vector(source: Source, expr: Expr, window: Window) -> Vector:
     return answer.value
 
 
-def _narrowed(selector: Selector, keys: Sequence[Labels]) -> Selector:
-    """``selector`` narrowed to the values ``keys`` take on each label they all carry."""
-    names = set.intersection(*(set(k) for k in keys))
-    extra = [Matcher.one_of(n, sorted({k[n] for k in keys})) for n in sorted(names)]
-    return selector.where(*extra)
-
-
 def _totals(
     source: Source,
     window: Window,
@@ -181,15 +162,20 @@ def _totals(
             present.update([labels] if side else [])
     if restarted:
         drop = ignoring_ if paired else frozenset()
-        wanted = {_key(labels, drop) for labels in restarted}
-        raws = [source.raw(_narrowed(s, list(wanted)), window) for s in (numerator, denominator)]
-        keyed = [{_key(raw.labels[i], drop): i for i in range(len(raw))} for raw in raws]
+        wanted = sorted({_key(labels, drop) for labels in restarted}, key=repr)
+        keyed = [
+            {_key(labels, drop): (labels, amount) for labels, amount in side.items()}
+            for side in (
+                reset_changes(source, narrowed(selector, wanted), window)
+                for selector in (numerator, denominator)
+            )
+        ]
         both = set(keyed[0]) & set(keyed[1]) if paired else None
-        for side, raw in enumerate(raws):
-            for key, i in keyed[side].items():
+        for side, entries in enumerate(keyed):
+            for key, (labels, amount) in entries.items():
                 if key in wanted and (both is None or key in both):
-                    group = Labels((k, v) for k, v in raw.labels[i].items() if k in by)
-                    groups.setdefault(group, [0.0, 0.0])[side] += _series_change(raw, i)
+                    group = Labels((k, v) for k, v in labels.items() if k in by)
+                    groups.setdefault(group, [0.0, 0.0])[side] += amount
                     present.update([group] if side else [])
     totals = {g: (t, b) for g, (t, b) in groups.items()}
     return _Totals(totals, frozenset(present), tuple(unpaired))

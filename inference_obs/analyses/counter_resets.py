@@ -1,0 +1,139 @@
+"""Exact changes of counters that reset, without reading their whole window.
+
+A counter's change over a window, resets added back, is ``last - first``
+plus, for every reset, the value just before it (the counter restarted from
+0, so what it had counted until then is added back). A series without a
+reset needs only ``max - min`` (see :mod:`~inference_obs.analyses.counter_ratios`);
+a restarted one needs the values before its drops. A rolling deploy restarts
+every replica of a fleet, so reading each restarted series whole would bring
+back the raw fetch the push-down avoids.
+
+:func:`reset_changes` finds the drops instead: one range query of
+``resets(x[L]) > 0`` every ``L/2`` (so every pair of neighbouring samples at
+most ``L/2`` apart falls inside one of its ranges) marks the stretches with a
+drop; only those stretches, and a stretch at each edge of the window for the
+first and last samples, are read raw. The drops found are checked against
+``resets(x[w])`` over the whole window: a series where they differ (a gap
+longer than ``L/2`` across a drop, a NaN between the two samples, an edge
+stretch without a sample) is read whole, as before. So the answer is always
+the exact change, and usually costs a few stretches instead of the window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+
+import numpy as np
+
+from inference_obs.engine.vector import Vector, without_name
+from inference_obs.query import Binary, Matcher, Number, Selector, resets
+from inference_obs.samples import Labels, SampleSet, Window
+from inference_obs.source.base import Source
+
+__all__ = ["PIECES", "narrowed", "reset_changes", "series_change"]
+
+#: The window is searched for drops in ranges of 1/PIECES of its length.
+PIECES = 32
+
+
+def series_change(samples: SampleSet, i: int) -> float:
+    """Change of series ``i`` from its first to its last sample, resets added back.
+
+    NaN samples (staleness markers included) are skipped; a drop counts as a
+    reset, so the value after it is added (the counter restarted from 0), as
+    Prometheus's ``increase`` does before it extrapolates. Unit: the counter's.
+    """
+    values = _finite(samples, i)
+    steps = np.diff(values)
+    return float(np.where(steps < 0, values[1:], steps).sum())
+
+
+def _finite(samples: SampleSet, i: int) -> np.ndarray:
+    lo, hi = int(samples.offsets[i]), int(samples.offsets[i + 1])
+    values = samples.values[lo:hi]
+    return values[~np.isnan(values)]
+
+
+def narrowed(selector: Selector, keys: list[Labels]) -> Selector:
+    """``selector`` narrowed to the values ``keys`` take on each label they all carry."""
+    names = set.intersection(*(set(k) for k in keys))
+    extra = [Matcher.one_of(n, sorted({k[n] for k in keys})) for n in sorted(names)]
+    return selector.where(*extra)
+
+
+def _window(window: Window, start_s: float, end_s: float) -> Window:
+    zone = window.start.tzinfo
+    return Window(datetime.fromtimestamp(start_s, zone), datetime.fromtimestamp(end_s, zone))
+
+
+def _spans(starts: list[float], length: float, window: Window) -> Iterator[Window]:
+    """Merged ``[t - length, t]`` ranges for the marked ends ``starts``, within ``window``."""
+    merged: list[list[float]] = []
+    for end in sorted(starts):
+        lo, hi = max(end - length, window.start_s), min(end, window.end_s)
+        if hi <= lo:
+            continue
+        if merged and lo <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    return (_window(window, lo, hi) for lo, hi in merged)
+
+
+def reset_changes(source: Source, selector: Selector, window: Window) -> dict[Labels, float]:
+    """Exact change over ``window`` of every series of ``selector``, for series that reset.
+
+    Meant for a selector narrowed to series known to have reset (see the
+    module docstring for how few samples it reads). Keys are the series'
+    labels without ``__name__``; values are in the counter's unit, resets
+    added back, no extrapolation: what :func:`series_change` gives on the
+    series' raw samples.
+    """
+    seconds = window.seconds
+    counted = source.instant(resets(selector.over(seconds)), window.end_s).value
+    expected = counted.as_dict() if isinstance(counted, Vector) else {}
+    if not expected:
+        return {}
+    length = seconds / PIECES
+    edge = length / 2
+    found: dict[Labels, dict[int, float]] = {k: {} for k in expected}
+    marked = Binary(">", resets(selector.over(length)), Number(0))
+    matrix = source.range(marked, _window(window, window.start_s, window.end_s + edge), edge)
+    ends = sorted({float(t) / 1000 for t in matrix.t_ms.tolist()})
+    for span in _spans(ends, length, window):
+        raw = source.raw(selector, span)
+        for i, labels in enumerate(raw.labels):
+            drops = found.get(without_name(labels))
+            if drops is None:
+                continue
+            lo, hi = int(raw.offsets[i]), int(raw.offsets[i + 1])
+            keep = ~np.isnan(raw.values[lo:hi])
+            values, times = raw.values[lo:hi][keep], raw.t_ms[lo:hi][keep]
+            for j in np.flatnonzero(np.diff(values) < 0).tolist():
+                drops[int(times[j + 1])] = float(values[j])
+    first = source.raw(selector, _window(window, window.start_s, window.start_s + edge))
+    last = source.raw(selector, _window(window, window.end_s - edge, window.end_s))
+    firsts = {without_name(lb): _finite(first, i) for i, lb in enumerate(first.labels)}
+    lasts = {without_name(lb): _finite(last, i) for i, lb in enumerate(last.labels)}
+    changes: dict[Labels, float] = {}
+    whole: list[Labels] = []
+    for key, count in expected.items():
+        head, tail = firsts.get(key), lasts.get(key)
+        if (
+            len(found[key]) != count
+            or head is None
+            or not head.size
+            or tail is None
+            or not tail.size
+        ):
+            whole.append(key)
+            continue
+        changes[key] = float(tail[-1]) - float(head[0]) + sum(found[key].values())
+    if whole:
+        raw = source.raw(narrowed(selector, whole), window)
+        for i, labels in enumerate(raw.labels):
+            key = without_name(labels)
+            if key in whole:
+                changes[key] = series_change(raw, i)
+    return changes
