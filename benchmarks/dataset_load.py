@@ -7,8 +7,8 @@ samples, 6.4 GB). Timed end to end, as medians of ``--repeats`` runs in the
 same process:
 
 - ``read_dataset`` without a cache: manifest, the SHA-256 of every file
-  (computed in a second thread while the text is parsed), parsing and
-  checking every line block by block, building the SampleSet;
+  (a second thread reads and hashes the blocks ahead of the parser), parsing
+  and checking every line block by block, building the SampleSet;
 - ``read_dataset`` with its sample cache filled (a fresh cache directory,
   filled by the first load): the same checks of the manifest and of every
   file's SHA-256, then the parsed columns read back from the cache;

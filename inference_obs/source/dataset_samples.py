@@ -2,10 +2,10 @@
 
 :func:`read_samples` streams the file through
 :class:`~inference_obs.source.openmetrics_read.OpenMetricsReader` block by
-block while another thread computes its SHA-256 (``hashlib`` releases the
-GIL), so the text is never in memory whole and checking the checksum costs
-no extra pass. The checksum decides first: a file that changed is reported
-as changed, whatever its text.
+block while another thread reads the blocks ahead and computes the SHA-256
+(reading and ``hashlib`` release the GIL), so the text is never in memory
+whole and checking the checksum costs no extra pass. The checksum decides
+first: a file that changed is reported as changed, whatever its text.
 
 A large file (:attr:`SampleCache.min_bytes`, 64 MiB by default) is parsed
 once: its columns (series, int64 milliseconds, float64 values) are then kept
@@ -27,7 +27,7 @@ import json
 import logging
 import os
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -48,8 +48,8 @@ __all__ = ["DEFAULT_CACHE", "SampleCache", "read_samples"]
 
 log = logging.getLogger("inference_obs.source.dataset")
 
-# Hash blocks that may wait for the hashing thread: bounds the memory held.
-_HASH_BACKLOG = 2
+# Blocks read (and hashed) ahead of the parser: bounds the memory held.
+_READ_AHEAD = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,24 +140,33 @@ def _sha256(file: Path) -> str:
 
 
 def _parse(file: Path, digest: str, manifest: str) -> SampleSet:
-    """Parse while another thread hashes; the checksum is checked before any text problem."""
+    """Parse while another thread reads and hashes; the checksum is checked before any text problem.
+
+    The other thread reads each block and adds it to the hash (both release
+    the GIL), :data:`_READ_AHEAD` blocks ahead of the parser, so this thread
+    only parses.
+    """
     reader = OpenMetricsReader(str(file))
     hasher = hashlib.sha256()
     problem: DatasetError | None = None
     samples: SampleSet | None = None
     with ThreadPoolExecutor(max_workers=1) as pool, file.open("rb") as data:
-        backlog: deque[Future[None]] = deque()
-        while chunk := data.read(BLOCK_BYTES):
-            backlog.append(pool.submit(hasher.update, chunk))
-            if len(backlog) > _HASH_BACKLOG:
-                backlog.popleft().result()
+
+        def read() -> bytes:  # the one worker runs these in order
+            chunk = data.read(BLOCK_BYTES)
+            hasher.update(chunk)
+            return chunk
+
+        ahead = deque(pool.submit(read) for _ in range(_READ_AHEAD))
+        while chunk := ahead.popleft().result():
+            ahead.append(pool.submit(read))
             if problem is None:
                 try:
                     reader.feed(chunk)
                 except DatasetError as exc:
                     problem = exc  # hash on: a changed file is reported as changed
-        for done in backlog:
-            done.result()
+        for rest in ahead:
+            rest.result()
     if problem is None:
         try:
             samples = reader.finish()

@@ -22,15 +22,22 @@ Prometheus stores), exemplars, empty label values and timestamps that are not
 whole milliseconds as promtool reads them (see :func:`read_openmetrics`).
 
 Speed: the text is read in blocks of a few MB (:class:`OpenMetricsReader`
-takes it piece by piece, so a file never has to be in memory whole, and
-every temporary array stays in the CPU caches). In a block, one regular
-expression finds each *run* of consecutive lines sharing a series (a
-back-reference repeats the series text, so the regex engine, not Python,
-walks the lines); label sets are parsed once per series (the line grammar is
-:mod:`inference_obs.source.openmetrics`'s); values and timestamps are cut out
-of the bytes eight at a time and converted by numpy
-(:mod:`inference_obs.source.openmetrics_tokens`). No Python object is made
-per sample.
+takes it piece by piece, so a file never has to be in memory whole). A block
+is first read without a regular expression (:func:`_scan`), every step a
+numpy operation over all its lines: newlines are found eight bytes at a time;
+each line's timestamp and value are read from the 16 bytes before the
+newline and before the timestamp's space (the writer's forms and plain
+decimals digit by digit, bit for bit what ``float()`` gives; anything else
+through numpy's own parser); and a line continues the run of the line before
+when its series text, the text before its second-to-last space, is the same
+bytes, compared eight at a time. Each run's series text is checked against
+the grammar once and parsed once per series (the line grammar is
+:mod:`inference_obs.source.openmetrics`'s). Any line that read cannot vouch
+for (a problem, an unusual form) sends the whole block to the regular
+expression path, which finds each run of lines of one series with one
+match (a back-reference repeats the series text) and names the first
+problem; so both paths give the same samples and the same errors. No Python
+object is made per sample.
 """
 
 from __future__ import annotations
@@ -48,11 +55,19 @@ from inference_obs.source.openmetrics import Families, LineProblem, parse_series
 from inference_obs.source.openmetrics_tokens import (
     MAX_TOKEN,
     Fail,
+    Words,
+    byte_marks,
     check_lengths,
     cut,
+    decimals,
     floats,
+    highest_byte,
+    lowest_byte,
     millis,
     row_tokens,
+    words_at,
+    words_before,
+    writer_millis,
 )
 
 __all__ = ["BLOCK_BYTES", "OpenMetricsReader", "read_openmetrics"]
@@ -63,7 +78,8 @@ _NAME = rb"[a-zA-Z_:][a-zA-Z0-9_:]*"
 # Lenient about what lies between the braces (the strict parse runs once per
 # series); the quoted-string branch keeps `}` and spaces inside values apart.
 _LABEL_SET = rb'\{(?:[^"}\n]|"(?:[^"\\\n]|\\.)*")*\}'
-_KEY_TEXT = re.compile((_NAME + rb"(?:" + _LABEL_SET + rb")?").decode())
+_KEY_BYTES = re.compile(_NAME + rb"(?:" + _LABEL_SET + rb")?")
+_KEY_TEXT = re.compile(_KEY_BYTES.pattern.decode())
 # A metadata line, or a run of sample lines with identical series text. The
 # possessive repeat keeps no backtracking state per line.
 _CHUNK = re.compile(
@@ -76,7 +92,15 @@ _EOF = b"# EOF"
 BLOCK_BYTES = 8 << 20
 # A value, a space and a timestamp, each token at most MAX_TOKEN bytes.
 _MAX_PAYLOAD = 2 * MAX_TOKEN + 1
-_SPACE, _HASH = ord(" "), ord("#")
+_SPACE, _HASH, _NEWLINE = ord(" "), ord("#"), ord("\n")
+# The fast path (:func:`_scan`) finds a line's last two spaces within the
+# 32 bytes before its newline and before its last space, so it reads up to
+# 32 bytes before a block; and it compares series text a word at a time from
+# each line's start, so up to _FAST_KEY + 8 bytes after it.
+_TAIL = 32
+_FAST_KEY = 1024  # longer series text goes through the regular expression
+_BACK = _FAST_KEY + 8
+_COMPARED_BYTES = 1024 << 10  # series text compared at a time (see _first_difference)
 
 _AFTER_EOF = "text after '# EOF', which must be the last line"
 _NO_EOF = "the text ends without a '# EOF' line (a truncated file?)"
@@ -160,7 +184,7 @@ class OpenMetricsReader:
     parsed: the first problem in the text, block by block.
     """
 
-    def __init__(self, source: str, *, block_bytes: int = BLOCK_BYTES) -> None:
+    def __init__(self, source: str, *, block_bytes: int = BLOCK_BYTES, fast: bool = True) -> None:
         self.source = source
         self._block = block_bytes
         self._carry = b""
@@ -172,21 +196,22 @@ class OpenMetricsReader:
         self._names: list[str] = []
         self._labels: list[Labels] = []
         self._columns = _Columns()
+        self._buffer = np.zeros(0, dtype=np.uint8)
+        self._fast = fast
 
     def feed(self, data: bytes) -> None:
         """Take the next piece of the text; parse every whole block it completes."""
-        if self._carry:
-            data = self._carry + data
-        pos, size = 0, len(data)
+        text = _Joined(self._carry, data)
+        pos, size = 0, text.size
         while size - pos >= self._block:
-            end = data.rfind(b"\n", pos, pos + self._block) + 1
+            end = text.rfind_newline(pos, pos + self._block) + 1
             if end <= pos:  # a line longer than a block: take it whole
-                end = data.find(b"\n", pos + self._block) + 1
+                end = text.find_newline(pos + self._block) + 1
                 if end <= 0:
                     break
-            self._parse(data[pos:end], more=end < size)
+            self._parse(text, pos, end, more=end < size)
             pos = end
-        self._carry = data[pos:]
+        self._carry = text.rest(pos)
 
     def finish(self) -> SampleSet:
         """Parse what is left, check the final ``# EOF``, and return every sample."""
@@ -194,7 +219,7 @@ class OpenMetricsReader:
         end = tail.rfind(b"\n") + 1
         last = tail[end:]
         if end:
-            self._parse(tail[:end], more=bool(last))
+            self._parse(_Joined(tail, b""), 0, end, more=bool(last))
         if last and self._eof_line is not None:
             raise self._fail(self._eof_line, _AFTER_EOF)
         if (last and last != _EOF) or (not last and self._eof_line is None):
@@ -204,17 +229,85 @@ class OpenMetricsReader:
     def _fail(self, line: int, problem: str) -> DatasetError:
         return DatasetError(f"{self.source}:{line}: {problem}")
 
-    def _parse(self, block: bytes, *, more: bool) -> None:
-        """Check and convert one block of whole lines (``more``: text follows it)."""
+    def _parse(self, text: _Joined, start: int, end: int, *, more: bool) -> None:
+        """Check and convert the whole lines ``text[start:end]`` (``more``: text follows them).
+
+        The block is copied once, with room around it, into a buffer kept from
+        block to block. The fast path reads it when it can vouch for every
+        line; anything else (a problem, an unusual line) goes to the regular
+        expression, which names the first problem.
+        """
+        size = end - start
+        if self._buffer.size < _TAIL + size + _BACK:
+            self._buffer = np.zeros(_TAIL + size + _BACK, dtype=np.uint8)
+        buf = self._buffer[: _TAIL + size + _BACK]
+        text.copy_to(buf[_TAIL : _TAIL + size], start)
+        buf[_TAIL + size :] = 0
+        scan = _scan(buf, _TAIL, _TAIL + size) if self._fast else None
+        if scan is None:
+            self._parse_slowly(buf[_TAIL : _TAIL + size].tobytes(), more=more)
+        else:
+            self._take(scan, more=more)
+
+    def _take(self, scan: _Scan, *, more: bool) -> None:
+        """Check a scanned block's metadata and series in text order, then keep its samples."""
+        first = self._lines
+        run_series: list[int] = []
+        for line, meta, key in scan.events():
+            if self._eof_line is not None:
+                raise self._fail(self._eof_line, _AFTER_EOF)
+            if meta == _EOF:
+                self._eof_line = first + line + 1
+                continue
+            try:
+                series = self._note(meta, key)
+            except UnicodeDecodeError:
+                raise self._fail(first + line + 1, "the line is not valid UTF-8") from None
+            except LineProblem as exc:
+                raise self._fail(first + line + 1, str(exc)) from None
+            if series is not None:
+                run_series.append(series)
+        if more and self._eof_line is not None:
+            raise self._fail(self._eof_line, _AFTER_EOF)
+        if run_series:
+            columns = self._columns
+            columns.values.append(scan.values)
+            columns.t_ms.append(scan.t_ms)
+            columns.run_series.append(np.asarray(run_series, np.int64))
+            columns.run_sizes.append(np.diff(scan.run_rows, append=scan.rows.size))
+            columns.run_lines.append(scan.rows[scan.run_rows] + (first + 1))
+        self._lines += scan.lines
+
+    def _note(self, meta: bytes | None, key: bytes | None) -> int | None:
+        """Check a metadata line (not ``# EOF``), or a run's series text: the series' index.
+
+        Raises :class:`LineProblem` or :class:`UnicodeDecodeError` for a bad line.
+        """
+        if meta is not None:
+            self._families.meta(meta.decode("utf-8"))
+            return None
+        assert key is not None
+        series = self._parsed.get(key)
+        if series is None:
+            name, pairs = parse_series(key.decode("utf-8"))
+            names = self._names
+            series = self._index.setdefault((name, pairs), len(names))
+            if series == len(names):
+                names.append(name)
+                self._labels.append(pairs)
+            self._parsed[key] = series
+        self._families.sample(self._names[series])
+        return series
+
+    def _parse_slowly(self, block: bytes, *, more: bool) -> None:
+        """Check and convert one block with the regular expression, naming the first problem."""
         buf = np.frombuffer(block, dtype=np.uint8)
-        newlines = np.flatnonzero(buf == ord("\n"))
+        newlines = np.flatnonzero(buf == _NEWLINE)
         first = self._lines
 
         def line_at(offset: int) -> int:
             return first + int(np.searchsorted(newlines, offset)) + 1
 
-        families, parsed, index = self._families, self._parsed, self._index
-        names, labels = self._names, self._labels
         run_starts: list[int] = []
         run_series: list[int] = []
         run_key_bytes: list[int] = []
@@ -229,21 +322,12 @@ class OpenMetricsReader:
                 meta, key = match.group("meta", "key")
                 if meta == _EOF:
                     self._eof_line = line_at(pos)
-                elif meta is not None:
-                    families.meta(meta.decode("utf-8"))
                 else:
-                    series = parsed.get(key)
-                    if series is None:
-                        name, pairs = parse_series(key.decode("utf-8"))
-                        series = index.setdefault((name, pairs), len(names))
-                        if series == len(names):
-                            names.append(name)
-                            labels.append(pairs)
-                        parsed[key] = series
-                    families.sample(names[series])
-                    run_starts.append(pos)
-                    run_series.append(series)
-                    run_key_bytes.append(len(key))
+                    series = self._note(meta, key)
+                    if series is not None:
+                        run_starts.append(pos)
+                        run_series.append(series)
+                        run_key_bytes.append(len(key))
             except UnicodeDecodeError:
                 raise self._fail(line_at(pos), "the line is not valid UTF-8") from None
             except LineProblem as exc:
@@ -313,7 +397,7 @@ class OpenMetricsReader:
         counts = np.bincount(run_series, weights=run_sizes, minlength=len(names))
         offsets = np.zeros(len(names) + 1, dtype=np.int64)
         np.cumsum(counts.astype(np.int64), out=offsets[1:])
-        steps_back = np.diff(t_ms) <= 0
+        steps_back = t_ms[1:] <= t_ms[:-1]
         steps_back[offsets[1:-1] - 1] = False  # the first sample of a series has no previous
         if np.any(steps_back):
             self._refuse_step_back(steps_back, order, t_ms, offsets, run_sizes, run_lines)
@@ -350,6 +434,231 @@ class OpenMetricsReader:
             f"{int(t_ms[at])} ms is not after the previous sample's {int(t_ms[before])} ms "
             f"(line {line(before)}); a series' samples must strictly increase in time",
         )
+
+
+class _Joined:
+    """The text carried from the last piece and the new piece, read as one without joining them."""
+
+    def __init__(self, head: bytes, tail: bytes) -> None:
+        self.head, self.tail = head, tail
+        self.size = len(head) + len(tail)
+
+    def rfind_newline(self, lo: int, hi: int) -> int:
+        """Offset of the last ``\\n`` in ``[lo, hi)``, or -1."""
+        cut = len(self.head)
+        if hi > cut:
+            found = self.tail.rfind(b"\n", max(lo - cut, 0), hi - cut)
+            if found >= 0:
+                return found + cut
+        return self.head.rfind(b"\n", lo, min(hi, cut)) if lo < cut else -1
+
+    def find_newline(self, lo: int) -> int:
+        """Offset of the first ``\\n`` at or after ``lo``, or -1."""
+        cut = len(self.head)
+        if lo < cut and (found := self.head.find(b"\n", lo)) >= 0:
+            return found
+        found = self.tail.find(b"\n", max(lo - cut, 0))
+        return found + cut if found >= 0 else -1
+
+    def copy_to(self, out: npt.NDArray[np.uint8], start: int) -> None:
+        """Copy the ``out.size`` bytes from ``start`` into ``out``."""
+        cut, end = len(self.head), start + out.size
+        in_head = max(min(end, cut) - start, 0)
+        if in_head:
+            out[:in_head] = np.frombuffer(self.head, np.uint8, in_head, start)
+        if end > cut:
+            lo = max(start - cut, 0)
+            out[in_head:] = np.frombuffer(self.tail, np.uint8, end - cut - lo, lo)
+
+    def rest(self, start: int) -> bytes:
+        """The text from ``start`` on."""
+        cut = len(self.head)
+        return self.tail[start - cut :] if start >= cut else self.head[start:] + self.tail
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """A block the fast path vouches for; line and row numbers count from 0 in the block."""
+
+    lines: int
+    meta_lines: list[int]  # the lines that start with "#"
+    metas: list[bytes]  # their text
+    rows: Int64Array  # the line of each sample
+    run_rows: Int64Array  # the first row of each run of lines with one series text
+    keys: list[bytes]  # that series text, run by run
+    values: npt.NDArray[np.float64]
+    t_ms: Int64Array
+
+    def events(self) -> list[tuple[int, bytes | None, bytes | None]]:
+        """``(line, metadata, series text)`` of each metadata line and run, in text order."""
+        lines = self.rows[self.run_rows].tolist()
+        runs: list[tuple[int, bytes | None, bytes | None]] = [
+            (line, None, key) for line, key in zip(lines, self.keys, strict=True)
+        ]
+        if not self.metas:
+            return runs
+        metas = zip(self.meta_lines, self.metas, strict=True)
+        return sorted(runs + [(line, meta, None) for line, meta in metas], key=lambda e: e[0])
+
+
+def _refuse(row: int, problem: str) -> DatasetError:
+    """A problem the fast path leaves to the regular expression to name (with its line)."""
+    return DatasetError(problem)
+
+
+def _scan(buf: npt.NDArray[np.uint8], lo: int, hi: int) -> _Scan | None:
+    """The whole lines ``buf[lo:hi]`` read without the regular expression, or None.
+
+    None unless every sample line is ``series value timestamp`` with the two
+    fields within 31 bytes each, every run's series text is what the regular
+    expression would take for it, and every value and timestamp converts:
+    then the answer is the regular expression's, and its problems are left
+    to it to name. ``buf`` has :data:`_TAIL` bytes before ``lo`` and
+    :data:`_BACK` after ``hi``. A run is found by comparing each line's
+    first bytes (its series text and the space after it, the text before the
+    second-to-last space) with the line before it, a word at a time.
+    """
+    newlines = _newlines(buf, lo, hi)
+    starts = np.empty_like(newlines)
+    starts[:1] = lo
+    starts[1:] = newlines[:-1] + 1
+    is_meta = buf[starts] == _HASH
+    meta_lines = np.flatnonzero(is_meta).tolist()
+    metas = [buf[starts[i] : newlines[i]].tobytes() for i in meta_lines]
+    rows = np.flatnonzero(~is_meta)
+    none = np.zeros(0, np.int64)
+    scan = _Scan(newlines.size, meta_lines, metas, rows, none, [], np.zeros(0), none)
+    if rows.size == 0:
+        return scan
+    row_starts, ends = starts[rows], newlines[rows]
+    fields = _fields(buf, row_starts, ends)
+    if fields is None:
+        return None
+    value_space, values, t_ms = fields
+    key_bytes = value_space - row_starts
+    run_rows = _runs(buf, row_starts, key_bytes, rows)
+    if run_rows is None:
+        return None
+    keys, text = [], buf.data
+    first_bytes, sizes = row_starts[run_rows].tolist(), key_bytes[run_rows].tolist()
+    for start, size in zip(first_bytes, sizes, strict=True):
+        if _KEY_BYTES.fullmatch(text, start, start + size) is None:
+            return None  # not series text: the regular expression says why
+        keys.append(buf[start : start + size].tobytes())
+    return _Scan(newlines.size, meta_lines, metas, rows, run_rows, keys, values, t_ms)
+
+
+def _newlines(buf: npt.NDArray[np.uint8], lo: int, hi: int) -> Int64Array:
+    """Offsets of the newlines in ``buf[lo:hi]`` (``buf`` has 8 bytes to spare on either side)."""
+    first, last = lo - lo % 8, hi + (-hi) % 8
+    found = buf[first:last] == _NEWLINE
+    found[: lo - first] = False
+    found[hi - first :] = False
+    # Eight bytes a word: far fewer words than bytes hold a newline, and numpy
+    # finds nonzero booleans fast; a word's one newline is its one marked byte.
+    marks = found.view("<u8")
+    words = np.flatnonzero(marks != 0)
+    marked = marks[words]
+    if np.any(marked & (marked - np.uint64(1))):  # lines shorter than a word
+        return np.flatnonzero(found) + first
+    column = (marked.astype(np.float64).view(np.int64) >> 52) - 1023  # 8 * the byte
+    offsets: Int64Array = 8 * words + (column >> 3) + first
+    return offsets
+
+
+def _fields(
+    buf: npt.NDArray[np.uint8], starts: Int64Array, ends: Int64Array
+) -> tuple[Int64Array, npt.NDArray[np.float64], Int64Array] | None:
+    """Each sample line's value space (offset), value and timestamp (ms), or None.
+
+    None when a line lacks two spaces with text between and after them (the
+    last 31 bytes or fewer each), or a value or timestamp does not convert.
+    The writer's timestamp forms and values of up to 16 bytes are read from
+    the 16 bytes before each field's end; other lines are searched further.
+    """
+    t_ms, stamp_bytes = writer_millis(words_before(buf, ends, 2))
+    odd = np.flatnonzero(stamp_bytes == 0)
+    if odd.size:
+        spaces = _last_space(words_before(buf, ends[odd], 4), ends[odd])
+        if not np.all((spaces > starts[odd]) & (spaces < ends[odd] - 1)):
+            return None
+        stamp_bytes[odd] = ends[odd] - spaces - 1
+        try:
+            t_ms[odd] = millis(buf, spaces + 1, stamp_bytes[odd], _refuse)
+        except DatasetError:
+            return None
+    stamp_space = ends - stamp_bytes - 1
+    heads = words_before(buf, stamp_space, 2)
+    value_space = _last_space(heads, stamp_space)
+    far = np.flatnonzero(value_space < 0)  # no space in the 16 bytes before
+    if far.size:
+        value_space[far] = _last_space(words_before(buf, stamp_space[far], 4), stamp_space[far])
+    if not np.all((value_space > starts) & (value_space < stamp_space - 1)):
+        return None
+    values = _values(buf, heads, value_space, stamp_space - value_space - 1)
+    if values is None:
+        return None
+    return value_space, values, t_ms
+
+
+def _last_space(words: Words, ends: Int64Array) -> Int64Array:
+    """Offset of the last space in each row of ``words`` (the bytes before ``ends``), or -1."""
+    column = highest_byte(byte_marks(words, _SPACE))
+    offsets: Int64Array = np.where(column >= 0, ends - 8 * words.shape[1] + column, -1)
+    return offsets
+
+
+def _runs(
+    buf: npt.NDArray[np.uint8], starts: Int64Array, key_bytes: Int64Array, rows: Int64Array
+) -> Int64Array | None:
+    """The rows that start a run: a line whose series text (and space) is not the line before's.
+
+    None when some series text is longer than :data:`_FAST_KEY`.
+    """
+    width = key_bytes + 1
+    widest = int(width.max())
+    if widest > _FAST_KEY:
+        return None
+    differs_at = _first_difference(buf, starts, -(-widest // 8))
+    same = (width[1:] == width[:-1]) & (rows[1:] == rows[:-1] + 1) & (differs_at >= width[1:])
+    starts_run: Int64Array = np.flatnonzero(np.concatenate(([True], ~same)))
+    return starts_run
+
+
+def _first_difference(buf: npt.NDArray[np.uint8], starts: Int64Array, words: int) -> Int64Array:
+    """Where each line after the first first differs from the line before, in bytes from its start.
+
+    ``8 * words`` where their first ``8 * words`` bytes are equal. Lines go a
+    few thousand at a time, so the words compared stay in the CPU caches.
+    """
+    differs_at = np.full(starts.size - 1, 8 * words)
+    step = max(_COMPARED_BYTES // (8 * words), 1)
+    for lo in range(0, starts.size - 1, step):
+        heads = words_at(buf, starts[lo : lo + step + 1], words)
+        later, earlier = heads[1:], heads[:-1]
+        where = np.flatnonzero(later != earlier)  # flat, row-major: a line's words in order
+        pair = where // words
+        first = np.ones(where.size, np.bool_)
+        first[1:] = pair[1:] != pair[:-1]
+        where, pair = where[first], pair[first]
+        word = later.reshape(-1)[where] ^ earlier.reshape(-1)[where]
+        differs_at[lo + pair] = 8 * (where - pair * words) + lowest_byte(word)
+    return differs_at
+
+
+def _values(
+    buf: npt.NDArray[np.uint8], heads: Words, spaces: Int64Array, lengths: Int64Array
+) -> npt.NDArray[np.float64] | None:
+    """The values (``lengths`` bytes after ``spaces``, ending ``heads``), or None if one is bad."""
+    values, plain = decimals(heads, lengths)
+    others = np.flatnonzero(~plain)
+    if others.size:
+        chars = cut(buf, spaces[others] + 1, lengths[others])
+        try:
+            values[others] = floats(chars, lengths[others], "value", _refuse, specials=True)
+        except DatasetError:
+            return None
+    return values
 
 
 def _split(

@@ -5,6 +5,10 @@ out of a byte buffer eight bytes at a time into fixed-width rows, checked
 byte by byte, and converted in one numpy call per column. A problem calls
 ``fail(row, message)`` with the row of the first bad token, which returns the
 :class:`~inference_obs.errors.DatasetError` to raise (naming the file and line).
+
+The fast path's converters (:func:`decimals`, :func:`writer_millis`) read
+the common forms with integer arithmetic on 64-bit words and say which rows
+they read; the rest go to :func:`floats` and :func:`millis`.
 """
 
 from __future__ import annotations
@@ -16,7 +20,23 @@ import numpy.typing as npt
 
 from inference_obs.errors import DatasetError
 
-__all__ = ["MAX_TOKEN", "Fail", "check_lengths", "cut", "floats", "millis", "row_tokens"]
+__all__ = [
+    "MAX_TOKEN",
+    "Fail",
+    "Words",
+    "byte_marks",
+    "check_lengths",
+    "cut",
+    "decimals",
+    "floats",
+    "highest_byte",
+    "lowest_byte",
+    "millis",
+    "row_tokens",
+    "words_at",
+    "words_before",
+    "writer_millis",
+]
 
 Fail = Callable[[int, str], DatasetError]
 Int64Array = npt.NDArray[np.int64]
@@ -37,6 +57,53 @@ _MS_TOLERANCE = 0.1
 # a point, three digits of milliseconds and the midpoint's 5 ("1772409606.8505").
 _POWERS = 10.0 ** np.arange(9, -1, -1)
 _MS_POWERS = np.array([100.0, 10.0, 1.0])
+Words = npt.NDArray[np.uint64]
+
+# The fast path reads a field from the 16 bytes that end it, as two
+# little-endian 64-bit words (text bytes 0-7, then 8-15): numpy classifies the
+# bytes (a digit? a point?), and viewing the byte-wise answers as words lets a
+# few word operations check and combine whole rows ("SWAR": byte i of a word
+# is its bits 8i..8i+7). A byte-wise answer is a *mark*: 0x01 in each byte
+# where it holds. A field that is not plain goes to the general converters.
+_ONES = 0x0101010101010101
+_DECIMAL_WIDTH = 16
+# A plain decimal's digits read as one integer below 10**16 fit a uint64, and
+# are exact in float64 up to 2**53.
+_EXACT = np.uint64(1 << 53)
+_POWERS_OF_TEN = 10.0 ** np.arange(_DECIMAL_WIDTH + 1)  # all exact in float64
+
+
+def _marks(columns: list[list[int]]) -> Words:
+    """Rows of two words marking the given byte columns (0-15) of each row."""
+    rows = np.zeros((len(columns), _DECIMAL_WIDTH), np.uint8)
+    for row, chosen in zip(rows, columns, strict=True):
+        row[chosen] = 1
+    words: Words = rows.view("<u8")
+    return words
+
+
+def _full(marks: Words) -> Words:
+    """Marks (0x01) as byte masks (0xFF)."""
+    masks: Words = marks * np.uint64(0xFF)
+    return masks
+
+
+# By a token's first column s: its bytes (columns s to 15).
+_FROM = _marks([list(range(s, _DECIMAL_WIDTH)) for s in range(_DECIMAL_WIDTH + 1)])
+# By a point's column + 1 (0 for none): the bytes before it, as masks.
+_BEFORE = _full(_marks([list(range(s - 1)) for s in range(_DECIMAL_WIDTH + 1)]))
+# The writer's timestamps in the 16 bytes before a newline, " SSSSSSSSSS.mmm5"
+# and "?????<space>SSSSSSSSSS": their digits, and their fixed bytes.
+_LONG_DIGITS, _SHORT_DIGITS = _marks([[*range(1, 11), 12, 13, 14], list(range(6, 16))])
+_LONG_FIXED = np.frombuffer(b" " + b"\0" * 10 + b"." + b"\0" * 3 + b"5", "<u8")
+_LONG_FIXED_MASK = _full(_marks([[0, 11, 15]])[0])
+_SHORT_FIXED = np.frombuffer(b"\0" * 5 + b" " + b"\0" * 10, "<u8")
+_SHORT_FIXED_MASK = _full(_marks([[5]])[0])
+# The long form's digit groups, SSSSSSS (bytes 1-7), SSS (8-10) and mmm (12-14),
+# as masks of the word each lies in; the short form's SS (bytes 6-7).
+_LONG_HIGH = _full(_LONG_DIGITS[0])
+_LONG_SECONDS, _LONG_MILLIS = _full(_marks([[8, 9, 10], [12, 13, 14]])[:, 1])
+_SHORT_HIGH = _full(_SHORT_DIGITS[0])
 
 
 def cut(
@@ -72,6 +139,152 @@ def _tail_word(buf: npt.NDArray[np.uint8], offset: int) -> np.uint64:
     tail = buf[offset : offset + 8]
     word[: tail.size] = tail
     return np.uint64(word.view(np.uint64)[0])
+
+
+def words_at(buf: npt.NDArray[np.uint8], starts: Int64Array, words: int) -> Words:
+    """The ``8 * words`` bytes from each offset in ``starts`` as little-endian words, a row each.
+
+    One fancy index of a view of ``buf`` as overlapping records of that many
+    bytes (byte stride), so ``buf`` must hold ``8 * words`` bytes from every
+    offset.
+    """
+    width = 8 * words
+    records = np.ndarray(
+        (buf.size - width + 1,), dtype=np.dtype((np.void, width)), buffer=buf, strides=(1,)
+    )
+    chosen: Words = records[starts].view("<u8").reshape(starts.size, words)
+    return chosen
+
+
+def words_before(buf: npt.NDArray[np.uint8], ends: Int64Array, words: int) -> Words:
+    """The ``8 * words`` bytes before each offset in ``ends`` (see :func:`words_at`)."""
+    return words_at(buf, ends - 8 * words, words)
+
+
+def byte_marks(words: Words, byte: int) -> Words:
+    """Marks (0x01) of the bytes of ``words`` (a C-contiguous array) equal to ``byte``."""
+    marks: Words = (words.view(np.uint8) == byte).view("<u8")
+    return marks
+
+
+def highest_byte(marks: Words) -> Int64Array:
+    """Column of the last marked byte in each row of words (8 columns a word), or -1."""
+    last, base = marks[:, -1], np.full(marks.shape[0], 8 * (marks.shape[1] - 1))
+    for k in range(marks.shape[1] - 2, -1, -1):  # the last word with a mark
+        empty = last == 0
+        last = np.where(empty, marks[:, k], last)
+        base[empty] = 8 * k
+    # A word whose highest mark is byte i (bit 8i) is at least 2**(8i) and, one bit a
+    # byte, rounds to below 2**(8i+1): float64 exponent field (bits 52 on, biased by
+    # 1023) 8i. A word without marks is 0.0, exponent field 0.
+    exponent = (last.astype(np.float64).view(np.int64) >> 52) - 1023
+    column: Int64Array = np.where(exponent >= 0, base + (exponent >> 3), -1)
+    return column
+
+
+def lowest_byte(words: Words) -> Int64Array:
+    """Column (0-7) of the first nonzero byte of each word; 8 for a zero word."""
+    low7, high = np.uint64(0x7F * _ONES), np.uint64(0x80 * _ONES)
+    nonzero = (((words & low7) + low7) | words) & high  # 0x80 in each nonzero byte
+    lowest = (nonzero & (~nonzero + np.uint64(1))) >> np.uint64(7)  # bit 8i of byte i
+    exponent = (lowest.astype(np.float64).view(np.int64) >> 52) - 1023
+    column: Int64Array = np.where(lowest != 0, exponent >> 3, 8)
+    return column
+
+
+def _has(words: Words, masks: Words, wanted: Words) -> npt.NDArray[np.bool_]:
+    """Rows of two words whose bytes under ``masks`` are ``wanted`` (a word pair each)."""
+    # Column by column: numpy broadcasts a (2,) operand over (n, 2) rows slowly.
+    high = (words[:, 0] & masks[0]) == wanted[0]
+    result: npt.NDArray[np.bool_] = high & ((words[:, 1] & masks[1]) == wanted[1])
+    return result
+
+
+def _eight_digits(words: Words) -> Words:
+    """Each word's bytes (each 0-9) as an eight-digit number, its first byte the leading digit."""
+    pairs = (words * np.uint64(10) + (words >> np.uint64(8))) & np.uint64(0x00FF00FF00FF00FF)
+    fours = (pairs * np.uint64(100) + (pairs >> np.uint64(16))) & np.uint64(0x0000FFFF0000FFFF)
+    eights: Words = (fours * np.uint64(10000) + (fours >> np.uint64(32))) & np.uint64(0xFFFFFFFF)
+    return eights
+
+
+def decimals(
+    words: Words, lengths: Int64Array
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """Plain decimal tokens ending the 16 bytes of each row as float64; which rows were plain.
+
+    ``words`` (C-contiguous, two words a row) holds the 16 bytes that end
+    with each token, ``lengths[i]`` bytes long. A token is plain when it is an
+    optional ``-`` then digits with at most one point, 16 bytes in all, and
+    its digits read as one integer ``M`` are at most ``2**53`` (``0.25``,
+    ``-7``, ``724012.164214376``; also ``.5``, ``3.``, ``-0.0``). ``M`` is then
+    exact in float64 and so is ``10**f`` (``f`` digits after the point), and
+    ``M / 10**f`` is one correctly rounded division: bit for bit what
+    ``float()`` and numpy make of the text. Other rows (exponents, ``NaN``,
+    ``+Inf``, a leading ``+``, more digits, anything malformed) are 0.0 and
+    not plain: convert them with :func:`floats`, which also says what is
+    wrong with them.
+    """
+    rows = lengths.size
+    chars = words.view(np.uint8)
+    fits = (lengths >= 1) & (lengths <= _DECIMAL_WIDTH)
+    first = np.where(fits, _DECIMAL_WIDTH - lengths, 0)  # the token's first column
+    negative = chars.reshape(-1)[
+        np.arange(0, _DECIMAL_WIDTH * rows, _DECIMAL_WIDTH) + first
+    ] == ord("-")
+    body = np.take(_FROM, first + negative, axis=0)
+    shifted = chars - np.uint8(ord("0"))  # a digit's value; any other byte is above 9
+    digits = (shifted <= 9).view("<u8") & body
+    points = (chars == ord(".")).view("<u8") & body
+    # Digits and points are parts of the body: what is left of it is neither.
+    other = body ^ digits ^ points
+    point = highest_byte(points)
+    # The digits with the point taken out: the bytes before it move up one byte.
+    values = shifted.view("<u8") & _full(digits)
+    moved = values & np.take(_BEFORE, point + 1, axis=0)
+    values ^= moved
+    values |= moved << np.uint64(8)
+    values[:, 1] |= moved[:, 0] >> np.uint64(56)
+    whole = _eight_digits(values)
+    mantissa = whole[:, 0] * np.uint64(10**8) + whole[:, 1]
+    point_count = (points[:, 0] + points[:, 1]) * np.uint64(_ONES) >> np.uint64(56)
+    plain = fits & (point_count <= 1) & ((other[:, 0] | other[:, 1]) == 0)
+    plain &= ((digits[:, 0] | digits[:, 1]) != 0) & (mantissa <= _EXACT)
+    after = np.where(point >= 0, _DECIMAL_WIDTH - 1 - point, 0)
+    result = mantissa.astype(np.float64) / _POWERS_OF_TEN[after]
+    np.negative(result, out=result, where=negative)
+    result[~plain] = 0.0
+    return result, plain
+
+
+def writer_millis(words: Words) -> tuple[Int64Array, Int64Array]:
+    """Timestamps in the writer's two forms ending the 16 bytes of each row, in ms; their lengths.
+
+    The forms :func:`millis` reads digit by digit, to the same integers,
+    each after a space: ten digits of whole seconds, or ``SSSSSSSSSS.mmm5``
+    (``words``: C-contiguous, two words a row). A row in neither form is 0 ms
+    long 0.
+    """
+    shifted = words.view(np.uint8) - np.uint8(ord("0"))  # digits' values; others above 9
+    digits = (shifted <= 9).view("<u8")
+    long = _has(digits, _LONG_DIGITS, _LONG_DIGITS) & _has(words, _LONG_FIXED_MASK, _LONG_FIXED)
+    short = _has(digits, _SHORT_DIGITS, _SHORT_DIGITS)
+    short &= (words[:, 0] & _SHORT_FIXED_MASK[0]) == _SHORT_FIXED[0]
+    values = shifted.view("<u8")
+    high, low = values[:, 0], values[:, 1]
+    ms = np.zeros(high.size, np.uint64)
+    thousand = np.uint64(1000)
+    if np.any(long):
+        # Each group of digits moved to its word's end: SSSSSSS, SSS, mmm.
+        seconds = _eight_digits(high & _LONG_HIGH) * thousand
+        seconds += _eight_digits((low & _LONG_SECONDS) << np.uint64(40))
+        thousandths = _eight_digits((low & _LONG_MILLIS) << np.uint64(8))
+        np.copyto(ms, seconds * thousand + thousandths, where=long)
+    if np.any(short):
+        seconds = _eight_digits(high & _SHORT_HIGH) * np.uint64(10**8) + _eight_digits(low)
+        np.copyto(ms, seconds * thousand, where=short)
+    lengths: Int64Array = np.where(long, 15, np.where(short, 10, 0))
+    return ms.view(np.int64), lengths
 
 
 def row_tokens(
