@@ -3,8 +3,8 @@
 vLLM and dcgm-exporter are scraped independently, so a vLLM sample and the
 GPUs of the same replica are matched by the labels they share and by time.
 The app gauges are read raw (every scrape is classified); a GPU family is
-reduced per replica by the server (:func:`gpu_per_replica`: a sum and a count
-of the replica's GPUs at every GPU scrape interval), so what is downloaded
+averaged per replica by the server (:func:`gpu_per_replica`: the mean of
+the replica's GPUs at every GPU scrape interval), so what is downloaded
 grows with replicas and steps, not with GPUs and samples. Used by the
 queueing and boundary analyses.
 """
@@ -23,7 +23,7 @@ from inference_obs.engine.vector import Vector
 from inference_obs.metrics import dcgm
 from inference_obs.query import Expr, Selector, count_over_time
 from inference_obs.samples import Labels, SampleSet, Window, is_stale
-from inference_obs.source.base import Matrix, Source
+from inference_obs.source.base import Source
 
 __all__ = [
     "GpuSteps",
@@ -94,89 +94,78 @@ def scrape_interval_ms(source: Source, selector: Selector, window: Window) -> in
 
 @dataclass(frozen=True, slots=True)
 class GpuSteps:
-    """A GPU gauge family reduced per replica by the server, every ``step_ms`` over a window.
+    """A GPU gauge family averaged per replica by the server, every ``step_ms`` over a window.
 
     At each step Prometheus takes, for each GPU series, its latest sample at
     or before the step within the look-back (5 min by default; a series ended
-    by a staleness marker is absent at once), then ``sum by (keys)`` and
-    ``count by (keys)``. A GPU without a sample in the look-back is absent
-    from both: it lowers ``count`` and is never counted as 0. With the step
-    equal to the scrape interval, a step's value is the scrape made during
-    the step before it, on average half a step old: :meth:`at` places it
-    there (see there), so that an app scrape is compared with GPU samples
-    around it rather than, on average, half an interval before it.
+    by a staleness marker is absent at once), then ``avg by (keys)``: the
+    mean over the replica's GPUs that have a sample. A GPU without one is
+    left out of the mean, never counted as 0; a NaN sample makes the step's
+    mean NaN. With the step equal to the scrape interval, a step's value is
+    the scrape made during the step before it, on average half a step old:
+    :meth:`at` places it there (see there), so that an app scrape is compared
+    with GPU samples around it rather than, on average, half an interval
+    before it.
 
     Attributes
     ----------
     step_ms
-        Step of the range queries, ms: the family's scrape interval (0 when
-        it has no series, and then no replica).
+        Step of the range query, ms: the family's scrape interval (0 when it
+        has no series, and then no replica).
     replicas
         Per replica (named as :func:`replica_of` names it): the step times
-        (unix ms) where at least one of its GPUs had a sample, the sum of
-        those GPUs' values (the family's unit; NaN if one was NaN) and their
-        number.
+        (unix ms) where at least one of its GPUs had a sample, and the mean
+        of those GPUs' values (the family's unit).
     queries
-        The ``sum`` and ``count`` expressions asked, for the provenance.
+        The ``avg`` expression asked, for the provenance.
     """
 
     step_ms: int
-    replicas: dict[str, tuple[Ints, Floats, Floats]]
+    replicas: dict[str, tuple[Ints, Floats]]
     queries: tuple[Expr, ...]
 
-    def at(self, replica: str, times_ms: Ints, tolerance_ms: float) -> tuple[Floats, Floats]:
-        """Per app scrape time (unix ms): the replica's GPU sum and count at the aligned step.
+    def at(self, replica: str, times_ms: Ints, tolerance_ms: float) -> Floats:
+        """Per app scrape time (unix ms): the replica's GPU mean at the aligned step.
 
         A step ``s`` stands for the time ``s - step_ms / 2`` (the middle of
         the step its samples were scraped in); the step whose time is
         nearest the scrape is taken (the earlier on a tie), among those where
         the replica had a value. Where that time is more than
-        ``tolerance_ms`` from the scrape, or the replica has no step, the sum
-        is NaN and the count 0: no GPU aligned. The replica's mean is
-        ``sum / count``, over the GPUs that reported.
+        ``tolerance_ms`` from the scrape, or the replica has no step, the
+        mean is NaN: no GPU aligned.
         """
         if replica not in self.replicas:
-            return np.full(times_ms.size, np.nan), np.zeros(times_ms.size)
-        steps, total, count = self.replicas[replica]
+            return np.full(times_ms.size, np.nan)
+        steps, means = self.replicas[replica]
         middles = steps - self.step_ms // 2
         right = np.clip(np.searchsorted(middles, times_ms), 0, middles.size - 1)
         left = np.clip(right - 1, 0, middles.size - 1)
         gap_left, gap_right = np.abs(times_ms - middles[left]), np.abs(middles[right] - times_ms)
         pick = np.where(gap_left <= gap_right, left, right)
         near = np.abs(middles[pick] - times_ms) <= tolerance_ms
-        return np.where(near, total[pick], np.nan), np.where(near, count[pick], 0.0)
-
-
-def _by_replica(matrix: Matrix, keys: tuple[str, ...]) -> dict[str, tuple[Ints, Floats]]:
-    """Each series of a ``by (keys)`` range answer as its replica's times (ms) and values."""
-    out: dict[str, tuple[Ints, Floats]] = {}
-    for i, labels in enumerate(matrix.labels):
-        lo, hi = int(matrix.offsets[i]), int(matrix.offsets[i + 1])
-        out[replica_of(labels, keys)] = (matrix.t_ms[lo:hi], matrix.values[lo:hi])
-    return out
+        aligned: Floats = np.where(near, means[pick], np.nan)
+        return aligned
 
 
 def gpu_per_replica(
     source: Source, selector: Selector, keys: tuple[str, ...], window: Window
 ) -> GpuSteps:
-    """``sum by (keys) (x)`` and ``count by (keys) (x)`` every scrape interval over ``window``.
+    """``avg by (keys) (x)`` every scrape interval over ``window``.
 
-    Three requests (the interval, then two range queries) whose answers grow
-    with replicas and steps, not with GPUs. See :class:`GpuSteps` for what a
-    step holds.
+    Two requests (the interval, then one range query) whose answers grow with
+    replicas and steps, not with GPUs. See :class:`GpuSteps` for what a step
+    holds.
     """
-    total_expr, count_expr = selector.sum(by=keys), selector.count(by=keys)
+    mean_expr = selector.avg(by=keys)
     step = scrape_interval_ms(source, selector, window)
-    replicas: dict[str, tuple[Ints, Floats, Floats]] = {}
+    replicas: dict[str, tuple[Ints, Floats]] = {}
     if step > 0:
-        totals = _by_replica(source.range(total_expr, window, step / 1000), keys)
-        counts = _by_replica(source.range(count_expr, window, step / 1000), keys)
-        for name, (t, total) in totals.items():
-            t_count, count = counts.get(name, (np.zeros(0, np.int64), np.zeros(0)))
-            both, i, j = np.intersect1d(t, t_count, assume_unique=True, return_indices=True)
-            if both.size:
-                replicas[name] = (both.astype(np.int64), total[i], count[j])
-    return GpuSteps(step, replicas, (total_expr, count_expr))
+        matrix = source.range(mean_expr, window, step / 1000)
+        for i, labels in enumerate(matrix.labels):
+            lo, hi = int(matrix.offsets[i]), int(matrix.offsets[i + 1])
+            if hi > lo:
+                replicas[replica_of(labels, keys)] = (matrix.t_ms[lo:hi], matrix.values[lo:hi])
+    return GpuSteps(step, replicas, (mean_expr,))
 
 
 def nearest(

@@ -136,7 +136,7 @@ class BoundariesResult(AnalysisResult):
     evidence_promql
         What the intervals' evidence was read with, for rechecking: the raw
         reads as range selectors over the window, and the GPU families'
-        per-replica ``sum`` and ``count`` (range queries at their scrape interval).
+        per-replica ``avg`` (range queries at their scrape interval).
     """
 
     reading: Reading

@@ -4,10 +4,10 @@ Each scrape of a replica's vLLM server (``num_requests_waiting`` and
 ``num_requests_running``, summed over its engines, read raw) becomes one row
 of a :class:`Track`. GPU gauges are aligned as :mod:`~inference_obs.analyses.queueing`
 aligns them: reduced per replica by the server
-(:func:`~inference_obs.analyses.alignment.gpu_per_replica`, ``sum`` and
-``count by`` replica every GPU scrape interval, each GPU at its latest sample
-at or before the step), and averaged over the GPUs that reported at the step
-aligned with the scrape within the tolerance:
+(:func:`~inference_obs.analyses.alignment.gpu_per_replica`, ``avg by``
+replica every GPU scrape interval, each GPU at its latest sample at or before
+the step: the mean over the GPUs that reported), taken at the step aligned
+with the scrape within the tolerance:
 
 - ``duty``: the share of time the GPUs computed (ratio 0-1);
 - ``pcie_rx``, ``pcie_tx``: host-to-device and device-to-host bytes/s.
@@ -29,7 +29,6 @@ import numpy as np
 import numpy.typing as npt
 
 from inference_obs.analyses.alignment import (
-    GpuSteps,
     gpu_per_replica,
     interval_ms,
     nearest,
@@ -237,8 +236,8 @@ class Evidence:
         Every selector read (waiting, running and the duty family first),
         for the provenance; the GPU families' are read through ``queries``.
     queries
-        The server-side reductions the GPU families were read with (``sum``
-        and ``count by`` replica per family), for rechecking.
+        The server-side reductions the GPU families were read with (``avg
+        by`` replica per family), for rechecking.
     read_raw
         The selectors whose raw samples were read (all but the GPU families').
     missing
@@ -341,7 +340,7 @@ def gather(
             return grouped[family].get(replica, [])
 
         def mean(family: Family, replica: str = replica, times: Ints = times) -> Floats:
-            return _gpu_mean(reduced[family], replica, times, tolerance)
+            return reduced[family].at(replica, times, tolerance)
 
         def nodes(table: dict[str, Points], replica: str = replica) -> Points:
             return [p for name in sorted(hosts.get(replica, ())) for p in table.get(name, [])]
@@ -380,12 +379,3 @@ def gather(
         read_raw=(*app.values(), *on_host.values(), *node_selectors),
         missing=tuple(missing),
     )
-
-
-def _gpu_mean(steps: GpuSteps, replica: str, times: Ints, tolerance_ms: float) -> Floats:
-    """Per app scrape, the mean over the replica's GPUs that reported at the aligned step.
-
-    NaN where no step aligns (no evidence) or a GPU's sample was NaN.
-    """
-    total, count = steps.at(replica, times, tolerance_ms)
-    return ratio(total, count)

@@ -2,9 +2,9 @@
 
 Raw app scrapes (``vllm:num_requests_running`` / ``vllm:num_requests_waiting``)
 are aligned per replica with ``DCGM_FI_DEV_GPU_UTIL`` reduced per replica by
-the server (:func:`~inference_obs.analyses.alignment.gpu_per_replica`: the sum
-and count of the replica's GPUs at every GPU scrape interval, each GPU read at
-its latest sample at or before the step) at the step nearest the scrape
+the server (:func:`~inference_obs.analyses.alignment.gpu_per_replica`: the mean
+of the replica's GPUs at every GPU scrape interval, each GPU read at its
+latest sample at or before the step) at the step nearest the scrape
 within a tolerance, and each aligned sample is classified:
 
 - ``capacity``: waiting > 0 while the replica's mean GPU utilisation is at or
@@ -223,11 +223,11 @@ def queueing(
         rows: list[tuple[int, float, float, float | None, QueueClass]] = []
         run = running.get(replica, {})
         times = np.array(sorted(waiting[replica]), dtype=np.int64)
-        sums, gpus = gpu.at(replica, times, tolerance)
-        for t, gpu_sum, n in zip(times.tolist(), sums.tolist(), gpus.tolist(), strict=True):
+        means = gpu.at(replica, times, tolerance)
+        for t, mean in zip(times.tolist(), means.tolist(), strict=True):
             w, r = waiting[replica][t], run.get(t, 0.0)
             # The mean over the GPUs that reported; a NaN sample makes the step unusable.
-            util = gpu_sum / n if n > 0 and np.isfinite(gpu_sum) else None
+            util = mean if np.isfinite(mean) else None
             aligned += util is not None
             cls = _classify(w, r, util, busy_threshold)
             counts[cls] += 1
@@ -303,7 +303,7 @@ def queueing(
         "gpu_aligned_samples",
         float(aligned) if aligned else None,
         "samples",
-        f"app samples with a step of the same replica's GPUs (sum / count by replica, "
+        f"app samples with a step of the same replica's GPUs (avg by replica, "
         f"every {gpu.step_ms / 1000:g} s, each GPU's latest sample at or before the step) "
         f"within {tolerance / 1000:g} s "
         f"(replicas matched on {', '.join(keys) or 'nothing: all pooled'})",

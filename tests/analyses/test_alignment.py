@@ -1,4 +1,4 @@
-"""gpu_per_replica(): a GPU family reduced per replica by the engine, aligned with app scrapes.
+"""gpu_per_replica(): a GPU family averaged per replica by the engine, aligned with app scrapes.
 
 A hand-made dataset over [0, 600] s: GPUs scraped every 10 s at +4 s (4, 14,
 24, ...), and GPU ``g`` reads ``(g + 1) * k`` at its ``k``-th scrape, so each
@@ -69,9 +69,8 @@ def steps(source: DatasetSource, window: Window) -> GpuSteps:
     return gpu_per_replica(source, SELECTOR, KEYS, window)
 
 
-def _at(steps: GpuSteps, replica: str, t_ms: int) -> tuple[float, float]:
-    total, count = steps.at(replica, np.array([t_ms], dtype=np.int64), TOLERANCE_MS)
-    return float(total[0]), float(count[0])
+def _at(steps: GpuSteps, replica: str, t_ms: int) -> float:
+    return float(steps.at(replica, np.array([t_ms], dtype=np.int64), TOLERANCE_MS)[0])
 
 
 def test_the_step_is_the_scrape_interval(
@@ -80,56 +79,47 @@ def test_the_step_is_the_scrape_interval(
     # Samples per series 60, 6, 60, 10, 60, 60: the median 60 gives 600 s / 60.
     assert scrape_interval_ms(source, SELECTOR, window) == 10_000
     assert steps.step_ms == 10_000
-    assert [to_promql(q) for q in steps.queries] == [
-        "sum by (pod) (DCGM_FI_DEV_GPU_UTIL)",
-        "count by (pod) (DCGM_FI_DEV_GPU_UTIL)",
-    ]
-    times, _, _ = steps.replicas["c"]
+    assert [to_promql(q) for q in steps.queries] == ["avg by (pod) (DCGM_FI_DEV_GPU_UTIL)"]
+    times, _ = steps.replicas["c"]
     # No sample at or before 0 s; then every step.
     assert times.tolist() == list(range(10_000, 600_001, 10_000))
 
 
 def test_a_step_holds_each_gpus_latest_sample_at_or_before_it(steps: GpuSteps) -> None:
-    times, total, count = steps.replicas["c"]
+    times, means = steps.replicas["c"]
     at_60 = times.tolist().index(60_000)
-    # Scrape k = 5 (at 54 s) of both GPUs: 5 + 10; at 60 s, not 64 s.
-    assert (total[at_60], count[at_60]) == (15.0, 2.0)
+    # Scrape k = 5 (at 54 s) of both GPUs: (5 + 10) / 2; at 60 s, not 64 s.
+    assert means[at_60] == 7.5
 
 
 def test_look_back_alignment_is_not_the_nearest_raw_sample(steps: GpuSteps) -> None:
     # Step 20 s stands for 15 s, step 30 s for 25 s: at 19.8 s, step 20 s,
     # whose value is scrape 1 (14 s), although scrape 2 (24 s) is nearer.
-    assert _at(steps, "c", 19_800) == (1.0 + 2.0, 2.0)
+    assert _at(steps, "c", 19_800) == (1.0 + 2.0) / 2
     raw_times = (SCRAPES * 1000).astype(np.int64)
     old = nearest(raw_times, np.arange(SCRAPES.size, dtype=np.float64), 19_800, TOLERANCE_MS)
     assert old == 2.0  # what the raw nearest-sample alignment gave for GPU 0
     # A tie between two steps takes the earlier.
-    assert _at(steps, "c", 20_000) == (3.0, 2.0)
+    assert _at(steps, "c", 20_000) == 3.0 / 2
 
 
-def test_a_gpu_that_stops_lowers_count_and_is_not_zero(steps: GpuSteps) -> None:
+def test_a_gpu_that_stops_leaves_the_mean_and_is_not_zero(steps: GpuSteps) -> None:
     # Replica a: GPU 1 ended by a staleness marker at 64 s; absent from step 70 s.
-    assert _at(steps, "a", 55_000) == (5.0 + 10.0, 2.0)
-    total, count = _at(steps, "a", 65_000)
-    assert (total, count) == (6.0, 1.0)
-    assert total / count == 6.0  # GPU 0 alone, not (6 + 0) / 2
+    assert _at(steps, "a", 55_000) == (5.0 + 10.0) / 2
+    assert _at(steps, "a", 65_000) == 6.0  # GPU 0 alone, not (6 + 0) / 2
     # Replica b: GPU 1 stopped at 94 s with no marker: its last value (18)
     # counts until the 5-minute look-back has passed it (step 390 s), then not.
-    assert _at(steps, "b", 385_000) == (38.0 + 18.0, 2.0)
-    assert _at(steps, "b", 395_000) == (39.0, 1.0)
+    assert _at(steps, "b", 385_000) == (38.0 + 18.0) / 2
+    assert _at(steps, "b", 395_000) == 39.0
 
 
 def test_nothing_aligns_beyond_the_tolerance_or_for_an_unknown_replica(steps: GpuSteps) -> None:
-    total, count = _at(steps, "c", 700_000)
-    assert np.isnan(total)
-    assert count == 0.0
-    total, count = _at(steps, "nope", 60_000)
-    assert np.isnan(total)
-    assert count == 0.0
+    assert np.isnan(_at(steps, "c", 700_000))
+    assert np.isnan(_at(steps, "nope", 60_000))
 
 
 def test_a_family_without_series_gives_no_step(source: DatasetSource, window: Window) -> None:
     none = gpu_per_replica(source, dcgm.PROF_PCIE_RX_BYTES.select([]), KEYS, window)
     assert none.step_ms == 0
     assert none.replicas == {}
-    assert len(none.queries) == 2
+    assert len(none.queries) == 1

@@ -154,6 +154,5 @@ def test_gpu_samples_are_reduced_by_the_source(source: DatasetSource, window: Wi
         vllm.NUM_REQUESTS_RUNNING.name,
     ]
     assert result.gpu_alignment.provenance.promql[2:] == (
-        'sum by (namespace, pod) (DCGM_FI_DEV_GPU_UTIL{namespace="llm",pod=~"pro-model-.*"})',
-        'count by (namespace, pod) (DCGM_FI_DEV_GPU_UTIL{namespace="llm",pod=~"pro-model-.*"})',
+        'avg by (namespace, pod) (DCGM_FI_DEV_GPU_UTIL{namespace="llm",pod=~"pro-model-.*"})',
     )
