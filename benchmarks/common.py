@@ -16,13 +16,14 @@ import argparse
 import contextlib
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.fleet import FleetShape, write_fleet
+from benchmarks.fleet import FleetShape
 from tests.integration import servers
 
 __all__ = [
@@ -82,17 +83,14 @@ def fleet_dataset(args: argparse.Namespace) -> Iterator[Path]:
         yield Path(args.dataset)
         return
     with tempfile.TemporaryDirectory(prefix="fleet-") as tmp:
-        shape = shape_of(args)
-        started = time.perf_counter()
-        dataset = write_fleet(Path(tmp) / "fleet", shape)
-        print(
-            f"fleet: {shape.replicas} replicas x {shape.gpus_per_replica} GPUs, "
-            f"{shape.hours:g} h at {shape.interval_s:g} s: {len(dataset.samples):,} series, "
-            f"{int(dataset.samples.offsets[-1]):,} samples (generated in "
-            f"{time.perf_counter() - started:.1f} s)"
-        )
-        path = dataset.path
-        del dataset
+        path = Path(tmp) / "fleet"
+        # In a child process: generating peaks at about 2 GB, and a process this
+        # runner forks inherits its peak in ru_maxrss, which would then
+        # overstate every measured report's memory.
+        argv = [sys.executable, "-m", "benchmarks.fleet", "--out", str(path)]
+        argv += ["--replicas", str(args.replicas), "--gpus-per-replica", str(args.gpus_per_replica)]
+        argv += ["--hours", str(args.hours), "--interval", str(args.interval)]
+        subprocess.run(argv, check=True)
         yield path
 
 
