@@ -40,6 +40,7 @@ from inference_obs.samples import Labels, SampleSet
 from inference_obs.source import (
     openmetrics as _grammar,
     openmetrics_read as _reader,
+    openmetrics_scan as _scan,
     openmetrics_tokens as _tokens,
 )
 from inference_obs.source.openmetrics_read import BLOCK_BYTES, OpenMetricsReader
@@ -183,7 +184,7 @@ def _parse(file: Path, digest: str, manifest: str) -> SampleSet:
 def _reader_fingerprint() -> str:
     """A digest of the code that turns text into samples: a change to it retires old entries."""
     code = hashlib.sha256()
-    for module in (_reader, _tokens, _grammar, _samples_module):
+    for module in (_reader, _scan, _tokens, _grammar, _samples_module):
         code.update(Path(module.__file__ or "").read_bytes())
     return code.hexdigest()[:16]
 

@@ -23,7 +23,7 @@ whole milliseconds as promtool reads them (see :func:`read_openmetrics`).
 
 Speed: the text is read in blocks of a few MB (:class:`OpenMetricsReader`
 takes it piece by piece, so a file never has to be in memory whole). A block
-is first read without a regular expression (:func:`_scan`), every step a
+is first read without a regular expression (:func:`scan_block`), every step a
 numpy operation over all its lines: newlines are found eight bytes at a time;
 each line's timestamp and value are read from the 16 bytes before the
 newline and before the timestamp's space (the writer's forms and plain
@@ -52,39 +52,38 @@ from inference_obs.errors import DatasetError
 from inference_obs.query.names import METRIC_NAME as _METRIC_NAME
 from inference_obs.samples import Labels, SampleSet, describe
 from inference_obs.source.openmetrics import Families, LineProblem, parse_series
+from inference_obs.source.openmetrics_scan import (
+    BACK,
+    HASH,
+    KEY_BYTES,
+    LABEL_SET,
+    NAME,
+    NEWLINE,
+    SPACE,
+    TAIL,
+    Scan,
+    scan_block,
+)
 from inference_obs.source.openmetrics_tokens import (
     MAX_TOKEN,
     Fail,
-    Words,
-    byte_marks,
     check_lengths,
     cut,
-    decimals,
     floats,
-    highest_byte,
-    lowest_byte,
     millis,
     row_tokens,
-    words_at,
-    words_before,
-    writer_millis,
 )
 
 __all__ = ["BLOCK_BYTES", "OpenMetricsReader", "read_openmetrics"]
 
 Int64Array = npt.NDArray[np.int64]
 
-_NAME = rb"[a-zA-Z_:][a-zA-Z0-9_:]*"
-# Lenient about what lies between the braces (the strict parse runs once per
-# series); the quoted-string branch keeps `}` and spaces inside values apart.
-_LABEL_SET = rb'\{(?:[^"}\n]|"(?:[^"\\\n]|\\.)*")*\}'
-_KEY_BYTES = re.compile(_NAME + rb"(?:" + _LABEL_SET + rb")?")
-_KEY_TEXT = re.compile(_KEY_BYTES.pattern.decode())
+_KEY_TEXT = re.compile(KEY_BYTES.pattern.decode())
 # A metadata line, or a run of sample lines with identical series text. The
 # possessive repeat keeps no backtracking state per line.
 _CHUNK = re.compile(
     rb"(?P<meta>#[^\n]*)\n"
-    rb"|(?P<key>" + _NAME + rb"(?:" + _LABEL_SET + rb")?) [^\n]*\n(?:(?P=key) [^\n]*\n)*+"
+    rb"|(?P<key>" + NAME + rb"(?:" + LABEL_SET + rb")?) [^\n]*\n(?:(?P=key) [^\n]*\n)*+"
 )
 _EOF = b"# EOF"
 #: Bytes parsed at a time: temporaries of a few times this stay in the CPU
@@ -92,16 +91,6 @@ _EOF = b"# EOF"
 BLOCK_BYTES = 8 << 20
 # A value, a space and a timestamp, each token at most MAX_TOKEN bytes.
 _MAX_PAYLOAD = 2 * MAX_TOKEN + 1
-_SPACE, _HASH, _NEWLINE = ord(" "), ord("#"), ord("\n")
-# The fast path (:func:`_scan`) finds a line's last two spaces within the
-# 32 bytes before its newline and before its last space, so it reads up to
-# 32 bytes before a block; and it compares series text a word at a time from
-# each line's start, so up to _FAST_KEY + 8 bytes after it.
-_TAIL = 32
-_FAST_KEY = 1024  # longer series text goes through the regular expression
-_BACK = _FAST_KEY + 8
-_COMPARED_BYTES = 1024 << 10  # series text compared at a time (see _first_difference)
-
 _AFTER_EOF = "text after '# EOF', which must be the last line"
 _NO_EOF = "the text ends without a '# EOF' line (a truncated file?)"
 
@@ -238,18 +227,18 @@ class OpenMetricsReader:
         expression, which names the first problem.
         """
         size = end - start
-        if self._buffer.size < _TAIL + size + _BACK:
-            self._buffer = np.zeros(_TAIL + size + _BACK, dtype=np.uint8)
-        buf = self._buffer[: _TAIL + size + _BACK]
-        text.copy_to(buf[_TAIL : _TAIL + size], start)
-        buf[_TAIL + size :] = 0
-        scan = _scan(buf, _TAIL, _TAIL + size) if self._fast else None
+        if self._buffer.size < TAIL + size + BACK:
+            self._buffer = np.zeros(TAIL + size + BACK, dtype=np.uint8)
+        buf = self._buffer[: TAIL + size + BACK]
+        text.copy_to(buf[TAIL : TAIL + size], start)
+        buf[TAIL + size :] = 0
+        scan = scan_block(buf, TAIL, TAIL + size) if self._fast else None
         if scan is None:
-            self._parse_slowly(buf[_TAIL : _TAIL + size].tobytes(), more=more)
+            self._parse_slowly(buf[TAIL : TAIL + size].tobytes(), more=more)
         else:
             self._take(scan, more=more)
 
-    def _take(self, scan: _Scan, *, more: bool) -> None:
+    def _take(self, scan: Scan, *, more: bool) -> None:
         """Check a scanned block's metadata and series in text order, then keep its samples."""
         first = self._lines
         run_series: list[int] = []
@@ -302,7 +291,7 @@ class OpenMetricsReader:
     def _parse_slowly(self, block: bytes, *, more: bool) -> None:
         """Check and convert one block with the regular expression, naming the first problem."""
         buf = np.frombuffer(block, dtype=np.uint8)
-        newlines = np.flatnonzero(buf == _NEWLINE)
+        newlines = np.flatnonzero(buf == NEWLINE)
         first = self._lines
 
         def line_at(offset: int) -> int:
@@ -352,7 +341,7 @@ class OpenMetricsReader:
         starts = np.empty(newlines.size, dtype=np.int64)
         starts[:1] = 0
         starts[1:] = newlines[:-1] + 1
-        rows = np.flatnonzero(buf[starts] != _HASH)
+        rows = np.flatnonzero(buf[starts] != HASH)
         line_numbers = rows + (self._lines + 1)
         row_starts, ends = starts[rows], newlines[rows].astype(np.int64)
         run_of_row = np.searchsorted(np.asarray(run_starts, np.int64), row_starts, "right") - 1
@@ -476,191 +465,6 @@ class _Joined:
         return self.tail[start - cut :] if start >= cut else self.head[start:] + self.tail
 
 
-@dataclass(frozen=True)
-class _Scan:
-    """A block the fast path vouches for; line and row numbers count from 0 in the block."""
-
-    lines: int
-    meta_lines: list[int]  # the lines that start with "#"
-    metas: list[bytes]  # their text
-    rows: Int64Array  # the line of each sample
-    run_rows: Int64Array  # the first row of each run of lines with one series text
-    keys: list[bytes]  # that series text, run by run
-    values: npt.NDArray[np.float64]
-    t_ms: Int64Array
-
-    def events(self) -> list[tuple[int, bytes | None, bytes | None]]:
-        """``(line, metadata, series text)`` of each metadata line and run, in text order."""
-        lines = self.rows[self.run_rows].tolist()
-        runs: list[tuple[int, bytes | None, bytes | None]] = [
-            (line, None, key) for line, key in zip(lines, self.keys, strict=True)
-        ]
-        if not self.metas:
-            return runs
-        metas = zip(self.meta_lines, self.metas, strict=True)
-        return sorted(runs + [(line, meta, None) for line, meta in metas], key=lambda e: e[0])
-
-
-def _refuse(row: int, problem: str) -> DatasetError:
-    """A problem the fast path leaves to the regular expression to name (with its line)."""
-    return DatasetError(problem)
-
-
-def _scan(buf: npt.NDArray[np.uint8], lo: int, hi: int) -> _Scan | None:
-    """The whole lines ``buf[lo:hi]`` read without the regular expression, or None.
-
-    None unless every sample line is ``series value timestamp`` with the two
-    fields within 31 bytes each, every run's series text is what the regular
-    expression would take for it, and every value and timestamp converts:
-    then the answer is the regular expression's, and its problems are left
-    to it to name. ``buf`` has :data:`_TAIL` bytes before ``lo`` and
-    :data:`_BACK` after ``hi``. A run is found by comparing each line's
-    first bytes (its series text and the space after it, the text before the
-    second-to-last space) with the line before it, a word at a time.
-    """
-    newlines = _newlines(buf, lo, hi)
-    starts = np.empty_like(newlines)
-    starts[:1] = lo
-    starts[1:] = newlines[:-1] + 1
-    is_meta = buf[starts] == _HASH
-    meta_lines = np.flatnonzero(is_meta).tolist()
-    metas = [buf[starts[i] : newlines[i]].tobytes() for i in meta_lines]
-    rows = np.flatnonzero(~is_meta)
-    none = np.zeros(0, np.int64)
-    scan = _Scan(newlines.size, meta_lines, metas, rows, none, [], np.zeros(0), none)
-    if rows.size == 0:
-        return scan
-    row_starts, ends = starts[rows], newlines[rows]
-    fields = _fields(buf, row_starts, ends)
-    if fields is None:
-        return None
-    value_space, values, t_ms = fields
-    key_bytes = value_space - row_starts
-    run_rows = _runs(buf, row_starts, key_bytes, rows)
-    if run_rows is None:
-        return None
-    keys, text = [], buf.data
-    first_bytes, sizes = row_starts[run_rows].tolist(), key_bytes[run_rows].tolist()
-    for start, size in zip(first_bytes, sizes, strict=True):
-        if _KEY_BYTES.fullmatch(text, start, start + size) is None:
-            return None  # not series text: the regular expression says why
-        keys.append(buf[start : start + size].tobytes())
-    return _Scan(newlines.size, meta_lines, metas, rows, run_rows, keys, values, t_ms)
-
-
-def _newlines(buf: npt.NDArray[np.uint8], lo: int, hi: int) -> Int64Array:
-    """Offsets of the newlines in ``buf[lo:hi]`` (``buf`` has 8 bytes to spare on either side)."""
-    first, last = lo - lo % 8, hi + (-hi) % 8
-    found = buf[first:last] == _NEWLINE
-    found[: lo - first] = False
-    found[hi - first :] = False
-    # Eight bytes a word: far fewer words than bytes hold a newline, and numpy
-    # finds nonzero booleans fast; a word's one newline is its one marked byte.
-    marks = found.view("<u8")
-    words = np.flatnonzero(marks != 0)
-    marked = marks[words]
-    if np.any(marked & (marked - np.uint64(1))):  # lines shorter than a word
-        return np.flatnonzero(found) + first
-    column = (marked.astype(np.float64).view(np.int64) >> 52) - 1023  # 8 * the byte
-    offsets: Int64Array = 8 * words + (column >> 3) + first
-    return offsets
-
-
-def _fields(
-    buf: npt.NDArray[np.uint8], starts: Int64Array, ends: Int64Array
-) -> tuple[Int64Array, npt.NDArray[np.float64], Int64Array] | None:
-    """Each sample line's value space (offset), value and timestamp (ms), or None.
-
-    None when a line lacks two spaces with text between and after them (the
-    last 31 bytes or fewer each), or a value or timestamp does not convert.
-    The writer's timestamp forms and values of up to 16 bytes are read from
-    the 16 bytes before each field's end; other lines are searched further.
-    """
-    t_ms, stamp_bytes = writer_millis(words_before(buf, ends, 2))
-    odd = np.flatnonzero(stamp_bytes == 0)
-    if odd.size:
-        spaces = _last_space(words_before(buf, ends[odd], 4), ends[odd])
-        if not np.all((spaces > starts[odd]) & (spaces < ends[odd] - 1)):
-            return None
-        stamp_bytes[odd] = ends[odd] - spaces - 1
-        try:
-            t_ms[odd] = millis(buf, spaces + 1, stamp_bytes[odd], _refuse)
-        except DatasetError:
-            return None
-    stamp_space = ends - stamp_bytes - 1
-    heads = words_before(buf, stamp_space, 2)
-    value_space = _last_space(heads, stamp_space)
-    far = np.flatnonzero(value_space < 0)  # no space in the 16 bytes before
-    if far.size:
-        value_space[far] = _last_space(words_before(buf, stamp_space[far], 4), stamp_space[far])
-    if not np.all((value_space > starts) & (value_space < stamp_space - 1)):
-        return None
-    values = _values(buf, heads, value_space, stamp_space - value_space - 1)
-    if values is None:
-        return None
-    return value_space, values, t_ms
-
-
-def _last_space(words: Words, ends: Int64Array) -> Int64Array:
-    """Offset of the last space in each row of ``words`` (the bytes before ``ends``), or -1."""
-    column = highest_byte(byte_marks(words, _SPACE))
-    offsets: Int64Array = np.where(column >= 0, ends - 8 * words.shape[1] + column, -1)
-    return offsets
-
-
-def _runs(
-    buf: npt.NDArray[np.uint8], starts: Int64Array, key_bytes: Int64Array, rows: Int64Array
-) -> Int64Array | None:
-    """The rows that start a run: a line whose series text (and space) is not the line before's.
-
-    None when some series text is longer than :data:`_FAST_KEY`.
-    """
-    width = key_bytes + 1
-    widest = int(width.max())
-    if widest > _FAST_KEY:
-        return None
-    differs_at = _first_difference(buf, starts, -(-widest // 8))
-    same = (width[1:] == width[:-1]) & (rows[1:] == rows[:-1] + 1) & (differs_at >= width[1:])
-    starts_run: Int64Array = np.flatnonzero(np.concatenate(([True], ~same)))
-    return starts_run
-
-
-def _first_difference(buf: npt.NDArray[np.uint8], starts: Int64Array, words: int) -> Int64Array:
-    """Where each line after the first first differs from the line before, in bytes from its start.
-
-    ``8 * words`` where their first ``8 * words`` bytes are equal. Lines go a
-    few thousand at a time, so the words compared stay in the CPU caches.
-    """
-    differs_at = np.full(starts.size - 1, 8 * words)
-    step = max(_COMPARED_BYTES // (8 * words), 1)
-    for lo in range(0, starts.size - 1, step):
-        heads = words_at(buf, starts[lo : lo + step + 1], words)
-        later, earlier = heads[1:], heads[:-1]
-        where = np.flatnonzero(later != earlier)  # flat, row-major: a line's words in order
-        pair = where // words
-        first = np.ones(where.size, np.bool_)
-        first[1:] = pair[1:] != pair[:-1]
-        where, pair = where[first], pair[first]
-        word = later.reshape(-1)[where] ^ earlier.reshape(-1)[where]
-        differs_at[lo + pair] = 8 * (where - pair * words) + lowest_byte(word)
-    return differs_at
-
-
-def _values(
-    buf: npt.NDArray[np.uint8], heads: Words, spaces: Int64Array, lengths: Int64Array
-) -> npt.NDArray[np.float64] | None:
-    """The values (``lengths`` bytes after ``spaces``, ending ``heads``), or None if one is bad."""
-    values, plain = decimals(heads, lengths)
-    others = np.flatnonzero(~plain)
-    if others.size:
-        chars = cut(buf, spaces[others] + 1, lengths[others])
-        try:
-            values[others] = floats(chars, lengths[others], "value", _refuse, specials=True)
-        except DatasetError:
-            return None
-    return values
-
-
 def _split(
     block: bytes,
     payload: npt.NDArray[np.uint8],
@@ -669,7 +473,7 @@ def _split(
     fail: Fail,
 ) -> Int64Array:
     """Offset of the space in each line's ``value timestamp`` (``payload``: its first bytes)."""
-    spaces = payload == _SPACE
+    spaces = payload == SPACE
     count = spaces.sum(axis=1)
     split = spaces.argmax(axis=1).astype(np.int64) if payload.shape[1] else np.zeros_like(lengths)
     for i in np.flatnonzero(lengths > payload.shape[1]).tolist():

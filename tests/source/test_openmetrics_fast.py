@@ -19,6 +19,7 @@ from inference_obs.errors import DatasetError
 from inference_obs.samples import Series
 from inference_obs.source.openmetrics import write_openmetrics
 from inference_obs.source.openmetrics_read import OpenMetricsReader
+from inference_obs.source.openmetrics_scan import scan_block
 from inference_obs.source.openmetrics_tokens import cut, decimals, floats, millis, writer_millis
 
 
@@ -138,13 +139,13 @@ def _written(series: list[Series]) -> bytes:
 
 def test_writer_output_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
     scans: list[object] = []
-    real = reader_module._scan
+    real = scan_block
 
     def counted(*args: object) -> object:
         scans.append(result := real(*args))  # type: ignore[arg-type]
         return result
 
-    monkeypatch.setattr(reader_module, "_scan", counted)
+    monkeypatch.setattr(reader_module, "scan_block", counted)
     series = [
         Series("gpu_util", {"gpu": "0", "pod": "a b"}, [1.0, 16.25, 31.5], [0.5, -0.0, 1e300]),
         Series("req_total", {}, [1.0, 2.0], [np.nan, np.inf]),
