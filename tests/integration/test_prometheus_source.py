@@ -143,3 +143,15 @@ def test_victoria_metrics_split_range_equals_one_query(
     victoria_metrics: VictoriaMetricsServer, vm_t0: int
 ) -> None:
     check_split_equals_unsplit(victoria_metrics.base_url, vm_t0)
+
+
+@pytest.mark.parametrize("server", ["prometheus", "victoria_metrics"])
+def test_answers_arrive_gzipped_and_decode(server: str, request: pytest.FixtureRequest) -> None:
+    """Both servers compress when asked; the raw samples read back are the ones written."""
+    url = request.getfixturevalue(server).base_url
+    t0 = T0 if server == "prometheus" else request.getfixturevalue("vm_t0")
+    src = PrometheusSource(url)
+    fields = {"query": "demo_requests_total[5m]", "time": str(t0 + 240)}
+    reply = src._client.query("/api/v1/query", fields, fields["query"])
+    assert reply.headers.get("content-encoding") == "gzip"
+    check_round_trips(src, t0)

@@ -8,6 +8,7 @@ Round trips against real servers are in ``tests/integration``.
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import random
@@ -355,3 +356,21 @@ def test_from_connect_reuses_url_headers_and_auth(fake: FakeServer) -> None:
     assert fake.requests[0].headers["authorization"].startswith("Basic ")
     assert PASSWORD not in repr(src)
     prom.close()
+
+
+def test_answers_are_asked_for_gzipped_and_decoded(fake: FakeServer) -> None:
+    """The client accepts gzip and decodes it (fake: a real server is checked in integration)."""
+    fake.script = [Answer(body=gzip.compress(VECTOR), headers={"Content-Encoding": "gzip"})]
+    value = source(fake.url).instant(UP, 0).value
+    assert isinstance(value, Vector)
+    assert value.as_dict() == {Labels({"job": "a"}): 2.0}
+    assert fake.requests[0].headers.get("accept-encoding") == "gzip"
+
+
+def test_truncated_gzip_is_retried_then_fails(fake: FakeServer) -> None:
+    """A gzip body cut off in transit (fake): retried, then named; never a number."""
+    cut = gzip.compress(VECTOR)[:-9]
+    fake.script = [Answer(body=cut, headers={"Content-Encoding": "gzip"})] * 2
+    with pytest.raises(SourceUnavailable, match="invalid or truncated gzip body"):
+        source(fake.url, retries=1).instant(UP, 0)
+    assert len(fake.requests) == 2
