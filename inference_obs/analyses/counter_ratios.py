@@ -18,9 +18,10 @@ denominator's: exact for the observations recorded between those samples.
 The changes are computed where the samples are, so a fleet's raw samples
 never travel: a series without a reset only grows, so its change is
 ``max_over_time - min_over_time``, and the source sums those (``unless
-resets > 0``) in one small answer per side. Only the series that did reset
-(a restart) are read raw, through a selector narrowed to their label
-values, and their changes are added locally. The PromQL ratio of
+resets > 0``) in one small answer per side. The series that did reset (a
+restart) are worked out by :mod:`~inference_obs.analyses.counter_resets`
+from the stretches of samples around their drops, and their changes added
+locally. The PromQL ratio of
 ``increase()`` is still run, so a report can list it for rechecking, and an
 annotation gives its value when it differs.
 """
@@ -68,7 +69,7 @@ EXTRAPOLATION_NOTE_ABOVE = 1e-6
 _COMPUTATION = (
     "sum over series of each counter's change from its first to its last sample in the "
     "window (resets added back, no extrapolation): max_over_time - min_over_time summed by "
-    "the source for series without a reset, raw samples for those with one; "
+    "the source for series without a reset, raw samples around the drops for those with one; "
     "numerator / denominator"
 )
 
@@ -148,7 +149,7 @@ def _totals(
             Binary("and", bottom_change, _changes(numerator, w), matching=match),
         )
     reset = Binary("or", _did_reset(numerator, w), _did_reset(denominator, w))
-    # Series of a pair where either side reset are read raw, both sides.
+    # A pair where either side reset is worked out from its drops, both sides.
     restarted = _vector(source, reset, window).labels if top_labels or bottom_labels else ()
     unless = ignoring(*ignoring_) if paired and ignoring_ else None
     groups: dict[Labels, list[float]] = {}
