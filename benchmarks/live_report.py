@@ -40,7 +40,7 @@ from typing import Any
 
 from benchmarks.common import BackfilledPrometheus, patient_http
 from benchmarks.fleet import FleetShape, write_fleet
-from benchmarks.proxy import CountingProxy, Exchange, totals
+from benchmarks.proxy import CountingProxy, Exchange, on_the_wire, totals
 from inference_obs.cli import main as cli
 from inference_obs.errors import QueryError
 from inference_obs.metrics import MetricType, family
@@ -172,10 +172,13 @@ def report_size(m: Measured) -> None:
     """Print one size's numbers."""
     count, received = totals(m.report)
     raw_count, raw_bytes = totals(m.raw)
+    wire, raw_wire = on_the_wire(m.report), on_the_wire(m.raw)
     print(
         f"\n=== {m.replicas} replicas: {m.series:,} series, {m.samples:,} samples ===\n"
         f"report as it is: {count:,} requests, {_mb(received)}; raw fetch of every series: "
-        f"{raw_count:,} requests, {_mb(raw_bytes)}; report / raw = {received / raw_bytes:.2%}"
+        f"{raw_count:,} requests, {_mb(raw_bytes)}; report / raw = {received / raw_bytes:.2%}\n"
+        f"on the wire (gzip, as the client asks): report {_mb(wire)}, raw fetch "
+        f"{_mb(raw_wire)}; report / raw = {wire / raw_wire:.2%}"
     )
     by_tag: dict[str, list[Exchange]] = defaultdict(list)
     by_kind: dict[str, list[Exchange]] = defaultdict(list)

@@ -4,11 +4,14 @@ Like the recording proxy of ``tests/integration/test_read_only.py``, it
 forwards each request as it is (method, path, body) and answers with the
 server's status and body; it also keeps, per request, the PromQL (or the
 discovery path), the bytes sent and received, and the :attr:`CountingProxy.tag`
-the driver set before the call (the analysis being run).
+the driver set before the call (the analysis being run). A client that
+accepts gzip gets the server's gzipped body as it is; the exchange keeps
+both its size on the wire and the size of the JSON it holds.
 """
 
 from __future__ import annotations
 
+import gzip
 import threading
 import urllib.error
 import urllib.parse
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["CountingProxy", "Exchange", "totals"]
+__all__ = ["CountingProxy", "Exchange", "on_the_wire", "totals"]
 
 # A fleet's raw answers take seconds to evaluate and send.
 UPSTREAM_TIMEOUT_S = 600.0
@@ -34,16 +37,22 @@ class Exchange:
     query: str  # the PromQL of a query, else the query string
     request: str  # the whole request: body of a POST, query string of a GET
     sent: int  # request body bytes
-    received: int  # response body bytes
+    received: int  # response body bytes, uncompressed (the JSON)
+    wire: int  # response body bytes as sent (gzipped where the client accepted it)
 
 
 def totals(exchanges: Iterable[Exchange]) -> tuple[int, int]:
-    """Number of requests and bytes received."""
+    """Number of requests and bytes received (uncompressed JSON)."""
     count = received = 0
     for one in exchanges:
         count += 1
         received += one.received
     return count, received
+
+
+def on_the_wire(exchanges: Iterable[Exchange]) -> int:
+    """Bytes of the response bodies as sent: gzipped where the client accepted it."""
+    return sum(one.wire for one in exchanges)
 
 
 class CountingProxy:
@@ -63,15 +72,20 @@ class CountingProxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
                 headers = {"Content-Type": self.headers.get("Content-Type", "text/plain")}
+                if accept := self.headers.get("Accept-Encoding"):
+                    headers["Accept-Encoding"] = accept
                 request = urllib.request.Request(
                     upstream + self.path, body, headers, method=self.command
                 )
                 try:
                     with urllib.request.urlopen(request, timeout=UPSTREAM_TIMEOUT_S) as resp:
                         status, data = resp.status, resp.read()
+                        encoding = resp.headers.get("Content-Encoding", "")
                 except urllib.error.HTTPError as exc:
                     with exc:
                         status, data = exc.code, exc.read()
+                        encoding = exc.headers.get("Content-Encoding", "")
+                plain = gzip.decompress(data) if encoding == "gzip" else data
                 path, _, query = self.path.partition("?")
                 request_text = body.decode("utf-8") if body else query
                 if body:
@@ -80,12 +94,21 @@ class CountingProxy:
                 with lock:
                     proxy.exchanges.append(
                         Exchange(
-                            proxy.tag, self.command, path, query, request_text, length, len(data)
+                            proxy.tag,
+                            self.command,
+                            path,
+                            query,
+                            request_text,
+                            length,
+                            len(plain),
+                            len(data),
                         )
                     )
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                if encoding:
+                    self.send_header("Content-Encoding", encoding)
                 self.end_headers()
                 self.wfile.write(data)
 
