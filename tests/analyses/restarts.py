@@ -28,7 +28,7 @@ from inference_obs.samples import Series, Window
 from inference_obs.source.dataset import Dataset, write_dataset
 from inference_obs.source.manifest import Generator, Manifest, ManifestWindow
 
-__all__ = ["DEPLOYMENT", "WINDOW", "restarted_dataset"]
+__all__ = ["DEPLOYMENT", "WINDOW", "restarted_dataset", "restarted_series"]
 
 WINDOW = Window.parse("2026-10-19T17:40+08:00", "4m")
 DEPLOYMENT = Deployment(
@@ -48,18 +48,23 @@ _REPLICAS: dict[str, tuple[list[float], list[float], list[float]]] = {
 }
 
 
-def restarted_dataset(tmp: Path) -> Dataset:
-    """Write the dataset described in the module docstring under ``tmp``."""
-    times = WINDOW.start_s + 30.0 + 60.0 * np.arange(4)
+def restarted_series(window: Window = WINDOW, prefix: str = "") -> list[Series]:
+    """The series of the module docstring over ``window`` (4 minutes); pods get ``prefix``."""
+    times = window.start_s + 30.0 + 60.0 * np.arange(4)
     series = []
     for pod, (count, total, below) in _REPLICAS.items():
-        labels = {"pod": pod, "model_name": "m"}
+        labels = {"pod": prefix + pod, "model_name": "m"}
         series += [
             Series(f"{_NAME}_count", labels, times, np.array(count, dtype=float)),
             Series(f"{_NAME}_sum", labels, times, np.array(total, dtype=float)),
             Series(f"{_NAME}_bucket", {**labels, "le": "0.5"}, times, np.array(below, float)),
             Series(f"{_NAME}_bucket", {**labels, "le": "+Inf"}, times, np.array(count, float)),
         ]
+    return series
+
+
+def restarted_dataset(tmp: Path) -> Dataset:
+    """Write the dataset described in the module docstring under ``tmp``."""
     manifest = Manifest(
         title="restarts",
         synthetic=True,
@@ -68,4 +73,4 @@ def restarted_dataset(tmp: Path) -> Dataset:
         deployments=(DEPLOYMENT,),
         generator=Generator(scenario="restarts", seed=1, version="0"),
     )
-    return write_dataset(tmp / "restarts", manifest, series)
+    return write_dataset(tmp / "restarts", manifest, restarted_series())
