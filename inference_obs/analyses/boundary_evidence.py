@@ -296,7 +296,7 @@ def gather(
     (0.01 for GPU_UTIL's percent). The tolerance defaults, as in queueing,
     to the larger of the app's median scrape interval and the duty family's
     scrape interval. App and host series are read raw; the GPU families
-    (``duty``, PCIe rx and tx) per replica by the server, three requests each.
+    (``duty``, PCIe rx and tx) per replica by the server, two requests each.
     """
     m, gm = deployment.matchers, deployment.gpu_matchers
     pods = container_matchers(pod_matchers(m))
