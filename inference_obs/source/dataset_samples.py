@@ -15,8 +15,9 @@ later read still hashes the whole file and uses the columns only when the
 hash is the manifest's, so the cache can never answer for other bytes, nor
 for text a changed reader would read differently; an unreadable, truncated or
 inconsistent entry is ignored (zip CRCs and shape checks) and rewritten.
-Entries are never evicted: delete the directory to reclaim the space (about
-16 bytes per sample).
+Entries take about 16 bytes per sample; past :attr:`SampleCache.max_bytes`
+in all (4 GiB by default) the least recently used are removed after each
+write.
 """
 
 from __future__ import annotations
@@ -66,10 +67,16 @@ class SampleCache:
     min_bytes
         Smaller ``samples.om`` files are parsed every time (a few MB parse
         faster than a cache entry is written).
+    max_bytes
+        Entries beyond this total are removed after each write, least
+        recently used first (reading an entry marks it used); the entry just
+        written always stays. Default 4 GiB: about ten fleets of 25 million
+        samples (16 bytes a sample).
     """
 
     directory: Path | None = None
     min_bytes: int = 64 << 20
+    max_bytes: int = 4 << 30
 
     def path(self) -> Path:
         """The cache directory this cache uses now."""
@@ -114,6 +121,8 @@ def read_samples(file: Path, digest: str, *, manifest: str, cache: SampleCache |
                 actual = hashed.result()
             _check(file, actual, digest, manifest)
             if cached is not None:
+                with contextlib.suppress(OSError):
+                    os.utime(entry)  # used now: the last to be evicted
                 return cached
         samples = _parse(file, digest, manifest)
     except FileNotFoundError:
@@ -122,6 +131,7 @@ def read_samples(file: Path, digest: str, *, manifest: str, cache: SampleCache |
         raise DatasetError(f"{file}: cannot be read ({exc.strerror})") from None
     if cache and size >= cache.min_bytes:
         _store(cache.path(), digest, samples)
+        _evict(cache.path(), keep=_entry(cache.path(), digest), max_bytes=cache.max_bytes)
     return samples
 
 
@@ -246,3 +256,23 @@ def _store(directory: Path, digest: str, samples: SampleSet) -> None:
         log.debug("sample cache entry %s not written: %s", entry, exc)
         with contextlib.suppress(OSError):
             temporary.unlink(missing_ok=True)
+
+
+def _evict(directory: Path, *, keep: Path, max_bytes: int) -> None:
+    """Remove the least recently used entries beyond ``max_bytes`` in all, never ``keep``.
+
+    Entries of other files and of other reader versions count alike; an
+    entry that cannot be read or removed is left, never an error.
+    """
+    entries = []
+    for entry in directory.glob("*.npz"):
+        with contextlib.suppress(OSError):  # another process may have removed it
+            stat = entry.stat()
+            entries.append((stat.st_mtime, stat.st_size, entry))
+    total = 0
+    for _, size, entry in sorted(entries, key=lambda e: (e[2] != keep, -e[0])):
+        total += size
+        if total > max_bytes and entry != keep:
+            log.debug("evicting sample cache entry %s", entry)
+            with contextlib.suppress(OSError):
+                entry.unlink()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -143,3 +144,31 @@ def test_streamed_problems_name_the_line_across_blocks() -> None:
     reader = OpenMetricsReader("s", block_bytes=64)
     with pytest.raises(DatasetError, match=r"^s:200: bad value '1x'"):
         reader.feed(text)
+
+
+def _variant(path: Path, k: int) -> Dataset:
+    """A dataset whose samples differ from the others' (so its cache entry does too)."""
+    series = [Series(s.name, s.labels, s.timestamps, s.values + k) for s in _series()]
+    return write_dataset(path, Manifest.model_validate(MANIFEST), series)
+
+
+def test_entries_past_max_bytes_are_evicted_least_recently_used_first(tmp_path: Path) -> None:
+    a, b, c = (_variant(tmp_path / name, k) for k, name in enumerate("abc"))
+    unbounded = SampleCache(tmp_path / "cache", min_bytes=0)
+    for dataset in (a, b):
+        read_dataset(dataset.path, cache=unbounded)
+    entries = {e.name.split("-")[0]: e for e in _entries(tmp_path / "cache")}
+    digest = {d.path.name: d.manifest.files["samples.om"] for d in (a, b, c)}
+    size = entries[digest["a"]].stat().st_size
+    # a written long ago, b later; then a is read again (a cache hit marks it used).
+    os.utime(entries[digest["a"]], (1_000, 1_000))
+    os.utime(entries[digest["b"]], (2_000, 2_000))
+    read_dataset(a.path, cache=unbounded)
+    # Room for two entries: writing c's evicts b, the least recently used.
+    two = SampleCache(tmp_path / "cache", min_bytes=0, max_bytes=2 * size + size // 2)
+    read_dataset(c.path, cache=two)
+    left = {e.name.split("-")[0] for e in _entries(tmp_path / "cache")}
+    assert left == {digest["a"], digest["c"]}
+    # The entry just written stays even when it alone is over the limit.
+    read_dataset(b.path, cache=SampleCache(tmp_path / "cache", min_bytes=0, max_bytes=1))
+    assert {e.name.split("-")[0] for e in _entries(tmp_path / "cache")} == {digest["b"]}
