@@ -35,7 +35,7 @@ import pydantic
 from inference_obs.errors import DatasetError
 from inference_obs.samples import SampleSet, Series, describe, is_stale
 from inference_obs.source.dataset_samples import DEFAULT_CACHE, SampleCache, read_samples
-from inference_obs.source.manifest import Manifest
+from inference_obs.source.manifest import Manifest, validation_problems
 from inference_obs.source.openmetrics import write_openmetrics
 
 __all__ = [
@@ -226,7 +226,7 @@ def _read_manifest(file: Path) -> Manifest:
     try:
         manifest = Manifest.model_validate(_json_object(text, str(file)))
     except pydantic.ValidationError as exc:
-        raise DatasetError(f"{file}: {_validation_problems(exc)}") from None
+        raise DatasetError(f"{file}: {validation_problems(exc)}") from None
     for name, digest in manifest.files.items():
         if name not in _DATA_FILES:
             raise DatasetError(
@@ -237,17 +237,6 @@ def _read_manifest(file: Path) -> Manifest:
     if SAMPLES not in manifest.files:
         raise DatasetError(f"{file}: files does not list {SAMPLES}, which every dataset has")
     return manifest
-
-
-def _validation_problems(exc: pydantic.ValidationError) -> str:
-    """Pydantic's errors as ``field.path: problem``, without its traceback or input."""
-    problems = []
-    for error in exc.errors():
-        where = ".".join(f"[{part}]" if isinstance(part, int) else part for part in error["loc"])
-        where = where.replace(".[", "[") or "(the manifest as a whole)"
-        what = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
-        problems.append(f"{where}: {what}")
-    return "; ".join(problems)
 
 
 def _checked_bytes(file: Path, digest: str) -> bytes:

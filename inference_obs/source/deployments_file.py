@@ -27,13 +27,11 @@ import yaml
 
 from inference_obs.deployment import Deployment
 from inference_obs.errors import DatasetError
-from inference_obs.source.dataset import MANIFEST, _validation_problems
+from inference_obs.source.dataset import MANIFEST
+from inference_obs.source.manifest import WHOLE, validation_problems
 from inference_obs.source.redaction import RedactionRules
 
 __all__ = ["load_deployments", "load_rules"]
-
-# How _validation_problems names an error of the object as a whole.
-_WHOLE = "(the manifest as a whole)"
 
 
 def load_deployments(path: str | Path) -> tuple[Deployment, ...]:
@@ -72,8 +70,8 @@ def load_deployments(path: str | Path) -> tuple[Deployment, ...]:
         try:
             deployments.append(Deployment.model_validate(item))
         except pydantic.ValidationError as exc:
-            for part in _validation_problems(exc).split("; "):
-                part = part.replace(_WHOLE, "", 1)
+            for part in validation_problems(exc).split("; "):
+                part = part.replace(WHOLE, "", 1)
                 problems.append(f"deployments[{i}]{'' if part.startswith(':') else '.'}{part}")
     if problems:
         raise DatasetError(f"{path}: {'; '.join(problems)}")
@@ -97,9 +95,7 @@ def load_rules(path: str | Path) -> RedactionRules:
     try:
         return RedactionRules.model_validate({} if data is None else data)
     except pydantic.ValidationError as exc:
-        raise DatasetError(
-            f"{path}: {_validation_problems(exc).replace(_WHOLE, 'rules')}"
-        ) from None
+        raise DatasetError(f"{path}: {validation_problems(exc).replace(WHOLE, 'rules')}") from None
 
 
 def _read(path: Path, what: str) -> Any:

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
+import pydantic
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from inference_obs.deployment import Deployment
 from inference_obs.samples import Window
 
-__all__ = ["FORMAT", "Generator", "Manifest", "ManifestWindow"]
+__all__ = ["FORMAT", "WHOLE", "Generator", "Manifest", "ManifestWindow", "validation_problems"]
 
 #: The dataset format this library reads and writes.
 FORMAT: Final = "inference-obs-dataset/1"
+#: Where :func:`validation_problems` places an error of the object as a whole.
+WHOLE: Final = "(the manifest as a whole)"
 
 
 class _Model(BaseModel):
@@ -80,3 +83,17 @@ class Manifest(_Model):
         if self.synthetic != (self.generator is not None):
             raise ValueError("synthetic datasets name their generator, observed ones do not")
         return self
+
+
+def validation_problems(exc: pydantic.ValidationError) -> str:
+    """Pydantic's errors as ``field.path: problem``, without its traceback or input.
+
+    An error of the object as a whole is placed at :data:`WHOLE`.
+    """
+    problems = []
+    for error in exc.errors():
+        where = ".".join(f"[{part}]" if isinstance(part, int) else part for part in error["loc"])
+        where = where.replace(".[", "[") or WHOLE
+        what = "unknown field" if error["type"] == "extra_forbidden" else error["msg"]
+        problems.append(f"{where}: {what}")
+    return "; ".join(problems)
