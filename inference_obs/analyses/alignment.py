@@ -162,9 +162,9 @@ def gpu_per_replica(
     if step > 0:
         matrix = source.range(mean_expr, window, step / 1000)
         for i, labels in enumerate(matrix.labels):
-            lo, hi = int(matrix.offsets[i]), int(matrix.offsets[i + 1])
-            if hi > lo:
-                replicas[replica_of(labels, keys)] = (matrix.t_ms[lo:hi], matrix.values[lo:hi])
+            t_ms, means = matrix.points(i)
+            if t_ms.size:
+                replicas[replica_of(labels, keys)] = (t_ms, means)
     return GpuSteps(step, replicas, (mean_expr,))
 
 

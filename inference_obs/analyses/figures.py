@@ -65,11 +65,9 @@ def _time_axis(ax: Axes, window: Window) -> None:
 def _series(matrix: Matrix) -> Iterator[tuple[Labels, FloatArray, FloatArray]]:
     """Each series of ``matrix``: labels, times (unix s) and finite values."""
     for i, labels in enumerate(matrix.labels):
-        lo, hi = int(matrix.offsets[i]), int(matrix.offsets[i + 1])
-        t = matrix.t_ms[lo:hi].astype(np.float64) / 1000.0
-        v = matrix.values[lo:hi].astype(np.float64)
+        t_ms, v = matrix.points(i)
         keep = np.isfinite(v)
-        yield labels, t[keep], v[keep]
+        yield labels, t_ms[keep].astype(np.float64) / 1000.0, v[keep]
 
 
 def _replica(labels: Labels) -> str:

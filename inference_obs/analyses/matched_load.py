@@ -64,10 +64,9 @@ def _per_step(matrix: Matrix) -> dict[int, float]:
     """Timestamp (ms) -> value of a one-series answer (NaN dropped)."""
     if not len(matrix):
         return {}
-    lo, hi = int(matrix.offsets[0]), int(matrix.offsets[1])
-    values = matrix.values[lo:hi]
+    t_ms, values = matrix.points(0)
     keep = ~np.isnan(values)
-    return dict(zip(matrix.t_ms[lo:hi][keep].tolist(), values[keep].tolist(), strict=True))
+    return dict(zip(t_ms[keep].tolist(), values[keep].tolist(), strict=True))
 
 
 def _load(
@@ -88,8 +87,8 @@ def _buckets(
     for i, bound in enumerate(bounds):
         if math.isnan(bound):
             continue
-        lo, hi = int(matrix.offsets[i]), int(matrix.offsets[i + 1])
-        for t, v in zip(matrix.t_ms[lo:hi].tolist(), matrix.values[lo:hi].tolist(), strict=True):
+        t_ms, values = matrix.points(i)
+        for t, v in zip(t_ms.tolist(), values.tolist(), strict=True):
             if not math.isnan(v):
                 out.setdefault(t, {})[float(bound)] = out.get(t, {}).get(float(bound), 0.0) + v
     return out, to_promql(expr)

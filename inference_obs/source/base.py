@@ -77,6 +77,11 @@ class Matrix:
     def __len__(self) -> int:
         return len(self.labels)
 
+    def points(self, i: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """Series ``i``'s step times (unix ms) and values, as views of the columns."""
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        return self.t_ms[lo:hi], self.values[lo:hi]
+
 
 @dataclass(frozen=True, slots=True)
 class Metadata:

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from inference_obs.samples import Labels
+from inference_obs.source.base import Matrix
 from inference_obs.source.frames import (
     parse_matrix,
     parse_matrix_body,
@@ -176,3 +177,16 @@ def test_body_path_rejects_non_matrices() -> None:
         parse_matrix_body(b"not json")
     with pytest.raises(ValueError, match="Expecting"):
         parse_matrix_body(b'{"status":"success","data":{"resultType":"matrix","result":[')
+
+
+def test_matrix_points_are_each_series_times_and_values() -> None:
+    matrix = Matrix(
+        labels=(Labels({"a": "1"}), Labels({"a": "2"})),
+        offsets=np.array([0, 2, 3], dtype=np.int64),
+        t_ms=np.array([10, 20, 10], dtype=np.int64),
+        values=np.array([1.0, 2.0, 5.0]),
+        promql="x",
+    )
+    t_ms, values = matrix.points(1)
+    assert (t_ms.tolist(), values.tolist()) == ([10], [5.0])
+    assert matrix.points(0)[1].tolist() == [1.0, 2.0]
