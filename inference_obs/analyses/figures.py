@@ -74,17 +74,20 @@ def _replica(labels: Labels) -> str:
     return next((labels[k] for k in dcgm.POD_LABELS if k in labels), "all")
 
 
-#: Points a per-GPU figure draws at most by default (GPUs x columns): past it, a
-#: fleet's figure gets fewer columns, not an unreadable number of points.
-POINTS_PER_FIGURE = 30_000
+#: Cells the GPU heat map draws at most by default (GPUs x columns): past it,
+#: a fleet's map gets fewer columns, not an unreadable number of cells.
+HEATMAP_CELLS = 30_000
+#: Points per family the DRAM-vs-tensor scatter draws at most by default: the
+#: cloud's shape is the same with fewer, and a fleet's answer much smaller.
+SCATTER_POINTS = 10_000
 
 
-def _step(window: Window, step: float | None, series: int = 1) -> float:
+def _step(window: Window, step: float | None, series: int = 1, budget: int = 1) -> float:
     """Seconds between columns: ``step``, or the window over 240 (at least 15 s), widened
-    so that ``series`` rows of columns stay within :data:`POINTS_PER_FIGURE`."""
+    so that ``series`` rows of columns stay within ``budget`` points."""
     if step is not None:
         return step
-    return max(window.seconds / 240.0, 15.0, window.seconds * series / POINTS_PER_FIGURE)
+    return max(window.seconds / 240.0, 15.0, window.seconds * series / budget)
 
 
 def _gpus(source: Source, deployment: Deployment, window: Window) -> int:
@@ -194,14 +197,14 @@ def gpu_heatmap_figure(
         Where the series come from, whose GPUs, and over which window.
     step
         Seconds between columns (default: the window over 240, at least 15 s,
-        and fewer columns past :data:`POINTS_PER_FIGURE` GPU-columns).
+        and fewer columns past :data:`HEATMAP_CELLS` cells).
 
     Returns
     -------
     Figure
         An image axes (percent, 0-100; gaps blank) and its colour bar.
     """
-    every = _step(window, step, _gpus(source, deployment, window))
+    every = _step(window, step, _gpus(source, deployment, window), HEATMAP_CELLS)
     matrix = source.range(dcgm.GPU_UTIL.select(deployment.gpu_matchers), window, every)
     grid = np.arange(window.start_s, window.end_s + every / 2, every)
     rows = sorted(((gpu_name(labels), t, v) for labels, t, v in _series(matrix)),
@@ -242,7 +245,7 @@ def dram_vs_tensor_figure(
         Where the series come from, whose GPUs, and over which window.
     step
         Seconds between points (default: the window over 240, at least 15 s,
-        and fewer past :data:`POINTS_PER_FIGURE` GPU-points).
+        and fewer past :data:`SCATTER_POINTS` points per family).
 
     Returns
     -------
@@ -250,7 +253,7 @@ def dram_vs_tensor_figure(
         One scatter axes (both ratios 0-1). Without the DCGM profiling
         families, one blank axes saying "no profiling counters".
     """
-    every = _step(window, step, _gpus(source, deployment, window))
+    every = _step(window, step, _gpus(source, deployment, window), SCATTER_POINTS)
     gm = deployment.gpu_matchers
     fetched = {
         family.name: {

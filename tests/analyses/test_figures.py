@@ -22,6 +22,7 @@ from inference_obs.analyses.figures import (
 from inference_obs.analyses.queueing import queueing
 from inference_obs.analyses.rolling import rolling_quantiles
 from inference_obs.deployment import Deployment
+from inference_obs.metrics import dcgm
 from inference_obs.samples import Window
 from inference_obs.source.dataset_source import DatasetSource
 
@@ -152,5 +153,22 @@ def test_default_columns_shrink_once_gpus_times_columns_pass_the_budget(
 
     assert columns() == 241
     # With a budget of 3,200 points, 32 GPUs get 100 columns: 36 s apart, 101 edges.
-    monkeypatch.setattr(figures, "POINTS_PER_FIGURE", 3_200)
+    monkeypatch.setattr(figures, "HEATMAP_CELLS", 3_200)
     assert columns() == 101
+
+
+def test_the_scatter_keeps_within_its_own_budget(
+    r1_source: DatasetSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window = _window(r1_source)
+    r1 = _deployment(r1_source, "R1")
+
+    def points() -> int:
+        fig = dram_vs_tensor_figure(r1_source, r1, window)
+        return int(np.asarray(fig.axes[0].collections[0].get_offsets()).shape[0])
+
+    gpus = len(r1_source.series(dcgm.GPU_UTIL.select(r1.gpu_matchers), window))
+    full = points()
+    assert full > 6 * gpus
+    monkeypatch.setattr(figures, "SCATTER_POINTS", 5 * gpus)  # 5 steps: 6 columns at most
+    assert 0 < points() <= 6 * gpus
