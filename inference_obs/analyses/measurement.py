@@ -193,6 +193,13 @@ def _counted(family: Family, matchers: Sequence[Matcher]) -> Selector:
     return Selector(name, tuple(matchers))
 
 
+def _no_data(deployment: Deployment, missing: Sequence[str]) -> Annotation:
+    """Why there is no value: the families without series, or no observation in the window."""
+    if missing:
+        return Annotation("no_data", f"no series of {', '.join(missing)} for {deployment.name}")
+    return Annotation("no_data", "no observation in the window")
+
+
 def _wrapped(
     source: Source,
     deployment: Deployment,
@@ -212,13 +219,7 @@ def _wrapped(
     status = Status.OK
     if value is None or math.isnan(value):
         status, value = Status.NO_DATA, None
-        absent = missing()
-        message = (
-            f"no series of {', '.join(absent)} for {deployment.name}"
-            if absent
-            else "no observation in the window"
-        )
-        notes.append(Annotation("no_data", message))
+        notes.append(_no_data(deployment, missing()))
     return Measurement(
         key=f"{deployment.name}/{analysis}/{statistic}",
         deployment=deployment.name,
@@ -259,12 +260,7 @@ def local_measurement(
     ok = value is not None and math.isfinite(value)
     notes: tuple[Annotation, ...] = ()
     if not ok:
-        what = (
-            f"no series of {', '.join(missing)} for {deployment.name}"
-            if missing
-            else "no observation in the window"
-        )
-        notes = (Annotation("no_data", what),)
+        notes = (_no_data(deployment, missing),)
     return Measurement(
         key=f"{deployment.name}/{analysis}/{statistic}",
         deployment=deployment.name,
