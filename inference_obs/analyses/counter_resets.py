@@ -95,8 +95,9 @@ def reset_changes(source: Source, selector: Selector, window: Window) -> dict[La
     expected = counted.as_dict() if isinstance(counted, Vector) else {}
     if not expected:
         return {}
-    length = seconds / PIECES
-    edge = length / 2
+    # PromQL durations are whole milliseconds: L and the step L/2 are rounded down.
+    length_ms = max(2, int(seconds * 1000) // PIECES)
+    length, edge = length_ms / 1000, (length_ms // 2) / 1000
     found: dict[Labels, dict[int, float]] = {k: {} for k in expected}
     marked = Binary(">", resets(selector.over(length)), Number(0))
     matrix = source.range(marked, _window(window, window.start_s, window.end_s + edge), edge)

@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from inference_obs.analyses.counter_resets import reset_changes
+from inference_obs.analyses.counter_resets import reset_changes, series_change
 from inference_obs.query import Selector, to_promql
 from inference_obs.samples import Labels, SampleSet, Series, Window
 from inference_obs.source.base import Source
@@ -94,3 +95,35 @@ def test_no_series_no_reads() -> None:
     reads = Reads(_source(_counter("a", 1000.0 + TIMES)))
     assert reset_changes(reads, Selector("other_total", ()), WINDOW) == {}
     assert reads.samples == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.integers(0, 50),  # increment at this scrape
+            st.booleans(),  # a restart before this scrape
+            st.integers(1, 40),  # scrapes since the last one (gaps up to 10 minutes)
+        ),
+        min_size=2,
+        max_size=200,
+    ),
+    start=st.integers(0, 1000),
+)
+def test_any_restarts_and_gaps_give_the_raw_samples_change(
+    steps: list[tuple[int, bool, int]], start: int
+) -> None:
+    # One counter scraped on a 15 s grid with gaps; each restart drops it to
+    # the increment since (0 or more), as a restarted server's counter does.
+    times, values, t, v = [], [], 0.0, float(start)
+    for increment, restart, gap in steps:
+        t += 15.0 * gap
+        v = float(increment) if restart else v + increment
+        times.append(t)
+        values.append(v)
+    window = Window(datetime.fromtimestamp(0, UTC), datetime.fromtimestamp(t + 15.0, UTC))
+    source = _source(_counter("a", np.array(values), np.array(times)))
+    raw = source.raw(SELECTOR, window)
+    expected = series_change(raw, 0)
+    got = reset_changes(source, SELECTOR, window)
+    assert got[Labels({"pod": "a"})] == pytest.approx(expected, rel=1e-12, abs=1e-9)
