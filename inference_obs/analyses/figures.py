@@ -7,6 +7,7 @@ Time axes are in the window's timezone; titles and axis labels carry units.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -87,7 +88,8 @@ def _step(window: Window, step: float | None, series: int = 1, budget: int = 1) 
     so that ``series`` rows of columns stay within ``budget`` points."""
     if step is not None:
         return step
-    return max(window.seconds / 240.0, 15.0, window.seconds * series / budget)
+    every = max(window.seconds / 240.0, 15.0, window.seconds * series / budget)
+    return math.ceil(every * 1000) / 1000  # whole milliseconds, as servers step
 
 
 def _gpus(source: Source, deployment: Deployment, window: Window) -> int:
