@@ -45,6 +45,7 @@ from inference_obs.analyses.boundary_findings import (
     Thresholds,
     find_intervals,
 )
+from inference_obs.analyses.boundary_host import pod_matchers, server_matchers
 from inference_obs.analyses.counter_ratios import counter_ratios_by
 from inference_obs.analyses.measurement import (
     Measurement,
@@ -133,10 +134,13 @@ class BoundariesResult(AnalysisResult):
         Per replica: its Measurements and reading.
     duty_cycle, tokens_per_gpu_hour
         Over the whole deployment (ratio 0-1; tokens/GPU-hour).
+    step_seconds
+        ``None`` when each row is an app scrape; else the tile width, seconds.
     evidence_promql
         What the intervals' evidence was read with, for rechecking: the raw
-        reads as range selectors over the window, and the GPU families'
-        per-replica ``avg`` (range queries at their scrape interval).
+        reads as range selectors over the window, and the server's
+        reductions (per scrape the GPU families' per-replica ``avg`` at their
+        scrape interval, per tile every family's tile query).
     """
 
     reading: Reading
@@ -146,6 +150,7 @@ class BoundariesResult(AnalysisResult):
     replicas: tuple[ReplicaBoundaries, ...]
     duty_cycle: Measurement
     tokens_per_gpu_hour: Measurement
+    step_seconds: float | None
     evidence_promql: tuple[str, ...]
 
     @property
@@ -198,8 +203,8 @@ def _questions(
     """Each per-replica statistic's query, grouped ``by`` the replica labels, with its unit,
     family, caveat and the matchers that find its series."""
     m, gm, w = deployment.matchers, deployment.gpu_matchers, window.seconds
-    pods = ev.pod_matchers(m)
-    server = ev.server_matchers(m)
+    pods = pod_matchers(m)
+    server = server_matchers(m)
     scale = 0.01 if duty_family is dcgm.GPU_UTIL else 1.0
     rate = "Mean per GPU sample; already a rate, never rate() it."
     return {
@@ -258,13 +263,13 @@ def _per_replica(
         )  # fmt: skip
         for group, replica in groups.items():
             out[replica][key] = answers[group]
-    containers = hq.container_matchers(ev.pod_matchers(deployment.matchers))
+    containers = hq.container_matchers(pod_matchers(deployment.matchers))
     throttled = counter_ratios_by(
         source, deployment, window,
         numerator=host.CONTAINER_CPU_CFS_THROTTLED_PERIODS.select(containers),
         denominator=host.CONTAINER_CPU_CFS_PERIODS.select(containers),
         promql=hq.container_cpu_throttled_ratio(
-            ev.pod_matchers(deployment.matchers), window.seconds, by
+            pod_matchers(deployment.matchers), window.seconds, by
         ),
         families=[host.CONTAINER_CPU_CFS_PERIODS], analysis=ANALYSIS,
         statistic=lambda g: f"throttled_ratio[{groups[g]}]", unit="ratio", by=by,
@@ -332,6 +337,7 @@ def boundaries(
     *,
     pcie_limit_bytes_per_second: float = 5.0e10,
     thresholds: Thresholds | None = None,
+    step: float | None = None,
     tolerance_s: float | None = None,
 ) -> BoundariesResult:
     """Duty cycle, boundary intervals and their causes, and a reading, per replica.
@@ -353,10 +359,14 @@ def boundaries(
         5e10 (Gen5 x16); use about 2.5e10 for Gen4 x16.
     thresholds
         Where the lines are drawn (:class:`Thresholds`).
+    step
+        ``None`` (default) to read every app scrape; else the width, seconds,
+        of the tiles to read (it must divide the window; see
+        :func:`~inference_obs.analyses.resolution.tile_step`).
     tolerance_s
-        Largest distance, seconds, between an app scrape and the GPU step (or
-        host sample) aligned with it; default the larger of the app's median
-        scrape interval and the GPU families' (see
+        Per scrape only: largest distance, seconds, between an app scrape and
+        the GPU step (or host sample) aligned with it; default the larger of
+        the app's median scrape interval and the GPU families' (see
         :class:`~inference_obs.analyses.alignment.GpuSteps`).
 
     Returns
@@ -376,7 +386,10 @@ def boundaries(
     gm = deployment.gpu_matchers
     duty_family = _duty_family(source, gm, window)
     scale = 0.01 if duty_family is dcgm.GPU_UTIL else 1.0
-    evidence = ev.gather(source, deployment, window, duty_family, scale, tolerance_s)
+    evidence = ev.gather(
+        source, deployment, window, duty_family, scale,
+        tolerance_s=tolerance_s, step=step, idle_below=th.idle_below,
+    )  # fmt: skip
     intervals: list[BoundaryInterval] = []
     replicas = []
     asked = _per_replica(source, deployment, window, evidence, duty_family)
@@ -421,6 +434,7 @@ def boundaries(
         replicas=tuple(replicas),
         duty_cycle=duty,
         tokens_per_gpu_hour=per_gpu_hour,
+        step_seconds=step,
         evidence_promql=(
             *(to_promql(s.over(window.seconds)) for s in evidence.read_raw),
             *(to_promql(q) for q in evidence.queries),

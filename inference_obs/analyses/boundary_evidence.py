@@ -1,23 +1,21 @@
-"""What the GPUs, the host CPUs and the PCIe links did at each app scrape of a replica.
+"""What the GPUs, the host CPUs and the PCIe links did at each row of a replica.
 
-Each scrape of a replica's vLLM server (``num_requests_waiting`` and
-``num_requests_running``, summed over its engines, read raw) becomes one row
-of a :class:`Track`. GPU gauges are aligned as :mod:`~inference_obs.analyses.queueing`
-aligns them: reduced per replica by the server
-(:func:`~inference_obs.analyses.alignment.gpu_per_replica`, ``avg by``
-replica every GPU scrape interval, each GPU at its latest sample at or before
-the step: the mean over the GPUs that reported), taken at the step aligned
-with the scrape within the tolerance:
+Each row of a replica (:mod:`~inference_obs.analyses.rows`: an app scrape of
+its vLLM server, ``num_requests_waiting`` and ``num_requests_running`` summed
+over its engines, or a tile of ``step`` seconds) becomes one row of a
+:class:`Track`, with what was aligned with it: GPU gauges averaged over the
+replica's GPUs by the server (:func:`~inference_obs.analyses.rows.align_gpu`)
+and the host evidence (:mod:`~inference_obs.analyses.boundary_host`):
 
 - ``duty``: the share of time the GPUs computed (ratio 0-1);
-- ``pcie_rx``, ``pcie_tx``: host-to-device and device-to-host bytes/s.
+- ``pcie_rx``, ``pcie_tx``: host-to-device and device-to-host bytes/s;
+- the server process's and its containers' CPU, throttling and limit, and
+  the nodes' CPUs.
 
-Host counters give, at each scrape time, the rate (per second) of the
-scrape-to-scrape segment that holds it, summed over the replica's series: a
-drop between two samples is a restart, and the value after it is the
-increase, as in Prometheus's ``rate()``; host series are read raw. Rows
-outside every series' samples (beyond the tolerance) are NaN: no evidence,
-never 0.
+Per tile, PCIe and host evidence are asked only for the tiles where work was
+present while the GPUs computed less than ``idle_below`` of the time, the
+only rows a boundary interval can hold. Rows without evidence are NaN: no
+evidence, never 0.
 """
 
 from __future__ import annotations
@@ -28,120 +26,34 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from inference_obs.analyses.alignment import (
-    gpu_per_replica,
-    interval_ms,
-    nearest,
-    replica_keys,
-    replica_of,
-    sum_by_replica,
-)
+from inference_obs.analyses.alignment import replica_of
+from inference_obs.analyses.boundary_host import host_evidence
+from inference_obs.analyses.rows import AppRows, align_gpu, app_rows, has_series
 from inference_obs.deployment import Deployment
-from inference_obs.metrics import dcgm, host, vllm
+from inference_obs.metrics import dcgm
 from inference_obs.metrics.family import Family
-from inference_obs.metrics.host_queries import container_matchers
-from inference_obs.query import Expr, Matcher, Selector
-from inference_obs.samples import Labels, SampleSet, Window, is_stale
+from inference_obs.query import Binary, Expr, Number, Selector, on
+from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Source
 
-__all__ = [
-    "Evidence",
-    "Points",
-    "Track",
-    "by_label",
-    "counter_rates",
-    "gather",
-    "labels_of",
-    "median",
-    "nearest_mean",
-    "nearest_total",
-    "pod_matchers",
-    "ratio",
-    "series_by_replica",
-    "server_matchers",
-]
+__all__ = ["Evidence", "Track", "gather", "median"]
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
 PCIE = (dcgm.PROF_PCIE_RX_BYTES, dcgm.PROF_PCIE_TX_BYTES)
-Points = list[tuple[Ints, Floats]]
-"""Series of one replica: each one's sample times (ms) and values, stale and NaN dropped."""
-
-
-def series_by_replica(samples: SampleSet, keys: tuple[str, ...]) -> dict[str, Points]:
-    """The series of ``samples`` grouped by replica (``keys``' values, as queueing names them)."""
-    out: dict[str, Points] = {}
-    for i, labels in enumerate(samples.labels):
-        out.setdefault(replica_of(labels, keys), []).append(_points(samples, i))
-    return out
-
-
-def by_label(samples: SampleSet, label: str) -> dict[str, Points]:
-    """The series of ``samples`` grouped by the value of ``label`` (series without it dropped)."""
-    out: dict[str, Points] = {}
-    for i, labels in enumerate(samples.labels):
-        if label in labels:
-            out.setdefault(labels[label], []).append(_points(samples, i))
-    return out
-
-
-def _points(samples: SampleSet, i: int) -> tuple[Ints, Floats]:
-    lo, hi = int(samples.offsets[i]), int(samples.offsets[i + 1])
-    values = samples.values[lo:hi]
-    keep = ~is_stale(values) & ~np.isnan(values)
-    return samples.t_ms[lo:hi][keep], values[keep]
-
-
-def _aligned(points: Points, at: Ints, tolerance_ms: float) -> list[list[float]]:
-    """Per time in ``at``, the nearest sample of each series that has one within tolerance."""
-    out = []
-    for t in at.tolist():
-        found = [nearest(times, values, t, tolerance_ms) for times, values in points]
-        out.append([v for v in found if v is not None])
-    return out
-
-
-def nearest_mean(points: Points, at: Ints, tolerance_ms: float) -> Floats:
-    """Per time in ``at``, the mean over series of each one's nearest sample within tolerance."""
-    return np.array([sum(g) / len(g) if g else np.nan for g in _aligned(points, at, tolerance_ms)])
-
-
-def nearest_total(points: Points, at: Ints, tolerance_ms: float) -> Floats:
-    """Per time in ``at``, the sum over series of each one's nearest sample within tolerance."""
-    return np.array([sum(g) if g else np.nan for g in _aligned(points, at, tolerance_ms)])
-
-
-def counter_rates(points: Points, at: Ints, tolerance_ms: float) -> Floats:
-    """Per time in ``at``, the per-second increase of the segment holding it, summed over series.
-
-    A segment is the span between two neighbouring samples of one series;
-    times within ``tolerance_ms`` before the first or after the last sample
-    take the nearest segment. NaN where no series covers a time.
-    """
-    total = np.zeros(at.size)
-    seen = np.zeros(at.size, dtype=bool)
-    for times, values in points:
-        if times.size < 2:
-            continue
-        steps = np.diff(values)
-        grown = np.concatenate(([0.0], np.cumsum(np.where(steps < 0, values[1:], steps))))
-        k = np.clip(np.searchsorted(times, at, side="right") - 1, 0, times.size - 2)
-        rate = (grown[k + 1] - grown[k]) / ((times[k + 1] - times[k]) / 1000.0)
-        inside = (at >= times[0] - tolerance_ms) & (at <= times[-1] + tolerance_ms)
-        total += np.where(inside, rate, 0.0)
-        seen |= inside
-    out: Floats = np.where(seen, total, np.nan)
-    return out
 
 
 @dataclass(frozen=True, slots=True)
 class Track:
-    """One replica's app scrapes and what was aligned with each (arrays of equal length).
+    """One replica's rows and what was aligned with each (arrays of equal length).
 
     Attributes
     ----------
     times_ms
-        App scrape times, unix ms.
+        App scrape times, or the tiles' ends, unix ms.
+    tile_ms
+        0 when rows are app scrapes; else the tile width, ms (a row spans
+        ``times_ms - tile_ms`` to ``times_ms``).
     waiting, running
         Requests, summed over the replica's engines.
     duty
@@ -159,6 +71,7 @@ class Track:
     """
 
     times_ms: Ints
+    tile_ms: int
     waiting: Floats
     running: Floats
     duty: Floats
@@ -178,42 +91,11 @@ class Track:
         return out
 
 
-def ratio(top: Floats, bottom: Floats) -> Floats:
-    """``top / bottom`` element-wise, NaN where ``bottom`` is not above 0."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out: Floats = np.where(bottom > 0, top / bottom, np.nan)
-    return out
-
-
 def median(values: Floats, rows: Sequence[int] | slice) -> float | None:
     """Median of ``values[rows]`` ignoring NaN; None when every one is NaN."""
     picked = values[rows]
     picked = picked[~np.isnan(picked)]
     return float(np.median(picked)) if picked.size else None
-
-
-def labels_of(samples: SampleSet, keys: tuple[str, ...]) -> dict[str, Labels]:
-    """Per replica, the ``keys`` labels that name it (from its first series)."""
-    out: dict[str, Labels] = {}
-    for labels in samples.labels:
-        out.setdefault(
-            replica_of(labels, keys), Labels({k: labels[k] for k in keys if k in labels})
-        )
-    return out
-
-
-def server_matchers(matchers: Sequence[Matcher]) -> tuple[Matcher, ...]:
-    """The deployment's matchers that the server process's own series can carry.
-
-    ``process_cpu_seconds_total`` has the scrape labels of the vLLM target but
-    not vLLM's engine labels (``model_name``, ``engine``).
-    """
-    return tuple(m for m in matchers if m.label not in vllm.STANDARD_LABELS)
-
-
-def pod_matchers(matchers: Sequence[Matcher]) -> tuple[Matcher, ...]:
-    """The deployment's matchers on labels cAdvisor series carry (pod, namespace, ...)."""
-    return tuple(m for m in matchers if m.label in host.CADVISOR_LABELS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,17 +111,18 @@ class Evidence:
     keys
         Label names identifying a replica on both app and GPU series.
     tolerance_ms
-        Largest distance of an aligned GPU step (see
+        Per scrape: largest distance of an aligned GPU step (see
         :meth:`~inference_obs.analyses.alignment.GpuSteps.at`) or host
-        sample from its app sample.
+        sample from its app sample; per tile 0.
     selectors
-        Every selector read (waiting, running and the duty family first),
-        for the provenance; the GPU families' are read through ``queries``.
+        Every family's selector (waiting, running and the duty family
+        first), for the provenance.
     queries
-        The server-side reductions the GPU families were read with (``avg
-        by`` replica per family), for rechecking.
+        What the server reduced: per scrape the GPU families' ``avg by``
+        replica, per tile every family's tile query, for rechecking.
     read_raw
-        The selectors whose raw samples were read (all but the GPU families').
+        The selectors whose raw samples were read: per scrape the app and
+        host families; per tile none.
     missing
         Families (by name) without any series for the deployment.
     """
@@ -264,22 +147,13 @@ def _hosts(gpu: Sequence[Labels], keys: tuple[str, ...]) -> dict[str, set[str]]:
     return out
 
 
-def _node_points(
-    source: Source, window: Window, hosts: set[str]
-) -> tuple[dict[str, Points], dict[str, Points], list[Selector]]:
-    """node_exporter CPU series by host name: non-idle modes, every mode, and the selectors."""
-    for label in host.NODE_LABELS:
-        if not hosts:
-            break
-        every = host.NODE_CPU_SECONDS.select([Matcher.one_of(label, sorted(hosts))])
-        if source.series(every, window):
-            busy = Selector(every.metric, (*every.matchers, Matcher.not_equal("mode", "idle")))
-            return (
-                by_label(source.raw(busy, window), label),
-                by_label(source.raw(every, window), label),
-                [busy, every],
-            )
-    return {}, {}, []
+def _idle_with_work(rows: AppRows, duty: Expr, scale: float, idle_below: float) -> Expr:
+    """Per tile: replicas whose GPUs computed under ``idle_below`` while work was present."""
+    waiting, running = rows.reads
+    work = Binary("or", Binary(">", waiting, Number(0)), Binary(">", running, Number(0)))
+    share = duty if scale == 1.0 else duty * scale  # the Track's duty, as the server computes it
+    idle = Binary("<", share, Number(idle_below))
+    return Binary("and", idle, work, matching=on(*rows.keys))
 
 
 def gather(
@@ -288,94 +162,80 @@ def gather(
     window: Window,
     duty: Family,
     scale: float,
-    tolerance_s: float | None,
+    *,
+    tolerance_s: float | None = None,
+    step: float | None = None,
+    idle_below: float = 0.5,
 ) -> Evidence:
     """Read every family the boundary analysis needs and align it per replica.
 
     ``duty`` is the GPU family read as the computing share, times ``scale``
-    (0.01 for GPU_UTIL's percent). The tolerance defaults, as in queueing,
-    to the larger of the app's median scrape interval and the duty family's
-    scrape interval. App and host series are read raw; the GPU families
-    (``duty``, PCIe rx and tx) per replica by the server, two requests each.
+    (0.01 for GPU_UTIL's percent). Per scrape (``step`` None) the tolerance
+    defaults, as in queueing, to the larger of the app's median scrape
+    interval and the duty family's scrape interval; per tile the rows are
+    tiles of ``step`` seconds and PCIe and host evidence are asked only where
+    the duty share is under ``idle_below`` with work present.
     """
-    m, gm = deployment.matchers, deployment.gpu_matchers
-    pods = container_matchers(pod_matchers(m))
-    app = {
-        vllm.NUM_REQUESTS_WAITING: vllm.NUM_REQUESTS_WAITING.select(m),
-        vllm.NUM_REQUESTS_RUNNING: vllm.NUM_REQUESTS_RUNNING.select(m),
-    }
+    if step is not None and tolerance_s is not None:
+        raise ValueError(
+            f"tolerance_s={tolerance_s!r} aligns app scrapes with GPU steps; with step={step!r} "
+            "a row is a tile and its readings come from the same tile: give one or the other"
+        )
+    gm = deployment.gpu_matchers
     gpus = {family: family.select(gm) for family in (duty, *PCIE)}
-    on_host = {
-        host.PROCESS_CPU_SECONDS: host.PROCESS_CPU_SECONDS.select(server_matchers(m)),
-        host.CONTAINER_CPU_USAGE: host.CONTAINER_CPU_USAGE.select(pods),
-        host.CONTAINER_CPU_CFS_THROTTLED_PERIODS: host.CONTAINER_CPU_CFS_THROTTLED_PERIODS.select(
-            pods
-        ),
-        host.CONTAINER_CPU_CFS_PERIODS: host.CONTAINER_CPU_CFS_PERIODS.select(pods),
-        host.CONTAINER_SPEC_CPU_QUOTA: host.CONTAINER_SPEC_CPU_QUOTA.select(pods),
-        host.CONTAINER_SPEC_CPU_PERIOD: host.CONTAINER_SPEC_CPU_PERIOD.select(pods),
-    }
-    raw = {family: source.raw(selector, window) for family, selector in (app | on_host).items()}
-    waiting = raw[vllm.NUM_REQUESTS_WAITING]
     # Label sets only: the GPU samples themselves are reduced per replica by the server.
     gpu_labels = source.series(gpus[duty], window)
-    keys = replica_keys(deployment, waiting.labels, gpu_labels)
-    reduced = {family: gpu_per_replica(source, sel, keys, window) for family, sel in gpus.items()}
-    if tolerance_s is None:
-        tolerance = max(interval_ms(waiting), float(reduced[duty].step_ms))
-    else:
-        tolerance = tolerance_s * 1000.0
-    hosts = _hosts(gpu_labels, keys)
-    node_busy, node_all, node_selectors = _node_points(
-        source, window, set().union(*hosts.values()) if hosts else set()
-    )
-    grouped = {family: series_by_replica(samples, keys) for family, samples in raw.items()}
-    app_waiting = sum_by_replica(waiting, keys)
-    app_running = sum_by_replica(raw[vllm.NUM_REQUESTS_RUNNING], keys)
+    rows = app_rows(source, deployment, window, gpu_labels, step)
+    tolerance = None if tolerance_s is None else tolerance_s * 1000.0
+    busy = align_gpu(source, rows, gpus[duty], window, tolerance_ms=tolerance)
+    where = None if step is None else _idle_with_work(rows, busy.query, scale, idle_below)
+    pcie = {
+        family: align_gpu(
+            source, rows, gpus[family], window, tolerance_ms=busy.tolerance_ms, where=where
+        )
+        for family in PCIE
+    }
+    hosts = _hosts(gpu_labels, rows.keys)
+    found = host_evidence(source, deployment, window, rows, hosts, busy.tolerance_ms, where)
     tracks = {}
-    for replica in sorted(app_waiting):
-        times = np.array(sorted(app_waiting[replica]), dtype=np.int64)
-
-        def of(family: Family, replica: str = replica) -> Points:
-            return grouped[family].get(replica, [])
-
-        def mean(family: Family, replica: str = replica, times: Ints = times) -> Floats:
-            return reduced[family].at(replica, times, tolerance)
-
-        def nodes(table: dict[str, Points], replica: str = replica) -> Points:
-            return [p for name in sorted(hosts.get(replica, ())) for p in table.get(name, [])]
-
-        running = app_running.get(replica, {})
-        quota = nearest_total(of(host.CONTAINER_SPEC_CPU_QUOTA), times, tolerance)
+    for replica, times in rows.times.items():
         tracks[replica] = Track(
             times_ms=times,
-            waiting=np.array([app_waiting[replica][t] for t in times.tolist()]),
-            running=np.array([running.get(t, 0.0) for t in times.tolist()]),
-            duty=mean(duty) * scale,
-            pcie_rx=mean(dcgm.PROF_PCIE_RX_BYTES),
-            pcie_tx=mean(dcgm.PROF_PCIE_TX_BYTES),
-            process=counter_rates(of(host.PROCESS_CPU_SECONDS), times, tolerance),
-            container=counter_rates(of(host.CONTAINER_CPU_USAGE), times, tolerance),
-            throttled=counter_rates(of(host.CONTAINER_CPU_CFS_THROTTLED_PERIODS), times, tolerance),
-            periods=counter_rates(of(host.CONTAINER_CPU_CFS_PERIODS), times, tolerance),
-            limit=ratio(quota, nearest_mean(of(host.CONTAINER_SPEC_CPU_PERIOD), times, tolerance)),
-            node_busy=counter_rates(nodes(node_busy), times, tolerance),
-            node_all=counter_rates(nodes(node_all), times, tolerance),
+            tile_ms=rows.tile_ms,
+            waiting=rows.waiting[replica],
+            running=rows.running[replica],
+            duty=busy.means[replica] * scale,
+            pcie_rx=pcie[dcgm.PROF_PCIE_RX_BYTES].means[replica],
+            pcie_tx=pcie[dcgm.PROF_PCIE_TX_BYTES].means[replica],
+            process=found.process[replica],
+            container=found.container[replica],
+            throttled=found.throttled[replica],
+            periods=found.periods[replica],
+            limit=found.limit[replica],
+            node_busy=found.node_busy[replica],
+            node_all=found.node_all[replica],
         )
-    missing = [
-        *(f.name for f in app if not len(raw[f])),
-        *(f.name for f, steps in reduced.items() if not steps.replicas),
-        *(f.name for f in on_host if not len(raw[f])),
+    gpu_missing = [
+        family.name
+        for family in gpus
+        if not (gpu_labels if family is duty else has_series(source, gpus[family], window))
     ]
-    if not node_selectors:
-        missing.append(host.NODE_CPU_SECONDS.name)
+    # Per scrape the app and host samples are read raw and the GPU families averaged by the
+    # server; per tile every family is reduced by the server.
+    read_raw = (*(rows.selectors if step is None else ()), *found.read_raw)
+    queries = (
+        *(() if step is None else rows.reads),
+        busy.query,
+        *(p.query for p in pcie.values()),
+        *found.queries,
+    )
     return Evidence(
         tracks=tracks,
-        names=labels_of(waiting, keys),
-        keys=keys,
-        tolerance_ms=tolerance,
-        selectors=(*app.values(), *gpus.values(), *on_host.values(), *node_selectors),
-        queries=tuple(q for steps in reduced.values() for q in steps.queries),
-        read_raw=(*app.values(), *on_host.values(), *node_selectors),
-        missing=tuple(missing),
+        names=rows.names,
+        keys=rows.keys,
+        tolerance_ms=busy.tolerance_ms,
+        selectors=(*rows.selectors, *gpus.values(), *found.selectors),
+        queries=queries,
+        read_raw=read_raw,
+        missing=(*rows.missing, *gpu_missing, *found.missing),
     )

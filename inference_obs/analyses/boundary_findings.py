@@ -26,6 +26,7 @@ import numpy as np
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from inference_obs.analyses import boundary_evidence as ev
+from inference_obs.analyses.boundary_host import ratio
 from inference_obs.samples import Window
 
 __all__ = ["BoundaryCause", "BoundaryInterval", "Thresholds", "find_intervals"]
@@ -92,13 +93,13 @@ def _attribute(
         "server_cpu_cores": ev.median(track.process, rows),
         "container_cpu_cores": ev.median(track.container, rows),
         "cpu_limit_cores": ev.median(track.limit, rows),
-        "throttled_ratio": ev.median(ev.ratio(track.throttled, track.periods), rows),
-        "node_cpu_busy_ratio": ev.median(ev.ratio(track.node_busy, track.node_all), rows),
+        "throttled_ratio": ev.median(ratio(track.throttled, track.periods), rows),
+        "node_cpu_busy_ratio": ev.median(ratio(track.node_busy, track.node_all), rows),
         "pcie_rx_bytes_per_second": ev.median(track.pcie_rx, rows),
         "pcie_tx_bytes_per_second": ev.median(track.pcie_tx, rows),
         "pcie_limit_share": ev.median(pcie, rows),
     }
-    used = ev.median(ev.ratio(track.container, track.limit), rows)
+    used = ev.median(ratio(track.container, track.limit), rows)
     host_tests = (
         ("server process at {:.3g} cores", found["server_cpu_cores"], th.process_cores),
         ("containers throttled in {:.0%} of CFS periods", found["throttled_ratio"],
@@ -152,7 +153,9 @@ def find_intervals(
                     replica=replica,
                     cause=cause,
                     reason=reason,
-                    start=datetime.fromtimestamp(int(track.times_ms[start]) / 1000.0, tz=zone),
+                    start=datetime.fromtimestamp(
+                        (int(track.times_ms[start]) - track.tile_ms) / 1000.0, tz=zone
+                    ),
                     end=datetime.fromtimestamp(int(track.times_ms[k - 1]) / 1000.0, tz=zone),
                     samples=k - start,
                     max_waiting=float(track.waiting[rows].max()),

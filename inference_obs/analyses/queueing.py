@@ -1,11 +1,9 @@
 """Queues against GPU activity: when requests wait, were the GPUs busy or idle?
 
-Raw app scrapes (``vllm:num_requests_running`` / ``vllm:num_requests_waiting``)
-are aligned per replica with ``DCGM_FI_DEV_GPU_UTIL`` reduced per replica by
-the server (:func:`~inference_obs.analyses.alignment.gpu_per_replica`: the mean
-of the replica's GPUs at every GPU scrape interval, each GPU read at its
-latest sample at or before the step) at the step nearest the scrape
-within a tolerance, and each aligned sample is classified:
+Each replica's rows (:mod:`~inference_obs.analyses.rows`: its app scrapes of
+``vllm:num_requests_running`` / ``vllm:num_requests_waiting``, or tiles of
+``step`` seconds for a large scope) are read against ``DCGM_FI_DEV_GPU_UTIL``
+averaged over the replica's GPUs by the server, and each row is classified:
 
 - ``capacity``: waiting > 0 while the replica's mean GPU utilisation is at or
   above the busy threshold (the GPUs are busy; more capacity would help);
@@ -13,7 +11,12 @@ within a tolerance, and each aligned sample is classified:
   at the host, transfers or scheduling, not at GPU capacity;
 - ``inconsistent``: running > 0 while every GPU reads 0: investigate, the
   independent scrapes may simply be misaligned;
-- ``busy`` / ``idle`` otherwise; ``unknown`` where no GPU step aligns.
+- ``busy`` / ``idle`` otherwise; ``unknown`` where no GPU reading aligns.
+
+Per scrape, a GPU reading is the replica's mean at the step (one per GPU
+scrape interval) nearest the scrape, within a tolerance. Per tile, a row holds
+each engine's largest sample in the tile (summed over the engines) and the
+mean of the replica's GPU samples in the same tile.
 
 Low hourly utilisation and minutes of substantial queueing are compatible: a
 published PRO 5000 vs H20 observation had both in one hour. GPU series are
@@ -30,14 +33,9 @@ from enum import StrEnum
 import numpy as np
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
-from inference_obs.analyses.alignment import (
-    gpu_per_replica,
-    interval_ms,
-    replica_keys,
-    sum_by_replica,
-)
 from inference_obs.analyses.measurement import Measurement, local_measurement
 from inference_obs.analyses.result import AnalysisResult
+from inference_obs.analyses.rows import align_gpu, app_rows
 from inference_obs.deployment import Deployment
 from inference_obs.engine.vector import Vector
 from inference_obs.metrics import dcgm, vllm
@@ -56,10 +54,17 @@ ALIGNMENT = (
     "its latest sample at or before that step, so a few seconds of activity can be attributed "
     "to the wrong class. Classify intervals, not single points."
 )
+TILED = (
+    "Read in tiles: a row is a tile, holding each engine's largest sample in it and the mean "
+    "of the GPUs' samples in it, so a tile with a queue and busy GPUs need not have had both "
+    "at the same moment."
+)
 SAMPLED = "Counts of scraped samples, not of wall time: what happens between scrapes is not seen."
+SAMPLED_TILES = "Counts of tiles, not of wall time or of scrapes."
 CORRELATION = (
     "Pearson correlation of sampled queue depth against GPU idle (100 - util), pooled over "
-    "replicas; correlation is not causation, and a lag is in samples, not seconds."
+    "replicas; correlation is not causation, and a lag is in rows (samples, or tiles), not "
+    "seconds."
 )
 
 
@@ -75,19 +80,20 @@ class QueueClass(StrEnum):
 
 
 class QueueInterval(BaseModel):
-    """Consecutive samples of one replica in one class.
+    """Consecutive rows (app samples, or tiles) of one replica in one class.
 
     Attributes
     ----------
     start, end
-        Times of the first and last sample, in the window's timezone.
+        Times of the first and last sample, in the window's timezone; per
+        tile, the start of the first tile and the end of the last.
     samples
-        Number of aligned app samples in the interval.
+        Number of rows in the interval: app samples, or tiles.
     max_waiting, max_running
         Largest sampled ``num_requests_waiting`` / ``num_requests_running`` (requests).
     mean_gpu_util
-        Mean over the samples of the replica's mean GPU utilisation, percent
-        (0-100); ``None`` when no GPU step aligned.
+        Mean over the rows of the replica's mean GPU utilisation, percent
+        (0-100); ``None`` when no GPU reading aligned.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -107,23 +113,27 @@ class QueueingResult(AnalysisResult):
 
     Attributes
     ----------
+    step_seconds
+        ``None`` when each row is an app scrape; else the tile width, seconds.
     intervals
-        Consecutive same-class samples per replica, in time order.
+        Consecutive same-class rows per replica, in time order.
     peak_waiting
-        Largest sampled queue (requests); ``peak_time`` is when (window timezone).
+        Largest sampled queue (requests); ``peak_time`` is when (window
+        timezone; per tile, the end of the tile).
     class_share
-        Share (ratio 0-1) of aligned samples in each class.
+        Share (ratio 0-1) of rows in each class.
     peak_waiting_by_reason
         Per ``reason`` label value, the largest sampled
         ``num_requests_waiting_by_reason`` of one series (requests).
     gpu_alignment
-        Number of app samples with an aligned GPU step; ``no_data`` naming
-        the GPU family when there is none.
+        Number of rows with an aligned GPU reading; ``no_data`` naming the
+        GPU family when there is none.
     best_lag, best_lag_correlation
-        Lag (samples; positive: GPU idle follows the queue) with the strongest
+        Lag (rows; positive: GPU idle follows the queue) with the strongest
         correlation between waiting and GPU idle, and that coefficient.
     """
 
+    step_seconds: float | None
     intervals: tuple[QueueInterval, ...]
     peak_waiting: Measurement
     peak_time: AwareDatetime | None
@@ -167,24 +177,29 @@ def queueing(
     deployment: Deployment,
     window: Window,
     *,
+    step: float | None = None,
     tolerance_s: float | None = None,
     busy_threshold: float = 50.0,
 ) -> QueueingResult:
-    """Classify each app scrape of ``deployment`` by queue state and GPU activity.
+    """Classify each app scrape (or tile) of ``deployment`` by queue state and GPU activity.
 
     Parameters
     ----------
     source
-        Where the raw samples come from.
+        Where the samples come from.
     deployment
         The deployment; its matchers select the vLLM series, its GPU matchers
         the DCGM series.
     window
         The window; interval times are given in its timezone.
+    step
+        ``None`` (default) to classify every app scrape; else the width,
+        seconds, of the tiles to classify (it must divide the window; see
+        :func:`~inference_obs.analyses.resolution.tile_step`).
     tolerance_s
-        Largest distance, seconds, between an app sample and the GPU step
-        aligned with it. Default: the larger of the app's median scrape
-        interval and the GPU scrape interval (the step).
+        Per scrape only: largest distance, seconds, between an app sample and
+        the GPU step aligned with it. Default: the larger of the app's median
+        scrape interval and the GPU scrape interval (the step).
     busy_threshold
         Mean GPU utilisation, percent (0-100), at or above which the GPUs count
         as busy. Default 50.
@@ -192,26 +207,22 @@ def queueing(
     Returns
     -------
     QueueingResult
-        Intervals per class, peak queue (requests) and time, share of samples
+        Intervals per class, peak queue (requests) and time, share of rows
         per class (ratio), GPU alignment count and the best lag correlation.
     """
-    m, gm = deployment.matchers, deployment.gpu_matchers
-    sel_wait = vllm.NUM_REQUESTS_WAITING.select(m)
-    sel_run = vllm.NUM_REQUESTS_RUNNING.select(m)
-    sel_gpu = dcgm.GPU_UTIL.select(gm)
-    waiting_raw = source.raw(sel_wait, window)
-    running_raw = source.raw(sel_run, window)
+    if step is not None and tolerance_s is not None:
+        raise ValueError(
+            f"tolerance_s={tolerance_s!r} aligns app scrapes with GPU steps; with "
+            f"step={step!r} a row is a tile and its app and GPU readings come from the same "
+            "tile: give one or the other"
+        )
+    sel_gpu = dcgm.GPU_UTIL.select(deployment.gpu_matchers)
     # Label sets only: the GPU samples themselves are reduced per replica by the server.
     gpu_labels = source.series(sel_gpu, window)
-    keys = replica_keys(deployment, waiting_raw.labels, gpu_labels)
-    gpu = gpu_per_replica(source, sel_gpu, keys, window)
-    selectors: list[Expr] = [sel_wait, sel_run, *gpu.queries]
-    waiting = sum_by_replica(waiting_raw, keys)
-    running = sum_by_replica(running_raw, keys)
-    if tolerance_s is None:
-        tolerance = max(interval_ms(waiting_raw), float(gpu.step_ms))
-    else:
-        tolerance = tolerance_s * 1000.0
+    rows = app_rows(source, deployment, window, gpu_labels, step)
+    tolerance = None if tolerance_s is None else tolerance_s * 1000.0
+    gpu = align_gpu(source, rows, sel_gpu, window, tolerance_ms=tolerance)
+    selectors: list[Expr] = [*rows.reads, gpu.query]
 
     zone = window.start.tzinfo
     intervals: list[QueueInterval] = []
@@ -219,22 +230,21 @@ def queueing(
     pairs: dict[int, tuple[list[float], list[float]]] = {lag: ([], []) for lag in LAGS}
     peak: tuple[float, int, str] | None = None
     aligned = 0
-    for replica in sorted(waiting):
-        rows: list[tuple[int, float, float, float | None, QueueClass]] = []
-        run = running.get(replica, {})
-        times = np.array(sorted(waiting[replica]), dtype=np.int64)
-        means = gpu.at(replica, times, tolerance)
-        for t, mean in zip(times.tolist(), means.tolist(), strict=True):
-            w, r = waiting[replica][t], run.get(t, 0.0)
+    for replica, times in rows.times.items():
+        classified: list[tuple[int, int, float, float, float | None, QueueClass]] = []
+        for begin, t, w, r, mean in zip(
+            rows.starts(replica).tolist(), times.tolist(), rows.waiting[replica].tolist(),
+            rows.running[replica].tolist(), gpu.means[replica].tolist(), strict=True,
+        ):  # fmt: skip
             # The mean over the GPUs that reported; a NaN sample makes the step unusable.
             util = mean if np.isfinite(mean) else None
             aligned += util is not None
             cls = _classify(w, r, util, busy_threshold)
             counts[cls] += 1
-            rows.append((t, w, r, util, cls))
+            classified.append((begin, t, w, r, util, cls))
             if peak is None or w > peak[0]:
                 peak = (w, t, replica)
-        series = [(w, u) for _, w, _, u, _ in rows]
+        series = [(w, u) for *_, w, _, u, _ in classified]
         for lag in LAGS:
             for k, (w, _) in enumerate(series):
                 if 0 <= k + lag < len(series):
@@ -243,24 +253,25 @@ def queueing(
                         pairs[lag][0].append(w)
                         pairs[lag][1].append(100.0 - u)
         start = 0
-        for k in range(1, len(rows) + 1):
-            if k == len(rows) or rows[k][4] is not rows[start][4]:
-                chunk = rows[start:k]
-                utils = [u for *_, u, _ in chunk if u is not None]
+        for k in range(1, len(classified) + 1):
+            if k == len(classified) or classified[k][5] is not classified[start][5]:
+                chunk = classified[start:k]
+                utils = [c[4] for c in chunk if c[4] is not None]
                 intervals.append(
                     QueueInterval(
-                        classification=chunk[0][4],
+                        classification=chunk[0][5],
                         replica=replica,
                         start=_time(chunk[0][0], zone),
-                        end=_time(chunk[-1][0], zone),
+                        end=_time(chunk[-1][1], zone),
                         samples=len(chunk),
-                        max_waiting=max(c[1] for c in chunk),
-                        max_running=max(c[2] for c in chunk),
+                        max_waiting=max(c[2] for c in chunk),
+                        max_running=max(c[3] for c in chunk),
                         mean_gpu_util=sum(utils) / len(utils) if utils else None,
                     )
                 )
                 start = k
     intervals.sort(key=lambda i: (i.start, i.replica))
+    sampled, aligned_how = (SAMPLED, ALIGNMENT) if step is None else (SAMPLED_TILES, TILED)
 
     def local(
         statistic: str,
@@ -285,41 +296,51 @@ def queueing(
             missing=[f.name for f in missing],
         )
 
-    no_app = [] if len(waiting_raw) else [vllm.NUM_REQUESTS_WAITING]
+    no_app = [] if rows.found else [vllm.NUM_REQUESTS_WAITING]
     no_gpu = [] if gpu_labels else [dcgm.GPU_UTIL]
+    unit = "samples" if step is None else "tiles"
+    row = "app samples" if step is None else f"{step:g} s tiles"
     total = sum(counts.values())
     shares = {
         cls.value: local(
             f"share_{cls.value}",
             counts[cls] / total if total else None,
             "ratio",
-            f"aligned app samples classified {cls.value} / all app samples",
-            (SAMPLED, ALIGNMENT),
+            f"{row} classified {cls.value} / all {row}",
+            (sampled, aligned_how),
             no_app,
         )
         for cls in QueueClass
     }
+    matched = ", ".join(rows.keys) or "nothing: all pooled"
+    if step is None:
+        how_aligned = (
+            f"app samples with a step of the same replica's GPUs (avg by replica, "
+            f"every {gpu.step_ms / 1000:g} s, each GPU's latest sample at or before the step) "
+            f"within {gpu.tolerance_ms / 1000:g} s (replicas matched on {matched})"
+        )
+    else:
+        how_aligned = (
+            f"{row} with a GPU sample of the same replica in the tile (replicas matched on "
+            f"{matched})"
+        )
     alignment = local(
-        "gpu_aligned_samples",
-        float(aligned) if aligned else None,
-        "samples",
-        f"app samples with a step of the same replica's GPUs (avg by replica, "
-        f"every {gpu.step_ms / 1000:g} s, each GPU's latest sample at or before the step) "
-        f"within {tolerance / 1000:g} s "
-        f"(replicas matched on {', '.join(keys) or 'nothing: all pooled'})",
-        (ALIGNMENT,),
-        no_app + no_gpu,
-    )
+        "gpu_aligned_samples", float(aligned) if aligned else None, unit, how_aligned,
+        (aligned_how,), no_app + no_gpu,
+    )  # fmt: skip
     peak_m = local(
         "peak_waiting",
         peak[0] if peak else None,
         "requests",
-        "max of raw num_requests_waiting samples, per replica (series summed)",
-        (SAMPLED,),
+        "max of raw num_requests_waiting samples, per replica (series summed)"
+        if step is None
+        else f"max over {row} of the sum over the replica's engines of each one's largest "
+        "num_requests_waiting sample in the tile",
+        (sampled,),
         no_app,
-        [sel_wait],
+        rows.reads[:1],
     )
-    sel_reason = vllm.NUM_REQUESTS_WAITING_BY_REASON.select(m)
+    sel_reason = vllm.NUM_REQUESTS_WAITING_BY_REASON.select(deployment.matchers)
     # Each series' largest sample in the window, then the largest per reason: one small answer.
     top_reason = max_over_time(sel_reason.over(window.seconds)).max(by=("reason",))
     answer = source.instant(top_reason, window.end_s).value
@@ -346,9 +367,9 @@ def queueing(
         coef = _pearson(*pairs[lag])
         if coef is not None and (best is None or abs(coef) > abs(best[1])):
             best = (lag, coef)
-    how = "Pearson r of waiting[k] vs 100 - util[k + lag], lags -2..+2 samples; largest |r|"
+    how = f"Pearson r of waiting[k] vs 100 - util[k + lag], lags -2..+2 {row}; largest |r|"
     lag_m = local(
-        "best_lag", None if best is None else float(best[0]), "samples", how, (CORRELATION,),
+        "best_lag", None if best is None else float(best[0]), unit, how, (CORRELATION,),
         no_app + no_gpu,
     )  # fmt: skip
     r_m = local(
@@ -356,6 +377,7 @@ def queueing(
         no_app + no_gpu,
     )  # fmt: skip
     return QueueingResult(
+        step_seconds=step,
         intervals=tuple(intervals),
         peak_waiting=peak_m,
         peak_time=_time(peak[1], zone) if peak else None,

@@ -14,15 +14,14 @@ import math
 from collections.abc import Sequence
 from enum import StrEnum
 
-import numpy as np
-
-from inference_obs.analyses.measurement import Measurement, Status, derive, measure
+from inference_obs.analyses.measurement import Measurement, derive, local_measurement, measure
+from inference_obs.analyses.resolution import positive_share
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
-from inference_obs.errors import Annotation, NoDataError
+from inference_obs.errors import NoDataError
 from inference_obs.metrics import builders as b, dcgm, vllm
 from inference_obs.metrics.family import Family, resolve_label
-from inference_obs.query import Matcher, count_over_time, to_promql
+from inference_obs.query import Matcher, count_over_time
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 
@@ -104,43 +103,21 @@ class ThroughputResult(AnalysisResult):
 
 
 def _waiting_share(
-    source: Source, deployment: Deployment, window: Window, matchers: Sequence[Matcher]
+    source: Source, deployment: Deployment, window: Window, step: float | None
 ) -> Measurement:
-    """Share (0-1) of raw waiting-queue samples above 0, computed from ``source.raw``."""
+    """Share (0-1) of waiting-queue samples above 0: raw per scrape, or per tile by the server."""
     family = vllm.NUM_REQUESTS_WAITING
-    selector = family.select(matchers)
-    samples = source.raw(selector, window)
-    count_expr = b.sample_count(family, matchers, window.seconds)
-    base = measure(
-        source,
-        deployment,
-        window,
-        analysis=ANALYSIS,
-        statistic="waiting_samples",
-        expr=count_expr,
-        unit="samples",
-        families=[family],
-        matchers=matchers,
+    share, asked, how = positive_share(source, family.select(deployment.matchers), window, step)
+    caveat = (
+        "Sampled every scrape: a queue between two scrapes is not seen."
+        if step is None
+        else f"Per {step:g} s tile: a tile counts once, however many of its scrapes saw a queue."
     )
-    values = samples.values[np.isfinite(samples.values)]
-    share = float(np.mean(values > 0)) if values.size else None
-    measured = derive(
-        "waiting_sample_share",
-        share,
-        "ratio",
-        [base],
-        f"share of raw samples of {to_promql(selector)} in the window with a value > 0",
-        ("Sampled every scrape: a queue between two scrapes is not seen.",),
-    )
-    if values.size == 0 and measured.status is not Status.NO_DATA:
-        measured = measured.model_copy(
-            update={
-                "status": Status.NO_DATA,
-                "value": None,
-                "annotations": (Annotation("no_data", "no raw samples in the window"),),
-            }
-        )
-    return measured
+    return local_measurement(
+        source, deployment, window, analysis=ANALYSIS, statistic="waiting_sample_share",
+        value=share, unit="ratio", selectors=asked, computation=how, caveats=(caveat,),
+        missing=[family.name],
+    )  # fmt: skip
 
 
 def throughput(
@@ -150,6 +127,7 @@ def throughput(
     *,
     queue_share_threshold: float = 0.05,
     kv_full: float = 0.99,
+    step: float | None = None,
 ) -> ThroughputResult:
     """Throughput of ``deployment`` over ``window``.
 
@@ -162,10 +140,14 @@ def throughput(
     window
         The window; every query is evaluated at its end over its length.
     queue_share_threshold
-        Share (0-1) of scrapes with a non-empty waiting queue from which the
-        deployment counts as capacity-limited.
+        Share (0-1) of scrapes (or tiles) with a non-empty waiting queue from
+        which the deployment counts as capacity-limited.
     kv_full
         KV-cache usage (0-1) that counts as full.
+    step
+        ``None`` (default) to count the waiting queue's raw samples; else the
+        width, seconds, of the tiles to count it in (see
+        :mod:`~inference_obs.analyses.resolution`).
 
     Returns
     -------
@@ -232,7 +214,7 @@ def throughput(
         f"replicas_seen x {w / 3600.0:g} h)",
         (WALL_CLOCK, "GPUs are as declared per replica, not verified from DCGM."),
     )
-    share = _waiting_share(source, deployment, window, m)
+    share = _waiting_share(source, deployment, window, step)
     waiting_max = measure(
         source,
         deployment,
@@ -257,7 +239,8 @@ def throughput(
         matchers=m,
         caveats=("Fraction of logical KV blocks in use (1 = full), sampled.",),
     )
-    regime, reason = _classify(share, kv_max, queue_share_threshold, kv_full)
+    counted = "scrapes" if step is None else f"{step:g} s tiles"
+    regime, reason = _classify(share, kv_max, queue_share_threshold, kv_full, counted)
     if regime is Regime.DEMAND_LIMITED:
         rate = rate.model_copy(update={"caveats": (*rate.caveats, FLOOR)})
         per_replica = per_replica.model_copy(update={"caveats": (*per_replica.caveats, FLOOR)})
@@ -278,12 +261,13 @@ def throughput(
 
 
 def _classify(
-    share: Measurement, kv_max: Measurement, threshold: float, kv_full: float
+    share: Measurement, kv_max: Measurement, threshold: float, kv_full: float, counted: str
 ) -> tuple[Regime, str]:
     reasons = []
     if share.value is not None and share.value > threshold:
         reasons.append(
-            f"the waiting queue was > 0 in {share.value:.1%} of scrapes (threshold {threshold:.0%})"
+            f"the waiting queue was > 0 in {share.value:.1%} of {counted} "
+            f"(threshold {threshold:.0%})"
         )
     if kv_max.value is not None and kv_max.value >= kv_full:
         reasons.append(f"KV-cache usage reached {kv_max.value:.3f} (full at {kv_full:g})")
@@ -293,6 +277,6 @@ def _classify(
         gaps = [m.statistic for m in (share, kv_max) if m.value is None]
         return Regime.UNKNOWN, f"no data for {', '.join(gaps)}: no classification"
     return Regime.DEMAND_LIMITED, (
-        f"the waiting queue was > 0 in {share.value:.1%} of scrapes (threshold "
+        f"the waiting queue was > 0 in {share.value:.1%} of {counted} (threshold "
         f"{threshold:.0%}) and KV-cache usage peaked at {kv_max.value:.3f}: {FLOOR}"
     )

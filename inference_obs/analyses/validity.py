@@ -235,6 +235,7 @@ def validity(
     thresholds: Thresholds | None = None,
     gpu_hour_prices: Mapping[str, float] | None = None,
     topologies: Mapping[str, str] | None = None,
+    steps: Mapping[str, float] | None = None,
 ) -> ValidityResult:
     """Verdicts on every comparison between every pair of ``deployments``.
 
@@ -254,6 +255,10 @@ def validity(
     topologies
         ``nvidia-smi topo -m`` text per deployment name, for the
         configuration checks (declared parallelism against the wiring).
+    steps
+        Tile width, seconds, per deployment name, to count its sampled
+        shares (requests running, waiting) in tiles; a deployment not named
+        counts raw samples (see :mod:`~inference_obs.analyses.resolution`).
 
     Returns
     -------
@@ -279,6 +284,7 @@ def validity(
             windows[d.name],
             gpu_hour_price=prices.get(d.name),
             topology_text=(topologies or {}).get(d.name),
+            step=(steps or {}).get(d.name),
         )
         for d in deployments
     ]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from inference_obs.analyses.cache import CacheResult, cache
@@ -20,6 +19,7 @@ from inference_obs.analyses.cost import CostResult, cost
 from inference_obs.analyses.gpu import GpuResult, gpu
 from inference_obs.analyses.latency import METRICS, LatencyResult, latency
 from inference_obs.analyses.measurement import Measurement, derive, local_measurement, measure
+from inference_obs.analyses.resolution import positive_share
 from inference_obs.analyses.shapes import ShapesResult, shapes
 from inference_obs.analyses.throughput import ThroughputResult, throughput
 from inference_obs.deployment import Deployment
@@ -92,6 +92,7 @@ def profile(
     *,
     gpu_hour_price: float | None = None,
     topology_text: str | None = None,
+    step: float | None = None,
 ) -> Profile:
     """Run the analyses a comparison rests on, for one deployment and window.
 
@@ -108,6 +109,10 @@ def profile(
         it cost is left out and only tokens per GPU-hour are compared.
     topology_text
         ``nvidia-smi topo -m`` output of the deployment's boxes, if known.
+    step
+        ``None`` to count the sampled shares (requests running, waiting) over
+        raw samples; else over tiles of ``step`` seconds (see
+        :mod:`~inference_obs.analyses.resolution`).
 
     Returns
     -------
@@ -122,16 +127,12 @@ def profile(
         unit="requests", families=[running], matchers=m,
         caveats=("Sum over engines of each engine's sample mean of requests running.",),
     )  # fmt: skip
-    raw = source.raw(running.select(m), window)
-    finite = raw.values[~np.isnan(raw.values)]
+    share, asked, how = positive_share(source, running.select(m), window, step)
     active = local_measurement(
         source, deployment, window, analysis=ANALYSIS, statistic="active_share",
-        value=float(np.mean(finite > 0)) if finite.size else None, unit="ratio",
-        selectors=[running.select(m).over(seconds)],
-        computation="share of num_requests_running samples above 0",
-        missing=[] if len(raw) else [running.name],
+        value=share, unit="ratio", selectors=asked, computation=how, missing=[running.name],
     )  # fmt: skip
-    served = throughput(source, deployment, window)
+    served = throughput(source, deployment, window, step=step)
     replicas = served.replicas_seen.value or math.nan
     finished = served.finished_requests.value
     per_replica = derive(

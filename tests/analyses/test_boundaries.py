@@ -28,7 +28,6 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from inference_obs.analyses import boundary_evidence as ev
 from inference_obs.analyses.boundaries import (
     BoundariesResult,
     BoundaryCause,
@@ -36,6 +35,7 @@ from inference_obs.analyses.boundaries import (
     Thresholds,
     boundaries,
 )
+from inference_obs.analyses.boundary_host import counter_rates, nearest_mean, nearest_total
 from inference_obs.analyses.measurement import Status
 from inference_obs.metrics import dcgm, host
 from inference_obs.simulate import parse_scenario, simulate
@@ -313,12 +313,12 @@ def test_counter_rates_follow_segments_and_resets() -> None:
     times = np.array([0, 30_000, 60_000, 90_000, 120_000], dtype=np.int64)
     values = np.array([0.0, 30.0, 60.0, 5.0, 35.0])
     at = np.array([10_000, 75_000, 125_000, 200_000], dtype=np.int64)
-    rates = ev.counter_rates([(times, values)], at, tolerance_ms=15_000)
+    rates = counter_rates([(times, values)], at, tolerance_ms=15_000)
     assert rates[:3].tolist() == [1.0, 5.0 / 30.0, 1.0]
     assert math.isnan(rates[3])  # 80 s after the last sample: no evidence, not 0
     # Two series add up; a gauge aligns with each series' nearest sample.
-    doubled = ev.counter_rates([(times, values), (times, 2 * values)], at[:1], 15_000)
+    doubled = counter_rates([(times, values), (times, 2 * values)], at[:1], 15_000)
     assert doubled.tolist() == [3.0]
     gauges = [(times, np.array([1.0, 2, 3, 4, 5])), (times + 1000, np.array([3.0, 4, 5, 6, 7]))]
-    assert ev.nearest_mean(gauges, np.array([29_000]), 5_000).tolist() == [3.0]
-    assert ev.nearest_total(gauges, np.array([29_000]), 5_000).tolist() == [6.0]
+    assert nearest_mean(gauges, np.array([29_000]), 5_000).tolist() == [3.0]
+    assert nearest_total(gauges, np.array([29_000]), 5_000).tolist() == [6.0]

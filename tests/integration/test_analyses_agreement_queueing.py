@@ -5,9 +5,10 @@ deployments, both analyses run over the manifest window through
 :class:`~inference_obs.source.dataset_source.DatasetSource` and through
 :class:`~inference_obs.source.prometheus.PrometheusSource` on Prometheus
 holding the same samples (backfilled with promtool, as in
-``test_analyses_agreement``). The queue intervals are the same (class,
-replica, start, end, sample count and maxima) and every Measurement, by key,
-has the same status and value to 1e-9 relative.
+``test_analyses_agreement``); queueing per app scrape and in 120 s tiles. The
+queue intervals are the same (class, replica, start, end, sample count and
+maxima) and every Measurement, by key, has the same status and value to 1e-9
+relative.
 """
 
 from __future__ import annotations
@@ -77,13 +78,16 @@ def _intervals(result: QueueingResult) -> list[tuple[object, ...]]:
     ]
 
 
-def test_queueing_agrees_with_prometheus(backfilled: tuple[Dataset, PrometheusSource]) -> None:
+@pytest.mark.parametrize("step", [None, 120.0])
+def test_queueing_agrees_with_prometheus(
+    backfilled: tuple[Dataset, PrometheusSource], step: float | None
+) -> None:
     dataset, server = backfilled
     local = DatasetSource(dataset, rules=Rules.PROMETHEUS_2)
     window = dataset.manifest.window.window()
     for deployment in dataset.manifest.deployments:
-        offline = queueing(local, deployment, window)
-        remote = queueing(server, deployment, window)
+        offline = queueing(local, deployment, window, step=step)
+        remote = queueing(server, deployment, window, step=step)
         assert offline.intervals, deployment.name
         assert _intervals(offline) == _intervals(remote), deployment.name
         for x, y in zip(offline.intervals, remote.intervals, strict=True):

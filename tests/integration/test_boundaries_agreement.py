@@ -5,10 +5,11 @@
 runs over the window through
 :class:`~inference_obs.source.dataset_source.DatasetSource` and through
 :class:`~inference_obs.source.prometheus.PrometheusSource` on Prometheus
-holding the same samples (backfilled with promtool). The reading, every
-boundary interval with its cause and evidence, and every Measurement by key
-(status and value to 1e-9 relative) are the same; and through the server,
-too, each injected fault is found with the cause the scenario gave it.
+holding the same samples (backfilled with promtool), per app scrape and in
+30 s tiles. The reading, every boundary interval with its cause and
+evidence, and every Measurement by key (status and value to 1e-9 relative)
+are the same; and through the server, too, each injected fault is found
+with the cause the scenario gave it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ pytestmark = pytest.mark.integration
 SEED = 5
 NAMES = ("gpu-boundaries", "gpu-boundaries-healthy")
 RELATIVE = 1e-9
+#: Per scrape, and in tiles of two scrapes (the window is 20 minutes).
+STEPS = (None, 30.0)
 CAUSES = {HostStarved: BoundaryCause.HOST, TransferBound: BoundaryCause.TRANSFER,
           Stall: BoundaryCause.UNEXPLAINED}  # fmt: skip
 
@@ -57,18 +60,22 @@ def _close(a: float | None, b: float | None) -> bool:
     return (math.isnan(a) and math.isnan(b)) or a == b or math.isclose(a, b, rel_tol=RELATIVE)
 
 
-def _both(backfilled: tuple[str, Dataset, PrometheusSource]) -> tuple[BoundariesResult, ...]:
+def _both(
+    backfilled: tuple[str, Dataset, PrometheusSource], step: float | None
+) -> tuple[BoundariesResult, ...]:
     _, dataset, server = backfilled
     deployment = dataset.manifest.deployments[0]
     window = dataset.manifest.window.window()
     local = DatasetSource(dataset, rules=Rules.PROMETHEUS_2)
-    return boundaries(local, deployment, window), boundaries(server, deployment, window)
+    return tuple(boundaries(s, deployment, window, step=step) for s in (local, server))
 
 
+@pytest.mark.parametrize("step", STEPS)
 def test_boundaries_agree_with_prometheus(
-    backfilled: tuple[str, Dataset, PrometheusSource],
+    backfilled: tuple[str, Dataset, PrometheusSource], step: float | None
 ) -> None:
-    offline, remote = _both(backfilled)
+    offline, remote = _both(backfilled, step)
+    assert offline.step_seconds == remote.step_seconds == step
     assert offline.reading == remote.reading
     assert offline.reason == remote.reason
     assert offline.duty_family == remote.duty_family
@@ -94,11 +101,12 @@ def test_boundaries_agree_with_prometheus(
     assert sum(m.ok for m in offline.measurements()) >= 0.9 * len(mine)
 
 
+@pytest.mark.parametrize("step", STEPS)
 def test_the_server_sees_each_injected_fault(
-    backfilled: tuple[str, Dataset, PrometheusSource],
+    backfilled: tuple[str, Dataset, PrometheusSource], step: float | None
 ) -> None:
     name, dataset, _ = backfilled
-    _, remote = _both(backfilled)
+    _, remote = _both(backfilled, step)
     scenario = load_scenario(name)
     spec = scenario.deployments[0]
     start = dataset.manifest.window.window().start_s
