@@ -73,6 +73,9 @@ def test_quiet_json_only_with_a_price(tmp_path: Path, capsys: pytest.CaptureFixt
         (["--window", "1h"], "need --end"),
         (["--gpu-hour-price", "PRO"], "expected NAME=PRICE"),
         (["--format", "pdf"], "pdf"),
+        (["--resolution", "fine"], "expected auto, scrape, or a tile width"),
+        # The bundled window is an hour: 7 s tiles would be 514.3 of them.
+        (["--resolution", "7"], "7 s does not cut the 3600 s window"),
     ],
 )
 def test_bad_options_name_themselves(
@@ -194,3 +197,25 @@ def test_an_unreadable_topology_is_named(
     )
     assert code == EXIT_USAGE
     assert "line" in capsys.readouterr().err
+
+
+def test_a_tile_width_is_read_and_reported(tmp_path: Path) -> None:
+    out = tmp_path / "tiled"
+    argv = ["report", "--dataset", str(DATASET), "--out", str(out), "--quiet"]
+    assert main([*argv, "--resolution", "2m", "--format", "md,json"]) == EXIT_OK
+    data = json.loads((out / "report.json").read_text())
+    assert [d["step_seconds"] for d in data["deployments"]] == [120.0, 120.0]
+    shares = [m for m in data["measurements"] if m["statistic"] == "waiting_sample_share"]
+    assert all("120 s tiles" in m["provenance"]["computation"] for m in shares), shares
+    text = (out / "report.md").read_text()
+    assert "Rows are 120 s tiles: samples counts tiles." in text
+    assert main([*argv, "--resolution", "scrape", "--format", "json"]) == EXIT_OK
+    data = json.loads((out / "report.json").read_text())
+    assert [d["step_seconds"] for d in data["deployments"]] == [None, None]
+
+
+def test_compare_reads_tiles_too(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "--dataset", str(DATASET), "--resolution", "120"]) == EXIT_OK
+    assert "throughput" in capsys.readouterr().out
+    assert main(["compare", "--dataset", str(DATASET), "--resolution", "7"]) == EXIT_USAGE
+    assert "does not cut" in capsys.readouterr().err

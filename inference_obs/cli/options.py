@@ -12,7 +12,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from inference_obs.errors import InferenceObsError
+from inference_obs.analyses.resolution import Resolution
+from inference_obs.errors import InferenceObsError, QueryError
 from inference_obs.query import parse_duration
 from inference_obs.samples import Window
 
@@ -27,6 +28,7 @@ __all__ = [
     "add_window_options",
     "open_prometheus",
     "prices",
+    "resolution",
     "topologies",
     "window",
 ]
@@ -137,3 +139,15 @@ def topologies(items: Sequence[str]) -> dict[str, str]:
         except OSError as exc:
             raise InferenceObsError(f"--topology {item!r}: cannot read {path}: {exc}") from exc
     return texts
+
+
+def resolution(text: str) -> Resolution:
+    """``--resolution``: ``auto``, ``scrape``, or a tile width (seconds, or a duration: ``1m``)."""
+    if text in ("auto", "scrape"):
+        return "auto" if text == "auto" else "scrape"
+    try:
+        return float(text) if text.replace(".", "", 1).isdigit() else parse_duration(text)
+    except QueryError:
+        raise InferenceObsError(
+            f"--resolution {text!r}: expected auto, scrape, or a tile width such as 60 or 1m"
+        ) from None

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from inference_obs.analyses.resolution import ROWS
 from inference_obs.cli.options import (
     EXIT_BUDGET,
     EXIT_INVALID,
@@ -20,6 +21,7 @@ from inference_obs.cli.options import (
     add_window_options,
     open_prometheus,
     prices,
+    resolution,
     topologies,
     window,
 )
@@ -118,6 +120,7 @@ def _report(args: argparse.Namespace) -> int:
             figures=bool({"md", "html"} & set(formats)),
             progress=say,
             budget_s=args.time_budget,
+            resolution=resolution(args.resolution),
         )
         written = write_report(report, Path(args.out), formats)
     except ReportTimeout as exc:
@@ -145,21 +148,30 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from inference_obs.analyses.validity import Verdict, validity
+    from inference_obs.analyses.resolution import step_for
+    from inference_obs.analyses.validity import Verdict, validity, windows_by_name
     from inference_obs.errors import SourceError
 
     try:
         opened = _open(args, lambda line: None)
+        windows = windows_by_name(opened.deployments, opened.window)
+        read_at = resolution(args.resolution)
+        steps = {
+            d.name: step_for(opened.source, d, windows[d.name], read_at) for d in opened.deployments
+        }
         result = validity(
             opened.source,
             opened.deployments,
-            opened.window,
+            windows,
             gpu_hour_prices=prices(args.gpu_hour_price) or None,
             topologies=topologies(args.topology),
+            steps={name: step for name, step in steps.items() if step is not None},
         )
     except SourceError as exc:
         print(f"inference-obs: source error: {exc}", file=sys.stderr)
         return EXIT_SOURCE
+    except ValueError as exc:
+        raise InferenceObsError(str(exc)) from exc
     print(result.to_frame().to_string(index=False))
     print()
     findings = result.findings_frame()
@@ -189,6 +201,14 @@ def _source_options(command: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=FILE",
         help="`nvidia-smi topo -m` output of a deployment's boxes (repeatable)",
+    )
+    command.add_argument(
+        "--resolution",
+        default="auto",
+        metavar="auto|scrape|SECONDS",
+        help="how queueing, stage boundaries and the sampled shares read app scrapes: auto "
+        f"(each scrape up to {ROWS:,} series x scrapes per deployment, else the narrowest "
+        "tiles that fit), scrape, or a tile width such as 60 or 1m (default: auto)",
     )
     command.add_argument(
         "--gpu-hour-price",

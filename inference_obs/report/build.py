@@ -31,6 +31,7 @@ from inference_obs.analyses.gpu import GpuResult, gpu
 from inference_obs.analyses.latency import LatencyResult, latency
 from inference_obs.analyses.measurement import Measurement
 from inference_obs.analyses.queueing import QueueingResult, queueing
+from inference_obs.analyses.resolution import Resolution, step_for
 from inference_obs.analyses.result import measurements_frame
 from inference_obs.analyses.rolling import rolling_quantiles
 from inference_obs.analyses.shapes import ShapesResult, shapes
@@ -70,6 +71,10 @@ class DeploymentReport(BaseModel):
 
     deployment: Deployment
     window: Window
+    step_seconds: float | None = Field(
+        description="Tile width the per-scrape analyses (queueing, stage boundaries, sampled "
+        "shares) read at, seconds; None: every app scrape."
+    )
     shapes: ShapesResult
     latency: LatencyResult
     throughput: ThroughputResult
@@ -153,6 +158,7 @@ def build_report(
     figures: bool = True,
     progress: Progress | None = None,
     budget_s: float | None = None,
+    resolution: Resolution = "auto",
 ) -> Report:
     """Run the analyses, the comparison checks and the figures for ``deployments``.
 
@@ -182,6 +188,12 @@ def build_report(
         Called with a short line before each step.
     budget_s
         Seconds the whole run may take; :class:`ReportTimeout` when exceeded.
+    resolution
+        How queueing, the stage boundaries and the sampled shares read each
+        deployment: ``auto`` (every app scrape while that fits
+        :data:`~inference_obs.analyses.resolution.ROWS`, else tiles),
+        ``scrape``, or a tile width in seconds (see
+        :mod:`~inference_obs.analyses.resolution`).
     """
     started = time.monotonic()
     # Analyses read some series in common, and the comparison checks run them
@@ -196,23 +208,25 @@ def build_report(
             raise ReportTimeout(f"the report's time budget of {budget_s:g} s ran out before {what}")
         say(what)
 
+    tiles = {d.name: step_for(source, d, windows[d.name], resolution) for d in deployments}
     parts, drawn = [], {}
     for d in deployments:
-        w = windows[d.name]
+        w, tile = windows[d.name], tiles[d.name]
         step(f"{d.name}: latency, shapes, throughput, cache")
         lat, shp, thr, cch = (
             latency(source, d, w),
             shapes(source, d, w),
-            throughput(source, d, w),
+            throughput(source, d, w, step=tile),
             cache(source, d, w),
         )
         step(f"{d.name}: GPU, queueing, bottleneck, cost")
-        que = queueing(source, d, w)
+        que = queueing(source, d, w, step=tile)
         price = prices.get(d.name)
         parts.append(
             DeploymentReport(
                 deployment=d,
                 window=w,
+                step_seconds=tile,
                 shapes=shp,
                 latency=lat,
                 throughput=thr,
@@ -221,7 +235,7 @@ def build_report(
                 queueing=que,
                 bottleneck=bottleneck(source, d, w),
                 configuration=configuration(source, d, w, (topologies or {}).get(d.name)),
-                boundaries=boundaries(source, d, w),
+                boundaries=boundaries(source, d, w, step=tile),
                 cost=cost(source, d, w, gpu_hour_price=price) if price is not None else None,
             )
         )
@@ -237,8 +251,9 @@ def build_report(
     if len(deployments) > 1:
         step("comparison checks")
         verdicts = validity(
-            source, deployments, windows, gpu_hour_prices=prices or None, topologies=topologies
-        )
+            source, deployments, windows, gpu_hour_prices=prices or None, topologies=topologies,
+            steps={name: tile for name, tile in tiles.items() if tile is not None},
+        )  # fmt: skip
     info = source.info()
     scope = Scope(
         source=source_name,

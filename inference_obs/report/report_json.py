@@ -60,6 +60,7 @@ def report_json(report: Report) -> dict[str, Any]:
                 "name": d.deployment.name,
                 "window": {"start": d.window.start.isoformat(), "end": d.window.end.isoformat()},
                 "declared": d.deployment.model_dump(mode="json"),
+                "step_seconds": d.step_seconds,
                 "throughput_regime": d.throughput.regime.value,
                 "bottleneck": d.bottleneck.classification.value,
                 "queue_intervals": [i.model_dump(mode="json") for i in d.queueing.intervals],

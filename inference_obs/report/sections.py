@@ -117,10 +117,25 @@ def configurations(report: Report) -> Iterator[Block]:
             yield Paragraph(f"Topology: {c.topology.description}")
 
 
+def _read_at(step: float | None) -> str:
+    if step is None:
+        return "every app scrape"
+    return (
+        f"{step:g} s tiles (each engine's largest gauge sample and the mean of the GPUs' "
+        "samples in each tile, reduced by the source)"
+    )
+
+
 def definitions(report: Report) -> Iterator[Block]:
     yield Heading(2, "Collection and statistical definitions")
     if report.scope.scrape_interval_seconds:
         yield Paragraph(f"Scrape interval: {report.scope.scrape_interval_seconds:g} s.")
+    read = "; ".join(f"{d.deployment.name}: {_read_at(d.step_seconds)}" for d in report.deployments)
+    yield Paragraph(
+        f"Queues, stage boundaries and the sampled shares (requests waiting, running) read "
+        f"{read}. A large scope is read in tiles so that what is asked stays small; "
+        "--resolution scrape reads every scrape."
+    )
     yield Items(DEFINITIONS)
 
 
@@ -192,6 +207,8 @@ def queues(report: Report) -> Iterator[Block]:
     for d in report.deployments:
         q = d.queueing
         yield Heading(3, d.deployment.name)
+        if d.step_seconds is not None:
+            yield Paragraph(f"Rows are {d.step_seconds:g} s tiles: samples counts tiles.")
         peak = (
             f"Peak waiting {cell(q.peak_waiting)} at "
             f"{q.peak_time.isoformat() if q.peak_time else '—'} on {q.peak_replica or '—'}."
@@ -334,6 +351,8 @@ def stage_boundaries(report: Report) -> Iterator[Block]:
         if not d.boundaries.intervals:
             continue
         yield Heading(3, d.deployment.name)
+        if d.step_seconds is not None:
+            yield Paragraph(f"Rows are {d.step_seconds:g} s tiles: samples counts tiles.")
         yield Table(
             ("replica", "cause", "start", "end", "samples", "duty", "server CPU cores",
              "throttled", "PCIe share of link", "why"),

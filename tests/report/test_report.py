@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from inference_obs.analyses import resolution
 from inference_obs.analyses.validity_findings import FINDINGS
 from inference_obs.report import Report, build_report, report_json, write_report
+from inference_obs.report.markdown import to_markdown
+from inference_obs.report.sections import sections
 from inference_obs.report.write import FORMATS
 from inference_obs.source.dataset_source import DatasetSource
 
@@ -176,3 +179,22 @@ def test_a_deployment_without_a_window_is_named() -> None:
             source, manifest.deployments, {"PRO": manifest.window.window()},
             title="t", source_name="s", figures=False,
         )  # fmt: skip
+
+
+def test_past_its_row_budget_a_deployment_is_read_in_tiles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # With a budget of 100 rows: PRO's one replica x 60 scrapes fits, H20's 4 x 60 does
+    # not. H20 then takes at most 25 tiles per series; 25 of 144 s divide the hour, but
+    # 144 s is not a whole number of 60 s scrapes, while 20 tiles of 180 s are (and 20 is
+    # at least half of 25).
+    monkeypatch.setattr(resolution, "ROWS", 100)
+    report = make(DatasetSource(DATASET), figures=False)
+    steps = {d.deployment.name: d.step_seconds for d in report.deployments}
+    assert steps == {"PRO": None, "H20": 180.0}
+    h20 = report.deployments[1]
+    assert h20.queueing.step_seconds == h20.boundaries.step_seconds == 180.0
+    assert "180 s tile" in h20.throughput.waiting_sample_share.caveats[0]
+    assert report_json(report)["deployments"][1]["step_seconds"] == 180.0
+    text = to_markdown(sections(report))
+    assert "PRO: every app scrape; H20: 180 s tiles" in text
