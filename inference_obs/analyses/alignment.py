@@ -21,12 +21,15 @@ import numpy.typing as npt
 from inference_obs.deployment import Deployment
 from inference_obs.engine.vector import Vector
 from inference_obs.metrics import dcgm
-from inference_obs.query import Expr, Selector, count_over_time
+from inference_obs.metrics.family import Family
+from inference_obs.query import Aggregate, Expr, Selector, count_over_time, last_over_time
 from inference_obs.samples import Labels, SampleSet, Window, is_stale
 from inference_obs.source.base import Source
 
 __all__ = [
     "GpuSteps",
+    "gpu_label_query",
+    "gpu_label_sets",
     "gpu_per_replica",
     "interval_ms",
     "nearest",
@@ -38,6 +41,30 @@ __all__ = [
 
 Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float64]
+
+
+def gpu_label_query(deployment: Deployment, family: Family, seconds: float) -> Expr:
+    """``group by (labels) (last_over_time(x[seconds]))``: see :func:`gpu_label_sets`."""
+    keep = (*dcgm.DISCOVERY_LABELS, *(m.label for m in deployment.gpu_matchers))
+    selector = family.select(deployment.gpu_matchers)
+    return Aggregate("group", last_over_time(selector.over(seconds)), by=tuple(dict.fromkeys(keep)))
+
+
+def gpu_label_sets(
+    source: Source, deployment: Deployment, family: Family, window: Window
+) -> tuple[Labels, ...]:
+    """The deployment's ``family`` series with samples in ``window``, by the labels analyses read.
+
+    One instant query (:func:`gpu_label_query`) keeping the labels of
+    :data:`~inference_obs.metrics.dcgm.DISCOVERY_LABELS` and of the
+    deployment's GPU selector: which GPU, which replica, which model. A GPU
+    series carries a dozen labels more (driver, PCI bus, device, scrape
+    target), so this is a fraction of the series endpoint's answer; series
+    alike in all these labels are one label set.
+    """
+    grouped = gpu_label_query(deployment, family, window.seconds)
+    answer = source.instant(grouped, window.end_s).value
+    return tuple(answer.labels) if isinstance(answer, Vector) else ()
 
 
 def replica_keys(

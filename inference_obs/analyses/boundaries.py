@@ -39,6 +39,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from inference_obs.analyses import boundary_evidence as ev
+from inference_obs.analyses.alignment import gpu_label_sets
 from inference_obs.analyses.boundary_findings import (
     BoundaryCause,
     BoundaryInterval,
@@ -169,8 +170,8 @@ class BoundariesResult(AnalysisResult):
         return head + table + super()._repr_html_()
 
 
-def _duty_family(source: Source, matchers: tuple[Matcher, ...], window: Window) -> Family:
-    if source.series(dcgm.PROF_GR_ENGINE_ACTIVE.select(matchers), window):
+def _duty_family(source: Source, deployment: Deployment, window: Window) -> Family:
+    if gpu_label_sets(source, deployment, dcgm.PROF_GR_ENGINE_ACTIVE, window):
         return dcgm.PROF_GR_ENGINE_ACTIVE
     return dcgm.GPU_UTIL
 
@@ -384,7 +385,7 @@ def boundaries(
         )
     th = thresholds or Thresholds()
     gm = deployment.gpu_matchers
-    duty_family = _duty_family(source, gm, window)
+    duty_family = _duty_family(source, deployment, window)
     scale = 0.01 if duty_family is dcgm.GPU_UTIL else 1.0
     evidence = ev.gather(
         source, deployment, window, duty_family, scale,

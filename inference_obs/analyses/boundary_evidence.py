@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from inference_obs.analyses.alignment import replica_of
+from inference_obs.analyses.alignment import gpu_label_sets, replica_of
 from inference_obs.analyses.boundary_host import host_evidence
 from inference_obs.analyses.rows import AppRows, align_gpu, app_rows, has_series
 from inference_obs.deployment import Deployment
@@ -184,7 +184,7 @@ def gather(
     gm = deployment.gpu_matchers
     gpus = {family: family.select(gm) for family in (duty, *PCIE)}
     # Label sets only: the GPU samples themselves are reduced per replica by the server.
-    gpu_labels = source.series(gpus[duty], window)
+    gpu_labels = gpu_label_sets(source, deployment, duty, window)
     rows = app_rows(source, deployment, window, gpu_labels, step)
     tolerance = None if tolerance_s is None else tolerance_s * 1000.0
     busy = align_gpu(source, rows, gpus[duty], window, tolerance_ms=tolerance)

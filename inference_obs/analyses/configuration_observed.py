@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from inference_obs.analyses.alignment import gpu_label_query, gpu_label_sets
 from inference_obs.analyses.counter_ratios import counter_ratio
 from inference_obs.analyses.gpu import PRESENCE, gpu_name
 from inference_obs.analyses.measurement import Measurement, Provenance, Status, local_measurement
@@ -74,9 +75,9 @@ class Observed:
         self.unattributed = 0  # GPU series without a pod label
         self.gpu_promql: tuple[str, ...] = ()
         for family in PRESENCE:
-            gpu_selector = family.select(deployment.gpu_matchers)
-            found = source.series(gpu_selector, window)
-            self.gpu_promql += (to_promql(gpu_selector),) if found else ()
+            found = gpu_label_sets(source, deployment, family, window)
+            asked = gpu_label_query(deployment, family, window.seconds)
+            self.gpu_promql += (to_promql(asked),) if found else ()
             for labels in found:
                 pod = _replica(labels)
                 if pod is None:

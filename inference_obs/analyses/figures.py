@@ -18,6 +18,7 @@ import numpy.typing as npt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from inference_obs.analyses.alignment import gpu_label_sets
 from inference_obs.analyses.gpu import gpu_name
 from inference_obs.analyses.queueing import QueueClass, QueueingResult
 from inference_obs.analyses.rolling import RollingQuantiles
@@ -94,7 +95,7 @@ def _step(window: Window, step: float | None, series: int = 1, budget: int = 1) 
 
 def _gpus(source: Source, deployment: Deployment, window: Window) -> int:
     """How many GPU series the deployment has (label sets only: no samples are read)."""
-    return len(source.series(dcgm.GPU_UTIL.select(deployment.gpu_matchers), window))
+    return len(gpu_label_sets(source, deployment, dcgm.GPU_UTIL, window))
 
 
 def rolling_quantiles_figure(result: RollingQuantiles) -> Figure:

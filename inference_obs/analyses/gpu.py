@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from inference_obs.analyses.alignment import gpu_label_sets
 from inference_obs.analyses.measurement import Measurement, Status, derive, measure
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
@@ -190,17 +191,17 @@ def gpu(source: Source, deployment: Deployment, window: Window) -> GpuResult:
     )
     seen: dict[Labels, tuple[str, ...]] = {}
     available: set[str] = set()
-    for family in PRESENCE:
-        for labels in source.series(family.select(m), window):
+    found = {family: gpu_label_sets(source, deployment, family, window) for family in PRESENCE}
+    for label_sets in found.values():
+        for labels in label_sets:
             available.update(labels)
     ident = _identity(available)
-    for family in PRESENCE:
-        for labels in source.series(family.select(m), window):
+    for family, label_sets in found.items():
+        for labels in label_sets:
             key = Labels({k: labels[k] for k in ident if k in labels})
             seen.setdefault(key, (family.name,))
     with_util = {
-        Labels({k: labels[k] for k in ident if k in labels})
-        for labels in source.series(util_family.select(m), window)
+        Labels({k: labels[k] for k in ident if k in labels}) for labels in found[util_family]
     }
     missing = tuple(sorted(gpu_name(k) for k in seen if k not in with_util))
     try:

@@ -33,6 +33,7 @@ from enum import StrEnum
 import numpy as np
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
+from inference_obs.analyses.alignment import gpu_label_sets
 from inference_obs.analyses.measurement import Measurement, local_measurement
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.analyses.rows import align_gpu, app_rows
@@ -218,7 +219,7 @@ def queueing(
         )
     sel_gpu = dcgm.GPU_UTIL.select(deployment.gpu_matchers)
     # Label sets only: the GPU samples themselves are reduced per replica by the server.
-    gpu_labels = source.series(sel_gpu, window)
+    gpu_labels = gpu_label_sets(source, deployment, dcgm.GPU_UTIL, window)
     rows = app_rows(source, deployment, window, gpu_labels, step)
     tolerance = None if tolerance_s is None else tolerance_s * 1000.0
     gpu = align_gpu(source, rows, sel_gpu, window, tolerance_ms=tolerance)

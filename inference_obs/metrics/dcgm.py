@@ -41,6 +41,11 @@ POD_LABELS: tuple[str, ...] = ("pod", "exported_pod", "pod_name")
 NAMESPACE_LABELS: tuple[str, ...] = ("namespace", "exported_namespace", "pod_namespace")
 CONTAINER_LABELS: tuple[str, ...] = ("container", "exported_container", "container_name")
 UUID_LABELS: tuple[str, ...] = ("UUID", "uuid")
+DISCOVERY_LABELS: tuple[str, ...] = (
+    *HOSTNAME_LABELS, "gpu", *UUID_LABELS, *MIG_LABELS, *POD_LABELS, *NAMESPACE_LABELS,
+    "modelName",
+)  # fmt: skip
+"""What the analyses read of a GPU series' labels: which GPU, which replica, which model."""
 
 SENTINEL_MIN = 9223372036854775792
 """Integer samples at or above this (0x7ffffffffffffff0) are DCGM blank values: missing."""

@@ -19,6 +19,7 @@ import pytest
 
 from inference_obs.analyses.alignment import (
     GpuSteps,
+    gpu_label_sets,
     gpu_per_replica,
     nearest,
     scrape_interval_ms,
@@ -123,3 +124,17 @@ def test_a_family_without_series_gives_no_step(source: DatasetSource, window: Wi
     assert none.step_ms == 0
     assert none.replicas == {}
     assert len(none.queries) == 1
+
+
+def test_gpu_label_sets_are_the_series_cut_to_the_labels_read() -> None:
+    bundled = DatasetSource(BUNDLED)
+    window = bundled.dataset.manifest.window.window()
+    for deployment in bundled.dataset.manifest.deployments:
+        series = bundled.series(dcgm.GPU_UTIL.select(deployment.gpu_matchers), window)
+        kept = set(dcgm.DISCOVERY_LABELS) | {m.label for m in deployment.gpu_matchers}
+        want = {frozenset((k, v) for k, v in s.items() if k in kept) for s in series}
+        got = gpu_label_sets(bundled, deployment, dcgm.GPU_UTIL, window)
+        assert {frozenset(s.items()) for s in got} == want
+        assert len(got) == len(series) == 8 * len(deployment.replicas)  # one per GPU
+        # What is dropped is what a GPU series carries beyond: driver, PCI bus, device...
+        assert {"pci_bus_id", "DCGM_FI_DRIVER_VERSION"} <= set(series[0]) - set(got[0])

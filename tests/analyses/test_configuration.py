@@ -137,7 +137,7 @@ def test_tensor_parallel_8_on_4_gpus_per_replica_is_contradicted(
     assert (check.declared, check.observed) == ("8", "4")
     assert "dsv4-h100-01: 4" in check.reason
     assert check.provenance is not None
-    assert any(q.startswith("DCGM_FI_DEV_GPU_UTIL{") for q in check.provenance.promql)
+    assert any("(last_over_time(DCGM_FI_DEV_GPU_UTIL{" in q for q in check.provenance.promql)
 
 
 def test_declared_fp8_against_auto_is_contradicted(pro_h20: DatasetSource) -> None:
