@@ -24,6 +24,7 @@ from inference_obs.analyses.queueing import QueueClass, QueueingResult
 from inference_obs.analyses.rolling import RollingQuantiles
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import builders, dcgm, vllm
+from inference_obs.metrics.family import Family
 from inference_obs.query import Expr
 from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Matrix, Source
@@ -90,7 +91,14 @@ def _step(window: Window, step: float | None, series: int = 1, budget: int = 1) 
     if step is not None:
         return step
     every = max(window.seconds / 240.0, 15.0, window.seconds * series / budget)
-    return math.ceil(every * 1000) / 1000  # whole milliseconds, as servers step
+    # Whole seconds: every timestamp of the answer is then written without a fraction.
+    return float(math.ceil(every))
+
+
+def _per_gpu(family: Family, deployment: Deployment) -> Expr:
+    """``max by (the labels naming a GPU) (x)``: one series per GPU, without the labels a
+    figure does not read (driver, PCI bus, scrape target), which are most of a fleet's answer."""
+    return family.select(deployment.gpu_matchers).max(by=dcgm.DISCOVERY_LABELS)
 
 
 def _gpus(source: Source, deployment: Deployment, window: Window) -> int:
@@ -208,7 +216,7 @@ def gpu_heatmap_figure(
         An image axes (percent, 0-100; gaps blank) and its colour bar.
     """
     every = _step(window, step, _gpus(source, deployment, window), HEATMAP_CELLS)
-    matrix = source.range(dcgm.GPU_UTIL.select(deployment.gpu_matchers), window, every)
+    matrix = source.range(_per_gpu(dcgm.GPU_UTIL, deployment), window, every)
     grid = np.arange(window.start_s, window.end_s + every / 2, every)
     rows = sorted(((gpu_name(labels), t, v) for labels, t, v in _series(matrix)),
                   key=lambda r: r[0])  # fmt: skip
@@ -257,11 +265,10 @@ def dram_vs_tensor_figure(
         families, one blank axes saying "no profiling counters".
     """
     every = _step(window, step, _gpus(source, deployment, window), SCATTER_POINTS)
-    gm = deployment.gpu_matchers
     fetched = {
         family.name: {
             gpu_name(lb): (t, v)
-            for lb, t, v in _series(source.range(family.select(gm), window, every))
+            for lb, t, v in _series(source.range(_per_gpu(family, deployment), window, every))
         }
         for family in (dcgm.PROF_DRAM_ACTIVE, dcgm.PROF_PIPE_TENSOR_ACTIVE)
     }

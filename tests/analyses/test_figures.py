@@ -23,6 +23,7 @@ from inference_obs.analyses.queueing import queueing
 from inference_obs.analyses.rolling import rolling_quantiles
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import dcgm
+from inference_obs.query import to_promql
 from inference_obs.samples import Window
 from inference_obs.source.dataset_source import DatasetSource
 
@@ -172,3 +173,36 @@ def test_the_scatter_keeps_within_its_own_budget(
     assert full > 6 * gpus
     monkeypatch.setattr(figures, "SCATTER_POINTS", 5 * gpus)  # 5 steps: 6 columns at most
     assert 0 < points() <= 6 * gpus
+
+
+class _Ranges:
+    """Delegates to a source, remembering every range query's PromQL and step."""
+
+    def __init__(self, source: DatasetSource) -> None:
+        self._source = source
+        self.asked: list[tuple[str, float]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._source, name)
+
+    def range(self, expr: Any, window: Window, step: float) -> Any:
+        self.asked.append((to_promql(expr), step))
+        return self._source.range(expr, window, step)
+
+
+def test_per_gpu_figures_ask_whole_second_steps_and_only_the_labels_they_read(
+    pro_source: DatasetSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window = _window(pro_source)
+    h20 = _deployment(pro_source, "H20")
+    # 32 GPUs within 3,000 cells: 3600 s x 32 / 3000 = 38.4 s, asked as 39 s.
+    monkeypatch.setattr(figures, "HEATMAP_CELLS", 3_000)
+    recorder = _Ranges(pro_source)
+    fig = gpu_heatmap_figure(recorder, h20, window)  # type: ignore[arg-type]
+    ((promql, step),) = recorder.asked
+    assert step == 39.0
+    assert promql.startswith("max by (Hostname, hostname, gpu, UUID, ")
+    assert "DCGM_FI_DEV_GPU_UTIL{" in promql
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert len(labels) == 32
+    assert all("/gpu" in name for name in labels), labels  # host/gpuN: names survive
