@@ -24,9 +24,10 @@ import numpy.typing as npt
 
 from inference_obs.analyses.alignment import nearest, replica_of
 from inference_obs.analyses.resolution import tile_window
-from inference_obs.analyses.rows import AppRows, at_rows, by_label, has_series, only, summed
+from inference_obs.analyses.rows import AppRows, at_rows, by_label, has_series, only
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import host, vllm
+from inference_obs.metrics.builders import summed
 from inference_obs.metrics.family import Family
 from inference_obs.metrics.host_queries import container_matchers
 from inference_obs.query import Expr, Matcher, Selector, last_over_time, rate

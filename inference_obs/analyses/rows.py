@@ -39,6 +39,7 @@ from inference_obs.analyses.resolution import tile_ms, tile_window
 from inference_obs.deployment import Deployment
 from inference_obs.engine.vector import Vector
 from inference_obs.metrics import vllm
+from inference_obs.metrics.builders import summed
 from inference_obs.query import (
     Binary,
     Expr,
@@ -61,7 +62,6 @@ __all__ = [
     "has_series",
     "names_of",
     "only",
-    "summed",
     "tile_mean",
 ]
 
@@ -143,11 +143,6 @@ class AlignedGpu:
     step_ms: int
     tolerance_ms: float
     query: Expr
-
-
-def summed(expr: Expr, keys: Sequence[str]) -> Expr:
-    """``sum by (keys) (expr)``, or ``sum(expr)`` without keys (every replica pooled)."""
-    return expr.sum(by=tuple(keys)) if keys else expr.sum()
 
 
 def has_series(source: Source, selector: Selector, window: Window) -> bool:
@@ -261,7 +256,7 @@ def _per_tile(
     )  # fmt: skip
 
 
-def tile_mean(selector: Selector, keys: Sequence[str], step: float) -> Expr:
+def tile_mean(selector: Selector, keys: tuple[str, ...], step: float) -> Expr:
     """Per replica and tile, the mean of the selected series' samples (sample-weighted)."""
     samples = selector.over(step)
     return summed(sum_over_time(samples), keys) / summed(count_over_time(samples), keys)

@@ -50,6 +50,7 @@ __all__ = [
     "sample_count",
     "sample_mean",
     "share_at_or_below",
+    "summed",
 ]
 
 Matchers = Sequence[Matcher]
@@ -78,7 +79,8 @@ def _counter_window(
     return family.select(matchers, part).over(window)
 
 
-def _summed(expr: Expr, by: By) -> Aggregate:
+def summed(expr: Expr, by: By) -> Aggregate:
+    """``sum by (by) (expr)``, or ``sum(expr)`` when ``by`` is empty (every series pooled)."""
     return expr.sum(by=by) if by else expr.sum()
 
 
@@ -88,7 +90,7 @@ def increase_total(family: Family, matchers: Matchers, window: float, by: By = (
     Unit: the family's unit (tokens, requests, ...). Prometheus extrapolates to
     the window edges, so the result is fractional even for integer counters.
     """
-    return _summed(increase(_counter_window(family, matchers, window)), by)
+    return summed(increase(_counter_window(family, matchers, window)), by)
 
 
 def per_second(family: Family, matchers: Matchers, window: float, by: By = ()) -> Expr:
@@ -96,17 +98,17 @@ def per_second(family: Family, matchers: Matchers, window: float, by: By = ()) -
 
     Unit: the family's unit per second.
     """
-    return _summed(rate(_counter_window(family, matchers, window)), by)
+    return summed(rate(_counter_window(family, matchers, window)), by)
 
 
 def resets_total(family: Family, matchers: Matchers, window: float, by: By = ()) -> Expr:
     """Number of counter resets (restarts) seen in ``window``: ``sum(resets(c[w]))``."""
-    return _summed(resets(_counter_window(family, matchers, window)), by)
+    return summed(resets(_counter_window(family, matchers, window)), by)
 
 
 def histogram_count(family: Family, matchers: Matchers, window: float, by: By = ()) -> Expr:
     """Observations in ``window``: ``sum(increase(h_count[w]))`` (extrapolated, fractional)."""
-    return _summed(increase(_counter_window(family, matchers, window, "count")), by)
+    return summed(increase(_counter_window(family, matchers, window, "count")), by)
 
 
 def histogram_mean(family: Family, matchers: Matchers, window: float, by: By = ()) -> Expr:
@@ -115,7 +117,7 @@ def histogram_mean(family: Family, matchers: Matchers, window: float, by: By = (
     For request histograms this is the request-weighted mean, in the family's
     unit. It is NaN when no observation fell in the window.
     """
-    total = _summed(increase(_counter_window(family, matchers, window, "sum")), by)
+    total = summed(increase(_counter_window(family, matchers, window, "sum")), by)
     return total / histogram_count(family, matchers, window, by)
 
 
@@ -183,7 +185,7 @@ def share_at_or_below(
     """
     below = _counter_window(family, [*matchers, le_matcher(bound)], window, "bucket")
     everything = _counter_window(family, [*matchers, le_matcher(math.inf)], window, "bucket")
-    return _summed(increase(below), by) / _summed(increase(everything), by)
+    return summed(increase(below), by) / summed(increase(everything), by)
 
 
 def _gauge_window(family: Family, matchers: Matchers, window: float) -> Range:
@@ -201,7 +203,7 @@ def sample_mean(family: Family, matchers: Matchers, window: float, by: By = ()) 
     :func:`sample_count`.
     """
     samples = _gauge_window(family, matchers, window)
-    return _summed(sum_over_time(samples), by) / _summed(count_over_time(samples), by)
+    return summed(sum_over_time(samples), by) / summed(count_over_time(samples), by)
 
 
 def sample_count(family: Family, matchers: Matchers, window: float, by: By = ()) -> Expr:
@@ -210,7 +212,7 @@ def sample_count(family: Family, matchers: Matchers, window: float, by: By = ())
     Works for any family type: it counts scrapes, not values.
     """
     part: Part | None = "count" if family.type is MetricType.HISTOGRAM else None
-    return _summed(count_over_time(family.select(matchers, part).over(window)), by)
+    return summed(count_over_time(family.select(matchers, part).over(window)), by)
 
 
 def maximum(family: Family, matchers: Matchers, window: float, by: By = ()) -> Expr:
