@@ -189,12 +189,19 @@ def gather(
     tolerance = None if tolerance_s is None else tolerance_s * 1000.0
     busy = align_gpu(source, rows, gpus[duty], window, tolerance_ms=tolerance)
     where = None if step is None else _idle_with_work(rows, busy.query, scale, idle_below)
+    # A family without series is not asked: its rows are NaN, and it is named missing.
     pcie = {
         family: align_gpu(
             source, rows, gpus[family], window, tolerance_ms=busy.tolerance_ms, where=where
         )
         for family in PCIE
+        if has_series(source, gpus[family], window)
     }
+
+    def pcie_at(family: Family, replica: str) -> Floats:
+        found = pcie.get(family)
+        return found.means[replica] if found else np.full(rows.times[replica].size, np.nan)
+
     hosts = _hosts(gpu_labels, rows.keys)
     found = host_evidence(source, deployment, window, rows, hosts, busy.tolerance_ms, where)
     tracks = {}
@@ -205,8 +212,8 @@ def gather(
             waiting=rows.waiting[replica],
             running=rows.running[replica],
             duty=busy.means[replica] * scale,
-            pcie_rx=pcie[dcgm.PROF_PCIE_RX_BYTES].means[replica],
-            pcie_tx=pcie[dcgm.PROF_PCIE_TX_BYTES].means[replica],
+            pcie_rx=pcie_at(dcgm.PROF_PCIE_RX_BYTES, replica),
+            pcie_tx=pcie_at(dcgm.PROF_PCIE_TX_BYTES, replica),
             process=found.process[replica],
             container=found.container[replica],
             throttled=found.throttled[replica],
@@ -216,9 +223,7 @@ def gather(
             node_all=found.node_all[replica],
         )
     gpu_missing = [
-        family.name
-        for family in gpus
-        if not (gpu_labels if family is duty else has_series(source, gpus[family], window))
+        family.name for family in gpus if not (gpu_labels if family is duty else family in pcie)
     ]
     # Per scrape the app and host samples are read raw and the GPU families averaged by the
     # server; per tile every family is reduced by the server.

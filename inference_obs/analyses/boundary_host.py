@@ -330,8 +330,9 @@ class _Tiles:
             expr = summed(last_over_time(ranged), keys)
         else:
             expr = last_over_time(ranged).avg(by=keys) if keys else last_over_time(ranged).avg()
-        if has_series(self._source, selector, self._window):
-            self.found.add(selector)
+        if not has_series(self._source, selector, self._window):  # nothing to ask
+            return {r: np.full(at.size, np.nan) for r, at in self._rows.times.items()}
+        self.found.add(selector)
         read = self._ask(only(expr, self._where, keys), keys)
         return {r: at_rows(read.get(r), at) for r, at in self._rows.times.items()}
 

@@ -10,19 +10,28 @@ server.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
 
-from inference_obs.engine.vector import NAME, Vector, without_name
-from inference_obs.errors import QueryFailed
+from inference_obs.engine.vector import NAME, IdentityCache, Vector, without_name
+from inference_obs.errors import Annotation, QueryFailed
 from inference_obs.query import Matching
 from inference_obs.samples import Labels
 
 __all__ = ["binary"]
 
 Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
 Value = Vector | float
+#: A vector-vector operation's matching worked out once for its operands' label tuples:
+#: the right-hand tuple (to check identity), the left and right indices, the result labels.
+Plan = tuple[tuple[Labels, ...], Ints, Ints, tuple[Labels, ...]]
+#: Matching plans of recent operations, by the operands' label tuples. Through a range
+#: query the engine hands the same tuples on at every step, so the labels are matched
+#: once per query instead of once per step; values are still computed at every step.
+PLANS = IdentityCache(256)
 
 
 def _pow(a: Floats, b: Floats) -> Floats:
@@ -91,18 +100,57 @@ def binary(op: str, lhs: Value, rhs: Value, *, bool_: bool, matching: Matching |
     values, keep = _apply(op, a, b, bool_)
     if op in _COMPARISON and not bool_:
         values = vector.values  # a filter keeps the vector's own value
-    labels = (
-        vector.labels
-        if (op in _COMPARISON and not bool_)
-        else tuple(without_name(one) for one in vector.labels)
-    )
+        labels = vector.labels
+    else:
+        labels = _unnamed(vector.labels)
+    return _kept(labels, values, keep, vector.annotations)
+
+
+def _unnamed(labels: tuple[Labels, ...]) -> tuple[Labels, ...]:
+    """``labels`` without ``__name__``, the same tuple for the same input tuple."""
+    found = PLANS.get(labels, "unnamed")
+    if found is None:
+        found = tuple(without_name(one) for one in labels)
+        PLANS.put(labels, "unnamed", found)
+    return found  # type: ignore[return-value]
+
+
+def _kept(
+    labels: tuple[Labels, ...],
+    values: Floats,
+    keep: npt.NDArray[np.bool_],
+    notes: tuple[Annotation, ...],
+) -> Vector:
+    """The elements ``keep`` marks; all of them keep the labels tuple itself (and its plans)."""
+    if keep.all():
+        return Vector(labels, values, notes)
     kept = np.flatnonzero(keep)
-    return Vector(tuple(labels[i] for i in kept), values[kept], vector.annotations)
+    return Vector(tuple(labels[i] for i in kept), values[kept], notes)
+
+
+def _planned(lhs: Vector, rhs: Vector, rule: object, make: Callable[[], Plan]) -> Plan:
+    """The plan of ``lhs`` and ``rhs`` under ``rule``: made once per pair of label tuples."""
+    key = (id(rhs.labels), rule)
+    found = cast(Plan | None, PLANS.get(lhs.labels, key))
+    if found is None or found[0] is not rhs.labels:  # the id of a tuple since dropped
+        found = make()
+        PLANS.put(lhs.labels, key, found)
+    return found
 
 
 def _vector_vector(
     op: str, lhs: Vector, rhs: Vector, bool_: bool, matching: Matching | None
 ) -> Vector:
+    filtering = op in _COMPARISON and not bool_
+    _, l_idx, r_idx, labels = _planned(
+        lhs, rhs, ("match", filtering, matching), lambda: _plan(lhs, rhs, filtering, matching)
+    )
+    values, keep = _apply(op, lhs.values[l_idx], rhs.values[r_idx], bool_)
+    return _kept(labels, values, keep, lhs.annotations + rhs.annotations)
+
+
+def _plan(lhs: Vector, rhs: Vector, filtering: bool, matching: Matching | None) -> Plan:
+    """Which left and right elements pair up, and the labels of each pair's result."""
     signature = _signature(matching)
     group = matching.group if matching is not None else None
     one, many = (lhs, rhs) if group == "right" else (rhs, lhs)
@@ -135,21 +183,15 @@ def _vector_vector(
             seen.add(key)
     m_idx = np.array([m for m, _ in pairs], dtype=np.int64)
     o_idx = np.array([o for _, o in pairs], dtype=np.int64)
-    left, right = (many, one) if many is lhs else (one, many)
     l_idx, r_idx = (m_idx, o_idx) if many is lhs else (o_idx, m_idx)
-    values, keep = _apply(op, left.values[l_idx], right.values[r_idx], bool_)
-    labels = []
-    for m, o in pairs:
-        labels.append(_result_labels(op, bool_, matching, many.labels[m], one.labels[o]))
-    kept = np.flatnonzero(keep)
-    annotations = lhs.annotations + rhs.annotations
-    return Vector(tuple(labels[i] for i in kept), values[kept], annotations)
+    labels = tuple(
+        _result_labels(filtering, matching, many.labels[m], one.labels[o]) for m, o in pairs
+    )
+    l_idx.flags.writeable = r_idx.flags.writeable = False
+    return rhs.labels, l_idx, r_idx, labels
 
 
-def _result_labels(
-    op: str, bool_: bool, matching: Matching | None, many: Labels, one: Labels
-) -> Labels:
-    filtering = op in _COMPARISON and not bool_
+def _result_labels(filtering: bool, matching: Matching | None, many: Labels, one: Labels) -> Labels:
     result = dict(many) if filtering else dict(without_name(many))
     if matching is None or matching.group is None:
         if matching is not None and matching.kind == "on":
@@ -166,16 +208,31 @@ def _result_labels(
 
 
 def _set_operation(op: str, lhs: Vector, rhs: Vector, matching: Matching | None) -> Vector:
+    _, left, right, labels = _planned(
+        lhs, rhs, ("set", op, matching), lambda: (rhs.labels, *_set_plan(op, lhs, rhs, matching))
+    )
+    if op == "or":
+        values = np.concatenate((lhs.values, rhs.values[right]))
+        return Vector(labels, values, lhs.annotations + rhs.annotations)
+    return Vector(labels, lhs.values[left], lhs.annotations)
+
+
+def _set_plan(
+    op: str, lhs: Vector, rhs: Vector, matching: Matching | None
+) -> tuple[Ints, Ints, tuple[Labels, ...]]:
+    """The left elements kept, the right ones added (``or``), and the result's labels."""
     signature = _signature(matching)
+    none = np.zeros(0, dtype=np.int64)
     right_keys = {signature(labels) for labels in rhs.labels}
-    if op == "and":
-        keep = [i for i, labels in enumerate(lhs.labels) if signature(labels) in right_keys]
-    elif op == "unless":
-        keep = [i for i, labels in enumerate(lhs.labels) if signature(labels) not in right_keys]
-    else:
+    if op == "or":
         left_keys = {signature(labels) for labels in lhs.labels}
         extra = [i for i, labels in enumerate(rhs.labels) if signature(labels) not in left_keys]
-        labels = lhs.labels + tuple(rhs.labels[i] for i in extra)
-        values = np.concatenate((lhs.values, rhs.values[extra]))
-        return Vector(labels, values, lhs.annotations + rhs.annotations)
-    return Vector(tuple(lhs.labels[i] for i in keep), lhs.values[keep], lhs.annotations)
+        return (
+            none,
+            np.array(extra, dtype=np.int64),
+            lhs.labels + tuple(rhs.labels[i] for i in extra),
+        )
+    wanted = op == "and"
+    keep = [i for i, labels in enumerate(lhs.labels) if (signature(labels) in right_keys) is wanted]
+    labels = lhs.labels if len(keep) == len(lhs.labels) else tuple(lhs.labels[i] for i in keep)
+    return np.array(keep, dtype=np.int64), none, labels

@@ -198,7 +198,7 @@ def test_per_gpu_figures_ask_whole_second_steps_and_only_the_labels_they_read(
     # 32 GPUs within 3,000 cells: 3600 s x 32 / 3000 = 38.4 s, asked as 39 s.
     monkeypatch.setattr(figures, "HEATMAP_CELLS", 3_000)
     recorder = _Ranges(pro_source)
-    fig = gpu_heatmap_figure(recorder, h20, window)  # type: ignore[arg-type]
+    fig = gpu_heatmap_figure(recorder, h20, window)
     ((promql, step),) = recorder.asked
     assert step == 39.0
     assert promql.startswith("max by (Hostname, hostname, gpu, UUID, ")

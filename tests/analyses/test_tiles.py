@@ -204,6 +204,12 @@ def test_boundaries_read_evidence_only_where_it_can_matter(source: DatasetSource
     assert any(" and on(namespace, pod) " in to_promql(q) for q in evidence.queries)
     assert dcgm.PROF_PCIE_TX_BYTES.name in evidence.missing
     assert dcgm.PROF_PCIE_RX_BYTES.name not in evidence.missing
+    # Families without series are named missing and not asked for at all.
+    asked = " ".join(to_promql(q) for q in evidence.queries)
+    assert dcgm.PROF_PCIE_RX_BYTES.name in asked
+    assert dcgm.PROF_PCIE_TX_BYTES.name not in asked
+    assert "container_cpu" not in asked
+    assert "process_cpu_seconds_total" not in asked
     result = boundaries(source, DEPLOYMENT, WINDOW, step=STEP)
     assert result.step_seconds == STEP
     (interval,) = result.intervals
