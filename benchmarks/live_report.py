@@ -119,6 +119,7 @@ class Measured:
     report: list[Exchange]
     tagged: list[Exchange]
     raw: list[Exchange]
+    steps: dict[str, float | None]  # per deployment: tile width read at (None: per scrape)
 
 
 def measure(shape: FleetShape, tmp: Path) -> Measured:
@@ -140,7 +141,7 @@ def measure(shape: FleetShape, tmp: Path) -> Measured:
             raise RuntimeError(f"inference-obs report exited with {code}")
         report = proxy.take()
         source = PrometheusSource(proxy.url, timeout=600.0)
-        build_report(
+        built = build_report(
             TaggingSource(source, proxy),
             manifest.deployments,
             window,
@@ -154,7 +155,8 @@ def measure(shape: FleetShape, tmp: Path) -> Measured:
             for name in names:
                 source.raw(Selector(name, deployment.matchers), window)
         raw = proxy.take()
-    return Measured(shape.replicas, series, samples, report, tagged, raw)
+    steps = {d.deployment.name: d.step_seconds for d in built.deployments}
+    return Measured(shape.replicas, series, samples, report, tagged, raw, steps)
 
 
 def _mb(n: float) -> str:
@@ -178,7 +180,12 @@ def report_size(m: Measured) -> None:
         f"report as it is: {count:,} requests, {_mb(received)}; raw fetch of every series: "
         f"{raw_count:,} requests, {_mb(raw_bytes)}; report / raw = {received / raw_bytes:.2%}\n"
         f"on the wire (gzip, as the client asks): report {_mb(wire)}, raw fetch "
-        f"{_mb(raw_wire)}; report / raw = {wire / raw_wire:.2%}"
+        f"{_mb(raw_wire)}; report / raw = {wire / raw_wire:.2%}\n"
+        "queueing, boundaries and sampled shares read "
+        + ", ".join(
+            f"{name}: {'per scrape' if step is None else f'{step:g} s tiles'}"
+            for name, step in m.steps.items()
+        )
     )
     by_tag: dict[str, list[Exchange]] = defaultdict(list)
     by_kind: dict[str, list[Exchange]] = defaultdict(list)

@@ -34,7 +34,7 @@ TWO = ["--replicas", "2", *TINY, "--repeats", "1"]
             live_report.main,
             ["--sizes", "2,3", *TINY],
             ["=== 2 replicas", "=== 3 replicas", "by analysis (build_report, tagged)",
-             "of the raw fetch", "requests grew by"],
+             "of the raw fetch", "requests grew by", "sampled shares read H100: per scrape"],
         ),
     ],
     ids=["dataset_load", "frames", "live_report"],
