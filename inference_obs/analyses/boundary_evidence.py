@@ -28,7 +28,8 @@ import numpy.typing as npt
 
 from inference_obs.analyses.alignment import gpu_label_sets, replica_of
 from inference_obs.analyses.boundary_host import host_evidence
-from inference_obs.analyses.rows import AppRows, align_gpu, app_rows, has_series
+from inference_obs.analyses.resolution import series_count
+from inference_obs.analyses.rows import AppRows, align_gpu, app_rows
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import dcgm
 from inference_obs.metrics.family import Family
@@ -195,7 +196,7 @@ def gather(
             source, rows, gpus[family], window, tolerance_ms=busy.tolerance_ms, where=where
         )
         for family in PCIE
-        if has_series(source, gpus[family], window)
+        if series_count(source, gpus[family], window) > 0
     }
 
     def pcie_at(family: Family, replica: str) -> Floats:

@@ -23,8 +23,8 @@ import numpy as np
 import numpy.typing as npt
 
 from inference_obs.analyses.alignment import nearest, replica_of
-from inference_obs.analyses.resolution import tile_window
-from inference_obs.analyses.rows import AppRows, at_rows, by_label, has_series, only
+from inference_obs.analyses.resolution import series_count, tile_window
+from inference_obs.analyses.rows import AppRows, at_rows, by_label, only
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import host, vllm
 from inference_obs.metrics.builders import summed
@@ -201,7 +201,7 @@ def _nodes(source: Source, window: Window, hosts: dict[str, set[str]]) -> _Nodes
     names = sorted(set().union(*hosts.values())) if hosts else []
     for label in host.NODE_LABELS if names else ():
         every = host.NODE_CPU_SECONDS.select([Matcher.one_of(label, names)])
-        if has_series(source, every, window):
+        if series_count(source, every, window) > 0:
             busy = Selector(every.metric, (*every.matchers, Matcher.not_equal("mode", "idle")))
             return _Nodes(label, busy, every)
     return None
@@ -330,7 +330,7 @@ class _Tiles:
             expr = summed(last_over_time(ranged), keys)
         else:
             expr = last_over_time(ranged).avg(by=keys) if keys else last_over_time(ranged).avg()
-        if not has_series(self._source, selector, self._window):  # nothing to ask
+        if series_count(self._source, selector, self._window) == 0:  # nothing to ask
             return {r: np.full(at.size, np.nan) for r, at in self._rows.times.items()}
         self.found.add(selector)
         read = self._ask(only(expr, self._where, keys), keys)

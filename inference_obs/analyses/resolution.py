@@ -47,6 +47,7 @@ __all__ = [
     "ROWS",
     "Resolution",
     "positive_share",
+    "series_count",
     "step_for",
     "tile_ms",
     "tile_step",
@@ -98,9 +99,12 @@ def tile_window(window: Window, step: float) -> Window:
     return Window(datetime.fromtimestamp(window.start_s + ms / 1000, zone), window.end)
 
 
-def _count(source: Source, expr: Expr, at: float) -> float:
-    answer = source.instant(expr, at).value
-    return float(answer.values[0]) if isinstance(answer, Vector) and len(answer) else 0.0
+def series_count(source: Source, selector: Selector, window: Window) -> int:
+    """How many of ``selector``'s series have a sample in ``window``: one instant query of
+    ``count(count_over_time(x[w]))``, one number whatever the fleet's size."""
+    counted = count_over_time(selector.over(window.seconds)).count()
+    answer = source.instant(counted, window.end_s).value
+    return int(answer.values[0]) if isinstance(answer, Vector) and len(answer) else 0
 
 
 def tile_step(
@@ -127,7 +131,7 @@ def tile_step(
         raise ValueError(f"rows must be a whole number >= 1, got {rows!r}")
     selector = vllm.NUM_REQUESTS_WAITING.select(deployment.matchers)
     interval = scrape_interval_ms(source, selector, window)
-    series = _count(source, count_over_time(selector.over(window.seconds)).count(), window.end_s)
+    series = series_count(source, selector, window)
     span = round(window.seconds * 1000)
     if interval <= 0 or series <= 0 or series * span / interval <= rows:
         return None

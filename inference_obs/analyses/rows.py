@@ -37,7 +37,6 @@ from inference_obs.analyses.alignment import (
 )
 from inference_obs.analyses.resolution import tile_ms, tile_window
 from inference_obs.deployment import Deployment
-from inference_obs.engine.vector import Vector
 from inference_obs.metrics import vllm
 from inference_obs.metrics.builders import summed
 from inference_obs.query import (
@@ -59,7 +58,6 @@ __all__ = [
     "app_rows",
     "at_rows",
     "by_label",
-    "has_series",
     "names_of",
     "only",
     "tile_mean",
@@ -143,13 +141,6 @@ class AlignedGpu:
     step_ms: int
     tolerance_ms: float
     query: Expr
-
-
-def has_series(source: Source, selector: Selector, window: Window) -> bool:
-    """Whether ``selector`` has a sample in ``window``: one instant query of one number."""
-    counted = count_over_time(selector.over(window.seconds)).count()
-    answer = source.instant(counted, window.end_s).value
-    return isinstance(answer, Vector) and len(answer) > 0 and float(answer.values[0]) > 0
 
 
 def names_of(labels: Sequence[Labels], keys: tuple[str, ...]) -> dict[str, Labels]:

@@ -15,7 +15,13 @@ import pytest
 from inference_obs.analyses.boundaries import boundaries
 from inference_obs.analyses.boundary_evidence import gather
 from inference_obs.analyses.queueing import queueing
-from inference_obs.analyses.resolution import positive_share, step_for, tile_ms, tile_step
+from inference_obs.analyses.resolution import (
+    positive_share,
+    series_count,
+    step_for,
+    tile_ms,
+    tile_step,
+)
 from inference_obs.analyses.rows import align_gpu, app_rows
 from inference_obs.analyses.throughput import throughput
 from inference_obs.analyses.validity_profile import profile
@@ -65,6 +71,13 @@ def test_tile_width_must_cut_the_window_into_equal_tiles() -> None:
     ):
         with pytest.raises(ValueError, match=why):
             tile_ms(hour, bad)
+
+
+def test_series_count_counts_series_with_a_sample_in_the_window(source: DatasetSource) -> None:
+    waiting = vllm.NUM_REQUESTS_WAITING.select(DEPLOYMENT.matchers)
+    assert series_count(source, waiting, WINDOW) == 2  # one engine per replica
+    assert series_count(source, dcgm.GPU_UTIL.select(DEPLOYMENT.gpu_matchers), WINDOW) == 4
+    assert series_count(source, dcgm.PROF_PCIE_TX_BYTES.select(()), WINDOW) == 0
 
 
 def test_tile_step_reads_per_scrape_while_it_fits(source: DatasetSource) -> None:
