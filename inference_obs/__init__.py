@@ -12,6 +12,8 @@ from inference_obs import analyses
 from inference_obs.deployment import Deployment
 from inference_obs.errors import (
     Annotation,
+    AnswerTooLarge,
+    ConfigurationError,
     DatasetError,
     InferenceObsError,
     NoDataError,
@@ -21,17 +23,31 @@ from inference_obs.errors import (
     ScenarioError,
     SourceError,
     SourceUnavailable,
+    TimeBudgetExceeded,
 )
 from inference_obs.metrics import FAMILIES, STANDARD_QUERIES, Family, MetricType, StandardQuery
 from inference_obs.query import Expr, Matcher, Selector, to_promql
 from inference_obs.samples import Window
-from inference_obs.source import DatasetSource, PrometheusSource, Source, read_dataset
+from inference_obs.source import (
+    TLS,
+    BasicAuth,
+    BearerToken,
+    DatasetSource,
+    PrometheusSource,
+    Source,
+    read_dataset,
+)
 from inference_obs.version import __version__
 
 __all__ = [
     "FAMILIES",
     "STANDARD_QUERIES",
+    "TLS",
     "Annotation",
+    "AnswerTooLarge",
+    "BasicAuth",
+    "BearerToken",
+    "ConfigurationError",
     "DatasetError",
     "DatasetSource",
     "Deployment",
@@ -51,6 +67,7 @@ __all__ = [
     "SourceError",
     "SourceUnavailable",
     "StandardQuery",
+    "TimeBudgetExceeded",
     "Window",
     "__version__",
     "analyses",

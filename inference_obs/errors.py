@@ -4,11 +4,14 @@ Every error derives from :class:`InferenceObsError` and also from the builtin
 that fits it, so callers can catch either::
 
     InferenceObsError
+    ├── ConfigurationError(ValueError) a bad argument or setting (a URL, a credential, a limit)
     ├── QueryError(ValueError)        bad builder input, raised when the expression is built
     ├── ScenarioError(ValueError)     a simulator scenario file is missing or invalid
     ├── TopologyError(ValueError)     unreadable ``nvidia-smi topo -m`` text (names the line)
     ├── SourceError                   carries the expression and PromQL (never credentials)
     │   ├── SourceUnavailable         network, timeout, 429/5xx after bounded retries
+    │   │   ├── AnswerTooLarge        an answer past the size limit (names the limit)
+    │   │   └── TimeBudgetExceeded    the caller's time budget ran out inside a request
     │   ├── QueryFailed               server said bad_data / execution; keeps error_type, error
     │   ├── NotSupportedOffline       the local engine has no rule for this node (names it)
     │   └── DatasetError              missing or corrupt dataset, manifest mismatch
@@ -25,6 +28,8 @@ from dataclasses import dataclass
 
 __all__ = [
     "Annotation",
+    "AnswerTooLarge",
+    "ConfigurationError",
     "DatasetError",
     "InferenceObsError",
     "NoDataError",
@@ -34,12 +39,20 @@ __all__ = [
     "ScenarioError",
     "SourceError",
     "SourceUnavailable",
+    "TimeBudgetExceeded",
     "TopologyError",
 ]
 
 
 class InferenceObsError(Exception):
     """Base class of every error raised by inference_obs."""
+
+
+class ConfigurationError(InferenceObsError, ValueError):
+    """An argument or setting is invalid; the message names it and how to fix it.
+
+    Never echoes a secret: a bad token or URL password is described, not shown.
+    """
 
 
 class QueryError(InferenceObsError, ValueError):
@@ -76,6 +89,14 @@ class SourceError(InferenceObsError):
 
 class SourceUnavailable(SourceError):
     """The source could not be reached, or kept failing after bounded retries."""
+
+
+class AnswerTooLarge(SourceUnavailable):
+    """An answer grew past the client's size limit (on the wire or decompressed)."""
+
+
+class TimeBudgetExceeded(SourceUnavailable, TimeoutError):
+    """The caller's time budget (a deadline given to the source) ran out during a request."""
 
 
 class QueryFailed(SourceError):

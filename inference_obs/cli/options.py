@@ -7,15 +7,17 @@ credential).
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from inference_obs.analyses.resolution import Resolution
-from inference_obs.errors import InferenceObsError, QueryError
+from inference_obs.errors import ConfigurationError, InferenceObsError, QueryError
 from inference_obs.query import parse_duration
 from inference_obs.samples import Window
+from inference_obs.source.http import MAX_ANSWER_BYTES
 
 __all__ = [
     "EXIT_BUDGET",
@@ -57,11 +59,32 @@ def add_live_options(command: argparse.ArgumentParser) -> None:
         help="an extra request header, e.g. 'X-Scope-OrgID: team' (repeatable)",
     )
     auth.add_argument("--ca-file", help="CA bundle for TLS")
+    auth.add_argument(
+        "--parallel",
+        type=int,
+        default=8,
+        metavar="N",
+        help="requests in flight at once, at most (default: 8)",
+    )
+    auth.add_argument(
+        "--max-answer-mb",
+        type=float,
+        default=MAX_ANSWER_BYTES / 2**20,
+        metavar="MB",
+        help="largest answer accepted, in MiB, on the wire and decompressed "
+        f"(default: {MAX_ANSWER_BYTES // 2**20})",
+    )
 
 
 def open_prometheus(args: argparse.Namespace) -> Any:
-    """A :class:`~inference_obs.source.prometheus.PrometheusSource` from the live options."""
+    """A :class:`~inference_obs.source.prometheus.PrometheusSource` from the live options.
+
+    A ``--time-budget`` (when the command has one) becomes the source's
+    deadline, so a request still running when the budget ends stops then.
+    """
+    from inference_obs.source.auth import BearerToken
     from inference_obs.source.prometheus import PrometheusSource
+    from inference_obs.source.tls import TLS
 
     headers = {}
     for i, text in enumerate(args.header, 1):
@@ -70,15 +93,27 @@ def open_prometheus(args: argparse.Namespace) -> Any:
             # The text is not echoed: a mistyped header may hold a credential.
             raise InferenceObsError(f"--header number {i}: expected 'Name: value'")
         headers[name.strip()] = value.strip()
+    if args.token_file and args.token_env:
+        raise InferenceObsError("give --token-file or --token-env, not both")
+    budget = getattr(args, "time_budget", None)
     try:
+        token = (
+            BearerToken(file=args.token_file)
+            if args.token_file
+            else BearerToken(env=args.token_env)
+            if args.token_env
+            else None
+        )
         return PrometheusSource(
             args.prometheus,
-            token_file=args.token_file,
-            token_env=args.token_env,
+            auth=token,
             headers=headers or None,
-            ca_file=args.ca_file,
+            tls=TLS(ca_file=args.ca_file) if args.ca_file else None,
+            parallel=args.parallel,
+            max_answer_bytes=round(args.max_answer_mb * 2**20),
+            deadline=time.monotonic() + budget if budget is not None else None,
         )
-    except (ValueError, OSError) as exc:  # two credentials, or a bad CA file; no secret in it
+    except ConfigurationError as exc:  # the messages name the fault, never a secret
         raise InferenceObsError(f"--prometheus: {exc}") from None
 
 

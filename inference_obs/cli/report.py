@@ -97,7 +97,7 @@ def _open(args: argparse.Namespace, say: Say) -> _Opened:
 
 def _report(args: argparse.Namespace) -> int:
     from inference_obs.analyses.validity import Verdict
-    from inference_obs.errors import SourceError
+    from inference_obs.errors import SourceError, TimeBudgetExceeded
     from inference_obs.report import ReportTimeout, build_report, write_report
 
     def say(line: str) -> None:
@@ -123,7 +123,7 @@ def _report(args: argparse.Namespace) -> int:
             resolution=resolution(args.resolution),
         )
         written = write_report(report, Path(args.out), formats)
-    except ReportTimeout as exc:
+    except (ReportTimeout, TimeBudgetExceeded) as exc:
         print(f"inference-obs: {exc}", file=sys.stderr)
         return EXIT_BUDGET
     except SourceError as exc:

@@ -35,6 +35,7 @@ from inference_obs.source.base import Matrix
 
 __all__ = [
     "MATRIX_BODY_PREFIX",
+    "MalformedAnswer",
     "parse_matrix",
     "parse_matrix_body",
     "parse_raw",
@@ -48,13 +49,32 @@ Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
 
 
+# Prometheus keeps int64 milliseconds: larger times cannot come from a real server.
+_MAX_ABS_SECONDS = 9.2e15
+
+
+class MalformedAnswer(ValueError):
+    """An answer that parses but cannot be data (a NaN or out-of-range timestamp)."""
+
+
+def _milliseconds(seconds: Floats) -> Ints:
+    """Unix seconds -> int64 ms; a NaN, infinite or out-of-range time is refused.
+
+    A cast alone would turn NaN or 1e300 into INT64_MIN and shift a sample to
+    the year -292 million without a word.
+    """
+    bad = ~(np.abs(seconds) <= _MAX_ABS_SECONDS)  # NaN compares False
+    if bad.any():
+        raise MalformedAnswer(f"timestamp {seconds[bad][0]!r} is not a time a server can hold")
+    return np.rint(seconds * 1000.0).astype(np.int64)
+
+
 def _columns(points: Sequence[Any], count: int) -> tuple[Ints, Floats]:
     """``count`` ``[t, "v"]`` pairs (an iterable of lists) -> (t_ms int64, values float64)."""
     flat = np.fromiter(chain.from_iterable(points), dtype=object, count=2 * count)
     seconds = flat[0::2].astype(np.float64)
     values = flat[1::2].astype(np.float64)
-    t_ms = np.rint(seconds * 1000.0).astype(np.int64)
-    return t_ms, values
+    return _milliseconds(seconds), values
 
 
 def parse_vector(result: list[Any], annotations: tuple[Annotation, ...] = ()) -> Vector:
@@ -249,7 +269,7 @@ def _fast_matrix(
             return None
         if numbers.shape != (2 * total,):
             return None
-        t_ms = np.rint(numbers[0::2] * 1000.0).astype(np.int64)
+        t_ms = _milliseconds(numbers[0::2])
         values = np.ascontiguousarray(numbers[1::2])
     else:
         t_ms, values = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)

@@ -1,97 +1,166 @@
 """The read-only HTTP client of :class:`~inference_obs.source.prometheus.PrometheusSource`.
 
-Read-only by construction: :class:`Client` sends only to the paths of
-:data:`ALLOWED_PATHS` (GET for discovery, POST form bodies for the two query
-endpoints, whose PromQL may be long) and has no generic request method.
-Redirects are refused, so credentials never follow one to another host.
+Read-only by construction: :class:`Client` builds every request from an
+:class:`~inference_obs.source.endpoint.Endpoint` (parsed and checked once) and
+one path of :data:`ALLOWED_PATHS`, then checks the final method and request
+target once more, as they will be sent, before a
+:class:`~inference_obs.source.transport.Transport` sees them. It has no
+generic request method. Redirects are not followed, so credentials never
+follow one to another host.
 
-Transport failures and the API's error envelope are translated in one
-function, :func:`_classify`; :meth:`Client.call` alone retries, bounded, with
-exponential backoff and jitter. Credentials live in :class:`Credentials` and
-appear in no log line, repr or exception message.
+Every request is bounded: each attempt by ``timeout`` (connect, headers and
+body together), all attempts and waits by ``request_timeout`` and by the
+caller's ``deadline``, the answer by ``max_answer_bytes``, and at most
+``parallel`` requests are in flight at once. Transport failures and the
+API's error envelope are translated in one function, :func:`_classify`;
+:meth:`Client.call` alone retries, bounded, with exponential backoff and
+jitter. Credentials live in an :data:`~inference_obs.source.auth.Auth` object
+and appear in no log line, repr or exception message.
 """
 
 from __future__ import annotations
 
-import base64
-import gzip
 import http.client
 import json
 import logging
-import os
+import math
 import random
 import re
-import socket
-import ssl
+import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
-import zlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from inference_obs.errors import QueryFailed, SourceUnavailable
-from inference_obs.source.base import Matrix
-from inference_obs.source.frames import MATRIX_BODY_PREFIX, parse_matrix_body
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["ALLOWED_PATHS", "Client", "Credentials", "Reply", "strip_userinfo"]
+from inference_obs.errors import (
+    AnswerTooLarge,
+    ConfigurationError,
+    QueryFailed,
+    SourceUnavailable,
+    TimeBudgetExceeded,
+)
+from inference_obs.source.auth import Auth
+from inference_obs.source.base import Matrix
+from inference_obs.source.endpoint import Endpoint
+from inference_obs.source.frames import MATRIX_BODY_PREFIX, MalformedAnswer, parse_matrix_body
+from inference_obs.source.transport import (
+    AnswerTooBig,
+    BadEncoding,
+    Request,
+    Response,
+    Transport,
+)
+
+__all__ = ["ALLOWED_PATHS", "MAX_ANSWER_BYTES", "Client", "Envelope", "Limits", "Reply"]
 
 log = logging.getLogger("inference_obs.source.prometheus")
 
-#: Every path the client may request, with its one method.
-ALLOWED_PATHS: Mapping[str, Literal["GET", "POST"]] = {
+Method = Literal["GET", "POST"]
+#: Every path the client may request, with its one method. Queries and series
+#: go as POST form bodies: a long selector in a URL gets HTTP 431 or 414.
+ALLOWED_PATHS: Mapping[str, Method] = {
     "/api/v1/query": "POST",
     "/api/v1/query_range": "POST",
-    "/api/v1/series": "GET",
+    "/api/v1/series": "POST",
     "/api/v1/labels": "GET",
     "/api/v1/label/{}/values": "GET",
     "/api/v1/metadata": "GET",
     "/api/v1/status/buildinfo": "GET",
 }
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+# The allowlist as the final request paths may spell it (label names fill the one hole).
+_FINAL = {
+    path: re.compile(re.escape(path).replace(r"\{\}", _LABEL_NAME.pattern))
+    for path in ALLOWED_PATHS
+}
+#: Default answer limit: the largest answer a fleet report needs is a few MB;
+#: a raw fetch of a big fleet's family can reach tens of MB.
+MAX_ANSWER_BYTES = 256 * 1024 * 1024
 # Statuses worth retrying: timeout, rate limit, and server-side failures.
 _RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 # errorTypes that name a transient condition on the server (retried when HTTP says 5xx).
 _TRANSIENT = frozenset({"timeout", "unavailable", "internal"})
-# A server asking to wait longer than this is treated as down, not waited for.
-MAX_RETRY_AFTER_S = 30.0
-# Exponential backoff stops growing here, so a retry never waits minutes.
-MAX_BACKOFF_S = 10.0
 # Enough of an unexpected body to recognise it (an HTML error page), not to flood.
 _BODY_SNIPPET = 200
-_CHUNK = 1 << 16
+# Headers the client owns: a user-given one could smuggle a second request or
+# change what the body means.
+_RESERVED = frozenset(
+    {"host", "content-length", "content-type", "transfer-encoding", "connection", "te",
+     "accept-encoding", "upgrade", "expect", "trailer", "proxy-authorization"}
+)  # fmt: skip
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
 @dataclass(frozen=True, slots=True)
-class Credentials:
-    """Where the Authorization header comes from; the repr names no secret."""
+class Limits:
+    """How long a request may take, how large its answer may be, how many run at once.
 
-    token: str | None = field(default=None, repr=False)
-    token_env: str | None = None
-    token_file: Path | None = None
-    basic_auth: tuple[str, str] | None = field(default=None, repr=False)
+    Attributes
+    ----------
+    timeout
+        Seconds for one attempt: connect, headers and body together.
+    request_timeout
+        Seconds for a whole request: every attempt and every wait between.
+    retries
+        Further attempts after a transient failure (connection, timeout, 408,
+        429, 5xx, invalid JSON).
+    backoff
+        First wait between attempts, seconds; doubles each time, with jitter
+        of 0.5-1.5x, never above ``max_backoff``.
+    max_backoff
+        Longest wait the client chooses itself, seconds.
+    max_retry_after
+        Longest ``Retry-After`` obeyed, seconds; a server asking for more is
+        treated as down at once rather than waited for.
+    max_answer_bytes
+        Largest answer accepted, on the wire and decompressed.
+    parallel
+        Requests in flight at once, at most (also the idle connections kept).
+    """
 
-    def header(self) -> str | None:
-        """The Authorization header value, read fresh (token files rotate)."""
-        if self.basic_auth is not None:
-            pair = f"{self.basic_auth[0]}:{self.basic_auth[1]}".encode()
-            return "Basic " + base64.b64encode(pair).decode("ascii")
-        token = self.token
-        if token is None and self.token_env is not None:
-            token = os.environ.get(self.token_env)
-            if token is None:
-                raise SourceUnavailable(f"environment variable {self.token_env} is not set")
-        if token is None and self.token_file is not None:
-            try:
-                token = self.token_file.expanduser().read_text(encoding="utf-8").strip()
-            except OSError as exc:
-                raise SourceUnavailable(
-                    f"cannot read token file {self.token_file}: {exc.strerror}"
-                ) from None
-        return None if token is None else f"Bearer {token}"
+    timeout: float = 30.0
+    request_timeout: float = 120.0
+    retries: int = 3
+    backoff: float = 0.5
+    max_backoff: float = 10.0
+    max_retry_after: float = 30.0
+    max_answer_bytes: int = MAX_ANSWER_BYTES
+    parallel: int = 8
+
+    def __post_init__(self) -> None:
+        for name in ("timeout", "request_timeout", "backoff", "max_backoff", "max_retry_after"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
+                raise ConfigurationError(f"{name} must be a finite number >= 0, not {value!r}")
+        if not self.timeout > 0 or not self.request_timeout > 0:
+            raise ConfigurationError("timeout and request_timeout must be above 0 seconds")
+        for name in ("retries", "max_answer_bytes", "parallel"):
+            value = getattr(self, name)
+            least = 0 if name == "retries" else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ConfigurationError(f"{name} must be a whole number >= {least}, not {value!r}")
+
+
+class Envelope(BaseModel):
+    """The Prometheus API's JSON envelope around every answer.
+
+    ``isPartial`` is VictoriaMetrics's flag, ``partial_response`` Thanos's
+    spelling; either marks an answer some stores did not contribute to.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+    status: Literal["success", "error"]
+    data: Any = None
+    error_type: str | None = Field(None, alias="errorType")
+    error: str | None = None
+    warnings: tuple[str, ...] | None = None
+    infos: tuple[str, ...] | None = None
+    is_partial: bool | None = Field(None, alias="isPartial")
+    partial_response: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,68 +188,55 @@ class _Retry(Exception):
         self.final = final  # raised instead of SourceUnavailable when retries run out
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # the 3xx surfaces as an HTTPError and is reported, not followed
-
-
-def strip_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
-    """``url`` without ``user:password@``, and the pair if there was one."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.username is None:
-        return url.rstrip("/"), None
-    host = parts.hostname or ""
-    netloc = f"[{host}]" if ":" in host else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    clean = urllib.parse.urlunsplit(parts._replace(netloc=netloc)).rstrip("/")
-    user = urllib.parse.unquote(parts.username)
-    return clean, (user, urllib.parse.unquote(parts.password or ""))
-
-
 class Client:
     """Sends allowlisted requests to one Prometheus-compatible API.
 
-    ``rng`` (jitter) and ``sleep`` are injectable so tests run fast and
-    deterministic.
+    Parameters
+    ----------
+    endpoint
+        Where requests go (see :func:`~inference_obs.source.endpoint.parse_base_url`).
+    auth
+        Credentials, or None.
+    headers
+        Extra headers (e.g. ``X-Scope-OrgID``); checked here, never shown.
+    transport
+        What sends the requests.
+    limits
+        Time, size and concurrency bounds.
+    deadline
+        A :func:`time.monotonic` time after which no request continues
+        (:class:`~inference_obs.errors.TimeBudgetExceeded`), or None.
     """
 
     def __init__(
         self,
-        url: str,
+        endpoint: Endpoint,
         *,
-        credentials: Credentials,
+        auth: Auth | None,
         headers: Mapping[str, str],
-        tls: ssl.SSLContext | None,
-        proxies: Mapping[str, str] | None,
-        timeout: float,
-        retries: int,
-        backoff: float,
-        rng: random.Random,
-        sleep: Callable[[float], None],
+        transport: Transport,
+        limits: Limits,
+        deadline: float | None = None,
     ) -> None:
-        self.url = url
-        self._credentials = credentials
-        self._headers = dict(headers)
-        handlers: list[urllib.request.BaseHandler] = [_NoRedirect()]
-        handlers.append(urllib.request.HTTPSHandler(context=tls))
-        if proxies is not None:
-            handlers.append(urllib.request.ProxyHandler(dict(proxies)))
-        self._opener = urllib.request.build_opener(*handlers)
-        self._timeout = timeout
-        self._retries = retries
-        self._backoff = backoff
-        self._rng = rng
-        self._sleep = sleep
+        self.endpoint = endpoint
+        self._auth = auth
+        self._headers = _checked_headers(headers, has_auth=auth is not None)
+        self._transport = transport
+        self.limits = limits
+        self._deadline = deadline
+        self._slots = threading.BoundedSemaphore(limits.parallel)
+        self._rng = random.Random()
 
-    def query(self, path: str, fields: Mapping[str, str], promql: str) -> Reply:
-        """POST ``fields`` to a query endpoint (``/api/v1/query`` or ``query_range``)."""
+    def query(
+        self, path: str, fields: Mapping[str, str] | Sequence[tuple[str, str]], promql: str
+    ) -> Reply:
+        """POST ``fields`` to a query endpoint (``query``, ``query_range`` or ``series``)."""
         return self.call(path, "POST", fields, promql)
 
     def discover(
         self,
         path: str,
-        fields: Mapping[str, str] | list[tuple[str, str]],
+        fields: Mapping[str, str] | Sequence[tuple[str, str]],
         what: str,
         label: str = "",
     ) -> Reply:
@@ -193,142 +249,218 @@ class Client:
         self,
         path: str,
         method: str,
-        fields: Mapping[str, str] | list[tuple[str, str]],
+        fields: Mapping[str, str] | Sequence[tuple[str, str]],
         what: str,
         label: str = "",
     ) -> Reply:
         """Send one allowlisted request with bounded retries; ``what`` names it in errors."""
-        if ALLOWED_PATHS.get(path) != method:
-            raise ValueError(f"{method} {path} is not an allowed read-only request")
-        target = self.url + path.format(urllib.parse.quote(label, safe=""))
-        body = urllib.parse.urlencode(
-            list(fields.items()) if isinstance(fields, Mapping) else fields
-        )
+        target, body = self._target(path, method, fields, label)
+        started = time.monotonic()
+        ends = started + self.limits.request_timeout
+        budget = self._deadline is not None and self._deadline < ends
+        ends = min(ends, self._deadline) if self._deadline is not None else ends
         attempt = 0
         while True:
+            if time.monotonic() >= ends:
+                raise self._out_of_time(path, what, budget, started)
             try:
-                return self._once(target, method, body, path, what)
+                return self._once(method, target, body, path, what, ends)  # type: ignore[arg-type]
             except _Retry as exc:
-                if attempt >= self._retries:
-                    if exc.final is not None:
-                        raise exc.final from None
-                    raise SourceUnavailable(
-                        f"{self.url}{path}: {exc} (gave up after {attempt + 1} attempts)",
-                        promql=what,
-                    ) from None
-                wait = self._backoff * 2**attempt * (0.5 + self._rng.random())
-                wait = min(wait, MAX_BACKOFF_S) if exc.wait is None else exc.wait
-                log.debug("retrying %s in %.2f s after: %s", path, wait, exc)
-                self._sleep(wait)
-                attempt += 1
+                failure = exc
+            now = time.monotonic()
+            own = self.limits.backoff * 2**attempt * (0.5 + self._rng.random())
+            wait = min(own, self.limits.max_backoff) if failure.wait is None else failure.wait
+            if failure.wait is not None and failure.wait > self.limits.max_retry_after:
+                raise SourceUnavailable(
+                    f"{self.endpoint.url}{path}: {failure}; the server asks to wait "
+                    f"{failure.wait:g} s, more than the {self.limits.max_retry_after:g} s "
+                    "this client waits: treated as down",
+                    promql=what,
+                ) from None
+            if attempt >= self.limits.retries or now + wait >= ends:
+                if attempt < self.limits.retries and budget:
+                    raise self._out_of_time(path, what, budget, started) from None
+                if failure.final is not None:
+                    raise failure.final from None
+                attempts = f"{attempt + 1} attempt{'s' if attempt else ''}"
+                why = self._why_stopped(attempt, now + wait, ends)
+                raise SourceUnavailable(
+                    f"{self.endpoint.url}{path}: {failure} (gave up after {attempts}{why})",
+                    promql=what,
+                ) from None
+            log.debug("retrying %s in %.2f s after: %s", path, wait, failure)
+            time.sleep(wait)
+            attempt += 1
 
-    def _once(self, target: str, method: str, body: str, path: str, what: str) -> Reply:
-        # Answers are JSON, which gzip makes several times smaller on the wire.
+    def close(self) -> None:
+        """Close the transport's connections."""
+        self._transport.close()
+
+    # --- one request -----------------------------------------------------------
+
+    def _target(
+        self,
+        path: str,
+        method: str,
+        fields: Mapping[str, str] | Sequence[tuple[str, str]],
+        label: str,
+    ) -> tuple[str, bytes]:
+        """The request target and body, checked against the allowlist as they will be sent."""
+        if ALLOWED_PATHS.get(path) != method:
+            raise ConfigurationError(f"{method} {path} is not an allowed read-only request")
+        final = self.endpoint.path(path.format(urllib.parse.quote(label, safe="")))
+        query = urllib.parse.urlencode(
+            list(fields.items()) if isinstance(fields, Mapping) else fields
+        )
+        api = final[len(self.endpoint.prefix) :]
+        if (
+            not final.startswith(self.endpoint.prefix)
+            or not _FINAL[path].fullmatch(api)
+            or ALLOWED_PATHS[path] != method
+        ):
+            raise ConfigurationError(f"{method} {final} is not an allowed read-only request")
+        if method == "GET":
+            return (f"{final}?{query}" if query else final), b""
+        return final, query.encode()
+
+    def _once(
+        self, method: Method, target: str, body: bytes, path: str, what: str, ends: float
+    ) -> Reply:
         headers = {"Accept-Encoding": "gzip", **self._headers}
-        auth = self._credentials.header()
-        if auth is not None:
-            headers["Authorization"] = auth
+        if self._auth is not None:
+            headers["Authorization"] = self._auth.header()
         if method == "POST":
             headers["Content-Type"] = "application/x-www-form-urlencoded"
-            request = urllib.request.Request(target, body.encode(), headers, method="POST")
-        else:
-            url = f"{target}?{body}" if body else target
-            request = urllib.request.Request(url, headers=headers, method="GET")
+        deadline = min(time.monotonic() + self.limits.timeout, ends)
+        request = Request(method, target, headers, body, deadline, self.limits.max_answer_bytes)
         started = time.monotonic()
-        try:
-            with self._opener.open(request, timeout=self._timeout) as resp:
-                status, text = resp.status, self._read(resp, started)
-                reply_headers = dict(resp.headers.items())
-        except urllib.error.HTTPError as exc:
-            with exc:
-                status, reply_headers = exc.code, dict(exc.headers.items())
-                try:
-                    text = self._read(exc, started)
-                except (OSError, http.client.HTTPException):
-                    text = b""
-        except (OSError, http.client.HTTPException) as exc:
-            log.debug("%s %s failed: %s", method, path, type(exc).__name__)
-            return _classify(None, b"", {}, exc, what)
-        log.debug("%s %s -> %d in %.3f s", method, path, status, time.monotonic() - started)
-        encoding = next(
-            (v for k, v in reply_headers.items() if k.lower() == "content-encoding"), ""
-        )
-        if encoding.strip().lower() == "gzip":
+        with self._slots:
             try:
-                text = gzip.decompress(text)
-            except (OSError, EOFError, zlib.error) as exc:  # cut off, or not gzip at all
-                raise _Retry(f"invalid or truncated gzip body ({type(exc).__name__})") from None
-        return _classify(status, text, reply_headers, None, what)
+                response = self._transport.send(request)
+            except TimeoutError:
+                raise _Retry(f"timed out after {time.monotonic() - started:.1f} s") from None
+            except AnswerTooBig as exc:
+                limit = self.limits.max_answer_bytes
+                raise AnswerTooLarge(
+                    f"{self.endpoint.url}{path}: the answer is larger than {limit:,} bytes "
+                    f"({exc.where}); narrow the query or raise max_answer_bytes "
+                    "(--max-answer-mb)",
+                    promql=what,
+                ) from None
+            except BadEncoding as exc:
+                raise _Retry(f"invalid or truncated gzip body ({exc})") from None
+            except (OSError, http.client.HTTPException) as exc:
+                reason = getattr(exc, "reason", None) or exc
+                raise _Retry(f"connection failed ({type(reason).__name__}: {reason})") from None
+        log.debug(
+            "%s %s -> %d in %.3f s", method, path, response.status, time.monotonic() - started
+        )
+        return _classify(response, what, self.endpoint.url + path)
 
-    def _read(self, resp: Any, started: float) -> bytes:
-        # The socket timeout bounds each read; this bounds the whole body too.
-        chunks = []
-        while chunk := resp.read1(_CHUNK):
-            chunks.append(chunk)
-            if time.monotonic() - started > self._timeout:
-                raise TimeoutError(f"body not complete within {self._timeout:g} s")
-        return b"".join(chunks)
+    def _out_of_time(self, path: str, what: str, budget: bool, started: float) -> SourceUnavailable:
+        spent = time.monotonic() - started
+        if budget:
+            return TimeBudgetExceeded(
+                f"{self.endpoint.url}{path}: the time budget ran out during this request "
+                f"(after {spent:.1f} s)",
+                promql=what,
+            )
+        return SourceUnavailable(
+            f"{self.endpoint.url}{path}: no answer within request_timeout="
+            f"{self.limits.request_timeout:g} s",
+            promql=what,
+        )
+
+    def _why_stopped(self, attempt: int, next_try: float, ends: float) -> str:
+        if attempt < self.limits.retries and next_try >= ends:
+            return f"; request_timeout={self.limits.request_timeout:g} s leaves no time for more"
+        return ""
 
 
-def _classify(
-    status: int | None,
-    body: bytes,
-    headers: Mapping[str, str],
-    exc: BaseException | None,
-    promql: str,
-) -> Reply:
-    """THE translation of an HTTP outcome: a Reply, or the exception to raise.
+def _classify(response: Response, promql: str, where: str) -> Reply:
+    """THE translation of an HTTP answer: a Reply, or the exception to raise.
 
-    - connection errors, timeouts, 408/429/5xx, invalid JSON: :class:`_Retry`
+    - 408/429/5xx without an envelope, invalid JSON in a 200: :class:`_Retry`
       (the caller retries, then raises SourceUnavailable);
+    - a 200 that parses but cannot be data (a NaN timestamp): SourceUnavailable;
     - an error envelope: QueryFailed with its errorType (after retries when
       the status is 5xx and the type transient: timeout, unavailable, internal);
     - a redirect or another status without an envelope: SourceUnavailable.
     """
-    if exc is not None:
-        if isinstance(exc, TimeoutError | socket.timeout):
-            raise _Retry("timed out")
-        reason = getattr(exc, "reason", None) or exc
-        raise _Retry(f"connection failed ({type(reason).__name__}: {reason})")
-    assert status is not None
+    status, body, headers = response.status, response.body, response.headers
     matrix: Matrix | None = None
+    envelope: Envelope | None
     try:
         if status == 200 and body.startswith(MATRIX_BODY_PREFIX):
-            matrix, envelope = parse_matrix_body(body, promql)
+            matrix, decoded = parse_matrix_body(body, promql)
         else:
-            envelope = json.loads(body)
-    except (ValueError, TypeError, UnicodeDecodeError):
+            decoded = json.loads(body)
+        envelope = Envelope.model_validate(decoded)
+    except MalformedAnswer as exc:
+        raise SourceUnavailable(f"{where}: malformed answer ({exc})", promql=promql) from None
+    # RecursionError: JSON nested deeper than Python's stack (a hostile body).
+    except (ValueError, TypeError, UnicodeDecodeError, RecursionError, ValidationError):
         envelope = None
-    if not isinstance(envelope, dict) or envelope.get("status") not in ("success", "error"):
+    if envelope is None:
         snippet = body[:_BODY_SNIPPET].decode("utf-8", "replace")
         if status in _RETRY_STATUS:
             raise _Retry(f"HTTP {status}: {snippet!r}", _retry_after(status, headers))
         if status == 200:
             raise _Retry("invalid or truncated JSON in a 200 answer")
-        raise SourceUnavailable(f"HTTP {status} without an API answer: {snippet!r}", promql=promql)
-    if envelope["status"] == "error" or status != 200:
-        error_type = str(envelope.get("errorType") or f"http_{status}")
-        message = str(envelope.get("error") or f"HTTP {status}")
+        raise SourceUnavailable(
+            f"{where}: HTTP {status} without an API answer: {snippet!r}", promql=promql
+        )
+    if envelope.status == "error" or status != 200:
+        error_type = envelope.error_type or f"http_{status}"
+        message = envelope.error or f"HTTP {status}"
         failed = QueryFailed(f"{error_type}: {message}", error_type=error_type, promql=promql)
         if status in _RETRY_STATUS and (status in (408, 429) or error_type in _TRANSIENT):
             raise _Retry(f"{error_type}: {message}", _retry_after(status, headers), failed)
         raise failed
     return Reply(
-        data=envelope.get("data"),
-        warnings=tuple(str(w) for w in envelope.get("warnings") or ()),
-        infos=tuple(str(w) for w in envelope.get("infos") or ()),
-        partial=bool(envelope.get("isPartial") or envelope.get("partial_response")),
-        headers={k.lower(): v for k, v in headers.items()},
+        data=envelope.data,
+        warnings=envelope.warnings or (),
+        infos=envelope.infos or (),
+        partial=bool(envelope.is_partial or envelope.partial_response),
+        headers=headers,
         matrix=matrix,
     )
 
 
 def _retry_after(status: int, headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asks to wait (429 and 503 only), or None to use our own backoff.
+
+    An HTTP date, a negative number, NaN or infinity is not a usable wait
+    and falls back to our backoff; a finite wait is returned as asked (the
+    caller refuses one past ``max_retry_after``).
+    """
     if status not in (429, 503):
         return None
-    value = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
+    value = headers.get("retry-after")
     try:
-        seconds = float(value) if value is not None else None
+        seconds = float(value) if value is not None else math.nan
     except ValueError:
-        return None  # an HTTP date: fall back to our own backoff
-    return None if seconds is None else min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def _checked_headers(headers: Mapping[str, str], *, has_auth: bool) -> dict[str, str]:
+    """Extra headers after checking them; messages name a header, never its value."""
+    out = {}
+    for name, value in headers.items():
+        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+            raise ConfigurationError(f"header name {name!r} is not an HTTP token")
+        if name.lower() in _RESERVED:
+            raise ConfigurationError(f"header {name} is set by the client and cannot be given")
+        if name.lower() == "authorization" and has_auth:
+            raise ConfigurationError(
+                "give credentials either as auth= or as an Authorization header"
+            )
+        if not isinstance(value, str) or any(
+            (ord(ch) < 0x20 and ch != "\t") or ord(ch) == 0x7F or ord(ch) > 0xFF for ch in value
+        ):
+            raise ConfigurationError(
+                f"header {name}: its value holds a control or non-Latin-1 character"
+            )
+        out[name] = value
+    return out

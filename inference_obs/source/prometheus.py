@@ -10,27 +10,30 @@ Examples
 --------
 >>> PrometheusSource("https://user:secret@prom.example:9090/")
 PrometheusSource('https://prom.example:9090')
+>>> PrometheusSource("https://prom.example", auth=BearerToken(file="/var/run/token"))
+PrometheusSource('https://prom.example')
 """
 
 from __future__ import annotations
 
-import random
 import ssl
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
-from pathlib import Path
 from threading import Lock
 from typing import Any
 
 from inference_obs.engine.rules import Rules
-from inference_obs.errors import Annotation, SourceUnavailable
+from inference_obs.errors import Annotation, ConfigurationError, SourceUnavailable
 from inference_obs.query import Expr, Range, Selector, to_promql
 from inference_obs.samples import Labels, SampleSet, Window
 from inference_obs.source import frames
+from inference_obs.source.auth import Auth, BasicAuth, BearerToken
 from inference_obs.source.base import EngineInfo, Instant, Matrix, Metadata
-from inference_obs.source.http import Client, Credentials, Reply, strip_userinfo
+from inference_obs.source.endpoint import Endpoint, parse_base_url
+from inference_obs.source.http import MAX_ANSWER_BYTES, Client, Limits, Reply
 from inference_obs.source.ranges import fetch_pieces, max_points_for, plan
+from inference_obs.source.tls import TLS
+from inference_obs.source.transport import PooledTransport, Transport
 
 __all__ = ["PrometheusSource"]
 
@@ -46,26 +49,40 @@ class PrometheusSource:
     Parameters
     ----------
     url
-        Base URL (``https://prom.example``, or with a path prefix). A
-        ``user:password@`` in it is used as basic auth and stripped.
-    token, token_env, token_file
-        A bearer token, or the environment variable / file holding it (the
-        file is re-read on every request, so rotated tokens work).
-    basic_auth
-        ``(user, password)``.
+        Base URL (``https://prom.example``, or with a path prefix), parsed and
+        checked once (:func:`~inference_obs.source.endpoint.parse_base_url`):
+        http or https, no query, no fragment, no ``..``. A ``user:password@``
+        in it becomes basic auth and leaves the URL.
+    auth
+        :class:`~inference_obs.source.auth.BearerToken` (a value, an
+        environment variable or a file, re-read on every request so rotated
+        tokens work) or :class:`~inference_obs.source.auth.BasicAuth`.
     headers
         Extra headers, e.g. ``{"X-Scope-OrgID": "tenant"}`` for Mimir.
-    ca_file, client_cert
-        CA bundle to verify the server; client certificate (path, or
-        ``(cert, key)`` paths) for mutual TLS.
     tls
-        A ready :class:`ssl.SSLContext` (overrides ``ca_file``/``client_cert``).
+        :class:`~inference_obs.source.tls.TLS` settings (CA bundle, client
+        certificate), or a ready :class:`ssl.SSLContext`.
+    proxy
+        An ``http://host:port`` forward proxy. Environment variables are not
+        read: credentials go only where the caller said.
     timeout
-        Seconds per request, whole body included.
+        Seconds for one attempt: connect, headers and body together.
+    request_timeout
+        Seconds for a whole request, every retry and wait included.
     retries, backoff
         Retries after a transient failure (connection, timeout, 408, 429,
         5xx, invalid JSON) and the first backoff in seconds (doubling, with
         jitter); then :class:`~inference_obs.errors.SourceUnavailable`.
+    max_answer_bytes
+        Largest answer accepted, on the wire and decompressed; a larger one
+        raises :class:`~inference_obs.errors.AnswerTooLarge`.
+    parallel
+        Requests in flight at once, at most (connections are kept alive and
+        reused between requests).
+    deadline
+        A :func:`time.monotonic` time (a caller's time budget): a request
+        still running then stops with
+        :class:`~inference_obs.errors.TimeBudgetExceeded`.
     fail_on_partial
         Raise on a partial response instead of annotating the result.
     rules
@@ -73,59 +90,59 @@ class PrometheusSource:
     max_points
         Points per series per request before a range query is split
         (default: 11,000 for Prometheus, 30,000 for VictoriaMetrics).
-    rng, sleep
-        Jitter source and sleep function (for deterministic tests).
+    transport
+        What moves requests (default: a kept-alive
+        :class:`~inference_obs.source.transport.PooledTransport`); tests
+        inject their own.
     """
 
     def __init__(
         self,
         url: str,
         *,
-        token: str | None = None,
-        token_env: str | None = None,
-        token_file: str | Path | None = None,
-        basic_auth: tuple[str, str] | None = None,
+        auth: Auth | None = None,
         headers: Mapping[str, str] | None = None,
-        ca_file: str | Path | None = None,
-        client_cert: str | Path | tuple[str | Path, str | Path] | None = None,
-        tls: ssl.SSLContext | None = None,
-        proxies: Mapping[str, str] | None = None,
+        tls: TLS | ssl.SSLContext | None = None,
+        proxy: str | None = None,
         timeout: float = 30.0,
+        request_timeout: float = 120.0,
         retries: int = 3,
         backoff: float = 0.5,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
+        parallel: int = 8,
+        deadline: float | None = None,
         fail_on_partial: bool = False,
         rules: Rules | None = None,
         max_points: int | None = None,
-        rng: random.Random | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        transport: Transport | None = None,
     ) -> None:
-        clean, userinfo = strip_userinfo(url)
-        if sum(x is not None for x in (token, token_env, token_file, basic_auth or userinfo)) > 1:
-            raise ValueError("give one of token, token_env, token_file, basic_auth")
-        credentials = Credentials(
-            token=token,
-            token_env=token_env,
-            token_file=Path(token_file) if token_file is not None else None,
-            basic_auth=basic_auth or userinfo,
-        )
-        if tls is None and (ca_file is not None or client_cert is not None):
-            tls = ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
-            if isinstance(client_cert, tuple):
-                tls.load_cert_chain(str(client_cert[0]), str(client_cert[1]))
-            elif client_cert is not None:
-                tls.load_cert_chain(str(client_cert))
-        self.url = clean
-        self._client = Client(
-            clean,
-            credentials=credentials,
-            headers=headers or {},
-            tls=tls,
-            proxies=proxies,
+        endpoint, userinfo = parse_base_url(url)
+        if auth is not None and userinfo is not None:
+            raise ConfigurationError("give credentials either in the URL or as auth=, not both")
+        if auth is not None and not isinstance(auth, BearerToken | BasicAuth):
+            raise ConfigurationError(
+                f"auth must be a BearerToken or BasicAuth, not {type(auth).__name__}"
+            )
+        limits = Limits(
             timeout=timeout,
+            request_timeout=request_timeout,
             retries=retries,
             backoff=backoff,
-            rng=rng or random.Random(),
-            sleep=sleep,
+            max_answer_bytes=max_answer_bytes,
+            parallel=parallel,
+        )
+        if transport is None:
+            context = tls.context() if isinstance(tls, TLS) else tls
+            hop = _proxy_endpoint(proxy) if proxy is not None else None
+            transport = PooledTransport(endpoint, tls=context, proxy=hop, size=parallel)
+        self.url = endpoint.url
+        self._client = Client(
+            endpoint,
+            auth=auth or userinfo,
+            headers=headers or {},
+            transport=transport,
+            limits=limits,
+            deadline=deadline,
         )
         self._fail_on_partial = fail_on_partial
         self._rules = rules
@@ -135,34 +152,61 @@ class PrometheusSource:
 
     @classmethod
     def from_connect(cls, prom: Any, **kwargs: Any) -> PrometheusSource:
-        """A source using a ``prometheus_api_client.PrometheusConnect``'s URL, headers,
-        auth (a ``(user, password)`` tuple), TLS settings and proxies."""
-        session = prom._session
-        verify, cert = session.verify, session.cert
-        tls: ssl.SSLContext | None = None
-        if verify is False:
-            tls = ssl.create_default_context()
-            tls.check_hostname = False
-            tls.verify_mode = ssl.CERT_NONE
-        elif isinstance(verify, str):
-            tls = ssl.create_default_context(cafile=verify)
-        if cert is not None:
-            tls = tls or ssl.create_default_context()
-            pair = (cert,) if isinstance(cert, str) else tuple(cert)
-            tls.load_cert_chain(*pair)
-        auth = prom.auth
-        if auth is not None and not isinstance(auth, tuple):
-            raise TypeError("only a (user, password) auth tuple can be reused")
+        """A source with a ``prometheus_api_client.PrometheusConnect``'s settings.
+
+        Carried over: the URL, headers and ``(user, password)`` auth (public
+        attributes), and from its ``requests`` session (which the class keeps
+        only as ``_session``) the TLS verification, client certificate and
+        proxy for the URL's scheme, and its timeout. ``kwargs`` override any
+        of them. Requests then go through this library's client, not the
+        session: its deadlines and size limits hold either way.
+        """
+        session = getattr(prom, "_session", None)
+        verify = getattr(session, "verify", True)
+        cert = getattr(session, "cert", None)
+        if verify is not True or cert is not None:
+            key = None
+            if isinstance(cert, tuple | list):
+                cert, key = cert
+            kwargs.setdefault(
+                "tls",
+                TLS(
+                    ca_file=verify if isinstance(verify, str) else None,
+                    client_cert=cert,
+                    client_key=key,
+                    verify=verify is not False,
+                ),
+            )
+        auth = getattr(prom, "auth", None)
+        if auth is not None:
+            if not (isinstance(auth, tuple) and len(auth) == 2):
+                raise ConfigurationError(
+                    "from_connect reuses only a (user, password) auth tuple; "
+                    "give auth= for other credentials"
+                )
+            kwargs.setdefault("auth", BasicAuth(str(auth[0]), str(auth[1])))
         kwargs.setdefault("headers", dict(prom.headers or {}))
-        kwargs.setdefault("basic_auth", auth)
-        kwargs.setdefault("tls", tls)
-        kwargs.setdefault("proxies", dict(session.proxies) or None)
-        if prom._timeout is not None:
-            kwargs.setdefault("timeout", float(prom._timeout))
+        proxies = dict(getattr(session, "proxies", None) or {})
+        scheme = str(prom.url).partition(":")[0].lower()
+        if proxies.get(scheme):
+            kwargs.setdefault("proxy", proxies[scheme])
+        timeout = getattr(prom, "_timeout", None)
+        if timeout is not None:
+            kwargs.setdefault("timeout", float(timeout))
         return cls(prom.url, **kwargs)
 
     def __repr__(self) -> str:
         return f"PrometheusSource({self.url!r})"
+
+    def close(self) -> None:
+        """Close the kept-alive connections (a later request opens new ones)."""
+        self._client.close()
+
+    def __enter__(self) -> PrometheusSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # --- Source protocol -----------------------------------------------------
 
@@ -248,7 +292,7 @@ class PrometheusSource:
         """Label sets (``__name__`` included) of series with samples in ``window``."""
         promql = to_promql(selector)
         fields = [("match[]", promql), *self._span(window).items()]
-        reply = self._client.discover("/api/v1/series", fields, promql)
+        reply = self._client.query("/api/v1/series", fields, promql)
         with _parsing(promql):
             return tuple(Labels(one) for one in reply.data)
 
@@ -312,6 +356,13 @@ class _parsing:  # noqa: N801 - used as a lowercase context manager, like contex
             raise SourceUnavailable(
                 f"malformed answer ({type(exc).__name__}: {exc})", promql=self._what
             ) from exc
+
+
+def _proxy_endpoint(proxy: str) -> Endpoint:
+    hop, userinfo = parse_base_url(proxy)
+    if hop.scheme != "http" or hop.prefix or userinfo is not None:
+        raise ConfigurationError("proxy must be a plain http://host:port address")
+    return hop
 
 
 def detect_engine(data: Any, headers: Mapping[str, str], override: Rules | None) -> EngineInfo:

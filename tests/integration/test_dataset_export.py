@@ -19,6 +19,7 @@ from inference_obs.analyses.published import published_aggregates
 from inference_obs.analyses.verify import RowStatus, verify_dataset
 from inference_obs.cli import main
 from inference_obs.query import Selector
+from inference_obs.source.auth import BearerToken
 from inference_obs.source.dataset import SAMPLES
 from inference_obs.source.dataset_source import DatasetSource
 from inference_obs.source.export import export_dataset
@@ -61,7 +62,7 @@ def test_an_export_from_prometheus_verifies_and_equals_the_original(
 ) -> None:
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN, encoding="utf-8")
-    source = PrometheusSource(prometheus.base_url, token_file=token_file)
+    source = PrometheusSource(prometheus.base_url, auth=BearerToken(file=token_file))
     manifest = original.dataset.manifest
     window = manifest.window.window()
     done = export_dataset(

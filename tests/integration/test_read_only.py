@@ -30,7 +30,7 @@ T0 = 1_700_000_000
 ALLOWED = {
     ("POST", "/api/v1/query"),
     ("POST", "/api/v1/query_range"),
-    ("GET", "/api/v1/series"),
+    ("POST", "/api/v1/series"),
     ("GET", "/api/v1/labels"),
     ("GET", "/api/v1/metadata"),
     ("GET", "/api/v1/status/buildinfo"),

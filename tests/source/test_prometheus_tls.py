@@ -24,6 +24,7 @@ from inference_obs.errors import SourceUnavailable
 from inference_obs.query import Selector
 from inference_obs.samples import Labels
 from inference_obs.source.prometheus import PrometheusSource
+from inference_obs.source.tls import TLS
 
 BODY = json.dumps(
     {
@@ -130,8 +131,11 @@ def https_server(certs: Path) -> Iterator[str]:
 def test_ca_bundle_and_client_certificate(https_server: str, certs: Path) -> None:
     source = PrometheusSource(
         https_server,
-        ca_file=certs / "ca.pem",
-        client_cert=(certs / "client.pem", certs / "client.key"),
+        tls=TLS(
+            ca_file=certs / "ca.pem",
+            client_cert=certs / "client.pem",
+            client_key=certs / "client.key",
+        ),
         retries=0,
     )
     result = source.instant(Selector("up"), 1.0)
@@ -141,13 +145,15 @@ def test_ca_bundle_and_client_certificate(https_server: str, certs: Path) -> Non
 
 def test_unknown_ca_is_refused(https_server: str, certs: Path) -> None:
     source = PrometheusSource(
-        https_server, client_cert=(certs / "client.pem", certs / "client.key"), retries=0
+        https_server,
+        tls=TLS(client_cert=certs / "client.pem", client_key=certs / "client.key"),
+        retries=0,
     )
     with pytest.raises(SourceUnavailable, match=r"CERTIFICATE_VERIFY_FAILED|certificate verify"):
         source.instant(Selector("up"), 1.0)
 
 
 def test_missing_client_certificate_is_refused(https_server: str, certs: Path) -> None:
-    source = PrometheusSource(https_server, ca_file=certs / "ca.pem", retries=0)
+    source = PrometheusSource(https_server, tls=TLS(ca_file=certs / "ca.pem"), retries=0)
     with pytest.raises(SourceUnavailable):
         source.instant(Selector("up"), 1.0)
