@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from inference_obs.errors import QueryError
 from inference_obs.query import (
     Aggregate,
     Binary,
@@ -125,11 +126,19 @@ def test_exact_text(expr: object, text: str) -> None:
         ("\x00\x7f\x85", r'"\u0000\u007f\u0085"'),
         ("\u2028\u200b", r'"\u2028\u200b"'),
         ("\U000e0001", r'"\U000e0001"'),
+        # Prometheus 2.42's lexer refuses a raw U+FFFD but unquotes its escape.
+        ("bad \ufffd byte", r'"bad \ufffd byte"'),
         ("", '""'),
     ],
 )
 def test_quote(value: str, text: str) -> None:
     assert quote(value) == text
+
+
+def test_quote_refuses_a_lone_surrogate() -> None:
+    # Both servers refuse the escape "\ud800"; no string can carry it.
+    with pytest.raises(QueryError, match="lone surrogate"):
+        quote("a\ud800")
 
 
 @pytest.mark.parametrize(
