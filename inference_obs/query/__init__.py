@@ -49,7 +49,7 @@ from inference_obs.query.functions import (
     timestamp,
     vector,
 )
-from inference_obs.query.names import parse_duration, regex_escape
+from inference_obs.query.names import parse_duration, regex_alternation, regex_escape
 from inference_obs.query.render import format_duration, quote, to_promql
 
 __all__ = [
@@ -94,6 +94,7 @@ __all__ = [
     "quantile_over_time",
     "quote",
     "rate",
+    "regex_alternation",
     "regex_escape",
     "resets",
     "scalar",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 
 from inference_obs.errors import QueryError
 
@@ -22,6 +23,7 @@ __all__ = [
     "check_regex",
     "check_text",
     "parse_duration",
+    "regex_alternation",
     "regex_escape",
 ]
 
@@ -40,6 +42,15 @@ _UNIT_SECONDS = {
 }
 # Go's regexp.QuoteMeta escapes exactly these characters.
 _REGEX_META = frozenset("\\.+*?()|[]{}^$")
+# VictoriaMetrics 1.79 stores the bytes 0x00, 0x01 and 0x02 of a label value as
+# two bytes each, 0x00 then '0', '1' or '2' (lib/storage/metric_name.go,
+# marshalTagValue). To match that form it parses a regex, writes it back with
+# Go's Regexp.String, and rewrites the text with a plain string replacer
+# (lib/storage/tag_filters.go, tagCharsRegexpEscaper): each \x00, \x01 and \x02
+# becomes \x000, \x001, \x002, which is right only where the byte stands alone
+# in a literal. regex_escape and regex_alternation keep it there.
+_VM_REWRITTEN = ("x00", "x01", "x02")
+_VM_ENCODED = frozenset("\x00\x01\x02")
 
 
 def check_label_name(name: str, *, where: str) -> str:
@@ -129,12 +140,63 @@ def _not_re2(pattern: str) -> str | None:
 
 
 def regex_escape(literal: str) -> str:
-    """Escape ``literal`` so that, as an RE2 pattern, it matches exactly itself.
+    r"""Escape ``literal`` so that, as an RE2 pattern, it matches exactly itself.
 
     Mirrors Go's ``regexp.QuoteMeta``: only RE2 metacharacters are escaped, so
     the result stays readable. Prometheus anchors the whole pattern itself.
+
+    Notes
+    -----
+    A backslash followed by ``x00``, ``x01`` or ``x02`` also gets ``\b`` after
+    it. VictoriaMetrics 1.79 writes that backslash back as ``\\``, and its text
+    rewrite of regexes (``tagCharsRegexpEscaper``, which matches the bytes 0x00
+    to 0x02 in its stored form) then reads ``\x0N`` in ``\\x0N`` as an escape of
+    byte N and looks for another value. ``\b`` always holds between a
+    backslash (not a word character) and ``x`` (one), so the pattern still
+    matches exactly the literal.
+
+    Examples
+    --------
+    >>> print(regex_escape("a.b"))
+    a\.b
+    >>> print(regex_escape(r"C:\x01"))
+    C:\\\bx01
     """
-    return "".join("\\" + ch if ch in _REGEX_META else ch for ch in literal)
+    out = []
+    for i, ch in enumerate(literal):
+        out.append("\\" + ch if ch in _REGEX_META else ch)
+        if ch == "\\" and literal.startswith(_VM_REWRITTEN, i + 1):
+            out.append(r"\b")
+    return "".join(out)
+
+
+def regex_alternation(literals: Sequence[str]) -> str:
+    r"""An RE2 pattern that, anchored, matches exactly the strings in ``literals``.
+
+    Each literal is escaped with :func:`regex_escape`, and the results are
+    joined with ``|``.
+
+    Notes
+    -----
+    A literal ending in U+0000, U+0001 or U+0002 is followed by ``(?m:$)``.
+    Go's regexp parser merges alternatives that are, or after factoring out a
+    common prefix become, single characters into a character class (``\x02|a``
+    into ``[\x02a]``, ``x\x01|x\x02`` into ``x[\x01-\x02]``). VictoriaMetrics
+    1.79's text rewrite of regexes (``tagCharsRegexpEscaper``) then turns
+    ``[\x02a]`` into ``[\x002a]``, which selects the value ``2`` and not
+    ``\x02``, and the range into an invalid pattern. ``(?m:$)`` keeps such an
+    alternative from being a single character, and at the end of an anchored
+    pattern it always holds; VictoriaMetrics strips only the text anchors
+    ``^`` and ``$`` from the ends of alternatives, not this end-of-line one.
+
+    Examples
+    --------
+    >>> print(regex_alternation(["a.b", "c"]))
+    a\.b|c
+    >>> regex_alternation(["\x02", "a"])
+    '\x02(?m:$)|a'
+    """
+    return "|".join(regex_escape(v) + ("(?m:$)" if v[-1:] in _VM_ENCODED else "") for v in literals)
 
 
 def check_duration(seconds: float, *, where: str) -> float:

@@ -25,6 +25,7 @@ from inference_obs.query.expr import (
     String,
     Subquery,
 )
+from inference_obs.query.names import check_text
 
 __all__ = ["format_duration", "quote", "to_promql"]
 
@@ -49,6 +50,10 @@ _PRECEDENCE = {
 }
 _ATOM = 10
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# Go's utf8.RuneError. Prometheus 2.42's lexer (promql/parser/lex.go,
+# lexString) refuses every decoded RuneError as "invalid UTF-8 rune", so a raw
+# U+FFFD fails the query although it is valid UTF-8; its escape is accepted.
+_RUNE_ERROR = "\ufffd"
 _UNITS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1))
 
 
@@ -56,20 +61,28 @@ def quote(value: str) -> str:
     """Quote ``value`` as a PromQL double-quoted string literal.
 
     Backslash, double quote and the common control characters get their short
-    escapes; every other non-printable code point is written as ``\\u`` with four
-    hex digits or ``\\U`` with eight, which PromQL's (Go's) unquoting turns back into exactly
+    escapes; every other non-printable code point, and U+FFFD (which Prometheus
+    2.42's lexer refuses raw), is written as ``\\u`` with four hex digits or
+    ``\\U`` with eight, which PromQL's (Go's) unquoting turns back into exactly
     that code point. Printable text, non-ASCII included, is written as is.
+
+    Raises
+    ------
+    QueryError
+        If ``value`` holds a lone surrogate: it has no UTF-8 form, and both
+        servers refuse its escape.
 
     Examples
     --------
     >>> print(quote('a"b\\\\c'))
     "a\\"b\\\\c"
     """
+    check_text(value, where="string literal")
     out = ['"']
     for ch in value:
         if ch in _ESCAPES:
             out.append(_ESCAPES[ch])
-        elif ch.isprintable():
+        elif ch.isprintable() and ch != _RUNE_ERROR:
             out.append(ch)
         elif ord(ch) <= 0xFFFF:
             out.append(f"\\u{ord(ch):04x}")

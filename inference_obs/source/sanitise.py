@@ -22,7 +22,7 @@ from types import MappingProxyType
 
 from inference_obs.deployment import Deployment
 from inference_obs.errors import DatasetError
-from inference_obs.query import Matcher, regex_escape
+from inference_obs.query import Matcher, regex_alternation
 from inference_obs.samples import Labels, SampleSet
 from inference_obs.source.redaction import Action, RedactionRules
 
@@ -336,7 +336,7 @@ def _compact(accepted: list[str]) -> str:
     """The compact selector form (see :mod:`inference_obs.deployment`) of exactly ``accepted``."""
     if len(accepted) == 1 and not accepted[0].startswith(("~", "!", "=")):
         return accepted[0]
-    return "~" + "|".join(regex_escape(v) for v in accepted)
+    return "~" + regex_alternation(accepted)
 
 
 def _notes(

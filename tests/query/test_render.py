@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from inference_obs.errors import QueryError
 from inference_obs.query import (
     Aggregate,
     Binary,
@@ -125,11 +126,19 @@ def test_exact_text(expr: object, text: str) -> None:
         ("\x00\x7f\x85", r'"\u0000\u007f\u0085"'),
         ("\u2028\u200b", r'"\u2028\u200b"'),
         ("\U000e0001", r'"\U000e0001"'),
+        # Prometheus 2.42's lexer refuses a raw U+FFFD but unquotes its escape.
+        ("bad \ufffd byte", r'"bad \ufffd byte"'),
         ("", '""'),
     ],
 )
 def test_quote(value: str, text: str) -> None:
     assert quote(value) == text
+
+
+def test_quote_refuses_a_lone_surrogate() -> None:
+    # Both servers refuse the escape "\ud800"; no string can carry it.
+    with pytest.raises(QueryError, match="lone surrogate"):
+        quote("a\ud800")
 
 
 @pytest.mark.parametrize(
@@ -154,3 +163,27 @@ def test_literal_matchers_escape_regex_metacharacters() -> None:
     prefix = Matcher.prefix("pod", "pro-model.")
     assert to_promql(Selector("x", (prefix,))) == r'x{pod=~"pro-model\\.(?s:.*)"}'
     assert Matcher.one_of("pod", ["only"]) == Matcher.equal("pod", "only")
+
+
+@pytest.mark.parametrize(
+    ("matcher", "text"),
+    [
+        # A trailing U+0000-U+0002 is kept out of a character class, which
+        # VictoriaMetrics 1.79 misreads ("\x02|a" selects "2"), by (?m:$).
+        (Matcher.one_of("pod", ["\x02", "a"]), r'x{pod=~"\u0002(?m:$)|a"}'),
+        (
+            Matcher.one_of("pod", ["x\x00", "x\x01", "x\x03"]),
+            r'x{pod=~"x\u0000(?m:$)|x\u0001(?m:$)|x\u0003"}',
+        ),
+        (Matcher.one_of("pod", ["\x01a", "b"]), r'x{pod=~"\u0001a|b"}'),
+        # A prefix's leading literal is taken out whole: no guard needed.
+        (Matcher.prefix("pod", "a\x02"), r'x{pod=~"a\u0002(?s:.*)"}'),
+        # \b parts a backslash from x0N, which VictoriaMetrics 1.79 rewrites.
+        (Matcher.one_of("pod", ["C:\\x01", "a"]), r'x{pod=~"C:\\\\\\bx01|a"}'),
+        (Matcher.prefix("pod", "C:\\x02"), r'x{pod=~"C:\\\\\\bx02(?s:.*)"}'),
+        (Matcher.one_of("pod", ["C:\\x03", "a"]), r'x{pod=~"C:\\\\x03|a"}'),
+        (Matcher.one_of("pod", ["\ufffd", "a"]), r'x{pod=~"\ufffd|a"}'),
+    ],
+)
+def test_literal_matchers_avoid_server_misreadings(matcher: Matcher, text: str) -> None:
+    assert to_promql(Selector("x", (matcher,))) == text
