@@ -59,9 +59,9 @@ def _dataset_export(args: argparse.Namespace) -> int:
     from inference_obs.source.deployments_file import load_deployments, load_rules
     from inference_obs.source.export import export_dataset
 
-    if args.end is None:
+    span = window(args) if args.end is not None else None
+    if span is None:
         raise InferenceObsError("dataset export needs --end, and --start or --window")
-    span = window(args, None)
     deployments = load_deployments(args.deployments)
     source = open_prometheus(args)
     names = ", ".join(d.name for d in deployments)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,15 @@ def open_prometheus(args: argparse.Namespace) -> Any:
         raise InferenceObsError(f"--prometheus: {exc}") from None
 
 
+def _in_range(moment: datetime, what: str) -> datetime:
+    """``moment`` if it also exists in UTC, where the sources and the report read it."""
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        raise InferenceObsError(f"{what} is outside the years 1 to 9999 in UTC") from None
+    return moment
+
+
 def _when(text: str, option: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text)
@@ -91,25 +100,38 @@ def _when(text: str, option: str) -> datetime:
         raise InferenceObsError(
             f"{option} {text!r} has no timezone: add one, e.g. {text}+00:00 or {text}Z"
         )
-    return moment
+    return _in_range(moment, f"{option} {text!r}")
 
 
-def window(args: argparse.Namespace, default: Window | None) -> Window:
-    """The window of ``--start``/``--end``/``--window``, or ``default`` when none is given."""
-    if args.start and args.window:
+def window(args: argparse.Namespace) -> Window | None:
+    """The window of ``--start``/``--end``/``--window``; None when none of them is given."""
+    if args.start is None and args.end is None and args.window is None:
+        return None
+    if args.start is not None and args.window is not None:
         raise InferenceObsError("give --start or --window with --end, not both")
     if args.end is None:
-        if args.start or args.window:
-            raise InferenceObsError("--start and --window need --end")
-        if default is None:
-            raise InferenceObsError("reading a live source needs --end and --start or --window")
-        return default
+        raise InferenceObsError("--start and --window need --end")
     end = _when(args.end, "--end")
-    if args.window:
-        return Window(end - timedelta(seconds=parse_duration(args.window)), end)
-    if not args.start:
+    if args.window is not None:
+        try:
+            length = parse_duration(args.window)
+        except QueryError:
+            raise InferenceObsError(
+                f"--window {args.window!r}: expected a duration such as 1h or 90m"
+            ) from None
+        try:
+            start = end - timedelta(seconds=length)
+        except OverflowError:  # past timedelta's or datetime's range
+            raise InferenceObsError(
+                f"--window {args.window!r} from --end {args.end!r} starts before the year 1"
+            ) from None
+        return Window(_in_range(start, f"--window {args.window!r} from --end {args.end!r}"), end)
+    if args.start is None:
         raise InferenceObsError("--end needs --start or --window")
-    return Window(_when(args.start, "--start"), end)
+    start = _when(args.start, "--start")
+    if start >= end:
+        raise InferenceObsError(f"--start {args.start!r} is not before --end {args.end!r}")
+    return Window(start, end)
 
 
 def prices(items: Sequence[str]) -> dict[str, float]:

@@ -71,23 +71,27 @@ class _Opened:
 
 
 def _open(args: argparse.Namespace, say: Say) -> _Opened:
+    """The source, deployments and window the options name; the options are checked first."""
     from inference_obs.source.dataset_source import DatasetSource
     from inference_obs.source.deployments_file import load_deployments
 
+    span = window(args)
     if args.prometheus:
         if args.dataset:
             raise InferenceObsError("give --prometheus or --dataset, not both")
         if not args.deployments:
             raise InferenceObsError("a live source needs --deployments FILE (YAML or manifest)")
+        if span is None:
+            raise InferenceObsError("reading a live source needs --end and --start or --window")
         source = open_prometheus(args)
-        return _Opened(source, load_deployments(args.deployments), window(args, None), source.url)
+        return _Opened(source, load_deployments(args.deployments), span, source.url)
     path = Path(args.dataset) if args.dataset else _bundled(DEFAULT_DATASET, say)
     dataset = DatasetSource(path)
     manifest = dataset.dataset.manifest
     return _Opened(
         dataset,
         load_deployments(args.deployments) if args.deployments else manifest.deployments,
-        window(args, manifest.window.window()),
+        span or manifest.window.window(),
         str(path),
         manifest.scrape_interval_seconds,
         tuple(manifest.methodology),
