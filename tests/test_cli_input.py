@@ -1,23 +1,45 @@
 """Bad options end before any work: exit 2, one line naming the option, no traceback.
 
-"Before any work" is checked by naming a dataset directory that does not
-exist: had the command read it before checking the options, it would have
-failed on the dataset instead.
+"Before any work" is checked two ways. Live runs point ``--prometheus`` at a
+fake server that records requests: it must receive none. Offline runs name a
+dataset directory that does not exist: had the command read it before checking
+the options, it would have failed on the dataset instead.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from inference_obs.cli import EXIT_USAGE, main
+from tests.source.test_prometheus_fakes import FakeServer, fake_server
 
 ROOT = Path(__file__).resolve().parents[1]
+MANIFEST = ROOT / "datasets" / "pro5000-vs-h20" / "manifest.json"
+DEPLOYMENTS = ["--deployments", str(MANIFEST)]
 END = ["--end", "2026-10-19T18:40:00+08:00"]
+HOUR = [*END, "--window", "1h"]  # the bundled dataset's window
+SECRET = "s3cret"  # planted in URLs, headers and token files; no message may show it
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    yield from fake_server()
+
+
+def closed_port() -> int:
+    """A port nothing listens on once the probe is closed."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
 
 
 def refused(argv: list[str], capsys: pytest.CaptureFixture[str], *named: str) -> str:
@@ -30,6 +52,7 @@ def refused(argv: list[str], capsys: pytest.CaptureFixture[str], *named: str) ->
     assert len(err.splitlines()) == 1, err
     assert err.startswith("inference-obs: ")
     assert "Traceback" not in err
+    assert SECRET not in err
     for text in named:
         assert text in err, (text, err)
     return err
@@ -55,6 +78,11 @@ def refused(argv: list[str], capsys: pytest.CaptureFixture[str], *named: str) ->
         ),
         ("report", ["--start", END[1], *END], ["--start", "is not before --end"]),
         ("report", ["--window", "", *END], ["--window ''"]),
+        ("report", ["--dataset", ""], ["--dataset"]),
+        ("compare", ["--dataset", ""], ["--dataset"]),
+        # Live-only options without --prometheus would quietly read a dataset.
+        ("report", ["--token-env", "HOME"], ["--token-env", "--prometheus"]),
+        ("compare", ["--header", f"X-Key: {SECRET}"], ["--header", "--prometheus"]),
     ],
 )
 def test_a_bad_offline_option_is_refused_before_the_dataset_is_read(
@@ -69,10 +97,86 @@ def test_a_bad_offline_option_is_refused_before_the_dataset_is_read(
     assert not (tmp_path / "out").exists()
 
 
+def live_argv(command: str, url: str, tmp_path: Path) -> list[str]:
+    """``command`` reading ``url`` for the bundled deployments and window, writing under tmp."""
+    given = ["--prometheus", url, *DEPLOYMENTS, *HOUR]
+    out = ["--out", str(tmp_path / "out")]
+    if command == "dataset export":
+        return ["dataset", "export", *given, *out]
+    return [command, *given, *([*out, "--quiet"] if command == "report" else [])]
+
+
+LIVE = ["report", "compare", "dataset export"]
+
+
+@pytest.mark.parametrize("command", LIVE)
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--prometheus", ""], ["--prometheus", "empty"]),
+        (["--prometheus", "http://"], ["--prometheus", "no host"]),
+        (["--prometheus", "http://127.0.0.1:99999"], ["--prometheus", "port"]),
+        (["--ca-file", "{tmp}/missing.pem"], ["--ca-file {tmp}/missing.pem", "No such file"]),
+        (["--ca-file", "{tmp}"], ["--ca-file {tmp}", "directory"]),
+        (["--ca-file", "{tmp}/token"], ["--ca-file {tmp}/token", "not a CA bundle"]),
+        (["--token-file", "{tmp}/missing"], ["--token-file {tmp}/missing", "No such file"]),
+        (["--token-file", "{tmp}"], ["--token-file {tmp}", "directory"]),
+        (["--token-file", ""], ["--token-file", "empty"]),
+        (["--token-env", "INFERENCE_OBS_UNSET"], ["--token-env 'INFERENCE_OBS_UNSET'"]),
+        (["--token-file", "{tmp}/token", "--token-env", "HOME"], ["--token-file", "--token-env"]),
+        (["--header", f"X Key: {SECRET}"], ["--header number 1", "name"]),
+        (["--header", f"X-Key: {SECRET}\r\nX-Other: 1"], ["--header number 1", "control"]),
+        (["--header", f"X-Key: {SECRET}\N{CHECK MARK}"], ["--header number 1", "Latin-1"]),
+    ],
+)
+def test_a_bad_live_option_is_refused_before_any_request(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    server: FakeServer,
+    command: str,
+    args: list[str],
+    named: list[str],
+) -> None:
+    monkeypatch.delenv("INFERENCE_OBS_UNSET", raising=False)
+    (tmp_path / "token").write_text(f"{SECRET}-token\n", encoding="utf-8")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    refused(
+        [*live_argv(command, server.url, tmp_path), *argv],
+        capsys,
+        *(n.replace("{tmp}", str(tmp_path)) for n in named),
+    )
+    assert server.requests == []
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", LIVE)
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"ftp://reader:{SECRET}@127.0.0.1:{{port}}/prom?token={SECRET}#{SECRET}",
+        f"file:///etc/{SECRET}",
+        f"reader:{SECRET}@127.0.0.1:{{port}}",  # no scheme
+        "127.0.0.1:{port}",
+    ],
+)
+def test_only_http_and_https_urls_are_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, url: str
+) -> None:
+    # Nothing listens there, so an attempt would fail too, but only after the
+    # source's retries and backoff: seconds, not the milliseconds of a refusal.
+    started = time.monotonic()
+    argv = live_argv(command, url.format(port=closed_port()), tmp_path)
+    refused(argv, capsys, "--prometheus", "only http and https")
+    assert time.monotonic() - started < 1.0
+
+
 @pytest.mark.parametrize(
     "argv",
     [
         ["report", "--dataset", "no-dataset", *END, "--window", "3000y"],
+        ["report", "--prometheus", "", *DEPLOYMENTS, *HOUR],
+        ["dataset", "export", "--prometheus", "", *DEPLOYMENTS, "--out", "x", *HOUR],
     ],
 )
 def test_as_a_user_runs_it_the_error_is_one_line(tmp_path: Path, argv: list[str]) -> None:

@@ -20,7 +20,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "export", help="read a Prometheus read-only and write a sanitised observation dataset"
     )
     export.add_argument(
-        "--prometheus", required=True, metavar="URL", help="Prometheus-compatible API"
+        "--prometheus",
+        required=True,
+        metavar="URL",
+        help="Prometheus-compatible API, http(s)://...",
     )
     export.add_argument(
         "--deployments",
@@ -62,8 +65,8 @@ def _dataset_export(args: argparse.Namespace) -> int:
     span = window(args) if args.end is not None else None
     if span is None:
         raise InferenceObsError("dataset export needs --end, and --start or --window")
-    deployments = load_deployments(args.deployments)
     source = open_prometheus(args)
+    deployments = load_deployments(args.deployments)
     names = ", ".join(d.name for d in deployments)
     done = export_dataset(
         source,

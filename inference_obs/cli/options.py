@@ -1,12 +1,18 @@
 """Options shared by the commands that read a source: the window, live access, prices.
 
-Errors name the option and never echo a header's value (it may hold a
-credential).
+Every option is checked here before any work starts (no query sent, no dataset
+read), and a bad one ends in an :class:`~inference_obs.errors.InferenceObsError`
+naming it. Errors never echo a header's value, a token, or the ``--prometheus``
+URL (its userinfo or query string may hold a credential).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import ssl
+import urllib.parse
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -59,26 +65,108 @@ def add_live_options(command: argparse.ArgumentParser) -> None:
     auth.add_argument("--ca-file", help="CA bundle for TLS")
 
 
+# RFC 9110 5.1: a field name is a token.
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# RFC 9110 5.5: a field value is tab, visible ASCII, space and obs-text (0x80-0xFF, which
+# http.client sends as Latin-1); a control character such as CR or LF would split it.
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
+_EXAMPLE_URL = "e.g. http://prometheus:9090"
+
+
+def _http_url(url: str) -> str:
+    """``url`` if it is an http(s) URL with a host; the URL is never echoed."""
+    if not url:
+        raise InferenceObsError(f"--prometheus: empty; give the API's URL, {_EXAMPLE_URL}")
+    parts = urllib.parse.urlsplit(url)
+    # Anything else would reach urllib's other handlers (ftp://, file://) or,
+    # scheme-less, fail only after every retry.
+    if parts.scheme not in ("http", "https"):
+        raise InferenceObsError(
+            f"--prometheus: only http and https URLs are supported, {_EXAMPLE_URL}"
+        )
+    if not parts.hostname:
+        raise InferenceObsError(f"--prometheus: the URL names no host, {_EXAMPLE_URL}")
+    try:
+        port = parts.port  # urllib checks the port when it is read
+    except ValueError:
+        port = 0
+    if port == 0:  # nothing can listen on port 0
+        raise InferenceObsError("--prometheus: the URL's port is not a number from 1 to 65535")
+    return url
+
+
+def _readable(path: str, option: str) -> Path:
+    """``path`` (``~`` expanded) if it can be opened for reading; it is opened, never read.
+
+    Opened non-blocking so a named pipe does not wait for a writer here.
+    """
+    if not path:
+        raise InferenceObsError(f"{option}: empty; give a file")
+    file = Path(path).expanduser()
+    if file.is_dir():  # open(2) would succeed on one
+        raise InferenceObsError(f"{option} {path}: is a directory, not a file")
+    try:
+        os.close(os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)))
+    except OSError as exc:
+        raise InferenceObsError(f"{option} {path}: {exc.strerror}") from None
+    return file
+
+
+def _headers(items: Sequence[str]) -> dict[str, str]:
+    """``--header 'Name: value'`` texts as a mapping; the text is never echoed."""
+    headers = {}
+    for i, text in enumerate(items, 1):
+        name, sep, value = text.partition(":")
+        name, value = name.strip(), value.strip()
+        # The text is not echoed: a mistyped header may hold a credential.
+        if not sep or not name:
+            raise InferenceObsError(f"--header number {i}: expected 'Name: value'")
+        if not _HEADER_NAME.fullmatch(name):
+            raise InferenceObsError(
+                f"--header number {i}: the name holds a character a header name cannot"
+            )
+        if not _HEADER_VALUE.fullmatch(value):
+            raise InferenceObsError(
+                f"--header number {i}: the value holds a control character or one past Latin-1"
+            )
+        headers[name] = value
+    return headers
+
+
 def open_prometheus(args: argparse.Namespace) -> Any:
-    """A :class:`~inference_obs.source.prometheus.PrometheusSource` from the live options."""
+    """A :class:`~inference_obs.source.prometheus.PrometheusSource` from the live options.
+
+    Every option is checked first, naming itself; building the source sends
+    nothing.
+    """
     from inference_obs.source.prometheus import PrometheusSource
 
-    headers = {}
-    for i, text in enumerate(args.header, 1):
-        name, sep, value = text.partition(":")
-        if not sep or not name.strip():
-            # The text is not echoed: a mistyped header may hold a credential.
-            raise InferenceObsError(f"--header number {i}: expected 'Name: value'")
-        headers[name.strip()] = value.strip()
+    url = _http_url(args.prometheus)
+    headers = _headers(args.header)
+    token_file = None if args.token_file is None else _readable(args.token_file, "--token-file")
+    ca_file = None if args.ca_file is None else _readable(args.ca_file, "--ca-file")
+    if args.token_env is not None and not os.environ.get(args.token_env):
+        raise InferenceObsError(
+            f"--token-env {args.token_env!r}: that variable is not set or empty"
+        )
+    given = [
+        option
+        for option, value in (
+            ("--token-file", args.token_file),
+            ("--token-env", args.token_env),
+            ("a user:password@ in --prometheus", urllib.parse.urlsplit(url).username),
+        )
+        if value is not None
+    ]
+    if len(given) > 1:
+        raise InferenceObsError(f"give one credential, not {' and '.join(given)}")
     try:
         return PrometheusSource(
-            args.prometheus,
-            token_file=args.token_file,
-            token_env=args.token_env,
-            headers=headers or None,
-            ca_file=args.ca_file,
+            url, token_file=token_file, token_env=args.token_env, headers=headers, ca_file=ca_file
         )
-    except (ValueError, OSError) as exc:  # two credentials, or a bad CA file; no secret in it
+    except ssl.SSLError as exc:  # the CA file is readable but holds no certificate
+        raise InferenceObsError(f"--ca-file {args.ca_file}: not a CA bundle ({exc})") from None
+    except (ValueError, OSError) as exc:  # the source's own checks; no secret in them
         raise InferenceObsError(f"--prometheus: {exc}") from None
 
 

@@ -75,17 +75,29 @@ def _open(args: argparse.Namespace, say: Say) -> _Opened:
     from inference_obs.source.dataset_source import DatasetSource
     from inference_obs.source.deployments_file import load_deployments
 
+    if args.prometheus is not None and args.dataset is not None:
+        raise InferenceObsError("give --prometheus or --dataset, not both")
     span = window(args)
-    if args.prometheus:
-        if args.dataset:
-            raise InferenceObsError("give --prometheus or --dataset, not both")
+    if args.prometheus is not None:
+        source = open_prometheus(args)  # checks the live options; sends nothing
         if not args.deployments:
             raise InferenceObsError("a live source needs --deployments FILE (YAML or manifest)")
         if span is None:
             raise InferenceObsError("reading a live source needs --end and --start or --window")
-        source = open_prometheus(args)
         return _Opened(source, load_deployments(args.deployments), span, source.url)
-    path = Path(args.dataset) if args.dataset else _bundled(DEFAULT_DATASET, say)
+    # Without --prometheus these would be ignored, and the report read a dataset
+    # (by default the bundled one) where the user meant a live source.
+    for option, value in (
+        ("--token-file", args.token_file),
+        ("--token-env", args.token_env),
+        ("--ca-file", args.ca_file),
+        ("--header", args.header or None),
+    ):
+        if value is not None:
+            raise InferenceObsError(f"{option} is for a live source: give --prometheus URL too")
+    if args.dataset == "":
+        raise InferenceObsError("--dataset: empty; give a dataset directory")
+    path = Path(args.dataset) if args.dataset is not None else _bundled(DEFAULT_DATASET, say)
     dataset = DatasetSource(path)
     manifest = dataset.dataset.manifest
     return _Opened(
@@ -191,7 +203,9 @@ def _compare(args: argparse.Namespace) -> int:
 def _source_options(command: argparse.ArgumentParser) -> None:
     where = command.add_argument_group("what to read")
     where.add_argument("--dataset", help="an observation dataset directory (offline)")
-    where.add_argument("--prometheus", metavar="URL", help="a Prometheus-compatible API (live)")
+    where.add_argument(
+        "--prometheus", metavar="URL", help="a Prometheus-compatible API, http(s)://... (live)"
+    )
     where.add_argument(
         "--deployments",
         metavar="FILE",
