@@ -78,6 +78,32 @@ def refused(argv: list[str], capsys: pytest.CaptureFixture[str], *named: str) ->
         ),
         ("report", ["--start", END[1], *END], ["--start", "is not before --end"]),
         ("report", ["--window", "", *END], ["--window ''"]),
+        *(
+            (command, ["--resolution", value], [f"--resolution {value!r}"])
+            for command in ("report", "compare")
+            for value in ("nan", "inf", "0", "-60", "0.0001", "1e400", "\N{SUPERSCRIPT TWO}")
+        ),
+        *(
+            (command, ["--gpu-hour-price", f"H20={value}"], [f"--gpu-hour-price 'H20={value}'"])
+            for command in ("report", "compare")
+            for value in ("nan", "inf", "-inf", "-1")
+        ),
+        (
+            "report",
+            ["--gpu-hour-price", "H20=1", "--gpu-hour-price", "H20=2"],
+            ["--gpu-hour-price 'H20=2'", "H20"],
+        ),
+        (
+            "report",
+            ["--topology", f"H20={MANIFEST}", "--topology", f"H20={MANIFEST}"],
+            ["--topology", "H20 has a topology already"],
+        ),
+        *(
+            ("report", ["--time-budget", value], [f"--time-budget {value!r}"])
+            for value in ("nan", "inf", "-1", "0", "soon")
+        ),
+        ("report", ["--format", ","], ["--format ','"]),
+        ("report", ["--format", "md,pdf"], ["--format 'md,pdf'"]),
         ("report", ["--dataset", ""], ["--dataset"]),
         ("compare", ["--dataset", ""], ["--dataset"]),
         # Live-only options without --prometheus would quietly read a dataset.
@@ -169,6 +195,25 @@ def test_only_http_and_https_urls_are_read(
     argv = live_argv(command, url.format(port=closed_port()), tmp_path)
     refused(argv, capsys, "--prometheus", "only http and https")
     assert time.monotonic() - started < 1.0
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+@pytest.mark.parametrize("option", ["--gpu-hour-price NOPE=2", f"--topology NOPE={MANIFEST}"])
+def test_a_price_or_topology_for_no_deployment_is_refused(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    server: FakeServer,
+    command: str,
+    option: str,
+) -> None:
+    err = refused(
+        [*live_argv(command, server.url, tmp_path), *option.split(" ")],
+        capsys,
+        option.split(" ")[0],
+        "'NOPE'",
+    )
+    assert "PRO, H20" in err  # the deployments there are
+    assert server.requests == []
 
 
 @pytest.mark.parametrize(

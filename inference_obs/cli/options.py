@@ -9,6 +9,7 @@ URL (its userinfo or query string may hold a credential).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import ssl
@@ -21,6 +22,7 @@ from typing import Any
 from inference_obs.analyses.resolution import Resolution
 from inference_obs.errors import InferenceObsError, QueryError
 from inference_obs.query import parse_duration
+from inference_obs.query.names import check_duration
 from inference_obs.samples import Window
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "add_live_options",
     "add_window_options",
     "open_prometheus",
+    "positive_seconds",
     "prices",
     "resolution",
     "topologies",
@@ -223,16 +226,20 @@ def window(args: argparse.Namespace) -> Window | None:
 
 
 def prices(items: Sequence[str]) -> dict[str, float]:
-    """``NAME=PRICE`` pairs (GPU-hour rent per deployment)."""
-    out = {}
+    """``NAME=PRICE`` pairs (GPU-hour rent per deployment), each price finite and >= 0."""
+    out: dict[str, float] = {}
     for item in items:
         name, sep, value = item.partition("=")
         try:
             price = float(value)
         except ValueError:
-            price = -1.0
-        if not sep or not name or price < 0:
-            raise InferenceObsError(f"--gpu-hour-price {item!r}: expected NAME=PRICE, e.g. H20=2.5")
+            price = math.nan
+        if not sep or not name or not math.isfinite(price) or price < 0:
+            raise InferenceObsError(
+                f"--gpu-hour-price {item!r}: expected NAME=PRICE with a price >= 0, e.g. H20=2.5"
+            )
+        if name in out:
+            raise InferenceObsError(f"--gpu-hour-price {item!r}: {name} has a price already")
         out[name] = price
     return out
 
@@ -244,6 +251,8 @@ def topologies(items: Sequence[str]) -> dict[str, str]:
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
             raise InferenceObsError(f"--topology {item!r}: expected NAME=FILE, e.g. H100=topo.txt")
+        if name in texts:
+            raise InferenceObsError(f"--topology {item!r}: {name} has a topology already")
         try:
             texts[name] = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
@@ -252,12 +261,31 @@ def topologies(items: Sequence[str]) -> dict[str, str]:
 
 
 def resolution(text: str) -> Resolution:
-    """``--resolution``: ``auto``, ``scrape``, or a tile width (seconds, or a duration: ``1m``)."""
+    """``--resolution``: ``auto``, ``scrape``, or a tile width (seconds, or a duration: ``1m``).
+
+    A width must be a positive whole number of milliseconds; whether it cuts
+    the window into equal tiles is checked once the window is known.
+    """
     if text in ("auto", "scrape"):
         return "auto" if text == "auto" else "scrape"
     try:
-        return float(text) if text.replace(".", "", 1).isdigit() else parse_duration(text)
+        try:  # seconds (60, 1.5), else a PromQL duration (1m)
+            seconds = float(text)
+        except ValueError:
+            seconds = parse_duration(text)
+        return check_duration(seconds, where="--resolution")
     except QueryError:
         raise InferenceObsError(
             f"--resolution {text!r}: expected auto, scrape, or a tile width such as 60 or 1m"
         ) from None
+
+
+def positive_seconds(text: str, option: str) -> float:
+    """``text`` as a finite number of seconds above 0, e.g. ``--time-budget 600``."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InferenceObsError(f"{option} {text!r}: expected seconds above 0, e.g. 600")
+    return seconds

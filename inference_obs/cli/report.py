@@ -6,7 +6,7 @@ import argparse
 import os
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from inference_obs.cli.options import (
     add_live_options,
     add_window_options,
     open_prometheus,
+    positive_seconds,
     prices,
     resolution,
     topologies,
@@ -111,32 +112,53 @@ def _open(args: argparse.Namespace, say: Say) -> _Opened:
     )
 
 
+def _named(given: Collection[str], deployments: Sequence[Deployment], option: str) -> None:
+    """Refuse a name in ``given`` that is no deployment's (it would be ignored)."""
+    names = [d.name for d in deployments]
+    for name in given:
+        if name not in names:
+            raise InferenceObsError(
+                f"{option}: no deployment is named {name!r} (there are {', '.join(names)})"
+            )
+
+
 def _report(args: argparse.Namespace) -> int:
     from inference_obs.analyses.validity import Verdict
     from inference_obs.errors import SourceError
     from inference_obs.report import ReportTimeout, build_report, write_report
+    from inference_obs.report.write import FORMATS
 
     def say(line: str) -> None:
         if not args.quiet:
             print(f"inference-obs: {line}", file=sys.stderr)
 
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
+    if not formats or set(formats) - set(FORMATS):
+        raise InferenceObsError(f"--format {args.format!r}: expected any of {','.join(FORMATS)}")
+    budget_s = (
+        None if args.time_budget is None else positive_seconds(args.time_budget, "--time-budget")
+    )
+    read_at = resolution(args.resolution)
+    gpu_hour_prices = prices(args.gpu_hour_price)
+    topology_texts = topologies(args.topology)
     try:
         opened = _open(args, say)
+        _named(gpu_hour_prices, opened.deployments, "--gpu-hour-price")
+        _named(topology_texts, opened.deployments, "--topology")
         report = build_report(
             opened.source,
             opened.deployments,
             opened.window,
             title=opened.title,
             source_name=opened.name,
-            gpu_hour_prices=prices(args.gpu_hour_price),
-            topologies=topologies(args.topology),
+            gpu_hour_prices=gpu_hour_prices,
+            topologies=topology_texts,
             scrape_interval_seconds=opened.scrape_interval_seconds,
             methodology=opened.methodology,
             figures=bool({"md", "html"} & set(formats)),
             progress=say,
-            budget_s=args.time_budget,
-            resolution=resolution(args.resolution),
+            budget_s=budget_s,
+            resolution=read_at,
         )
         written = write_report(report, Path(args.out), formats)
     except ReportTimeout as exc:
@@ -168,10 +190,14 @@ def _compare(args: argparse.Namespace) -> int:
     from inference_obs.analyses.validity import Verdict, validity, windows_by_name
     from inference_obs.errors import SourceError
 
+    read_at = resolution(args.resolution)
+    gpu_hour_prices = prices(args.gpu_hour_price)
+    topology_texts = topologies(args.topology)
     try:
         opened = _open(args, lambda line: None)
+        _named(gpu_hour_prices, opened.deployments, "--gpu-hour-price")
+        _named(topology_texts, opened.deployments, "--topology")
         windows = windows_by_name(opened.deployments, opened.window)
-        read_at = resolution(args.resolution)
         steps = {
             d.name: step_for(opened.source, d, windows[d.name], read_at) for d in opened.deployments
         }
@@ -179,8 +205,8 @@ def _compare(args: argparse.Namespace) -> int:
             opened.source,
             opened.deployments,
             windows,
-            gpu_hour_prices=prices(args.gpu_hour_price) or None,
-            topologies=topologies(args.topology),
+            gpu_hour_prices=gpu_hour_prices or None,
+            topologies=topology_texts,
             steps={name: step for name, step in steps.items() if step is not None},
         )
     except SourceError as exc:
@@ -255,7 +281,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     report.add_argument(
         "--time-budget",
-        type=float,
         default=None,
         metavar="SECONDS",
         help=f"give up (exit {EXIT_BUDGET}) after this long",
