@@ -216,6 +216,15 @@ def test_a_price_or_topology_for_no_deployment_is_refused(
     assert server.requests == []
 
 
+@pytest.mark.parametrize("value", ["nan", "inf", "-1e-9"])
+def test_verify_refuses_a_nan_infinite_or_negative_tolerance(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    # No dataset there: reading it first would fail naming the directory instead.
+    argv = ["dataset", "verify", str(tmp_path / "no-dataset"), f"--rel-tol={value}"]
+    refused(argv, capsys, f"--rel-tol {float(value)!r}")
+
+
 @pytest.mark.parametrize(
     "argv",
     [

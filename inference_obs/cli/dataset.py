@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -95,6 +96,9 @@ def _dataset_verify(args: argparse.Namespace) -> int:
     def number(value: float | None, sign: str = "") -> str:
         return "null" if value is None else f"{value:{sign}.10g}"
 
+    if not math.isfinite(args.rel_tol) or args.rel_tol < 0:
+        # A NaN tolerance fails every number; an infinite one passes any but 0 (0 x inf is NaN).
+        raise InferenceObsError(f"--rel-tol {args.rel_tol!r}: expected a finite number >= 0")
     result = verify_dataset(Path(args.dir), rel_tol=args.rel_tol)
     for row in result.rows:
         line = f"{row.status.value:<16} {row.key}  published {number(row.published)}"
