@@ -225,6 +225,18 @@ def test_verify_refuses_a_nan_infinite_or_negative_tolerance(
     refused(argv, capsys, f"--rel-tol {float(value)!r}")
 
 
+def test_simulate_refuses_a_negative_seed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = ROOT / "tests" / "simulate" / "small.yaml"
+    refused(
+        ["simulate", str(scenario), "--out", str(tmp_path / "d"), "--seed", "-1"],
+        capsys,
+        "--seed -1",
+    )
+    assert not (tmp_path / "d").exists()
+
+
 @pytest.mark.parametrize(
     "argv",
     [
