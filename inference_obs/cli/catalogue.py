@@ -85,6 +85,8 @@ def _queries_export(args: argparse.Namespace) -> int:
 def _simulate(args: argparse.Namespace) -> int:
     from inference_obs.simulate import simulate
 
+    if args.seed is not None and args.seed < 0:  # numpy seeds from non-negative integers
+        raise InferenceObsError(f"--seed {args.seed}: expected a whole number >= 0")
     dataset = simulate(args.scenario, Path(args.out), seed=args.seed)
     total = int(dataset.samples.offsets[-1])
     print(f"wrote {dataset.path}: {len(dataset.samples)} series, {total:,} samples (synthetic)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -20,7 +21,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "export", help="read a Prometheus read-only and write a sanitised observation dataset"
     )
     export.add_argument(
-        "--prometheus", required=True, metavar="URL", help="Prometheus-compatible API"
+        "--prometheus",
+        required=True,
+        metavar="URL",
+        help="Prometheus-compatible API, http(s)://...",
     )
     export.add_argument(
         "--deployments",
@@ -59,11 +63,11 @@ def _dataset_export(args: argparse.Namespace) -> int:
     from inference_obs.source.deployments_file import load_deployments, load_rules
     from inference_obs.source.export import export_dataset
 
-    if args.end is None:
+    span = window(args) if args.end is not None else None
+    if span is None:
         raise InferenceObsError("dataset export needs --end, and --start or --window")
-    span = window(args, None)
-    deployments = load_deployments(args.deployments)
     source = open_prometheus(args)
+    deployments = load_deployments(args.deployments)
     names = ", ".join(d.name for d in deployments)
     done = export_dataset(
         source,
@@ -92,6 +96,9 @@ def _dataset_verify(args: argparse.Namespace) -> int:
     def number(value: float | None, sign: str = "") -> str:
         return "null" if value is None else f"{value:{sign}.10g}"
 
+    if not math.isfinite(args.rel_tol) or args.rel_tol < 0:
+        # A NaN tolerance fails every number; an infinite one passes any but 0 (0 x inf is NaN).
+        raise InferenceObsError(f"--rel-tol {args.rel_tol!r}: expected a finite number >= 0")
     result = verify_dataset(Path(args.dir), rel_tol=args.rel_tol)
     for row in result.rows:
         line = f"{row.status.value:<16} {row.key}  published {number(row.published)}"

@@ -1,23 +1,28 @@
 """Options shared by the commands that read a source: the window, live access, prices.
 
-Errors name the option and never echo a header's value (it may hold a
-credential).
+Every option is checked here before any work starts (no query sent, no dataset
+read), and a bad one ends in an :class:`~inference_obs.errors.InferenceObsError`
+naming it. Errors never echo a header's value, a token, or the ``--prometheus``
+URL (its userinfo or query string may hold a credential).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import time
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from inference_obs.analyses.resolution import Resolution
 from inference_obs.errors import ConfigurationError, InferenceObsError, QueryError
 from inference_obs.query import parse_duration
+from inference_obs.query.names import check_duration
 from inference_obs.samples import Window
-from inference_obs.source.http import MAX_ANSWER_BYTES
+from inference_obs.source.http import MAX_ANSWER_BYTES, check_header
 
 __all__ = [
     "EXIT_BUDGET",
@@ -29,6 +34,7 @@ __all__ = [
     "add_live_options",
     "add_window_options",
     "open_prometheus",
+    "positive_seconds",
     "prices",
     "resolution",
     "topologies",
@@ -76,45 +82,112 @@ def add_live_options(command: argparse.ArgumentParser) -> None:
     )
 
 
+def _readable(path: str, option: str) -> Path:
+    """``path`` (``~`` expanded) if it can be opened for reading; it is opened, never read.
+
+    Opened non-blocking so a named pipe does not wait for a writer here.
+    """
+    if not path:
+        raise InferenceObsError(f"{option}: empty; give a file")
+    file = Path(path).expanduser()
+    if file.is_dir():  # open(2) would succeed on one
+        raise InferenceObsError(f"{option} {path}: is a directory, not a file")
+    try:
+        os.close(os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)))
+    except OSError as exc:
+        raise InferenceObsError(f"{option} {path}: {exc.strerror}") from None
+    return file
+
+
+def _headers(items: Sequence[str]) -> dict[str, str]:
+    """``--header 'Name: value'`` texts as a mapping; the text is never echoed."""
+    headers = {}
+    for i, text in enumerate(items, 1):
+        name, sep, value = text.partition(":")
+        name, value = name.strip(), value.strip()
+        # The text is not echoed: a mistyped header may hold a credential.
+        if not sep or not name:
+            raise InferenceObsError(f"--header number {i}: expected 'Name: value'")
+        try:
+            check_header(name, value)
+        except ConfigurationError as exc:
+            raise InferenceObsError(f"--header number {i}: {exc}") from None
+        headers[name] = value
+    return headers
+
+
 def open_prometheus(args: argparse.Namespace) -> Any:
     """A :class:`~inference_obs.source.prometheus.PrometheusSource` from the live options.
 
-    A ``--time-budget`` (when the command has one) becomes the source's
-    deadline, so a request still running when the budget ends stops then.
+    Every option is checked first, naming itself; building the source sends
+    nothing. A ``--time-budget`` (when the command has one) becomes the
+    source's deadline, so a request still running when the budget ends stops
+    then.
     """
     from inference_obs.source.auth import BearerToken
+    from inference_obs.source.endpoint import parse_base_url
     from inference_obs.source.prometheus import PrometheusSource
     from inference_obs.source.tls import TLS
 
-    headers = {}
-    for i, text in enumerate(args.header, 1):
-        name, sep, value = text.partition(":")
-        if not sep or not name.strip():
-            # The text is not echoed: a mistyped header may hold a credential.
-            raise InferenceObsError(f"--header number {i}: expected 'Name: value'")
-        headers[name.strip()] = value.strip()
-    if args.token_file and args.token_env:
-        raise InferenceObsError("give --token-file or --token-env, not both")
+    try:
+        _, userinfo = parse_base_url(args.prometheus)
+    except ConfigurationError as exc:  # the URL is shown redacted, if at all
+        raise InferenceObsError(f"--prometheus: {exc}") from None
+    headers = _headers(args.header)
+    token_file = None if args.token_file is None else _readable(args.token_file, "--token-file")
+    ca_file = None if args.ca_file is None else _readable(args.ca_file, "--ca-file")
+    if args.token_env is not None and not os.environ.get(args.token_env):
+        raise InferenceObsError(
+            f"--token-env {args.token_env!r}: that variable is not set or empty"
+        )
+    given = [
+        option
+        for option, value in (
+            ("--token-file", args.token_file),
+            ("--token-env", args.token_env),
+            ("a user:password@ in --prometheus", userinfo),
+        )
+        if value is not None
+    ]
+    if len(given) > 1:
+        raise InferenceObsError(f"give one credential, not {' and '.join(given)}")
+    try:
+        tls = None if ca_file is None else TLS(ca_file=ca_file).context()
+    except ConfigurationError as exc:  # readable, but holds no certificate
+        raise InferenceObsError(f"--ca-file {args.ca_file}: not a CA bundle ({exc})") from None
+    if args.parallel < 1:
+        raise InferenceObsError(f"--parallel {args.parallel}: expected a whole number >= 1")
+    if not (math.isfinite(args.max_answer_mb) and args.max_answer_mb * 2**20 >= 1):
+        raise InferenceObsError(f"--max-answer-mb {args.max_answer_mb}: expected a size above 0")
     budget = getattr(args, "time_budget", None)
     try:
         token = (
-            BearerToken(file=args.token_file)
-            if args.token_file
+            BearerToken(file=token_file)
+            if token_file is not None
             else BearerToken(env=args.token_env)
-            if args.token_env
+            if args.token_env is not None
             else None
         )
         return PrometheusSource(
             args.prometheus,
             auth=token,
-            headers=headers or None,
-            tls=TLS(ca_file=args.ca_file) if args.ca_file else None,
+            headers=headers,
+            tls=tls,
             parallel=args.parallel,
             max_answer_bytes=round(args.max_answer_mb * 2**20),
             deadline=time.monotonic() + budget if budget is not None else None,
         )
-    except ConfigurationError as exc:  # the messages name the fault, never a secret
+    except ConfigurationError as exc:  # the source's own checks; no secret in them
         raise InferenceObsError(f"--prometheus: {exc}") from None
+
+
+def _in_range(moment: datetime, what: str) -> datetime:
+    """``moment`` if it also exists in UTC, where the sources and the report read it."""
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        raise InferenceObsError(f"{what} is outside the years 1 to 9999 in UTC") from None
+    return moment
 
 
 def _when(text: str, option: str) -> datetime:
@@ -126,38 +199,55 @@ def _when(text: str, option: str) -> datetime:
         raise InferenceObsError(
             f"{option} {text!r} has no timezone: add one, e.g. {text}+00:00 or {text}Z"
         )
-    return moment
+    return _in_range(moment, f"{option} {text!r}")
 
 
-def window(args: argparse.Namespace, default: Window | None) -> Window:
-    """The window of ``--start``/``--end``/``--window``, or ``default`` when none is given."""
-    if args.start and args.window:
+def window(args: argparse.Namespace) -> Window | None:
+    """The window of ``--start``/``--end``/``--window``; None when none of them is given."""
+    if args.start is None and args.end is None and args.window is None:
+        return None
+    if args.start is not None and args.window is not None:
         raise InferenceObsError("give --start or --window with --end, not both")
     if args.end is None:
-        if args.start or args.window:
-            raise InferenceObsError("--start and --window need --end")
-        if default is None:
-            raise InferenceObsError("reading a live source needs --end and --start or --window")
-        return default
+        raise InferenceObsError("--start and --window need --end")
     end = _when(args.end, "--end")
-    if args.window:
-        return Window(end - timedelta(seconds=parse_duration(args.window)), end)
-    if not args.start:
+    if args.window is not None:
+        try:
+            length = parse_duration(args.window)
+        except QueryError:
+            raise InferenceObsError(
+                f"--window {args.window!r}: expected a duration such as 1h or 90m"
+            ) from None
+        try:
+            start = end - timedelta(seconds=length)
+        except OverflowError:  # past timedelta's or datetime's range
+            raise InferenceObsError(
+                f"--window {args.window!r} from --end {args.end!r} starts before the year 1"
+            ) from None
+        return Window(_in_range(start, f"--window {args.window!r} from --end {args.end!r}"), end)
+    if args.start is None:
         raise InferenceObsError("--end needs --start or --window")
-    return Window(_when(args.start, "--start"), end)
+    start = _when(args.start, "--start")
+    if start >= end:
+        raise InferenceObsError(f"--start {args.start!r} is not before --end {args.end!r}")
+    return Window(start, end)
 
 
 def prices(items: Sequence[str]) -> dict[str, float]:
-    """``NAME=PRICE`` pairs (GPU-hour rent per deployment)."""
-    out = {}
+    """``NAME=PRICE`` pairs (GPU-hour rent per deployment), each price finite and >= 0."""
+    out: dict[str, float] = {}
     for item in items:
         name, sep, value = item.partition("=")
         try:
             price = float(value)
         except ValueError:
-            price = -1.0
-        if not sep or not name or price < 0:
-            raise InferenceObsError(f"--gpu-hour-price {item!r}: expected NAME=PRICE, e.g. H20=2.5")
+            price = math.nan
+        if not sep or not name or not math.isfinite(price) or price < 0:
+            raise InferenceObsError(
+                f"--gpu-hour-price {item!r}: expected NAME=PRICE with a price >= 0, e.g. H20=2.5"
+            )
+        if name in out:
+            raise InferenceObsError(f"--gpu-hour-price {item!r}: {name} has a price already")
         out[name] = price
     return out
 
@@ -169,6 +259,8 @@ def topologies(items: Sequence[str]) -> dict[str, str]:
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
             raise InferenceObsError(f"--topology {item!r}: expected NAME=FILE, e.g. H100=topo.txt")
+        if name in texts:
+            raise InferenceObsError(f"--topology {item!r}: {name} has a topology already")
         try:
             texts[name] = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
@@ -177,12 +269,31 @@ def topologies(items: Sequence[str]) -> dict[str, str]:
 
 
 def resolution(text: str) -> Resolution:
-    """``--resolution``: ``auto``, ``scrape``, or a tile width (seconds, or a duration: ``1m``)."""
+    """``--resolution``: ``auto``, ``scrape``, or a tile width (seconds, or a duration: ``1m``).
+
+    A width must be a positive whole number of milliseconds; whether it cuts
+    the window into equal tiles is checked once the window is known.
+    """
     if text in ("auto", "scrape"):
         return "auto" if text == "auto" else "scrape"
     try:
-        return float(text) if text.replace(".", "", 1).isdigit() else parse_duration(text)
+        try:  # seconds (60, 1.5), else a PromQL duration (1m)
+            seconds = float(text)
+        except ValueError:
+            seconds = parse_duration(text)
+        return check_duration(seconds, where="--resolution")
     except QueryError:
         raise InferenceObsError(
             f"--resolution {text!r}: expected auto, scrape, or a tile width such as 60 or 1m"
         ) from None
+
+
+def positive_seconds(text: str, option: str) -> float:
+    """``text`` as a finite number of seconds above 0, e.g. ``--time-budget 600``."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InferenceObsError(f"{option} {text!r}: expected seconds above 0, e.g. 600")
+    return seconds

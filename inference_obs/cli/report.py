@@ -6,7 +6,7 @@ import argparse
 import os
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from inference_obs.cli.options import (
     add_live_options,
     add_window_options,
     open_prometheus,
+    positive_seconds,
     prices,
     resolution,
     topologies,
@@ -71,23 +72,39 @@ class _Opened:
 
 
 def _open(args: argparse.Namespace, say: Say) -> _Opened:
+    """The source, deployments and window the options name; the options are checked first."""
     from inference_obs.source.dataset_source import DatasetSource
     from inference_obs.source.deployments_file import load_deployments
 
-    if args.prometheus:
-        if args.dataset:
-            raise InferenceObsError("give --prometheus or --dataset, not both")
+    if args.prometheus is not None and args.dataset is not None:
+        raise InferenceObsError("give --prometheus or --dataset, not both")
+    span = window(args)
+    if args.prometheus is not None:
+        source = open_prometheus(args)  # checks the live options; sends nothing
         if not args.deployments:
             raise InferenceObsError("a live source needs --deployments FILE (YAML or manifest)")
-        source = open_prometheus(args)
-        return _Opened(source, load_deployments(args.deployments), window(args, None), source.url)
-    path = Path(args.dataset) if args.dataset else _bundled(DEFAULT_DATASET, say)
+        if span is None:
+            raise InferenceObsError("reading a live source needs --end and --start or --window")
+        return _Opened(source, load_deployments(args.deployments), span, source.url)
+    # Without --prometheus these would be ignored, and the report read a dataset
+    # (by default the bundled one) where the user meant a live source.
+    for option, value in (
+        ("--token-file", args.token_file),
+        ("--token-env", args.token_env),
+        ("--ca-file", args.ca_file),
+        ("--header", args.header or None),
+    ):
+        if value is not None:
+            raise InferenceObsError(f"{option} is for a live source: give --prometheus URL too")
+    if args.dataset == "":
+        raise InferenceObsError("--dataset: empty; give a dataset directory")
+    path = Path(args.dataset) if args.dataset is not None else _bundled(DEFAULT_DATASET, say)
     dataset = DatasetSource(path)
     manifest = dataset.dataset.manifest
     return _Opened(
         dataset,
         load_deployments(args.deployments) if args.deployments else manifest.deployments,
-        window(args, manifest.window.window()),
+        span or manifest.window.window(),
         str(path),
         manifest.scrape_interval_seconds,
         tuple(manifest.methodology),
@@ -95,32 +112,53 @@ def _open(args: argparse.Namespace, say: Say) -> _Opened:
     )
 
 
+def _named(given: Collection[str], deployments: Sequence[Deployment], option: str) -> None:
+    """Refuse a name in ``given`` that is no deployment's (it would be ignored)."""
+    names = [d.name for d in deployments]
+    for name in given:
+        if name not in names:
+            raise InferenceObsError(
+                f"{option}: no deployment is named {name!r} (there are {', '.join(names)})"
+            )
+
+
 def _report(args: argparse.Namespace) -> int:
     from inference_obs.analyses.validity import Verdict
     from inference_obs.errors import SourceError, TimeBudgetExceeded
     from inference_obs.report import ReportTimeout, build_report, write_report
+    from inference_obs.report.write import FORMATS
 
     def say(line: str) -> None:
         if not args.quiet:
             print(f"inference-obs: {line}", file=sys.stderr)
 
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
+    if not formats or set(formats) - set(FORMATS):
+        raise InferenceObsError(f"--format {args.format!r}: expected any of {','.join(FORMATS)}")
+    budget_s = (
+        None if args.time_budget is None else positive_seconds(args.time_budget, "--time-budget")
+    )
+    read_at = resolution(args.resolution)
+    gpu_hour_prices = prices(args.gpu_hour_price)
+    topology_texts = topologies(args.topology)
     try:
         opened = _open(args, say)
+        _named(gpu_hour_prices, opened.deployments, "--gpu-hour-price")
+        _named(topology_texts, opened.deployments, "--topology")
         report = build_report(
             opened.source,
             opened.deployments,
             opened.window,
             title=opened.title,
             source_name=opened.name,
-            gpu_hour_prices=prices(args.gpu_hour_price),
-            topologies=topologies(args.topology),
+            gpu_hour_prices=gpu_hour_prices,
+            topologies=topology_texts,
             scrape_interval_seconds=opened.scrape_interval_seconds,
             methodology=opened.methodology,
             figures=bool({"md", "html"} & set(formats)),
             progress=say,
-            budget_s=args.time_budget,
-            resolution=resolution(args.resolution),
+            budget_s=budget_s,
+            resolution=read_at,
         )
         written = write_report(report, Path(args.out), formats)
     except (ReportTimeout, TimeBudgetExceeded) as exc:
@@ -152,10 +190,14 @@ def _compare(args: argparse.Namespace) -> int:
     from inference_obs.analyses.validity import Verdict, validity, windows_by_name
     from inference_obs.errors import SourceError
 
+    read_at = resolution(args.resolution)
+    gpu_hour_prices = prices(args.gpu_hour_price)
+    topology_texts = topologies(args.topology)
     try:
         opened = _open(args, lambda line: None)
+        _named(gpu_hour_prices, opened.deployments, "--gpu-hour-price")
+        _named(topology_texts, opened.deployments, "--topology")
         windows = windows_by_name(opened.deployments, opened.window)
-        read_at = resolution(args.resolution)
         steps = {
             d.name: step_for(opened.source, d, windows[d.name], read_at) for d in opened.deployments
         }
@@ -163,8 +205,8 @@ def _compare(args: argparse.Namespace) -> int:
             opened.source,
             opened.deployments,
             windows,
-            gpu_hour_prices=prices(args.gpu_hour_price) or None,
-            topologies=topologies(args.topology),
+            gpu_hour_prices=gpu_hour_prices or None,
+            topologies=topology_texts,
             steps={name: step for name, step in steps.items() if step is not None},
         )
     except SourceError as exc:
@@ -187,7 +229,9 @@ def _compare(args: argparse.Namespace) -> int:
 def _source_options(command: argparse.ArgumentParser) -> None:
     where = command.add_argument_group("what to read")
     where.add_argument("--dataset", help="an observation dataset directory (offline)")
-    where.add_argument("--prometheus", metavar="URL", help="a Prometheus-compatible API (live)")
+    where.add_argument(
+        "--prometheus", metavar="URL", help="a Prometheus-compatible API, http(s)://... (live)"
+    )
     where.add_argument(
         "--deployments",
         metavar="FILE",
@@ -237,7 +281,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     report.add_argument(
         "--time-budget",
-        type=float,
         default=None,
         metavar="SECONDS",
         help=f"give up (exit {EXIT_BUDGET}) after this long",

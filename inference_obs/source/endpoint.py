@@ -113,10 +113,12 @@ def parse_base_url(text: str) -> tuple[Endpoint, BasicAuth | None]:
 
     scheme, sep, rest = text.partition("://")
     if not sep:
-        raise refuse("no scheme; write it in full, e.g. http://prometheus:9090")
+        raise refuse(
+            "no scheme (only http and https are supported); write it in full, e.g. http://prometheus:9090"
+        )
     scheme = scheme.lower()
-    if scheme not in _SCHEMES:
-        raise refuse(f"scheme {scheme!r} is not supported; use http or https")
+    if scheme not in _SCHEMES:  # not shown: what follows may not even be a URL
+        raise ConfigurationError(f"base URL: only http and https are supported, not {scheme!r}")
     userinfo, at, rest = rest.rpartition("@")
     auth = _basic_auth(userinfo, refuse) if at else None
     if any(ch in rest for ch in "?#"):
@@ -140,6 +142,8 @@ def _basic_auth(userinfo: str, refuse: _Refuse) -> BasicAuth:
 
 
 def _host_port(authority: str, scheme: str, refuse: _Refuse) -> tuple[str, int]:
+    if not authority or authority.startswith(":"):
+        raise refuse("has no host")
     if _IPV6.match(authority):
         end = authority.index("]") + 1
         host, port_text = authority[1 : end - 1], authority[end:]

@@ -54,7 +54,15 @@ from inference_obs.source.transport import (
     Transport,
 )
 
-__all__ = ["ALLOWED_PATHS", "MAX_ANSWER_BYTES", "Client", "Envelope", "Limits", "Reply"]
+__all__ = [
+    "ALLOWED_PATHS",
+    "MAX_ANSWER_BYTES",
+    "Client",
+    "Envelope",
+    "Limits",
+    "Reply",
+    "check_header",
+]
 
 log = logging.getLogger("inference_obs.source.prometheus")
 
@@ -91,7 +99,10 @@ _RESERVED = frozenset(
     {"host", "content-length", "content-type", "transfer-encoding", "connection", "te",
      "accept-encoding", "upgrade", "expect", "trailer", "proxy-authorization"}
 )  # fmt: skip
+# RFC 9110 5.1: a field name is a token.
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# RFC 9110 5.5: tab, visible ASCII, space and obs-text (0x80-0xFF, sent as Latin-1).
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -444,23 +455,33 @@ def _retry_after(status: int, headers: Mapping[str, str]) -> float | None:
     return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
+def check_header(name: str, value: str) -> None:
+    """Refuse a header the client may not send; the message shows neither name nor value.
+
+    A name must be an HTTP token (RFC 9110 5.1) and not one the client sets
+    itself; a value may hold tab, visible ASCII, space and Latin-1 (what
+    http.client sends), never CR, LF or another control character, which
+    would split the request.
+    """
+    if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+        raise ConfigurationError("the name holds a character a header name cannot")
+    if name.lower() in _RESERVED:
+        raise ConfigurationError(f"{name} is set by the client and cannot be given")
+    if not isinstance(value, str) or not _HEADER_VALUE.fullmatch(value):
+        raise ConfigurationError("the value holds a control character or one past Latin-1")
+
+
 def _checked_headers(headers: Mapping[str, str], *, has_auth: bool) -> dict[str, str]:
-    """Extra headers after checking them; messages name a header, never its value."""
+    """Extra headers after checking them; messages never show a value."""
     out = {}
-    for name, value in headers.items():
-        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
-            raise ConfigurationError(f"header name {name!r} is not an HTTP token")
-        if name.lower() in _RESERVED:
-            raise ConfigurationError(f"header {name} is set by the client and cannot be given")
+    for i, (name, value) in enumerate(headers.items(), 1):
+        try:
+            check_header(name, value)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"header number {i}: {exc}") from None
         if name.lower() == "authorization" and has_auth:
             raise ConfigurationError(
                 "give credentials either as auth= or as an Authorization header"
-            )
-        if not isinstance(value, str) or any(
-            (ord(ch) < 0x20 and ch != "\t") or ord(ch) == 0x7F or ord(ch) > 0xFF for ch in value
-        ):
-            raise ConfigurationError(
-                f"header {name}: its value holds a control or non-Latin-1 character"
             )
         out[name] = value
     return out
