@@ -15,9 +15,12 @@ request is sent:
 - a path prefix ending in ``/api/v1`` (the client adds it).
 
 ``user:password@`` becomes :class:`~inference_obs.source.auth.BasicAuth` and
-leaves the URL. Everything up to the last ``@`` is the userinfo, so a password
-holding an unencoded ``#``, ``/`` or ``?`` is still recognised (and never
-printed). Messages about a refused URL show it through :func:`redact_url`.
+leaves the URL. The userinfo ends at the last ``@`` (a password may hold an
+unencoded ``@``); a ``/``, ``?``, ``#`` or ``\\`` before that ``@`` is refused:
+other parsers end the host there, so ``http://prom/?@evil/`` would reach one
+host here and pass another's checks elsewhere (a password holding them writes
+them percent-encoded). Messages about a refused URL show it through
+:func:`redact_url`, which never prints a password.
 
 Examples
 --------
@@ -118,6 +121,11 @@ def parse_base_url(text: str) -> tuple[Endpoint, BasicAuth | None]:
     if scheme not in _SCHEMES:
         raise refuse(f"scheme {scheme!r} is not supported; use http or https")
     userinfo, at, rest = rest.rpartition("@")
+    if at and any(ch in userinfo for ch in "/?#\\"):
+        raise refuse(
+            "has an '@' after a '/', '?', '#' or '\\', so parsers disagree on its host; "
+            "percent-encode these characters in a user name or password (%2F %3F %23 %5C)"
+        )
     auth = _basic_auth(userinfo, refuse) if at else None
     if any(ch in rest for ch in "?#"):
         raise refuse(
