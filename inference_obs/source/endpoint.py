@@ -10,7 +10,8 @@ request is sent:
   missing scheme would be read as a path);
 - a query string or a fragment: ``http://h/api/v1/admin/tsdb/delete_series?x=``
   would turn ``POST {base}/api/v1/query`` into a POST to the admin API;
-- ``.`` or ``..`` segments (plain or percent-encoded), encoded ``/ ? # \\``,
+- ``.`` or ``..`` segments (plain, percent-encoded, or with a ``;``
+  parameter: Tomcat and Jetty read ``..;`` as ``..``), encoded ``/ ? # \\``,
   backslashes, whitespace and control characters in the path;
 - a path prefix ending in ``/api/v1`` (the client adds it).
 
@@ -175,7 +176,8 @@ def _prefix(path: str, refuse: _Refuse) -> str:
     if re.search(r"%(?![0-9A-Fa-f]{2})", path):
         raise refuse("path holds a '%' that starts no escape")
     segments = [s for s in path.split("/") if s]
-    if any(s in (".", "..") for s in segments):
+    # A segment's parameters (after ';') are dropped by servlet containers: '..;x' is '..'.
+    if any(s.partition(";")[0] in (".", "..") for s in segments):
         raise refuse("path holds a '.' or '..' segment")
     prefix = "/" + "/".join(segments) if segments else ""
     if prefix.endswith("/api/v1"):
