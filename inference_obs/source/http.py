@@ -278,7 +278,9 @@ class Client:
                     promql=what,
                 ) from None
             if attempt >= self.limits.retries or now + wait >= ends:
-                if attempt < self.limits.retries and budget:
+                # The budget, not the server, ended it: no time for a retry, or
+                # the attempt itself was cut short at the budget's deadline.
+                if budget and (attempt < self.limits.retries or now >= ends):
                     raise self._out_of_time(path, what, budget, started) from None
                 if failure.final is not None:
                     raise failure.final from None
