@@ -484,9 +484,13 @@ def _retry_after(status: int, headers: Mapping[str, str]) -> float | None:
 def _checked_headers(headers: Mapping[str, str], *, has_auth: bool) -> dict[str, str]:
     """Extra headers after checking them; messages name a header, never its value."""
     out = {}
-    for name, value in headers.items():
+    for i, (name, value) in enumerate(headers.items(), 1):
         if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
-            raise ConfigurationError(f"header name {name!r} is not an HTTP token")
+            # Not echoed: a name that is no token is often a value in the wrong place.
+            raise ConfigurationError(
+                f"header number {i}: its name is not an HTTP token "
+                "(letters, digits and !#$%&'*+-.^_`|~ only)"
+            )
         if name.lower() in _RESERVED:
             raise ConfigurationError(f"header {name} is set by the client and cannot be given")
         if name.lower() == "authorization" and has_auth:
