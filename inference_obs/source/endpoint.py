@@ -12,7 +12,8 @@ request is sent:
   would turn ``POST {base}/api/v1/query`` into a POST to the admin API;
 - ``.`` or ``..`` segments (plain, percent-encoded, or with a ``;``
   parameter: Tomcat and Jetty read ``..;`` as ``..``), encoded ``/ ? # \\``,
-  backslashes, whitespace and control characters in the path;
+  backslashes, whitespace, control and non-ASCII characters in the path
+  (raw or percent-encoded);
 - a path prefix ending in ``/api/v1`` (the client adds it).
 
 ``user:password@`` becomes :class:`~inference_obs.source.auth.BasicAuth` and
@@ -57,8 +58,12 @@ _HOST = re.compile(rf"{_LABEL}(?:\.{_LABEL})*\.?")
 _IPV6 = re.compile(r"\[[0-9A-Fa-f:.]+\]")
 # Path characters that need no escaping (RFC 3986 pchar without '%'), and '/'.
 _PATH = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/]*")
-# Escapes whose decoded character could change the path's meaning on some server or proxy.
-_UNSAFE_ESCAPE = re.compile(r"%(?:2[eEfF3]|3[fF]|5[cC]|[01][0-9A-Fa-f]|7[fF])")
+# Escapes whose decoded character could change the path's meaning on some server or proxy:
+# '.', '/', '#', '?', '\\', controls, and any non-ASCII byte (refused raw too), since servers
+# that normalise Unicode (NFKC) read fullwidth U+FF0E U+FF0F (%EF%BC%8E...) as '.' and '/'.
+_UNSAFE_ESCAPE = re.compile(
+    r"%(?:2[eEfF3]|3[fF]|5[cC]|[01][0-9A-Fa-f]|7[fF]|[89a-fA-F][0-9A-Fa-f])"
+)
 # A local ``refuse``: the fault in words -> the error to raise, the URL redacted in it.
 _Refuse = Callable[[str], ConfigurationError]
 
@@ -171,7 +176,7 @@ def _prefix(path: str, refuse: _Refuse) -> str:
     if not _PATH.fullmatch(path.replace("%", "")) or _UNSAFE_ESCAPE.search(path):
         raise refuse(
             "path holds a character or escape that could change where requests go "
-            "(backslash, encoded '/', '?', '#', '.', or a control character)"
+            "(backslash, encoded '/', '?', '#', '.', a control or a non-ASCII character)"
         )
     if re.search(r"%(?![0-9A-Fa-f]{2})", path):
         raise refuse("path holds a '%' that starts no escape")
