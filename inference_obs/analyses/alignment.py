@@ -20,9 +20,17 @@ import numpy.typing as npt
 
 from inference_obs.deployment import Deployment
 from inference_obs.engine.vector import Vector
+from inference_obs.errors import SourceUnavailable
 from inference_obs.metrics import dcgm
 from inference_obs.metrics.family import Family
-from inference_obs.query import Aggregate, Expr, Selector, count_over_time, last_over_time
+from inference_obs.query import (
+    Aggregate,
+    Expr,
+    Selector,
+    count_over_time,
+    last_over_time,
+    to_promql,
+)
 from inference_obs.samples import Labels, SampleSet, Window, is_stale
 from inference_obs.source.base import Source
 
@@ -112,11 +120,25 @@ def scrape_interval_ms(source: Source, selector: Selector, window: Window) -> in
     scraped every ``i`` seconds has ``w / i`` samples in ``w`` on average, so
     this is within ``i / n`` of ``i``; series that lived part of the window
     only are outvoted by the median). One number, whatever the fleet's size.
+
+    Raises
+    ------
+    SourceUnavailable
+        When the answer is no median count (NaN, infinite or below 1).
     """
     median = count_over_time(selector.over(window.seconds)).quantile(0.5)
     answer = source.instant(median, window.end_s).value
-    n = float(answer.values[0]) if isinstance(answer, Vector) and len(answer) else math.nan
-    return round(window.seconds * 1000 / n) if n > 0 else 0
+    if not isinstance(answer, Vector) or not len(answer):
+        return 0
+    n = float(answer.values[0])
+    # Each series counted has at least one sample, so their median is finite and >= 1:
+    # anything else (NaN, infinite, 1e-320 that overflows the division) is no count.
+    if not 1 <= n < math.inf:
+        raise SourceUnavailable(
+            f"malformed answer: {n!r} is not a median number of samples",
+            promql=to_promql(median),
+        )
+    return round(window.seconds * 1000 / n)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ import numpy as np
 from inference_obs.analyses.alignment import scrape_interval_ms
 from inference_obs.deployment import Deployment
 from inference_obs.engine.vector import Vector
+from inference_obs.errors import SourceUnavailable
 from inference_obs.metrics import vllm
 from inference_obs.query import (
     Binary,
@@ -101,10 +102,24 @@ def tile_window(window: Window, step: float) -> Window:
 
 def series_count(source: Source, selector: Selector, window: Window) -> int:
     """How many of ``selector``'s series have a sample in ``window``: one instant query of
-    ``count(count_over_time(x[w]))``, one number whatever the fleet's size."""
+    ``count(count_over_time(x[w]))``, one number whatever the fleet's size.
+
+    Raises
+    ------
+    SourceUnavailable
+        When the answer is no count (NaN, infinite, negative or fractional):
+        ``count`` gives a whole number on every engine, so the source is broken.
+    """
     counted = count_over_time(selector.over(window.seconds)).count()
     answer = source.instant(counted, window.end_s).value
-    return int(answer.values[0]) if isinstance(answer, Vector) and len(answer) else 0
+    if not isinstance(answer, Vector) or not len(answer):
+        return 0
+    value = float(answer.values[0])
+    if not (value >= 0 and value.is_integer()):  # NaN and infinities fail too
+        raise SourceUnavailable(
+            f"malformed answer: {value!r} is not a number of series", promql=to_promql(counted)
+        )
+    return int(value)
 
 
 def tile_step(

@@ -159,7 +159,9 @@ def open_prometheus(args: argparse.Namespace) -> Any:
         raise InferenceObsError(f"--parallel {args.parallel}: expected a whole number >= 1")
     if not (math.isfinite(args.max_answer_mb) and args.max_answer_mb * 2**20 >= 1):
         raise InferenceObsError(f"--max-answer-mb {args.max_answer_mb}: expected a size above 0")
-    budget = getattr(args, "time_budget", None)
+    budget = getattr(args, "time_budget", None)  # commands without one have no deadline
+    if budget is not None:
+        budget = positive_seconds(budget, "--time-budget")
     try:
         token = (
             BearerToken(file=token_file)

@@ -10,14 +10,19 @@ request is sent:
   missing scheme would be read as a path);
 - a query string or a fragment: ``http://h/api/v1/admin/tsdb/delete_series?x=``
   would turn ``POST {base}/api/v1/query`` into a POST to the admin API;
-- ``.`` or ``..`` segments (plain or percent-encoded), encoded ``/ ? # \\``,
-  backslashes, whitespace and control characters in the path;
+- ``.`` or ``..`` segments (plain, percent-encoded, or with a ``;``
+  parameter: Tomcat and Jetty read ``..;`` as ``..``), encoded ``/ ? # \\``,
+  backslashes, whitespace, control and non-ASCII characters in the path
+  (raw or percent-encoded);
 - a path prefix ending in ``/api/v1`` (the client adds it).
 
 ``user:password@`` becomes :class:`~inference_obs.source.auth.BasicAuth` and
-leaves the URL. Everything up to the last ``@`` is the userinfo, so a password
-holding an unencoded ``#``, ``/`` or ``?`` is still recognised (and never
-printed). Messages about a refused URL show it through :func:`redact_url`.
+leaves the URL. The userinfo ends at the last ``@`` (a password may hold an
+unencoded ``@``); a ``/``, ``?``, ``#`` or ``\\`` before that ``@`` is refused:
+other parsers end the host there, so ``http://prom/?@evil/`` would reach one
+host here and pass another's checks elsewhere (a password holding them writes
+them percent-encoded). Messages about a refused URL show it through
+:func:`redact_url`, which never prints a password.
 
 Examples
 --------
@@ -53,8 +58,12 @@ _HOST = re.compile(rf"{_LABEL}(?:\.{_LABEL})*\.?")
 _IPV6 = re.compile(r"\[[0-9A-Fa-f:.]+\]")
 # Path characters that need no escaping (RFC 3986 pchar without '%'), and '/'.
 _PATH = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/]*")
-# Escapes whose decoded character could change the path's meaning on some server or proxy.
-_UNSAFE_ESCAPE = re.compile(r"%(?:2[eEfF3]|3[fF]|5[cC]|[01][0-9A-Fa-f]|7[fF])")
+# Escapes whose decoded character could change the path's meaning on some server or proxy:
+# '.', '/', '#', '?', '\\', controls, and any non-ASCII byte (refused raw too), since servers
+# that normalise Unicode (NFKC) read fullwidth U+FF0E U+FF0F (%EF%BC%8E...) as '.' and '/'.
+_UNSAFE_ESCAPE = re.compile(
+    r"%(?:2[eEfF3]|3[fF]|5[cC]|[01][0-9A-Fa-f]|7[fF]|[89a-fA-F][0-9A-Fa-f])"
+)
 # A local ``refuse``: the fault in words -> the error to raise, the URL redacted in it.
 _Refuse = Callable[[str], ConfigurationError]
 
@@ -120,6 +129,11 @@ def parse_base_url(text: str) -> tuple[Endpoint, BasicAuth | None]:
     if scheme not in _SCHEMES:  # not shown: what follows may not even be a URL
         raise ConfigurationError(f"base URL: only http and https are supported, not {scheme!r}")
     userinfo, at, rest = rest.rpartition("@")
+    if at and any(ch in userinfo for ch in "/?#\\"):
+        raise refuse(
+            "has an '@' after a '/', '?', '#' or '\\', so parsers disagree on its host; "
+            "percent-encode these characters in a user name or password (%2F %3F %23 %5C)"
+        )
     auth = _basic_auth(userinfo, refuse) if at else None
     if any(ch in rest for ch in "?#"):
         raise refuse(
@@ -166,12 +180,13 @@ def _prefix(path: str, refuse: _Refuse) -> str:
     if not _PATH.fullmatch(path.replace("%", "")) or _UNSAFE_ESCAPE.search(path):
         raise refuse(
             "path holds a character or escape that could change where requests go "
-            "(backslash, encoded '/', '?', '#', '.', or a control character)"
+            "(backslash, encoded '/', '?', '#', '.', a control or a non-ASCII character)"
         )
     if re.search(r"%(?![0-9A-Fa-f]{2})", path):
         raise refuse("path holds a '%' that starts no escape")
     segments = [s for s in path.split("/") if s]
-    if any(s in (".", "..") for s in segments):
+    # A segment's parameters (after ';') are dropped by servlet containers: '..;x' is '..'.
+    if any(s.partition(";")[0] in (".", "..") for s in segments):
         raise refuse("path holds a '.' or '..' segment")
     prefix = "/" + "/".join(segments) if segments else ""
     if prefix.endswith("/api/v1"):

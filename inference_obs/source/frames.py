@@ -70,7 +70,14 @@ def _milliseconds(seconds: Floats) -> Ints:
 
 
 def _columns(points: Sequence[Any], count: int) -> tuple[Ints, Floats]:
-    """``count`` ``[t, "v"]`` pairs (an iterable of lists) -> (t_ms int64, values float64)."""
+    """``count`` ``[t, "v"]`` pairs (a list of lists) -> (t_ms int64, values float64)."""
+    # Each point must be a pair: flattened, a third item would be read as the
+    # next point's time and shift every point after it (C loops, not Python's).
+    if count and (
+        set(map(type, points)) != {list}
+        or (np.fromiter(map(len, points), dtype=np.int64, count=count) != 2).any()
+    ):
+        raise MalformedAnswer("a point is not a [time, value] pair")
     flat = np.fromiter(chain.from_iterable(points), dtype=object, count=2 * count)
     seconds = flat[0::2].astype(np.float64)
     values = flat[1::2].astype(np.float64)

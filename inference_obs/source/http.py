@@ -15,7 +15,10 @@ caller's ``deadline``, the answer by ``max_answer_bytes``, and at most
 API's error envelope are translated in one function, :func:`_classify`;
 :meth:`Client.call` alone retries, bounded, with exponential backoff and
 jitter. Credentials live in an :data:`~inference_obs.source.auth.Auth` object
-and appear in no log line, repr or exception message.
+and appear in no log line, repr or exception message: text from the server
+that ends up in one (an error page, an error envelope, a warning) has every
+credential the request carried replaced first, since a server or proxy may
+echo the request's headers back.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from inference_obs.errors import (
     SourceUnavailable,
     TimeBudgetExceeded,
 )
-from inference_obs.source.auth import Auth
+from inference_obs.source.auth import Auth, BasicAuth
 from inference_obs.source.base import Matrix
 from inference_obs.source.endpoint import Endpoint
 from inference_obs.source.frames import MATRIX_BODY_PREFIX, MalformedAnswer, parse_matrix_body
@@ -93,6 +96,8 @@ _RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 _TRANSIENT = frozenset({"timeout", "unavailable", "internal"})
 # Enough of an unexpected body to recognise it (an HTML error page), not to flood.
 _BODY_SNIPPET = 200
+# What replaces a credential a server echoed back.
+_HIDDEN = "<hidden>"
 # Headers the client owns: a user-given one could smuggle a second request or
 # change what the body means.
 _RESERVED = frozenset(
@@ -289,7 +294,9 @@ class Client:
                     promql=what,
                 ) from None
             if attempt >= self.limits.retries or now + wait >= ends:
-                if attempt < self.limits.retries and budget:
+                # The budget, not the server, ended it: no time for a retry, or
+                # the attempt itself was cut short at the budget's deadline.
+                if budget and (attempt < self.limits.retries or now >= ends):
                     raise self._out_of_time(path, what, budget, started) from None
                 if failure.final is not None:
                     raise failure.final from None
@@ -342,6 +349,7 @@ class Client:
             headers["Authorization"] = self._auth.header()
         if method == "POST":
             headers["Content-Type"] = "application/x-www-form-urlencoded"
+        hide = self._sent_secrets(headers)
         deadline = min(time.monotonic() + self.limits.timeout, ends)
         request = Request(method, target, headers, body, deadline, self.limits.max_answer_bytes)
         started = time.monotonic()
@@ -362,11 +370,27 @@ class Client:
                 raise _Retry(f"invalid or truncated gzip body ({exc})") from None
             except (OSError, http.client.HTTPException) as exc:
                 reason = getattr(exc, "reason", None) or exc
-                raise _Retry(f"connection failed ({type(reason).__name__}: {reason})") from None
+                shown = _shown(str(reason), hide, _BODY_SNIPPET)
+                if isinstance(exc, http.client.HTTPException):
+                    # It quotes a malformed status line or header: server text, shown escaped.
+                    shown = repr(shown)
+                raise _Retry(f"connection failed ({type(reason).__name__}: {shown})") from None
         log.debug(
             "%s %s -> %d in %.3f s", method, path, response.status, time.monotonic() - started
         )
-        return _classify(response, what, self.endpoint.url + path)
+        return _classify(response, what, self.endpoint.url + path, hide)
+
+    def _sent_secrets(self, headers: Mapping[str, str]) -> tuple[str, ...]:
+        """The credentials in a request's ``headers``, longest first: never to be shown.
+
+        The Authorization value and each extra header's value, each also
+        without its first word (``Bearer``, ``Basic``), and a basic-auth password.
+        """
+        values = [*self._headers.values(), headers.get("Authorization", "")]
+        parts = {part for v in values for part in (v, v.partition(" ")[2])}
+        if isinstance(self._auth, BasicAuth):
+            parts.add(self._auth.password)
+        return tuple(sorted((p for p in parts if p.strip()), key=len, reverse=True))
 
     def _out_of_time(self, path: str, what: str, budget: bool, started: float) -> SourceUnavailable:
         spent = time.monotonic() - started
@@ -388,8 +412,11 @@ class Client:
         return ""
 
 
-def _classify(response: Response, promql: str, where: str) -> Reply:
+def _classify(response: Response, promql: str, where: str, hide: Sequence[str] = ()) -> Reply:
     """THE translation of an HTTP answer: a Reply, or the exception to raise.
+
+    Server text kept in a message, a warning or an info has each of ``hide``
+    (the credentials the request carried) replaced.
 
     - 408/429/5xx without an envelope, invalid JSON in a 200: :class:`_Retry`
       (the caller retries, then raises SourceUnavailable);
@@ -413,7 +440,10 @@ def _classify(response: Response, promql: str, where: str) -> Reply:
     except (ValueError, TypeError, UnicodeDecodeError, RecursionError, ValidationError):
         envelope = None
     if envelope is None:
-        snippet = body[:_BODY_SNIPPET].decode("utf-8", "replace")
+        # Up to 4 bytes a character; enough to see a credential cut by the snippet's end whole.
+        longest = max(map(len, hide), default=0)
+        text = body[: 4 * (_BODY_SNIPPET + longest)].decode("utf-8", "replace")
+        snippet = _shown(text, hide, _BODY_SNIPPET)
         if status in _RETRY_STATUS:
             raise _Retry(f"HTTP {status}: {snippet!r}", _retry_after(status, headers))
         if status == 200:
@@ -422,20 +452,27 @@ def _classify(response: Response, promql: str, where: str) -> Reply:
             f"{where}: HTTP {status} without an API answer: {snippet!r}", promql=promql
         )
     if envelope.status == "error" or status != 200:
-        error_type = envelope.error_type or f"http_{status}"
-        message = envelope.error or f"HTTP {status}"
+        error_type = _shown(envelope.error_type or f"http_{status}", hide)
+        message = _shown(envelope.error or f"HTTP {status}", hide)
         failed = QueryFailed(f"{error_type}: {message}", error_type=error_type, promql=promql)
         if status in _RETRY_STATUS and (status in (408, 429) or error_type in _TRANSIENT):
             raise _Retry(f"{error_type}: {message}", _retry_after(status, headers), failed)
         raise failed
     return Reply(
         data=envelope.data,
-        warnings=envelope.warnings or (),
-        infos=envelope.infos or (),
+        warnings=tuple(_shown(text, hide) for text in envelope.warnings or ()),
+        infos=tuple(_shown(text, hide) for text in envelope.infos or ()),
         partial=bool(envelope.is_partial or envelope.partial_response),
         headers=headers,
         matrix=matrix,
     )
+
+
+def _shown(text: str, hide: Sequence[str], limit: int | None = None) -> str:
+    """Server ``text`` for a message: each of ``hide`` replaced, cut at ``limit`` characters."""
+    for secret in hide:
+        text = text.replace(secret, _HIDDEN)
+    return text if limit is None else text[:limit]
 
 
 def _retry_after(status: int, headers: Mapping[str, str]) -> float | None:
@@ -464,11 +501,14 @@ def check_header(name: str, value: str) -> None:
     would split the request.
     """
     if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
-        raise ConfigurationError("the name holds a character a header name cannot")
+        # Not echoed: a name that is no token is often a value in the wrong place.
+        raise ConfigurationError(
+            "its name is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~ only)"
+        )
     if name.lower() in _RESERVED:
         raise ConfigurationError(f"{name} is set by the client and cannot be given")
     if not isinstance(value, str) or not _HEADER_VALUE.fullmatch(value):
-        raise ConfigurationError("the value holds a control character or one past Latin-1")
+        raise ConfigurationError("its value holds a control character or one past Latin-1")
 
 
 def _checked_headers(headers: Mapping[str, str], *, has_auth: bool) -> dict[str, str]:
@@ -478,7 +518,8 @@ def _checked_headers(headers: Mapping[str, str], *, has_auth: bool) -> dict[str,
         try:
             check_header(name, value)
         except ConfigurationError as exc:
-            raise ConfigurationError(f"header number {i}: {exc}") from None
+            named = isinstance(name, str) and _HEADER_NAME.fullmatch(name)
+            raise ConfigurationError(f"header {name if named else f'number {i}'}: {exc}") from None
         if name.lower() == "authorization" and has_auth:
             raise ConfigurationError(
                 "give credentials either as auth= or as an Authorization header"

@@ -283,6 +283,11 @@ def _read_body(resp: http.client.HTTPResponse, limit: int) -> bytes:
         try:
             # max_length bounds what one call may produce: a bomb stops at limit + 1.
             out += inflater.decompress(chunk, limit + 1 - len(out))
+            # RFC 1952 lets a body hold several gzip members, one after another:
+            # each is decoded in turn (zlib stops at the end of the first).
+            while inflater.eof and inflater.unused_data and len(out) <= limit:
+                rest, inflater = inflater.unused_data, zlib.decompressobj(wbits=31)
+                out += inflater.decompress(rest, limit + 1 - len(out))
         except zlib.error as exc:
             raise BadEncoding(f"invalid gzip body ({exc})") from None
         if len(out) > limit or inflater.unconsumed_tail:
