@@ -6,6 +6,7 @@ that fits it, so callers can catch either::
     InferenceObsError
     ├── ConfigurationError(ValueError) a bad argument or setting (a URL, a credential, a limit)
     ├── QueryError(ValueError)        bad builder input, raised when the expression is built
+    │   └── ParseError                PromQL text that does not parse (names line and column)
     ├── ScenarioError(ValueError)     a simulator scenario file is missing or invalid
     ├── TopologyError(ValueError)     unreadable ``nvidia-smi topo -m`` text (names the line)
     ├── SourceError                   carries the expression and PromQL (never credentials)
@@ -34,6 +35,7 @@ __all__ = [
     "InferenceObsError",
     "NoDataError",
     "NotSupportedOffline",
+    "ParseError",
     "QueryError",
     "QueryFailed",
     "ScenarioError",
@@ -57,6 +59,50 @@ class ConfigurationError(InferenceObsError, ValueError):
 
 class QueryError(InferenceObsError, ValueError):
     """An expression could not be built: the message names the offending input."""
+
+
+class ParseError(QueryError):
+    """PromQL text could not be read into an expression.
+
+    Attributes
+    ----------
+    text
+        The whole text that was parsed.
+    offset
+        Where the problem is, as an index into ``text``.
+    refused
+        The expression class whose checks refused the text (for example
+        ``HistogramQuantile`` when an aggregation drops ``le``), or None for a
+        syntax error.
+    operands
+        The already-built operands of the refused expression, so a caller can
+        still say what was meant (empty for a syntax error).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        text: str,
+        offset: int,
+        refused: type | None = None,
+        operands: tuple[object, ...] = (),
+    ) -> None:
+        self.text = text
+        self.offset = offset
+        self.refused = refused
+        self.operands = operands
+        super().__init__(f"line {self.line}, column {self.column}: {message}")
+
+    @property
+    def line(self) -> int:
+        """1-based line of :attr:`offset`."""
+        return self.text.count("\n", 0, self.offset) + 1
+
+    @property
+    def column(self) -> int:
+        """1-based column of :attr:`offset` (in characters)."""
+        return self.offset - (self.text.rfind("\n", 0, self.offset) + 1) + 1
 
 
 class ScenarioError(InferenceObsError, ValueError):
