@@ -9,6 +9,7 @@ that fits it, so callers can catch either::
     │   └── ParseError                PromQL text that does not parse (names line and column)
     ├── ScenarioError(ValueError)     a simulator scenario file is missing or invalid
     ├── TopologyError(ValueError)     unreadable ``nvidia-smi topo -m`` text (names the line)
+    ├── LintInputError(ValueError)    a dashboard, rule or PromQL file that cannot be read
     ├── SourceError                   carries the expression and PromQL (never credentials)
     │   ├── SourceUnavailable         network, timeout, 429/5xx after bounded retries
     │   │   ├── AnswerTooLarge        an answer past the size limit (names the limit)
@@ -33,6 +34,7 @@ __all__ = [
     "ConfigurationError",
     "DatasetError",
     "InferenceObsError",
+    "LintInputError",
     "NoDataError",
     "NotSupportedOffline",
     "ParseError",
@@ -111,6 +113,15 @@ class ScenarioError(InferenceObsError, ValueError):
 
 class TopologyError(InferenceObsError, ValueError):
     """``nvidia-smi topo -m`` text could not be read; the message names the line and the fault."""
+
+
+class LintInputError(InferenceObsError, ValueError):
+    """A file given to ``lint`` cannot be read; the message names the file, line and column.
+
+    A dashboard that is not JSON, a rule file that is not YAML, a file that is
+    neither. An expression that does not parse is not this error: it is a
+    finding of the file that holds it.
+    """
 
 
 class SourceError(InferenceObsError):
