@@ -190,18 +190,9 @@ def _rate_of_gauge(ctx: Context, call: Call) -> Iterator[Issue]:
     code = "OBS305" if already else "OBS304"
     what = "already a per-second rate" if already else "a gauge"
     detail = " ".join(getattr(source, "traps", ())[:2])
-    fix: Expr | None = None
-    if known.family is not None and not known.router:
-        parent = ctx.parent(call)
-        if isinstance(parent, Aggregate) and parent.op in ("sum", "avg") and parent.without is None:
-            fix = ctx.fix(
-                parent,
-                builders.sample_mean(
-                    known.family, selector.matchers, window.seconds, parent.by or ()
-                ),
-            )
-        else:
-            fix = ctx.fix(call, Call("avg_over_time", (window,)))
+    # The samples' mean over the same window, in place of the rate: a sum of it across
+    # series keeps its meaning (requests in flight, bytes per second of a host's GPUs).
+    fix = ctx.fix(call, Call("avg_over_time", (window,)))
     yield Issue(
         code,
         f"{call.name}() of {selector.metric}, which is {what}",

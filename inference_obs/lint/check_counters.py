@@ -17,6 +17,7 @@ from inference_obs.query import (
     Binary,
     Call,
     Expr,
+    HistogramQuantile,
     Range,
     Selector,
     Subquery,
@@ -178,6 +179,8 @@ def _sum_alone(ctx: Context, call: Call) -> Iterator[Issue]:
     selector, window = shape
     if _part(ctx, selector) != "sum":
         return
+    if any(isinstance(above, HistogramQuantile) for above in ctx.ancestors(call)):
+        return  # OBS104 says it
     known = ctx.of(selector)
     base = known.base if known.part else (selector.metric or "").removesuffix("_sum")
     if any(

@@ -38,9 +38,13 @@ def check_unit(ctx: Context) -> Iterator[Issue]:
     advice = f"; the values are in {_describe(values)}" + (f" (unit {right})" if right else "")
     yield Issue(
         "OBS501" if off >= _WRONG else "OBS502",
-        f"panel unit {ctx.query.unit} shows the values {off:.3g}x "
+        f"panel unit {ctx.query.unit} shows the values {_factor(off)}x "
         f"{'too large' if factor > 1 else 'too small'}{advice}",
     )
+
+
+def _factor(off: float) -> str:
+    return f"{off:,.0f}" if off >= _WRONG else f"{off:.3g}"
 
 
 def _describe(unit: Unit) -> str:

@@ -9,13 +9,12 @@ Severities say what happens to the number on the screen:
   deployment was meant, a mean over unequal pools, a variable no panel reads);
 - ``info``: worth knowing, not wrong (a router's view of an engine quantity).
 
-Codes never change meaning; retired codes are not reused. ``docs/lint.md`` is
-generated from :data:`CODES` (``python -m inference_obs.lint.codes``).
+Codes never change meaning; retired codes are not reused. The code reference
+of ``docs/lint.md`` is :func:`codes_markdown`'s output (a test keeps it current).
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -366,7 +365,3 @@ def codes_markdown() -> str:
         lines += ["", f"### {c.id} `{c.name}` ({c.severity.value})", "", f"**{c.title}.**"]
         lines += ["", c.explanation, "", f"Fix: {c.fix}"]
     return "\n".join(lines) + "\n"
-
-
-if __name__ == "__main__":
-    sys.stdout.write(codes_markdown())
