@@ -93,12 +93,14 @@ def _panels(
     def walk(panels: object, prefix: str) -> Iterator[tuple[str, dict[str, Any]]]:
         if not isinstance(panels, list):
             return
+        section = prefix  # an expanded row's panels follow it as siblings
         for panel in panels:
             if not isinstance(panel, dict):
                 continue
             title = str(panel.get("title") or f"panel {panel.get('id', '?')}")
             if panel.get("type") == "row":
-                yield from walk(panel.get("panels"), f"{prefix}{title} / ")
+                section = f"{prefix}{title} / "
+                yield from walk(panel.get("panels"), section)
                 continue
             ref = panel.get("libraryPanel")
             if (
@@ -108,8 +110,8 @@ def _panels(
             ):
                 used.add(str(ref.get("uid")))
                 panel = {**library[str(ref["uid"])], **{"title": title}}
-            yield f"{prefix}{title}", panel
-            yield from walk(panel.get("panels"), f"{prefix}{title} / ")
+            yield f"{section}{title}", panel
+            yield from walk(panel.get("panels"), f"{section}{title} / ")
 
     yield from walk(model.get("panels"), "")
     rows = model.get("rows")

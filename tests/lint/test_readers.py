@@ -35,7 +35,7 @@ def test_current_schema_rows_and_collapsed_rows() -> None:
             },
         ]
     }
-    assert _texts(model) == [("A", Q, "s"), ("Folded / B", Q, None)]
+    assert _texts(model) == [("Top / A", Q, "s"), ("Folded / B", Q, None)]
 
 
 def test_classic_schema_rows_yaxes_and_singlestat() -> None:
