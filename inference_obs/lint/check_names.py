@@ -182,6 +182,6 @@ def _itl(ctx: Context, known: Series) -> Iterator[Issue]:
     if any(word in ctx.query.words for word in _TPOT_WORDS):
         yield Issue(
             "OBS409",
-            f"{known.name} is inter-token latency per engine step, presented as time per output "
+            f"{known.base} is inter-token latency per engine step, presented as time per output "
             "token",
         )

@@ -25,6 +25,9 @@ EXPECTED = {
     "production-stack-vllm-dashboard.json": {"OBS201": 5, "OBS306": 1, "OBS401": 2, "OBS406": 2},
     "production-stack-vllm-model-metrics-dashboard.json": {"OBS202": 4, "OBS301": 3},
     "sglang-dashboard-excerpt.json": {"OBS302": 2, "OBS503": 1},
+    "vllm-performance-statistics-excerpt.json": {
+        "OBS203": 1, "OBS301": 1, "OBS409": 4, "OBS503": 2,
+    },
     "vllm-query-statistics-excerpt.json": {"OBS408": 1, "OBS501": 3},
 }  # fmt: skip
 
