@@ -10,6 +10,7 @@ that fits it, so callers can catch either::
     ├── ScenarioError(ValueError)     a simulator scenario file is missing or invalid
     ├── TopologyError(ValueError)     unreadable ``nvidia-smi topo -m`` text (names the line)
     ├── LintInputError(ValueError)    a dashboard, rule or PromQL file that cannot be read
+    │   └── NotLintable               JSON or YAML that is neither a dashboard nor a rule file
     ├── SourceError                   carries the expression and PromQL (never credentials)
     │   ├── SourceUnavailable         network, timeout, 429/5xx after bounded retries
     │   │   ├── AnswerTooLarge        an answer past the size limit (names the limit)
@@ -36,6 +37,7 @@ __all__ = [
     "InferenceObsError",
     "LintInputError",
     "NoDataError",
+    "NotLintable",
     "NotSupportedOffline",
     "ParseError",
     "QueryError",
@@ -121,6 +123,14 @@ class LintInputError(InferenceObsError, ValueError):
     A dashboard that is not JSON, a rule file that is not YAML, a file that is
     neither. An expression that does not parse is not this error: it is a
     finding of the file that holds it.
+    """
+
+
+class NotLintable(LintInputError):
+    """A readable JSON or YAML file that is not a Grafana dashboard or a rule file.
+
+    Named on the command line it stops the run like any unreadable input;
+    found in a folder it is skipped (and listed).
     """
 
 

@@ -32,8 +32,9 @@ _COUNTER_SAFE = frozenset(
      "absent_over_time", "timestamp", "ts_of_last_over_time"}
 )  # fmt: skip
 # Range functions for gauges that ignore counter resets.
-_GAUGE_CHANGE = {"delta": "increase", "idelta": "irate", "deriv": "rate"}
-_GAUGE_ONLY = frozenset({*_GAUGE_CHANGE, "predict_linear", "holt_winters"})
+# What each becomes for a counter, in the same unit (idelta has no such counterpart).
+_GAUGE_CHANGE = {"delta": "increase", "deriv": "rate"}
+_GAUGE_ONLY = frozenset({*_GAUGE_CHANGE, "idelta", "predict_linear", "holt_winters"})
 _GAUGE_ONLY |= {"double_exponential_smoothing"}
 # Functions that pass a vector through, labels rewritten or order changed.
 _PASS_THROUGH = frozenset({"label_replace", "label_join", "sort", "sort_desc"})

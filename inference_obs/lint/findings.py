@@ -32,9 +32,6 @@ class Finding(BaseModel):
     )
 
 
-_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
-
-
 def sort_key(finding: Finding) -> tuple[str, int, str, str, str]:
     """Group by file, then in file order, then by code."""
     return (finding.file, finding.line or 0, finding.where, finding.ref, finding.code)

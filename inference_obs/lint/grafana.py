@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from inference_obs.errors import LintInputError
+from inference_obs.errors import LintInputError, NotLintable
 from inference_obs.lint.inputs import Document, Query, Variable, line_of
 from inference_obs.lint.placeholders import references
 
@@ -49,7 +49,7 @@ def read_dashboard(path: str, text: str) -> Document:
     if not isinstance(model, dict) or not any(
         key in model for key in ("panels", "rows", "templating", "__elements")
     ):
-        raise LintInputError(
+        raise NotLintable(
             f"{path}:1:1: JSON but not a Grafana dashboard (no panels, rows or templating)"
         )
     library = _library_panels(model)

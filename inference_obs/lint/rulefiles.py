@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from inference_obs.errors import LintInputError
+from inference_obs.errors import LintInputError, NotLintable
 from inference_obs.lint.inputs import Document, Query
 
 __all__ = ["read_promql", "read_rules"]
@@ -51,9 +51,7 @@ def read_rules(path: str, text: str) -> Document:
                     if query.ref == "record":
                         recorded.append((query.where, query.text))
     if not found_groups:
-        raise LintInputError(
-            f"{path}:1:1: YAML but not a rule file (no groups, and no spec.groups)"
-        )
+        raise NotLintable(f"{path}:1:1: YAML but not a rule file (no groups, and no spec.groups)")
     return Document(path=path, kind="rules", queries=tuple(queries), recorded=tuple(recorded))
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
-from inference_obs.errors import LintInputError, ParseError
+from inference_obs.errors import LintInputError, NotLintable, ParseError
 from inference_obs.lint.check_aggregation import check_aggregation
 from inference_obs.lint.check_counters import check_counters
 from inference_obs.lint.check_names import check_names
@@ -112,8 +112,8 @@ def lint_paths(paths: Sequence[str | Path], options: Options | None = None) -> R
     for path, shown, explicit in _files(paths):
         try:
             documents.append(read_file(path, shown))
-        except LintInputError as exc:
-            if explicit or "not YAML" in str(exc) or "not JSON" in str(exc):
+        except NotLintable:
+            if explicit:
                 raise
             skipped.append(shown)
     result = lint_documents(documents, options)

@@ -212,7 +212,9 @@ class _Parser:
 
     def at(self, text: str, offset: int = 0) -> bool:
         token = self.tokens[min(self.i + offset, len(self.tokens) - 1)]
-        return token.kind in ("op", "ident") and token.text == text
+        if token.kind == "ident":  # keywords are case-insensitive (lex.go); names are not
+            return token.text.lower() == text
+        return token.kind == "op" and token.text == text
 
     def accept(self, text: str) -> bool:
         if self.at(text):
@@ -255,8 +257,8 @@ class _Parser:
         token = self.peek
         if token.kind == "op" and token.text in _PRECEDENCE:
             return token.text
-        if token.kind == "ident" and token.text in _KEYWORD_OPERATORS:
-            return token.text
+        if token.kind == "ident" and token.text.lower() in _KEYWORD_OPERATORS:
+            return token.text.lower()
         return None
 
     def expression(self, floor: int) -> Expr:
@@ -284,15 +286,15 @@ class _Parser:
         return self.postfix(self.primary())
 
     def matching(self) -> Matching | None:
-        kind = self.peek.text
+        kind = self.peek.text.lower()
         if self.peek.kind != "ident" or kind not in ("on", "ignoring"):
             return None
         start = self.next()
         labels = self.label_list()
         group: Literal["left", "right"] | None = None
         include: tuple[str, ...] = ()
-        if self.peek.kind == "ident" and self.peek.text in ("group_left", "group_right"):
-            group = "left" if self.next().text == "group_left" else "right"
+        if self.peek.kind == "ident" and self.peek.text.lower() in ("group_left", "group_right"):
+            group = "left" if self.next().text.lower() == "group_left" else "right"
             if self.at("("):
                 include = self.label_list()
         return self.build(start, Matching, kind, labels, group, include)
@@ -367,10 +369,10 @@ class _Parser:
 
     def at_time(self) -> At:
         token = self.next()
-        if token.kind == "ident" and token.text in ("start", "end"):
+        if token.kind == "ident" and token.text.lower() in ("start", "end"):
             self.expect("(")
             self.expect(")")
-            return "start" if token.text == "start" else "end"
+            return "start" if token.text.lower() == "start" else "end"
         negative = token.kind == "op" and token.text == "-"
         if negative:
             token = self.next()
@@ -407,11 +409,11 @@ class _Parser:
         lowered = name.lower()
         if lowered in ("inf", "nan"):
             return Number(math.inf if lowered == "inf" else math.nan)
-        if name in AGGREGATIONS and (self.at("(") or self.at("by") or self.at("without")):
+        if lowered in AGGREGATIONS and (self.at("(") or self.at("by") or self.at("without")):
             return self.aggregation(token)
         if self.at("("):
             return self.call(token)
-        if name in _KEYWORDS or name in _KEYWORD_OPERATORS:
+        if lowered in _KEYWORDS or lowered in _KEYWORD_OPERATORS:
             self.fail("expected an expression", token)
         return self.selector(name, token)
 
@@ -456,7 +458,8 @@ class _Parser:
         self.expect(")", f" to close {token.text}(...)")
         if by is None and without is None:
             by, without = self.grouping()
-        return self.build(token, Aggregate, token.text, inner, by=by, without=without, param=param)
+        op = token.text.lower()
+        return self.build(token, Aggregate, op, inner, by=by, without=without, param=param)
 
     def grouping(self) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
         if self.accept("by"):

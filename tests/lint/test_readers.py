@@ -253,3 +253,18 @@ def test_folders_are_searched_and_other_files_skipped(tmp_path: Path) -> None:
 def test_a_missing_path_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(LintInputError, match="no such file or folder"):
         lint_paths([tmp_path / "nope.json"])
+
+
+def test_a_rule_that_does_not_parse_is_a_finding_under_its_name() -> None:
+    text = """\
+groups:
+  - name: vm
+    rules:
+      - record: model_name:vllm_tokens:rate5m
+        expr: sum(rate(vllm:generation_tokens_total[5m])) by (model_name)
+      - alert: MetricsQLOnly
+        expr: rollup_rate(vllm:generation_tokens_total[5m]) > 0
+"""
+    findings = lint_text(text, "rules")
+    assert [(f.code, f.where, f.line) for f in findings] == [("OBS001", "MetricsQLOnly", 7)]
+    assert "function 'rollup_rate': not supported" in findings[0].message

@@ -123,6 +123,11 @@ TEXTS = [
     "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) * 100",
     "avg by (gpu, node) (DCGM_FI_DEV_GPU_UTIL or nvidia_gpu_duty_cycle)",
     "sum(max by (server) (vllm:healthy_pods_total))",
+    "SUM(x) BY (a)",
+    "Sum by(a)(x) / ON(a) GROUP_LEFT y",
+    "x AND y OR z UNLESS w",
+    "a > BOOL 1",
+    "x OFFSET 5m",
 ]
 
 
@@ -207,6 +212,7 @@ def test_syntax_errors_name_line_and_column(
     [
         ("rate(x)", Call, "expected range vector"),
         ("nope(x)", Call, "not supported"),
+        ("RATE(x[5m])", Call, "not supported"),
         ("histogram_quantile(0.9, sum(rate(x_bucket[5m])))", HistogramQuantile, "drops the 'le'"),
         ("sum(rate(x))", Call, "select a range"),
         ("1 > 2", Binary, "comparing two scalars needs 'bool'"),
