@@ -168,8 +168,9 @@ def _unaveraged(
     ctx: Context, node: Expr, inner: Expr, by: tuple[str, ...] | None, period: float | None
 ) -> Expr | None:
     """The quantile from merged buckets that ``node`` meant, when ``inner`` shows how."""
-    quantile = next((n for n in walk(inner) if isinstance(n, HistogramQuantile)), None)
-    if quantile is None or not _is_plain_path(inner, quantile):
+    # Only a bare quantile is rewritten; scaled ones and maxima of them are the user's to fix.
+    quantile = inner if isinstance(inner, HistogramQuantile) else None
+    if quantile is None:
         return None
     if by is None:  # over time: the same grouping, buckets over the whole period
         grouping = quantile.buckets.by if isinstance(quantile.buckets, Aggregate) else None
@@ -179,11 +180,6 @@ def _unaveraged(
     else:
         fixed = _merged(ctx, quantile, by)
     return ctx.fix(node, fixed)
-
-
-def _is_plain_path(inner: Expr, quantile: HistogramQuantile) -> bool:
-    # Only the quantile itself (no scaling, no max-of) is rewritten; the rest is the user's.
-    return inner is quantile
 
 
 def _over_period(node: Expr, seconds: float) -> Expr | None:

@@ -17,8 +17,10 @@ from inference_obs.lint.inputs import Query
 from inference_obs.lint.resolve import Series, resolve
 from inference_obs.query import (
     Aggregate,
+    Binary,
     Call,
     Expr,
+    HistogramQuantile,
     Range,
     Selector,
     Subquery,
@@ -170,17 +172,12 @@ def replace_node(expr: Expr, old: Expr, new: Expr) -> Expr:
     return transform(expr, lambda node: new if node is old else None)
 
 
-def _operand_fields() -> dict[type, tuple[str, ...]]:
-    from inference_obs.query import Binary, HistogramQuantile
-
-    return {
-        Binary: ("lhs", "rhs"),
-        Call: ("args",),
-        Aggregate: ("param", "expr"),
-        HistogramQuantile: ("q", "buckets"),
-        Range: ("selector",),
-        Subquery: ("expr",),
-    }
-
-
-_OPERAND_FIELDS = _operand_fields()
+# The fields of each node that hold its operands (what transform rebuilds).
+_OPERAND_FIELDS: dict[type, tuple[str, ...]] = {
+    Binary: ("lhs", "rhs"),
+    Call: ("args",),
+    Aggregate: ("param", "expr"),
+    HistogramQuantile: ("q", "buckets"),
+    Range: ("selector",),
+    Subquery: ("expr",),
+}
