@@ -26,7 +26,7 @@ def test_exit_1_on_an_error_finding_0_otherwise(capsys: pytest.CaptureFixture[st
         "    error   OBS103 quantile-averaged line 5 [alert]: avg() of quantiles"
     )
     assert " -> histogram_quantile(0.99, sum by (le) (" in lines[2]
-    assert lines[-1] == "2 findings in 1 files: 2 errors, 0 warnings, 0 infos"
+    assert lines[-1] == "2 findings in 1 file: 2 errors, 0 warnings, 0 infos"
     assert main(["lint", str(RIGHT_QUANTILE)]) == 0
     assert main(["lint", str(WARNING_ONLY)]) == 0
 

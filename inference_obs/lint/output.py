@@ -43,7 +43,8 @@ def to_text(findings: Sequence[Finding], files: int) -> str:
         )
     counts = {s: sum(1 for f in findings if f.severity is s) for s in Severity}
     summary = ", ".join(f"{n} {s.value}{'s' if n != 1 else ''}" for s, n in counts.items())
-    lines.append(f"{len(findings)} findings in {files} files: {summary}")
+    noun = "finding" if len(findings) == 1 else "findings"
+    lines.append(f"{len(findings)} {noun} in {files} file{'' if files == 1 else 's'}: {summary}")
     return "\n".join(lines) + "\n"
 
 
