@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from inference_obs.lint.check_counters import mean_parts
-from inference_obs.lint.context import Context, Issue, transform
+from inference_obs.lint.context import Context, Problem, transform
 from inference_obs.metrics import builders, dcgm, sglang, vllm
 from inference_obs.metrics.family import Family, MetricType
 from inference_obs.metrics.vllm_router import ROUTER_LABEL
@@ -47,7 +47,7 @@ _COUNTER_RATIOS: dict[str, tuple[Family, Family]] = {
 }
 
 
-def check_aggregation(ctx: Context) -> Iterator[Issue]:
+def check_aggregation(ctx: Context) -> Iterator[Problem]:
     """OBS301, OBS302, OBS303, OBS304, OBS305 and OBS306."""
     for node in walk(ctx.expr):
         if isinstance(node, Binary) and node.op == "/":
@@ -82,7 +82,7 @@ def _mean_fix(ctx: Context, total: Selector, by: tuple[str, ...]) -> Expr | None
     return None
 
 
-def _per_series_mean(ctx: Context, node: Binary) -> Iterator[Issue]:
+def _per_series_mean(ctx: Context, node: Binary) -> Iterator[Problem]:
     parts = _unaggregated_mean(ctx, node)
     if parts is None:
         return
@@ -90,7 +90,7 @@ def _per_series_mean(ctx: Context, node: Binary) -> Iterator[Issue]:
         return  # OBS302 says it
     total, _ = parts
     fix = _mean_fix(ctx, total, ())
-    yield Issue(
+    yield Problem(
         "OBS301",
         f"mean of {ctx.of(total).base} per series, never summed across replicas",
         fix=ctx.fix(node, fix) if fix is not None else None,
@@ -101,7 +101,7 @@ def _is_over_time(node: Expr) -> bool:
     return isinstance(node, Call) and node.name.endswith("_over_time")
 
 
-def _mean_of_means(ctx: Context, node: Aggregate | Call) -> Iterator[Issue]:
+def _mean_of_means(ctx: Context, node: Aggregate | Call) -> Iterator[Problem]:
     if isinstance(node, Aggregate):
         if node.op not in ("avg", "sum", "quantile", "max", "min"):
             return
@@ -122,7 +122,7 @@ def _mean_of_means(ctx: Context, node: Aggregate | Call) -> Iterator[Issue]:
     fix = (
         _mean_fix(ctx, total, by) if isinstance(node, Aggregate) and node.without is None else None
     )
-    yield Issue(
+    yield Problem(
         "OBS302",
         f"{what} of per-series means of {ctx.of(total).base}: not the mean of the requests",
         fix=ctx.fix(node, fix) if fix is not None else None,
@@ -142,7 +142,7 @@ def _ratio_family(ctx: Context, selector: Selector) -> tuple[str, str, object] |
     return known.name or "", source.unit, source
 
 
-def _pool_average(ctx: Context, node: Aggregate) -> Iterator[Issue]:
+def _pool_average(ctx: Context, node: Aggregate) -> Iterator[Problem]:
     if node.op != "avg":
         return
     ratios = [(s, r) for s in ctx.selectors(node.expr) if (r := _ratio_family(ctx, s))]
@@ -166,7 +166,7 @@ def _pool_average(ctx: Context, node: Aggregate) -> Iterator[Issue]:
             / builders.per_second(queries, matchers, window, by),
         )
     kind = "pool usage fractions" if pool else "ratios the engine precomputed"
-    yield Issue(
+    yield Problem(
         "OBS303",
         f"avg() of {name}: {kind} averaged without their weights",
         detail=detail,
@@ -174,7 +174,7 @@ def _pool_average(ctx: Context, node: Aggregate) -> Iterator[Issue]:
     )
 
 
-def _rate_of_gauge(ctx: Context, call: Call) -> Iterator[Issue]:
+def _rate_of_gauge(ctx: Context, call: Call) -> Iterator[Problem]:
     if call.name not in _RATES or not call.args:
         return
     window = call.args[-1]
@@ -193,7 +193,7 @@ def _rate_of_gauge(ctx: Context, call: Call) -> Iterator[Issue]:
     # The samples' mean over the same window, in place of the rate: a sum of it across
     # series keeps its meaning (requests in flight, bytes per second of a host's GPUs).
     fix = ctx.fix(call, Call("avg_over_time", (window,)))
-    yield Issue(
+    yield Problem(
         code,
         f"{call.name}() of {selector.metric}, which is {what}",
         detail=detail,
@@ -209,7 +209,7 @@ def _scope(ctx: Context, selector: Selector) -> frozenset[Matcher]:
     return frozenset(m for m in selector.matchers if m.label not in own and m.label != "le")
 
 
-def _scopes(ctx: Context, node: Binary) -> Iterator[Issue]:
+def _scopes(ctx: Context, node: Binary) -> Iterator[Problem]:
     left, right = ctx.selectors(node.lhs), ctx.selectors(node.rhs)
     if not left or not right or isinstance(node.lhs, Number) or isinstance(node.rhs, Number):
         return
@@ -242,7 +242,7 @@ def _scopes(ctx: Context, node: Binary) -> Iterator[Issue]:
             return None
 
         fix = ctx.fix(node, transform(node, widen))
-    yield Issue(
+    yield Problem(
         "OBS306",
         "numerator and denominator select different series: "
         + "; ".join(

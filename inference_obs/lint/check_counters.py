@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from inference_obs.lint.context import Context, Issue, transform
+from inference_obs.lint.context import Context, Problem, transform
 from inference_obs.metrics import builders
 from inference_obs.metrics.family import MetricType
 from inference_obs.query import (
@@ -49,7 +49,7 @@ _PER_OBSERVATION_WORDS = (
 _UNIT_WORDS = {"tokens": ("token", "tps", "tok/s"), "bytes": ("byte",)}
 
 
-def check_counters(ctx: Context) -> Iterator[Issue]:
+def check_counters(ctx: Context) -> Iterator[Problem]:
     """OBS201, OBS202, OBS203 and OBS204."""
     yield from _lifetime(ctx)
     for node in walk(ctx.expr):
@@ -90,7 +90,7 @@ def _lifetime_use(ctx: Context, selector: Selector) -> bool:
     return False
 
 
-def _lifetime(ctx: Context) -> Iterator[Issue]:
+def _lifetime(ctx: Context) -> Iterator[Problem]:
     found = [s for s in ctx.selectors() if _is_counter(ctx, s) and _lifetime_use(ctx, s)]
     if not found:
         return
@@ -109,7 +109,7 @@ def _lifetime(ctx: Context) -> Iterator[Issue]:
                 else None
             ),
         )
-    yield Issue(
+    yield Problem(
         "OBS201",
         f"counter {names} used without rate() or increase(): a lifetime number",
         fix=fix,
@@ -173,7 +173,7 @@ def _part(ctx: Context, selector: Selector) -> str | None:
     return None
 
 
-def _sum_alone(ctx: Context, call: Call) -> Iterator[Issue]:
+def _sum_alone(ctx: Context, call: Call) -> Iterator[Problem]:
     shape = ctx.windowed(call)
     if call.name not in _RATES or shape is None:
         return
@@ -210,7 +210,7 @@ def _sum_alone(ctx: Context, call: Call) -> Iterator[Issue]:
             Call(call.name, (Range(count, window),)), by
         )
     target = _enclosing_sum(ctx, call)
-    yield Issue(
+    yield Problem(
         "OBS202",
         f"{call.name}({selector.metric}) without its _count: {what}, not a time per observation"
         if seconds
@@ -231,7 +231,7 @@ def _enclosing_sum(ctx: Context, node: Expr) -> Expr:
     return node
 
 
-def _count_as_unit(ctx: Context, call: Call) -> Iterator[Issue]:
+def _count_as_unit(ctx: Context, call: Call) -> Iterator[Problem]:
     shape = ctx.windowed(call)
     if call.name not in _RATES or shape is None:
         return
@@ -251,7 +251,7 @@ def _count_as_unit(ctx: Context, call: Call) -> Iterator[Issue]:
         replacement: Expr = Aggregate(target.op, per_second, by=target.by, without=target.without)
     else:
         replacement = per_second
-    yield Issue(
+    yield Problem(
         "OBS203",
         f"{call.name}({selector.metric}) counts observations, but is presented as "
         f"{known.family.unit}",
@@ -260,7 +260,7 @@ def _count_as_unit(ctx: Context, call: Call) -> Iterator[Issue]:
     )
 
 
-def _gauge_function(ctx: Context, call: Call) -> Iterator[Issue]:
+def _gauge_function(ctx: Context, call: Call) -> Iterator[Problem]:
     shape = ctx.windowed(call)
     if call.name not in _GAUGE_ONLY or shape is None:
         return
@@ -270,7 +270,7 @@ def _gauge_function(ctx: Context, call: Call) -> Iterator[Issue]:
     fix = None
     if call.name in _GAUGE_CHANGE:
         fix = ctx.fix(call, Call(_GAUGE_CHANGE[call.name], (Range(selector, window),)))
-    yield Issue(
+    yield Problem(
         "OBS204",
         f"{call.name}() of the counter {selector.metric}: a restart reads as a large drop",
         fix=fix,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from inference_obs.lint.context import Context, Issue, transform
+from inference_obs.lint.context import Context, Problem, transform
 from inference_obs.lint.resolve import Series
 from inference_obs.metrics import vllm
 from inference_obs.metrics.family import MetricType
@@ -27,17 +27,17 @@ _TPOT_WORDS = ("per output token", "tpot", "time per token")
 _FAILED_REASONS = ("abort", "error")
 
 
-def check_names(ctx: Context) -> Iterator[Issue]:
+def check_names(ctx: Context) -> Iterator[Problem]:
     """OBS401 to OBS409, once per name in the expression."""
     seen: set[tuple[str, str]] = set()
     for selector in ctx.selectors():
         known = ctx.of(selector)
-        for issue in _name_issues(ctx, selector, known):
+        for problem in _name_problems(ctx, selector, known):
             # One finding per family: x_sum and x_count of one old name are one rename.
-            key = (issue.code, known.base or "")
+            key = (problem.code, known.base or "")
             if key not in seen:
                 seen.add(key)
-                yield issue
+                yield problem
 
 
 def _version(ctx: Context, exporter: str) -> tuple[int, ...] | None:
@@ -45,11 +45,11 @@ def _version(ctx: Context, exporter: str) -> tuple[int, ...] | None:
     return version_key(text) if text else None
 
 
-def _name_issues(ctx: Context, selector: Selector, known: Series) -> Iterator[Issue]:
+def _name_problems(ctx: Context, selector: Selector, known: Series) -> Iterator[Problem]:
     name = known.name or ""
     if known.router:
         assert known.family is not None
-        yield Issue(
+        yield Problem(
             "OBS406",
             f"{name} is the production-stack router's family (label {known.family.labels[0]}), "
             "not the engine's",
@@ -65,7 +65,7 @@ def _name_issues(ctx: Context, selector: Selector, known: Series) -> Iterator[Is
         version = _version(ctx, gone.exporter)
         if version is None or version >= version_key(gone.absent_from):
             replacement = f" Instead: {gone.replacement}." if gone.replacement else ""
-            yield Issue(
+            yield Problem(
                 "OBS401",
                 f"{name} is not exported from {gone.exporter} {gone.absent_from} on",
                 detail=f"It was a {gone.type.value} in {gone.unit}.{replacement}",
@@ -73,20 +73,20 @@ def _name_issues(ctx: Context, selector: Selector, known: Series) -> Iterator[Is
     elif known.family is not None:
         yield from _too_new(ctx, known)
         if known.family.type is MetricType.HISTOGRAM and known.part is None:
-            yield Issue(
+            yield Problem(
                 "OBS405",
                 f"{name} is a histogram: select {name}_bucket, _sum or _count",
             )
         yield from _success(ctx, selector, known)
         yield from _itl(ctx, known)
     elif known.engine_prefixed and not known.recorded:
-        yield Issue(
+        yield Problem(
             "OBS407",
             f"{name} is not a family of the catalogue's vLLM 0.33 or SGLang 0.5.23",
         )
 
 
-def _renamed(ctx: Context, selector: Selector, known: Series) -> Iterator[Issue]:
+def _renamed(ctx: Context, selector: Selector, known: Series) -> Iterator[Problem]:
     alias, family = known.alias, known.family
     assert alias is not None
     assert family is not None
@@ -98,7 +98,7 @@ def _renamed(ctx: Context, selector: Selector, known: Series) -> Iterator[Issue]
     removed, hidden = version_key(alias.removed_in), version_key(alias.hidden_in or "0")
     detail = f"{alias.note} ({alias.versions})." if alias.note else f"({alias.versions})."
     if version is None or version >= removed:
-        yield Issue(
+        yield Problem(
             "OBS401",
             f"{old} was renamed {current}; "
             f"{family.exporter} {alias.removed_in} removed the old name",
@@ -106,7 +106,7 @@ def _renamed(ctx: Context, selector: Selector, known: Series) -> Iterator[Issue]
             fix=fix,
         )
     elif alias.hidden_in is not None and version >= hidden:
-        yield Issue(
+        yield Problem(
             "OBS402",
             f"{old} is hidden from {family.exporter} {alias.hidden_in} on; "
             f"the name is now {current}",
@@ -114,7 +114,7 @@ def _renamed(ctx: Context, selector: Selector, known: Series) -> Iterator[Issue]
             fix=fix,
         )
     else:
-        yield Issue(
+        yield Problem(
             "OBS403",
             f"{old} is deprecated: {family.exporter} {alias.removed_in} removes it; "
             f"the name is now {current}",
@@ -134,7 +134,7 @@ def _current_name(ctx: Context, node: Expr) -> Expr | None:
     return Selector(current, node.matchers, node.offset, node.at)
 
 
-def _too_new(ctx: Context, known: Series) -> Iterator[Issue]:
+def _too_new(ctx: Context, known: Series) -> Iterator[Problem]:
     family = known.family
     assert family is not None
     match = _SINCE.match(family.since or "")
@@ -142,14 +142,14 @@ def _too_new(ctx: Context, known: Series) -> Iterator[Issue]:
     if match is None or version is None:
         return
     if version < version_key(match.group(2)):
-        yield Issue(
+        yield Problem(
             "OBS404",
             f"{known.name} first appeared in {family.since}, after the version in use",
             detail=f"{family.help}",
         )
 
 
-def _success(ctx: Context, selector: Selector, known: Series) -> Iterator[Issue]:
+def _success(ctx: Context, selector: Selector, known: Series) -> Iterator[Problem]:
     if known.family is not vllm.REQUEST_SUCCESS:
         return
     if not any(word in ctx.query.words for word in _SUCCESS_WORDS):
@@ -168,7 +168,7 @@ def _success(ctx: Context, selector: Selector, known: Series) -> Iterator[Issue]
             n.where(Matcher.regex("finished_reason", "stop|length")) if n is selector else None
         ),
     )
-    yield Issue(
+    yield Problem(
         "OBS408",
         f"{known.name} counts every finished request, aborts and errors included, "
         "but is presented as success",
@@ -176,11 +176,11 @@ def _success(ctx: Context, selector: Selector, known: Series) -> Iterator[Issue]
     )
 
 
-def _itl(ctx: Context, known: Series) -> Iterator[Issue]:
+def _itl(ctx: Context, known: Series) -> Iterator[Problem]:
     if known.family is not vllm.INTER_TOKEN_LATENCY:
         return
     if any(word in ctx.query.words for word in _TPOT_WORDS):
-        yield Issue(
+        yield Problem(
             "OBS409",
             f"{known.base} is inter-token latency per engine step, presented as time per output "
             "token",

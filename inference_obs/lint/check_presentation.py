@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from inference_obs.lint.context import Context, Issue
+from inference_obs.lint.context import Context, Problem
 from inference_obs.lint.inputs import Document, Variable
 from inference_obs.lint.placeholders import references
 from inference_obs.lint.units import Unit, grafana_unit, grafana_unit_for, unit_of
@@ -22,7 +22,7 @@ _MOST = 2 / 3
 _FEWEST = 3
 
 
-def check_unit(ctx: Context) -> Iterator[Issue]:
+def check_unit(ctx: Context) -> Iterator[Problem]:
     """OBS501 and OBS502: the panel's unit against the unit of the values."""
     shown = grafana_unit(ctx.query.unit)
     if shown is None:
@@ -36,7 +36,7 @@ def check_unit(ctx: Context) -> Iterator[Issue]:
     right = grafana_unit_for(values)
     off = max(factor, 1 / factor)
     advice = f"; the values are in {_describe(values)}" + (f" (unit {right})" if right else "")
-    yield Issue(
+    yield Problem(
         "OBS501" if off >= _WRONG else "OBS502",
         f"panel unit {ctx.query.unit} shows the values {_factor(off)}x "
         f"{'too large' if factor > 1 else 'too small'}{advice}",

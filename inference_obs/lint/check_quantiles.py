@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 
 from inference_obs.errors import ParseError
-from inference_obs.lint.context import Context, Issue, transform
+from inference_obs.lint.context import Context, Problem, transform
 from inference_obs.metrics import builders
 from inference_obs.metrics.family import MetricType
 from inference_obs.query import (
@@ -62,7 +62,7 @@ def is_quantile(expr: Expr, ctx: Context) -> bool:
     return False
 
 
-def check_quantiles(ctx: Context) -> Iterator[Issue]:
+def check_quantiles(ctx: Context) -> Iterator[Problem]:
     """OBS101, OBS103 and OBS104 over every node of the expression."""
     for node in walk(ctx.expr):
         if isinstance(node, HistogramQuantile):
@@ -85,14 +85,14 @@ def _bucket_selectors(ctx: Context, buckets: Expr) -> list[Selector]:
     return out
 
 
-def _per_series(ctx: Context, node: HistogramQuantile) -> Iterator[Issue]:
+def _per_series(ctx: Context, node: HistogramQuantile) -> Iterator[Problem]:
     if any(isinstance(n, Aggregate) for n in walk(node.buckets)):
         return
     raw = _bucket_selectors(ctx, node.buckets)
     if not raw:
         return
     names = ", ".join(sorted({s.metric or "" for s in raw}))
-    yield Issue(
+    yield Problem(
         "OBS101",
         f"histogram_quantile over {names} not summed by (le): one quantile per series",
         fix=ctx.fix(node, _merged(ctx, node, ())),
@@ -115,7 +115,7 @@ def _merged(ctx: Context, node: HistogramQuantile, by: tuple[str, ...]) -> Expr:
     return HistogramQuantile(node.q, Aggregate("sum", inner, by=("le", *by)))
 
 
-def _not_buckets(ctx: Context, node: HistogramQuantile) -> Iterator[Issue]:
+def _not_buckets(ctx: Context, node: HistogramQuantile) -> Iterator[Problem]:
     wrong = []
     for selector in ctx.selectors(node.buckets):
         known = ctx.of(selector)
@@ -125,29 +125,29 @@ def _not_buckets(ctx: Context, node: HistogramQuantile) -> Iterator[Issue]:
         if not is_histogram or known.part != "bucket":
             wrong.append(selector.metric or "")
     if wrong:
-        yield Issue(
+        yield Problem(
             "OBS104",
             f"histogram_quantile over {', '.join(sorted(set(wrong)))}: not _bucket series",
         )
 
 
-def _averaged(ctx: Context, node: Expr) -> Iterator[Issue]:
+def _averaged(ctx: Context, node: Expr) -> Iterator[Problem]:
     match node:
         case Aggregate(op=op, expr=inner, by=by, without=None, param=None) if (
             op in _AVERAGING and is_quantile(inner, ctx)
         ):
-            yield Issue(
+            yield Problem(
                 "OBS103",
                 f"{op}() of quantiles: not a quantile of anything",
                 fix=_unaveraged(ctx, node, inner, by or (), None),
             )
         case Aggregate(op=op, expr=inner) if op in _AVERAGING and is_quantile(inner, ctx):
-            yield Issue("OBS103", f"{op}() of quantiles: not a quantile of anything")
+            yield Problem("OBS103", f"{op}() of quantiles: not a quantile of anything")
         case Call(name=name, args=args) if name in _OVER_TIME and _over_quantile(ctx, args[-1]):
             period = args[-1]
             assert isinstance(period, Subquery | Range)
             inner = period.expr if isinstance(period, Subquery) else period.selector
-            yield Issue(
+            yield Problem(
                 "OBS103",
                 f"{name}() of a quantile series: not the quantile of the period",
                 fix=_unaveraged(ctx, node, inner, None, period.seconds),
@@ -155,7 +155,7 @@ def _averaged(ctx: Context, node: Expr) -> Iterator[Issue]:
         case Binary(op=op, lhs=lhs, rhs=rhs) if (
             op in ("+", "-") and is_quantile(lhs, ctx) and is_quantile(rhs, ctx)
         ):
-            yield Issue("OBS103", f"quantiles combined with {op}: not a quantile of the total")
+            yield Problem("OBS103", f"quantiles combined with {op}: not a quantile of the total")
 
 
 def _over_quantile(ctx: Context, arg: Expr) -> bool:

@@ -3,7 +3,7 @@
 A :class:`Context` holds the parsed expression, the query it came from, what
 the catalogue knows of each selector, each node's parent, and how to write a
 corrected expression back in the file's own terms (Grafana variables
-restored). A check returns :class:`Issue` values; the runner turns them into
+restored). A check returns :class:`Problem` values; the runner turns them into
 findings.
 """
 
@@ -29,7 +29,7 @@ from inference_obs.query import (
     walk,
 )
 
-__all__ = ["Context", "Issue", "Options", "replace_node", "transform"]
+__all__ = ["Context", "Options", "Problem", "replace_node", "transform"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +50,7 @@ class Options:
 
 
 @dataclass(frozen=True, slots=True)
-class Issue:
+class Problem:
     """One problem a check found in an expression.
 
     Attributes

@@ -26,7 +26,7 @@ from inference_obs.lint.check_presentation import (
 )
 from inference_obs.lint.check_quantiles import check_quantiles, is_quantile, le_kept, quantile_name
 from inference_obs.lint.codes import code
-from inference_obs.lint.context import Context, Issue, Options
+from inference_obs.lint.context import Context, Options, Problem
 from inference_obs.lint.findings import Finding, sort_key
 from inference_obs.lint.grafana import read_dashboard
 from inference_obs.lint.inputs import Document, Query
@@ -36,7 +36,7 @@ from inference_obs.query import HistogramQuantile, parse, to_promql
 
 __all__ = ["Result", "lint_documents", "lint_paths", "lint_text", "read_file"]
 
-Check = Callable[[Context], Iterable[Issue]]
+Check = Callable[[Context], Iterable[Problem]]
 CHECKS: tuple[Check, ...] = (
     check_quantiles,
     check_counters,
@@ -160,9 +160,9 @@ def _lint_document(
     findings: list[Finding] = []
     contexts: list[Context | None] = []
     for query in document.queries:
-        issues, ctx = _check_query(query, options, recorded, quantiles)
+        problems, ctx = _check_query(query, options, recorded, quantiles)
         contexts.append(ctx)
-        findings += _findings(document.path, query, issues, ctx)
+        findings += _findings(document.path, query, problems, ctx)
     if document.kind == "dashboard":
         findings += _variable_findings(document, contexts)
     return findings
@@ -170,10 +170,10 @@ def _lint_document(
 
 def _check_query(
     query: Query, options: Options, recorded: frozenset[str], quantiles: frozenset[str]
-) -> tuple[list[Issue], Context | None]:
+) -> tuple[list[Problem], Context | None]:
     sub = substitute(query.text) if query.grafana else Substitution(query.text, frozenset())
     text = sub.text
-    issues: list[Issue] = []
+    problems: list[Problem] = []
     for _ in range(_MAX_LE_FIXES):
         try:
             expr = parse(text)
@@ -182,20 +182,20 @@ def _check_query(
             kept = le_kept(error) if error.refused is HistogramQuantile else None
             end = _call_end(text, error.offset) if kept is not None else None
             if kept is None or end is None:
-                issues.append(Issue("OBS001", f"not read: {error}"))
-                return issues, None
+                problems.append(Problem("OBS001", f"not read: {error}"))
+                return problems, None
             text = text[: error.offset] + to_promql(kept) + text[end:]
-            issues.append(Issue("OBS102", _LE_MESSAGE, fix=kept))
+            problems.append(Problem("OBS102", _LE_MESSAGE, fix=kept))
     else:
-        issues.append(Issue("OBS001", "not read: too many quantiles drop le"))
-        return issues, None
+        problems.append(Problem("OBS001", "not read: too many quantiles drop le"))
+        return problems, None
     window = sub.duration("__rate_interval") if query.grafana else RULE_WINDOW_S
     ctx = Context(query, expr, options, sub.restore, window, recorded, quantiles)
     # OBS102's fix is the whole expression, read again with le kept.
-    issues = [Issue(i.code, i.message, i.detail, expr) for i in issues]
+    problems = [Problem(i.code, i.message, i.detail, expr) for i in problems]
     for check in CHECKS:
-        issues += check(ctx)
-    return issues, ctx
+        problems += check(ctx)
+    return problems, ctx
 
 
 _LE_MESSAGE = "histogram_quantile over an aggregation that drops le: the result is empty"
@@ -226,16 +226,18 @@ def _call_end(text: str, start: int) -> int | None:
     return None
 
 
-def _findings(path: str, query: Query, issues: list[Issue], ctx: Context | None) -> list[Finding]:
+def _findings(
+    path: str, query: Query, problems: list[Problem], ctx: Context | None
+) -> list[Finding]:
     out = []
     seen = set()
-    for issue in issues:
-        if (issue.code, issue.message) in seen:
+    for problem in problems:
+        if (problem.code, problem.message) in seen:
             continue
-        seen.add((issue.code, issue.message))
-        kind = code(issue.code)
-        fix = ctx.render(issue.fix) if issue.fix is not None and ctx is not None else None
-        explanation = kind.explanation + (f" {issue.detail}" if issue.detail else "")
+        seen.add((problem.code, problem.message))
+        kind = code(problem.code)
+        fix = ctx.render(problem.fix) if problem.fix is not None and ctx is not None else None
+        explanation = kind.explanation + (f" {problem.detail}" if problem.detail else "")
         out.append(
             Finding(
                 code=kind.id,
@@ -246,7 +248,7 @@ def _findings(path: str, query: Query, issues: list[Issue], ctx: Context | None)
                 ref=query.ref,
                 line=query.line,
                 expression=query.text.strip(),
-                message=issue.message,
+                message=problem.message,
                 explanation=explanation.strip(),
                 fix=fix,
             )
