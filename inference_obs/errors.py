@@ -6,8 +6,11 @@ that fits it, so callers can catch either::
     InferenceObsError
     ├── ConfigurationError(ValueError) a bad argument or setting (a URL, a credential, a limit)
     ├── QueryError(ValueError)        bad builder input, raised when the expression is built
+    │   └── ParseError                PromQL text that does not parse (names line and column)
     ├── ScenarioError(ValueError)     a simulator scenario file is missing or invalid
     ├── TopologyError(ValueError)     unreadable ``nvidia-smi topo -m`` text (names the line)
+    ├── LintInputError(ValueError)    a dashboard, rule or PromQL file that cannot be read
+    │   └── NotLintable               JSON or YAML that is neither a dashboard nor a rule file
     ├── SourceError                   carries the expression and PromQL (never credentials)
     │   ├── SourceUnavailable         network, timeout, 429/5xx after bounded retries
     │   │   ├── AnswerTooLarge        an answer past the size limit (names the limit)
@@ -32,8 +35,11 @@ __all__ = [
     "ConfigurationError",
     "DatasetError",
     "InferenceObsError",
+    "LintInputError",
     "NoDataError",
+    "NotLintable",
     "NotSupportedOffline",
+    "ParseError",
     "QueryError",
     "QueryFailed",
     "ScenarioError",
@@ -59,12 +65,73 @@ class QueryError(InferenceObsError, ValueError):
     """An expression could not be built: the message names the offending input."""
 
 
+class ParseError(QueryError):
+    """PromQL text could not be read into an expression.
+
+    Attributes
+    ----------
+    text
+        The whole text that was parsed.
+    offset
+        Where the problem is, as an index into ``text``.
+    refused
+        The expression class whose checks refused the text (for example
+        ``HistogramQuantile`` when an aggregation drops ``le``), or None for a
+        syntax error.
+    operands
+        The already-built operands of the refused expression, so a caller can
+        still say what was meant (empty for a syntax error).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        text: str,
+        offset: int,
+        refused: type | None = None,
+        operands: tuple[object, ...] = (),
+    ) -> None:
+        self.text = text
+        self.offset = offset
+        self.refused = refused
+        self.operands = operands
+        super().__init__(f"line {self.line}, column {self.column}: {message}")
+
+    @property
+    def line(self) -> int:
+        """1-based line of :attr:`offset`."""
+        return self.text.count("\n", 0, self.offset) + 1
+
+    @property
+    def column(self) -> int:
+        """1-based column of :attr:`offset` (in characters)."""
+        return self.offset - (self.text.rfind("\n", 0, self.offset) + 1) + 1
+
+
 class ScenarioError(InferenceObsError, ValueError):
     """A scenario file is missing or invalid; the message names the file and the field."""
 
 
 class TopologyError(InferenceObsError, ValueError):
     """``nvidia-smi topo -m`` text could not be read; the message names the line and the fault."""
+
+
+class LintInputError(InferenceObsError, ValueError):
+    """A file given to ``lint`` cannot be read; the message names the file, line and column.
+
+    A dashboard that is not JSON, a rule file that is not YAML, a file that is
+    neither. An expression that does not parse is not this error: it is a
+    finding of the file that holds it.
+    """
+
+
+class NotLintable(LintInputError):
+    """A readable JSON or YAML file that is not a Grafana dashboard or a rule file.
+
+    Named on the command line it stops the run like any unreadable input;
+    found in a folder it is skipped (and listed).
+    """
 
 
 class SourceError(InferenceObsError):

@@ -14,6 +14,8 @@ PACKAGES = [
     "inference_obs.source",
     "inference_obs.analyses",
     "inference_obs.report",
+    "inference_obs.lint",
+    "inference_obs.dashboards",
 ]
 
 

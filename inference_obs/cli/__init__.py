@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from inference_obs.cli import catalogue, dataset, report
+from inference_obs.cli import catalogue, dashboards, dataset, lint, report
 from inference_obs.cli.catalogue import parse_matcher
 from inference_obs.cli.options import (
     EXIT_BUDGET,
@@ -46,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     report.register(commands)
     catalogue.register(commands)
     dataset.register(commands)
+    lint.register(commands)
+    dashboards.register(commands)
     return parser
 
 

@@ -303,6 +303,10 @@ def _instant_call(expr: Call, args: list[Value | str]) -> Value:
     name = expr.name
     if name == "vector":
         return Vector((Labels(),), np.array([float(args[0])]))  # type: ignore[arg-type]
+    if not args:  # time(), pi(), hour() without an argument
+        raise NotSupportedOffline(
+            f"function {name}() is not evaluated offline", promql=to_promql(expr)
+        )
     vector = args[0]
     if not isinstance(vector, Vector):
         raise NotSupportedOffline(f"{name}() needs an instant vector", promql=to_promql(expr))

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from inference_obs.errors import QueryError
-from inference_obs.metrics import builders, dcgm, host, sglang, vllm
+from inference_obs.metrics import builders, dcgm, host, retired, sglang, vllm, vllm_router
 from inference_obs.metrics.family import Alias, Family, MetricType, resolve_label
 from inference_obs.metrics.standard import STANDARD_QUERIES, StandardQuery, standard_query
 
@@ -23,9 +23,11 @@ __all__ = [
     "family",
     "host",
     "resolve_label",
+    "retired",
     "sglang",
     "standard_query",
     "vllm",
+    "vllm_router",
 ]
 
 FAMILIES: tuple[Family, ...] = (

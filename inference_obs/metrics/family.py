@@ -41,11 +41,19 @@ class Alias:
         The exporter versions that expose it, in words (``"vLLM <= 0.11"``).
     note
         What differs, if anything (units, semantics, labels).
+    hidden_in
+        First version that no longer exports the name by default (vLLM hides a
+        deprecated name one release before removing it; a flag shows it again).
+    removed_in
+        First version without the name. An alias with neither is another
+        spelling still in use (a newer field name, a compatibility CSV).
     """
 
     name: str
     versions: str
     note: str = ""
+    hidden_in: str | None = None
+    removed_in: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

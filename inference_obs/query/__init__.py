@@ -1,4 +1,4 @@
-"""WHAT to ask: a typed PromQL expression tree and its one renderer. Pure; no I/O."""
+"""WHAT to ask: a typed PromQL expression tree, its one renderer and its parser. Pure; no I/O."""
 
 from __future__ import annotations
 
@@ -50,7 +50,9 @@ from inference_obs.query.functions import (
     vector,
 )
 from inference_obs.query.names import parse_duration, regex_alternation, regex_escape
+from inference_obs.query.parse import parse
 from inference_obs.query.render import format_duration, quote, to_promql
+from inference_obs.query.walk import children, selectors, walk
 
 __all__ = [
     "FUNCTIONS",
@@ -73,6 +75,7 @@ __all__ = [
     "absent_over_time",
     "avg_over_time",
     "changes",
+    "children",
     "clamp",
     "clamp_max",
     "clamp_min",
@@ -90,6 +93,7 @@ __all__ = [
     "max_over_time",
     "min_over_time",
     "on",
+    "parse",
     "parse_duration",
     "quantile_over_time",
     "quote",
@@ -98,8 +102,10 @@ __all__ = [
     "regex_escape",
     "resets",
     "scalar",
+    "selectors",
     "sum_over_time",
     "timestamp",
     "to_promql",
     "vector",
+    "walk",
 ]

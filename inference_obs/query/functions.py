@@ -59,7 +59,8 @@ S, V, M, T = ValueType.SCALAR, ValueType.VECTOR, ValueType.MATRIX, ValueType.STR
 
 
 def _keep_first_vector(args: Sequence[Expr], label: str) -> bool:
-    return keeps_label(args[0], label)
+    # Date functions may be called without an argument (then vector(time())).
+    return bool(args) and keeps_label(args[0], label)
 
 
 def _keep_none(args: Sequence[Expr], label: str) -> bool:
@@ -71,6 +72,10 @@ def _keep_label_replace(args: Sequence[Expr], label: str) -> bool:
     return (isinstance(dst, String) and dst.value == label) or keeps_label(args[0], label)
 
 
+def _keep_last_vector(args: Sequence[Expr], label: str) -> bool:
+    return keeps_label(args[-1], label)
+
+
 @dataclass(frozen=True, slots=True)
 class Signature:
     """A function's argument types, result type, and what happens to labels."""
@@ -78,9 +83,25 @@ class Signature:
     args: tuple[ValueType, ...]
     returns: ValueType
     keeps_label: Callable[[Sequence[Expr], str], bool] = _keep_first_vector
+    #: How many trailing ``args`` may be left out (``round(v)``, ``hour()``).
+    optional: int = 0
+    #: The type of any further arguments (label_join's source labels), None if none.
+    variadic: ValueType | None = None
 
 
 _RANGE_TO_VECTOR = Signature((M,), V)
+_MATH = Signature((V,), V)
+_DATE = Signature((V,), V, optional=1)
+_MATH_FUNCTIONS = (
+    "abs", "ceil", "floor", "exp", "ln", "log2", "log10", "sqrt", "sgn", "deg", "rad", "sin",
+    "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+    "sort", "sort_desc", "histogram_count", "histogram_sum", "histogram_avg",
+    "histogram_stddev", "histogram_stdvar",
+)  # fmt: skip
+_DATE_FUNCTIONS = (
+    "day_of_month", "day_of_week", "day_of_year", "days_in_month", "hour", "minute", "month",
+    "year",
+)  # fmt: skip
 
 FUNCTIONS: dict[str, Signature] = {
     # Counter and gauge change over a window (Prometheus extrapolation rules).
@@ -109,18 +130,59 @@ FUNCTIONS: dict[str, Signature] = {
     "timestamp": Signature((V,), V),
     "scalar": Signature((V,), S, _keep_none),
     "vector": Signature((S,), V, _keep_none),
+    # The rest of Prometheus 3's functions (promql/functions.go), so that any
+    # dashboard or rule can be read into the tree; the local engine answers
+    # NotSupportedOffline for those it does not evaluate.
+    "deriv": _RANGE_TO_VECTOR,
+    "predict_linear": Signature((M, S), V),
+    "holt_winters": Signature((M, S, S), V),
+    "double_exponential_smoothing": Signature((M, S, S), V),
+    "stddev_over_time": _RANGE_TO_VECTOR,
+    "stdvar_over_time": _RANGE_TO_VECTOR,
+    "mad_over_time": _RANGE_TO_VECTOR,
+    "present_over_time": _RANGE_TO_VECTOR,
+    "first_over_time": _RANGE_TO_VECTOR,
+    "ts_of_first_over_time": _RANGE_TO_VECTOR,
+    "ts_of_last_over_time": _RANGE_TO_VECTOR,
+    "ts_of_max_over_time": _RANGE_TO_VECTOR,
+    "ts_of_min_over_time": _RANGE_TO_VECTOR,
+    **dict.fromkeys(_MATH_FUNCTIONS, _MATH),
+    **dict.fromkeys(_DATE_FUNCTIONS, _DATE),
+    "round": Signature((V, S), V, optional=1),
+    "time": Signature((), S, _keep_none),
+    "pi": Signature((), S, _keep_none),
+    "histogram_fraction": Signature((S, S, V), V, _keep_last_vector),
+    "label_join": Signature((V, T, T), V, _keep_label_replace, variadic=T),
+    "sort_by_label": Signature((V,), V, variadic=T),
+    "sort_by_label_desc": Signature((V,), V, variadic=T),
+    "info": Signature((V, V), V, optional=1),
 }
 
 
 def check_call(name: str, args: tuple[Expr, ...]) -> None:
     """Raise QueryError unless ``name(*args)`` is a well-typed call."""
     if name not in FUNCTIONS:
-        raise QueryError(f"function {name!r}: not supported; expected one of {sorted(FUNCTIONS)}")
+        raise QueryError(
+            f"function {name!r}: not supported; query.FUNCTIONS lists the {len(FUNCTIONS)} known"
+        )
     signature = FUNCTIONS[name]
-    if not isinstance(args, tuple) or len(args) != len(signature.args):
-        count = len(args) if isinstance(args, tuple) else args
-        raise QueryError(f"{name}(): takes {len(signature.args)} argument(s), got {count}")
-    for position, (arg, wanted) in enumerate(zip(args, signature.args, strict=True), 1):
+    if not isinstance(args, tuple):
+        raise QueryError(f"{name}(): arguments must be a tuple, got {args!r}")
+    fewest = len(signature.args) - signature.optional
+    most = len(signature.args) if signature.variadic is None else None
+    if len(args) < fewest or (most is not None and len(args) > most):
+        if most is None:
+            wanted_count = f"at least {fewest}"
+        elif fewest == most:
+            wanted_count = str(most)
+        else:
+            wanted_count = f"{fewest} to {most}"
+        raise QueryError(f"{name}(): takes {wanted_count} argument(s), got {len(args)}")
+    wanted_types = signature.args
+    if signature.variadic is not None and len(args) > len(wanted_types):
+        wanted_types += (signature.variadic,) * (len(args) - len(wanted_types))
+    # Optional arguments left out: zip stops at the last argument given.
+    for position, (arg, wanted) in enumerate(zip(args, wanted_types, strict=False), 1):
         if not isinstance(arg, Expr):
             raise QueryError(f"{name}() argument {position}: expected an expression, got {arg!r}")
         if arg.type is not wanted:

@@ -1,0 +1,80 @@
+"""What the checks read: one query with where it came from, and a dashboard's variables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Document", "Query", "Variable", "line_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One PromQL expression of a dashboard panel, a rule or a ``.promql`` file.
+
+    Attributes
+    ----------
+    where
+        Panel title (``Row / Title`` inside a row), rule name, or the file name.
+    ref
+        Grafana refId, ``record``/``alert``, or empty.
+    text
+        The expression as written.
+    line
+        1-based line of the expression in its file, when known.
+    unit
+        The Grafana unit id the values are shown with (``s``, ``percentunit``), or
+        None when not a panel, not set, or not decidable for this query.
+    words
+        Lower-case title and legend (or rule name): how the number is presented.
+    grafana
+        Whether Grafana variables may appear in ``text``.
+    """
+
+    where: str
+    ref: str
+    text: str
+    line: int | None = None
+    unit: str | None = None
+    words: str = ""
+    grafana: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Variable:
+    """A dashboard template variable.
+
+    Attributes
+    ----------
+    name
+        Name without ``$``.
+    kind
+        Grafana's type: ``query``, ``custom``, ``textbox``, ``interval``, ...
+    definition
+        Its query or values, where other variables may be referred to.
+    hidden
+        Whether Grafana hides it (``hide: 2``): then it cannot be chosen.
+    """
+
+    name: str
+    kind: str
+    definition: str = ""
+    hidden: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One file's queries (and, for a dashboard, its variables and other references)."""
+
+    path: str
+    kind: str
+    queries: tuple[Query, ...]
+    variables: tuple[Variable, ...] = ()
+    #: Text outside queries that may use variables: repeat options, datasources, links.
+    other_references: frozenset[str] = field(default_factory=frozenset)
+    #: Names recorded by the rules of this file, with their expressions.
+    recorded: tuple[tuple[str, str], ...] = ()
+
+
+def line_of(text: str, offset: int) -> int:
+    """1-based line of ``offset`` in ``text``."""
+    return text.count("\n", 0, offset) + 1
