@@ -24,6 +24,11 @@ from the stretches of samples around their drops, and their changes added
 locally. The PromQL ratio of
 ``increase()`` is still run, so a report can list it for rechecking, and an
 annotation gives its value when it differs.
+
+A ratio is two requests, asked at once: one query
+(:mod:`~inference_obs.analyses.joined`) for which series reset, both sides'
+sums and the recheck ratio, and one series request for both sides (shared
+by every ratio on the same family). Only a restart asks more.
 """
 
 from __future__ import annotations
@@ -31,11 +36,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import cast
 
 from inference_obs.analyses.counter_resets import narrowed, reset_changes, series_change
+from inference_obs.analyses.joined import joined, split
 from inference_obs.analyses.measurement import Measurement, Status, local_measurement
 from inference_obs.deployment import Deployment
-from inference_obs.engine.vector import Vector
+from inference_obs.engine.vector import NAME, Vector
 from inference_obs.errors import Annotation
 from inference_obs.metrics import builders
 from inference_obs.metrics.family import Family
@@ -45,6 +53,7 @@ from inference_obs.query import (
     Matcher,
     Number,
     Selector,
+    ValueType,
     ignoring,
     max_over_time,
     min_over_time,
@@ -53,6 +62,7 @@ from inference_obs.query import (
 )
 from inference_obs.samples import Labels, SampleSet, Window
 from inference_obs.source.base import Source
+from inference_obs.source.remembering import soon, together
 
 __all__ = [
     "EXTRAPOLATION_NOTE_ABOVE",
@@ -106,6 +116,8 @@ class _Totals:
     #: Groups where the denominator has at least one (paired) series.
     present: frozenset[Labels]
     unpaired: tuple[Labels, ...]
+    #: The extrapolated PromQL ratio per group, for the record.
+    check: dict[Labels, float]
 
 
 def _changes(selector: Selector, seconds: float) -> Expr:
@@ -118,11 +130,47 @@ def _did_reset(selector: Selector, seconds: float) -> Expr:
     return Binary(">", resets(selector.over(seconds)), Number(0))
 
 
-def _vector(source: Source, expr: Expr, window: Window) -> Vector:
-    answer = source.instant(expr, window.end_s)
-    if not isinstance(answer.value, Vector):
-        raise TypeError(f"expected an instant vector from {expr!r}")
-    return answer.value
+def _selects(selector: Selector, labels: Labels) -> bool:
+    """Whether ``selector`` selects the series of ``labels`` (``__name__`` included)."""
+    name = labels.get(NAME, "")
+    if selector.metric is not None and name != selector.metric:
+        return False
+    return all(
+        m.matches(name if m.label == NAME else labels.get(m.label, "")) for m in selector.matchers
+    )
+
+
+def _both_series(
+    source: Source, a: Selector, b: Selector, window: Window
+) -> tuple[tuple[Labels, ...], tuple[Labels, ...]]:
+    """The series of ``a`` and of ``b`` in ``window``, from one request where the two differ
+    in the metric name or in matchers only one of them has.
+
+    The request selects the matchers both share, of either name; each side's
+    series are picked from the answer by its own selector. Both sides' series
+    of a family (a bucket and ``+Inf``, ``_sum`` and ``_count``, one finish
+    reason and all) are then one request, and one for every ratio on that
+    family, since the shared part is the same.
+    """
+    if a.metric is None or b.metric is None or (a.offset, a.at) != (b.offset, b.at):
+        return source.series(a, window), source.series(b, window)
+    common = tuple(m for m in a.matchers if m in b.matchers)
+    if a.metric == b.metric:
+        broad = Selector(a.metric, common, a.offset, a.at)
+    else:
+        names = Matcher.one_of(NAME, sorted({a.metric, b.metric}))
+        broad = Selector(None, (names, *common), a.offset, a.at)
+    found = source.series(broad, window)
+    return (
+        tuple(labels for labels in found if _selects(a, labels)),
+        tuple(labels for labels in found if _selects(b, labels)),
+    )
+
+
+def _together(source: Source, asked: dict[str, Expr], window: Window) -> dict[str, Vector]:
+    """Several instant vectors, by name, from one query (:func:`~.joined.joined`)."""
+    answer = joined(source, list(asked.values()), window.end_s)
+    return dict(zip(asked, split(answer, len(asked)), strict=True))
 
 
 def _totals(
@@ -133,43 +181,75 @@ def _totals(
     ignoring_: frozenset[str],
     paired: bool,
     by: tuple[str, ...],
+    check: Expr,
 ) -> _Totals:
-    """Exact total changes of both sides per ``by`` group (see the module docstring)."""
+    """Exact total changes of both sides per ``by`` group (see the module docstring), and the
+    extrapolated ratio ``check`` per group."""
     w = window.seconds
-    top_labels = source.series(numerator, window)
-    bottom_labels = source.series(denominator, window)
-    unpaired: list[Labels] = []
     match = ignoring(*ignoring_) if ignoring_ else None
     top_change, bottom_change = _changes(numerator, w), _changes(denominator, w)
     if paired:
-        top_keys, bottom_keys = _keyed(top_labels, ignoring_), _keyed(bottom_labels, ignoring_)
-        unpaired = sorted(set(top_keys) ^ set(bottom_keys), key=repr)
         top_change, bottom_change = (
             Binary("and", top_change, _changes(denominator, w), matching=match),
             Binary("and", bottom_change, _changes(numerator, w), matching=match),
         )
     reset = Binary("or", _did_reset(numerator, w), _did_reset(denominator, w))
-    # A pair where either side reset is worked out from its drops, both sides.
-    restarted = _vector(source, reset, window).labels if top_labels or bottom_labels else ()
     unless = ignoring(*ignoring_) if paired and ignoring_ else None
+
+    def summed(change: Expr, restarted: bool) -> Expr:
+        clean = Binary("unless", change, reset, matching=unless) if restarted else change
+        return clean.sum(by=by) if by else clean.sum()
+
+    # One query: which series reset, both sides' sums as if none did (what a
+    # window without restarts, the usual case, needs; a restart asks again),
+    # and the check; the two sides' series are asked alongside.
+    questions = {"reset": reset, "top": summed(top_change, False)}
+    questions["bottom"] = summed(bottom_change, False)
+    if check.type is ValueType.VECTOR:
+        questions["check"] = check
+    labelled, asked = (
+        soon(source, lambda: _both_series(source, numerator, denominator, window)),
+        soon(source, lambda: _together(source, questions, window)),
+    )
+    checked = (
+        asked.result()["check"].as_dict()
+        if "check" in questions
+        else {Labels(()): float(cast(float, source.instant(check, window.end_s).value))}
+    )
+    top_labels, bottom_labels = labelled.result()
+    unpaired: list[Labels] = []
+    if paired:
+        top_keys = _keyed(top_labels, ignoring_)
+        bottom_keys = _keyed(bottom_labels, ignoring_)
+        unpaired = sorted(set(top_keys) ^ set(bottom_keys), key=repr)
+    # A pair where either side reset is worked out from its drops, both sides.
+    any_series = top_labels or bottom_labels
+    restarted = asked.result()["reset"].labels if any_series else ()
+    drop = ignoring_ if paired else frozenset()
+    wanted = sorted({_key(labels, drop) for labels in restarted}, key=repr)
+    if restarted:
+        clean = {"top": summed(top_change, True), "bottom": summed(bottom_change, True)}
+        cleaned = soon(source, lambda: _together(source, clean, window))
+        changed = together(
+            source,
+            [
+                partial(reset_changes, source, narrowed(selector, wanted), window)
+                for selector in (numerator, denominator)
+            ],
+        )
+        sides = [cleaned.result()["top"], cleaned.result()["bottom"]]
+    else:
+        sides, changed = [asked.result()["top"], asked.result()["bottom"]], []
     groups: dict[Labels, list[float]] = {}
     present: set[Labels] = set()
-    for side, change in enumerate((top_change, bottom_change)):
-        clean = Binary("unless", change, reset, matching=unless) if restarted else change
-        summed = clean.sum(by=by) if by else clean.sum()
-        answer = _vector(source, summed, window)
+    for side, answer in enumerate(sides):
         for labels, value in zip(answer.labels, answer.values.tolist(), strict=True):
             groups.setdefault(labels, [0.0, 0.0])[side] += value
             present.update([labels] if side else [])
     if restarted:
-        drop = ignoring_ if paired else frozenset()
-        wanted = sorted({_key(labels, drop) for labels in restarted}, key=repr)
         keyed = [
             {_key(labels, drop): (labels, amount) for labels, amount in side.items()}
-            for side in (
-                reset_changes(source, narrowed(selector, wanted), window)
-                for selector in (numerator, denominator)
-            )
+            for side in changed
         ]
         both = set(keyed[0]) & set(keyed[1]) if paired else None
         for side, entries in enumerate(keyed):
@@ -179,7 +259,7 @@ def _totals(
                     groups.setdefault(group, [0.0, 0.0])[side] += amount
                     present.update([group] if side else [])
     totals = {g: (t, b) for g, (t, b) in groups.items()}
-    return _Totals(totals, frozenset(present), tuple(unpaired))
+    return _Totals(totals, frozenset(present), tuple(unpaired), checked)
 
 
 def counter_ratio(
@@ -265,8 +345,10 @@ def counter_ratios_by(
     same labels, run once for the record.
     """
     keys = tuple(by)
-    totals = _totals(source, window, numerator, denominator, frozenset(ignoring), paired, keys)
-    check = _grouped_check(source, promql, window)
+    totals = _totals(
+        source, window, numerator, denominator, frozenset(ignoring), paired, keys, promql
+    )
+    check = totals.check
     out: dict[Labels, Measurement] = {}
     for group in groups:
         top, bottom = totals.groups.get(group, (0.0, 0.0))
@@ -277,13 +359,6 @@ def counter_ratios_by(
             statistic(group), unit, caveats,
         )  # fmt: skip
     return out
-
-
-def _grouped_check(source: Source, promql: Expr, window: Window) -> dict[Labels, float]:
-    answer = source.instant(promql, window.end_s)
-    if isinstance(answer.value, Vector):
-        return answer.value.as_dict()
-    return {Labels(()): float(answer.value)}
 
 
 def _ratio_measurement(
