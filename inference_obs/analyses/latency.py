@@ -18,13 +18,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from inference_obs.analyses.counter_ratios import histogram_mean, histogram_share
-from inference_obs.analyses.measurement import Bounds, Measurement, Provenance, Status, measure
+from inference_obs.analyses.joined import instants
+from inference_obs.analyses.measurement import (
+    Bounds,
+    Measurement,
+    Provenance,
+    Status,
+    measure,
+)
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
 from inference_obs.engine.histograms import fraction_below, parse_le, quantile_bounds
@@ -34,13 +42,15 @@ from inference_obs.metrics import builders, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, increase, to_promql
 from inference_obs.samples import Window
-from inference_obs.source.base import Source
+from inference_obs.source.base import Instant, Source
+from inference_obs.source.remembering import soon, together
 
 __all__ = [
     "AnalysisResult",
     "HistogramSummary",
     "LatencyResult",
     "MergedBuckets",
+    "buckets_query",
     "latency",
     "merged_buckets",
     "share_within",
@@ -103,8 +113,19 @@ class MergedBuckets(BaseModel):
         )
 
 
+def buckets_query(family: Family, deployment: Deployment, window: Window) -> Expr:
+    """``sum by (le) (increase(h_bucket{m}[w]))``: the merged buckets' query."""
+    expr: Expr = increase(family.select(deployment.matchers, "bucket").over(window.seconds))
+    return expr.sum(by=("le",))
+
+
 def merged_buckets(
-    source: Source, family: Family, deployment: Deployment, window: Window
+    source: Source,
+    family: Family,
+    deployment: Deployment,
+    window: Window,
+    *,
+    answer: Instant | None = None,
 ) -> MergedBuckets:
     """Fetch ``sum by (le) (increase(h_bucket{m}[w]))`` and parse ``le``.
 
@@ -112,15 +133,17 @@ def merged_buckets(
     ----------
     source, family, deployment, window
         Where, which histogram, whose series and over which window (seconds).
+    answer
+        The query's answer at the window's end, when asked already.
 
     Returns
     -------
     MergedBuckets
         The merged cumulative counts (observations), bounds in the family's unit.
     """
-    expr: Expr = increase(family.select(deployment.matchers, "bucket").over(window.seconds))
-    expr = expr.sum(by=("le",))
-    answer = source.instant(expr, window.end_s)
+    expr = buckets_query(family, deployment, window)
+    if answer is None:
+        answer = source.instant(expr, window.end_s)
     les: list[str] = []
     values: list[float] = []
     if isinstance(answer.value, Vector):
@@ -260,14 +283,19 @@ def summarise(
         "matchers": matchers,
         "caveats": caveats,
     }
-    mean = histogram_mean(
-        source, deployment, window, family, analysis=analysis, statistic=f"{name}_mean",
-        caveats=caveats,
-    )  # fmt: skip
-    buckets = merged_buckets(source, family, deployment, window)
+    # The mean alongside one query for the buckets and every quantile.
+    mean = soon(source, partial(
+        histogram_mean, source, deployment, window, family, analysis=analysis,
+        statistic=f"{name}_mean", caveats=caveats,
+    ))  # fmt: skip
+    exprs = [builders.histogram_quantile_merged(family, q, matchers, seconds) for _, q in QUANTILES]
+    bucket_answer, *answers = instants(
+        source, [buckets_query(family, deployment, window), *exprs], window.end_s
+    )
+    buckets = merged_buckets(source, family, deployment, window, answer=bucket_answer)
     upper, counts, groups = buckets.arrays()
-    out: dict[str, Measurement] = {"mean": mean}
-    for label, q in QUANTILES:
+    out: dict[str, Measurement] = {"mean": mean.result()}
+    for (label, q), expr, answer in zip(QUANTILES, exprs, answers, strict=True):
         bounds = None
         if buckets.upper:
             low, high = quantile_bounds(q, upper, counts, groups, 1)
@@ -275,7 +303,7 @@ def summarise(
                 bounds = Bounds(lower=float(low[0]), upper=float(high[0]))
         m = measure(
             source, deployment, window, statistic=f"{name}_{label}", bounds=bounds,
-            expr=builders.histogram_quantile_merged(family, q, matchers, seconds), **common,
+            expr=expr, answer=answer, **common,
         )  # fmt: skip
         out[label] = _no_buckets(m, family, deployment) if not buckets.upper else m
     return HistogramSummary(**out)
@@ -341,11 +369,12 @@ def latency(source: Source, deployment: Deployment, window: Window) -> LatencyRe
         Values in seconds; a family the deployment does not export is
         ``no_data`` with the family named, never 0.
     """
-    fields = {
-        key: summarise(source, deployment, window, family, name=key, analysis=ANALYSIS,
-                       caveats=caveats)
+    summaries = together(source, [
+        partial(summarise, source, deployment, window, family, name=key, analysis=ANALYSIS,
+                caveats=caveats)
         for key, (family, caveats) in METRICS.items()
-    }  # fmt: skip
+    ])  # fmt: skip
+    fields = dict(zip(METRICS, summaries, strict=True))
     caveats = (
         _TPOT,
         _ITL,

@@ -8,9 +8,12 @@ dividing their token rates.
 
 from __future__ import annotations
 
+from functools import partial
+
 from pydantic import Field
 
 from inference_obs.analyses.counter_ratios import counter_ratio, histogram_mean
+from inference_obs.analyses.joined import instants
 from inference_obs.analyses.latency import share_within
 from inference_obs.analyses.measurement import Measurement, derive, measure
 from inference_obs.analyses.result import AnalysisResult
@@ -21,6 +24,7 @@ from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, Matcher
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
+from inference_obs.source.remembering import soon, together
 
 __all__ = ["MAX_TOKENS_THRESHOLDS", "ShapesResult", "shapes"]
 
@@ -111,25 +115,7 @@ def shapes(source: Source, deployment: Deployment, window: Window) -> ShapesResu
 
     prompt, output = vllm.REQUEST_PROMPT_TOKENS, vllm.REQUEST_GENERATION_TOKENS
     limit, success = vllm.REQUEST_PARAMS_MAX_TOKENS, vllm.REQUEST_SUCCESS
-    shares = {
-        bound: share_within(
-            source, deployment, window, limit, float(bound), analysis=ANALYSIS,
-            statistic=f"max_tokens_share_le_{bound}",
-        )
-        for bound in MAX_TOKENS_THRESHOLDS
-    }  # fmt: skip
-    counts, reason_shares = {}, {}
     total = builders.increase_total(success, m, seconds)
-    for reason in _reasons(source, deployment, window):
-        only = (*m, Matcher.equal("finished_reason", reason))
-        count = builders.increase_total(success, only, seconds)
-        counts[reason] = one(f"finished_{reason}", count, "requests", [success], (_REASONS,), only)
-        reason_shares[reason] = counter_ratio(
-            source, deployment, window, numerator=success.select(only),
-            denominator=success.select(m), promql=count / total, families=[success],
-            analysis=ANALYSIS, statistic=f"finished_{reason}_share", unit="ratio",
-            paired=False, caveats=(_REASONS,),
-        )  # fmt: skip
 
     def mean(statistic: str, family: Family, caveat: str) -> Measurement:
         return histogram_mean(
@@ -137,18 +123,56 @@ def shapes(source: Source, deployment: Deployment, window: Window) -> ShapesResu
             caveats=(caveat,),
         )  # fmt: skip
 
-    output_mean = mean("output_tokens_mean", output, _LENGTH_MEAN)
-    limit_mean = mean(
-        "max_tokens_mean", limit,
-        "The limit requested (max_tokens), not the context left for the request.",
-    )  # fmt: skip
+    # Every part is asked at once; only the finish reasons wait for their list.
+    shares_asked = {
+        bound: soon(source, partial(
+            share_within, source, deployment, window, limit, float(bound), analysis=ANALYSIS,
+            statistic=f"max_tokens_share_le_{bound}",
+        ))
+        for bound in MAX_TOKENS_THRESHOLDS
+    }  # fmt: skip
+    means_asked = [
+        soon(source, partial(mean, "prompt_tokens_mean", prompt, _LENGTH_MEAN)),
+        soon(source, partial(mean, "output_tokens_mean", output, _LENGTH_MEAN)),
+        soon(source, partial(
+            mean, "max_tokens_mean", limit,
+            "The limit requested (max_tokens), not the context left for the request.",
+        )),
+    ]  # fmt: skip
+    finished = soon(source, partial(one, "finished", total, "requests", [success], (_REASONS,)))
+
+    reasons = _reasons(source, deployment, window)
+    only = {r: (*m, Matcher.equal("finished_reason", r)) for r in reasons}
+    count = {r: builders.increase_total(success, only[r], seconds) for r in reasons}
+    # Every reason's count in one request, every reason's share alongside.
+    answers = dict(zip(reasons, instants(source, list(count.values()), window.end_s), strict=True))
+
+    def reason_parts(reason: str) -> tuple[Measurement, Measurement]:
+        counted = soon(source, partial(
+            measure, source, deployment, window, analysis=ANALYSIS,
+            statistic=f"finished_{reason}", expr=count[reason], unit="requests",
+            families=[success], matchers=only[reason], caveats=(_REASONS,),
+            answer=answers[reason],
+        ))  # fmt: skip
+        share = counter_ratio(
+            source, deployment, window, numerator=success.select(only[reason]),
+            denominator=success.select(m), promql=count[reason] / total, families=[success],
+            analysis=ANALYSIS, statistic=f"finished_{reason}_share", unit="ratio",
+            paired=False, caveats=(_REASONS,),
+        )  # fmt: skip
+        return counted.result(), share
+
+    parts = together(source, [partial(reason_parts, reason) for reason in reasons])
+    counts = {reason: part[0] for reason, part in zip(reasons, parts, strict=True)}
+    reason_shares = {reason: part[1] for reason, part in zip(reasons, parts, strict=True)}
+    prompt_mean, output_mean, limit_mean = (asked.result() for asked in means_asked)
     ratio = (
         output_mean.value / limit_mean.value
         if output_mean.value is not None and limit_mean.value
         else None
     )
     return ShapesResult(
-        prompt_tokens_mean=mean("prompt_tokens_mean", prompt, _LENGTH_MEAN),
+        prompt_tokens_mean=prompt_mean,
         output_tokens_mean=output_mean,
         max_tokens_mean=limit_mean,
         output_to_limit=derive(
@@ -156,8 +180,8 @@ def shapes(source: Source, deployment: Deployment, window: Window) -> ShapesResu
             "output_tokens_mean / max_tokens_mean",
             ("Near 1 with every request ending on 'length': outputs were cut at the limit.",),
         ),
-        max_tokens_share=shares,
-        finished=one("finished", total, "requests", [success], (_REASONS,)),
+        max_tokens_share={bound: asked.result() for bound, asked in shares_asked.items()},
+        finished=finished.result(),
         finish_counts=counts,
         finish_shares=reason_shares,
     )  # fmt: skip
