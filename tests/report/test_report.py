@@ -198,3 +198,20 @@ def test_past_its_row_budget_a_deployment_is_read_in_tiles(
     assert report_json(report)["deployments"][1]["step_seconds"] == 180.0
     text = to_markdown(sections(report))
     assert "PRO: every app scrape; H20: 180 s tiles" in text
+
+
+@pytest.mark.parametrize("rows", [resolution.ROWS, 100], ids=["per-scrape", "tiles"])
+def test_a_report_built_in_threads_is_the_one_built_in_order_byte_for_byte(
+    rows: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 100 rows: H20 is read in tiles (see the test above), PRO per scrape.
+    monkeypatch.setattr(resolution, "ROWS", rows)
+    source = DatasetSource(DATASET)
+    for run, workers in enumerate((1, 8, 8)):
+        write_report(make(source, workers=workers), tmp_path / str(run))
+    files = sorted(p.relative_to(tmp_path / "0") for p in (tmp_path / "0").rglob("*.*"))
+    assert len(files) == 11  # Markdown, HTML, JSON and eight figures
+    for name in files:
+        first = (tmp_path / "0" / name).read_bytes()
+        assert (tmp_path / "1" / name).read_bytes() == first, name
+        assert (tmp_path / "2" / name).read_bytes() == first, name
