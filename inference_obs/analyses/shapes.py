@@ -12,9 +12,9 @@ from functools import partial
 
 from pydantic import Field
 
-from inference_obs.analyses.counter_ratios import counter_ratio, histogram_mean
+from inference_obs.analyses.counter_ratios import Ratio, counter_ratios, mean_ratio
 from inference_obs.analyses.joined import instants
-from inference_obs.analyses.latency import share_within
+from inference_obs.analyses.latency import shares_within
 from inference_obs.analyses.measurement import Measurement, derive, measure
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
@@ -117,55 +117,51 @@ def shapes(source: Source, deployment: Deployment, window: Window) -> ShapesResu
     limit, success = vllm.REQUEST_PARAMS_MAX_TOKENS, vllm.REQUEST_SUCCESS
     total = builders.increase_total(success, m, seconds)
 
-    def mean(statistic: str, family: Family, caveat: str) -> Measurement:
-        return histogram_mean(
-            source, deployment, window, family, analysis=ANALYSIS, statistic=statistic,
-            caveats=(caveat,),
-        )  # fmt: skip
-
     # Every part is asked at once; only the finish reasons wait for their list.
-    shares_asked = {
-        bound: soon(source, partial(
-            share_within, source, deployment, window, limit, float(bound), analysis=ANALYSIS,
-            statistic=f"max_tokens_share_le_{bound}",
-        ))
-        for bound in MAX_TOKENS_THRESHOLDS
-    }  # fmt: skip
-    means_asked = [
-        soon(source, partial(mean, "prompt_tokens_mean", prompt, _LENGTH_MEAN)),
-        soon(source, partial(mean, "output_tokens_mean", output, _LENGTH_MEAN)),
-        soon(source, partial(
-            mean, "max_tokens_mean", limit,
-            "The limit requested (max_tokens), not the context left for the request.",
-        )),
+    shares_asked = soon(source, partial(
+        shares_within, source, deployment, window, limit,
+        [float(bound) for bound in MAX_TOKENS_THRESHOLDS], analysis=ANALYSIS,
+        statistics=[f"max_tokens_share_le_{bound}" for bound in MAX_TOKENS_THRESHOLDS],
+    ))  # fmt: skip
+    means = [
+        mean_ratio(deployment, window, family, analysis=ANALYSIS, statistic=statistic,
+                   caveats=(caveat,))
+        for statistic, family, caveat in (
+            ("prompt_tokens_mean", prompt, _LENGTH_MEAN),
+            ("output_tokens_mean", output, _LENGTH_MEAN),
+            ("max_tokens_mean", limit,
+             "The limit requested (max_tokens), not the context left for the request."),
+        )
     ]  # fmt: skip
+    means_asked = soon(source, partial(counter_ratios, source, deployment, window, means))
     finished = soon(source, partial(one, "finished", total, "requests", [success], (_REASONS,)))
 
     reasons = _reasons(source, deployment, window)
-    only = {r: (*m, Matcher.equal("finished_reason", r)) for r in reasons}
-    count = {r: builders.increase_total(success, only[r], seconds) for r in reasons}
-    # Every reason's count in one request, every reason's share alongside.
-    answers = dict(zip(reasons, instants(source, list(count.values()), window.end_s), strict=True))
-
-    def reason_parts(reason: str) -> tuple[Measurement, Measurement]:
-        counted = soon(source, partial(
+    only = [(*m, Matcher.equal("finished_reason", r)) for r in reasons]
+    count = [builders.increase_total(success, matchers, seconds) for matchers in only]
+    # Every reason's share in one set of requests, alongside one query for every count.
+    shares = [
+        Ratio(
+            numerator=success.select(matchers), denominator=success.select(m),
+            promql=expr / total, families=(success,), analysis=ANALYSIS,
+            statistic=f"finished_{reason}_share", unit="ratio", paired=False,
+            caveats=(_REASONS,),
+        )
+        for reason, matchers, expr in zip(reasons, only, count, strict=True)
+    ]  # fmt: skip
+    sharing = soon(source, partial(counter_ratios, source, deployment, window, shares))
+    answers = instants(source, count, window.end_s)
+    counted = together(source, [
+        partial(
             measure, source, deployment, window, analysis=ANALYSIS,
-            statistic=f"finished_{reason}", expr=count[reason], unit="requests",
-            families=[success], matchers=only[reason], caveats=(_REASONS,),
-            answer=answers[reason],
-        ))  # fmt: skip
-        share = counter_ratio(
-            source, deployment, window, numerator=success.select(only[reason]),
-            denominator=success.select(m), promql=count[reason] / total, families=[success],
-            analysis=ANALYSIS, statistic=f"finished_{reason}_share", unit="ratio",
-            paired=False, caveats=(_REASONS,),
-        )  # fmt: skip
-        return counted.result(), share
-
-    parts = together(source, [partial(reason_parts, reason) for reason in reasons])
-    counts = {reason: part[0] for reason, part in zip(reasons, parts, strict=True)}
-    reason_shares = {reason: part[1] for reason, part in zip(reasons, parts, strict=True)}
-    prompt_mean, output_mean, limit_mean = (asked.result() for asked in means_asked)
+            statistic=f"finished_{reason}", expr=expr, unit="requests", families=[success],
+            matchers=matchers, caveats=(_REASONS,), answer=answer,
+        )
+        for reason, matchers, expr, answer in zip(reasons, only, count, answers, strict=True)
+    ])  # fmt: skip
+    counts = dict(zip(reasons, counted, strict=True))
+    reason_shares = dict(zip(reasons, sharing.result(), strict=True))
+    prompt_mean, output_mean, limit_mean = means_asked.result()
     ratio = (
         output_mean.value / limit_mean.value
         if output_mean.value is not None and limit_mean.value
@@ -180,7 +176,7 @@ def shapes(source: Source, deployment: Deployment, window: Window) -> ShapesResu
             "output_tokens_mean / max_tokens_mean",
             ("Near 1 with every request ending on 'length': outputs were cut at the limit.",),
         ),
-        max_tokens_share={bound: asked.result() for bound, asked in shares_asked.items()},
+        max_tokens_share=dict(zip(MAX_TOKENS_THRESHOLDS, shares_asked.result(), strict=True)),
         finished=finished.result(),
         finish_counts=counts,
         finish_shares=reason_shares,
