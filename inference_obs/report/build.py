@@ -50,11 +50,13 @@ __all__ = ["WORKERS", "DeploymentReport", "Report", "ReportTimeout", "Scope", "b
 
 Progress = Callable[[str], None]
 T = TypeVar("T")
-#: Threads a report reading a server runs its analyses and questions in: with 50 ms
-#: each way, a two-deployment report over 8 threads spends about 1.5x the time of one
-#: over 16, whose questions wait mostly on each other's answers, not on a free thread
-#: (``benchmarks/live_link.py``). The source bounds the requests in flight.
-WORKERS = 16
+#: Threads a report reading a server runs its analyses and questions in. Many wait on
+#: answers other threads are fetching, so there are more threads than requests in
+#: flight: over a link with 50 ms each way (and a round trip more per connection) the
+#: bundled two-deployment report built in 5.5 s with 8 threads, 3.4 s with 16, 2.2 s with
+#: 32 and 1.9 s with 48 (``benchmarks/live_link.py``). The source bounds the requests in
+#: flight.
+WORKERS = 32
 
 
 class ReportTimeout(InferenceObsError, TimeoutError):
