@@ -8,7 +8,7 @@ min_over_time``, summed by the source; a restarted series is worked out by
 :mod:`~inference_obs.analyses.counter_resets`.
 
 However many ratios an analysis asks for at once, :func:`totals` makes two
-requests, asked together: one query (:mod:`~inference_obs.analyses.joined`)
+requests, asked together: one query (:func:`~inference_obs.analyses.joined.vectors`)
 holding, for every ratio, which series reset, both sides' sums as if none
 did (what a window without restarts, the usual case, needs) and the
 extrapolated recheck ratio; and one series request for every side, which
@@ -25,7 +25,7 @@ from functools import partial
 from typing import cast
 
 from inference_obs.analyses.counter_resets import narrowed, reset_changes
-from inference_obs.analyses.joined import joined, split
+from inference_obs.analyses.joined import vectors
 from inference_obs.engine.vector import NAME, Vector
 from inference_obs.query import (
     Binary,
@@ -189,7 +189,7 @@ def totals(source: Source, window: Window, pairs: Sequence[Pair]) -> list[Totals
     questions = [plan.questions() for plan in plans]
     flat = [expr for asked in questions for expr in asked]
     labelled = soon(source, partial(series_of, source, selectors, window))
-    answered = soon(source, lambda: split(joined(source, flat, window.end_s), len(flat)))
+    answered = soon(source, partial(vectors, source, flat, window.end_s))
     labels, answers = labelled.result(), answered.result()
     finishing = []
     start = 0
@@ -229,7 +229,7 @@ def _finish(
     changed: list[dict[Labels, float]] = []
     if restarted:
         clean = [plan.summed(plan.top, True), plan.summed(plan.bottom, True)]
-        cleaned = soon(source, lambda: split(joined(source, clean, window.end_s), 2))
+        cleaned = soon(source, partial(vectors, source, clean, window.end_s))
         changed = together(
             source,
             [

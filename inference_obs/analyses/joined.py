@@ -13,6 +13,10 @@ would have answered it alone.
 Annotations cannot be told apart by part (a server names positions in the
 query it was sent), so an answer that carries any is asked again part by
 part: each Instant then carries exactly what its question gets alone.
+
+An engine in this process (a dataset's, kind ``dataset``) has no round trips
+to save and would only do the joining's work as well: it is asked each
+question alone.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from inference_obs.samples import Labels
 from inference_obs.source.base import Instant, Source
 from inference_obs.source.remembering import together
 
-__all__ = ["PART", "instants", "joined", "split"]
+__all__ = ["PART", "instants", "joined", "split", "vectors"]
 
 #: The label that tells the parts of a joined query apart; no exporter uses it, and a
 #: series' own label of that name would be overwritten.
@@ -43,11 +47,13 @@ def joined(source: Source, exprs: Sequence[Expr], at: float) -> Instant:
     alone gives; :func:`split` takes them apart again. The answer's
     annotations belong to the parts together.
     """
-    marked = [label_replace(e, PART, str(i), PART, ".*") for i, e in enumerate(exprs)]
-    query: Expr = marked[0]
-    for one in marked[1:]:
-        query = Binary("or", query, one)
-    return source.instant(query, at)
+    marked: list[Expr] = [label_replace(e, PART, str(i), PART, ".*") for i, e in enumerate(exprs)]
+    # Joined pairwise, a balanced tree: each series is matched against the others
+    # log2(parts) times, not once per part after it.
+    while len(marked) > 1:
+        pairs = zip(marked[::2], marked[1::2], strict=False)
+        marked = [Binary("or", a, b) for a, b in pairs] + marked[len(marked) - len(marked) % 2 :]
+    return source.instant(marked[0], at)
 
 
 def split(answer: Instant, count: int) -> list[Vector]:
@@ -61,9 +67,29 @@ def split(answer: Instant, count: int) -> list[Vector]:
     return [Vector(tuple(lb), np.array(vs, dtype=np.float64)) for lb, vs in found]
 
 
+def _in_process(source: Source) -> bool:
+    """Whether ``source``'s engine answers in this process, with no round trip to save."""
+    return source.info().kind == "dataset"
+
+
+def vectors(source: Source, exprs: Sequence[Expr], at: float) -> list[Vector]:
+    """Each of the instant vectors ``exprs`` at ``at``, annotations aside: one joined query
+    (:func:`joined`), or each alone, all at once, from an engine in this process."""
+    if not _in_process(source):
+        return split(joined(source, exprs, at), len(exprs))
+    found = []
+    for expr, answer in zip(
+        exprs, together(source, [partial(source.instant, e, at) for e in exprs]), strict=True
+    ):
+        if not isinstance(answer.value, Vector):
+            raise TypeError(f"expected an instant vector from {to_promql(expr)}")
+        found.append(answer.value)
+    return found
+
+
 def instants(source: Source, exprs: Sequence[Expr], at: float) -> list[Instant]:
     """Each of ``exprs`` at ``at``, asked in one request where they are all instant vectors
-    (:func:`joined`), else each on its own, all at once.
+    (:func:`joined`), else (or from an engine in this process) each alone, all at once.
 
     An answer with annotations is asked again part by part, since annotations
     cannot be told apart by part: each Instant then carries exactly what its
@@ -82,7 +108,8 @@ def instants(source: Source, exprs: Sequence[Expr], at: float) -> list[Instant]:
     True
     """
     alone = [partial(source.instant, e, at) for e in exprs]
-    if len(exprs) < 2 or any(e.type is not ValueType.VECTOR for e in exprs):
+    vector = all(e.type is ValueType.VECTOR for e in exprs)
+    if len(exprs) < 2 or not vector or _in_process(source):
         return together(source, alone)
     answer = joined(source, exprs, at)
     if answer.annotations:

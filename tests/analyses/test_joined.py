@@ -1,30 +1,36 @@
-"""Several instant questions in one request: each part as the source answers it alone."""
+"""Several instant questions in one request: each part as the source answers it alone; an
+engine in this process is asked each alone."""
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from inference_obs.analyses.joined import PART, instants, joined, split
+from inference_obs.analyses.joined import PART, instants, joined, split, vectors
 from inference_obs.errors import Annotation
 from inference_obs.query import Expr, Number, Selector, increase, to_promql
-from inference_obs.source.base import Instant
+from inference_obs.source.base import EngineInfo, Instant
 from inference_obs.source.dataset_source import DatasetSource
 
 DATASET = Path(__file__).resolve().parents[2] / "datasets" / "h100-vs-h200"
 
 
 class Counting:
-    """Delegates to a source and counts instant queries; may add an annotation to joined ones."""
+    """Delegates to a dataset source but answers as a server would (engine kind
+    ``prometheus``); counts instant queries and may add an annotation to joined ones."""
 
     def __init__(self, source: DatasetSource, annotate: bool = False) -> None:
         self.source = source
         self.annotate = annotate
         self.asked: Counter[str] = Counter()
+
+    def info(self) -> EngineInfo:
+        return replace(self.source.info(), kind="prometheus")
 
     def instant(self, expr: Expr, at: float) -> Instant:
         answer = self.source.instant(expr, at)
@@ -93,3 +99,14 @@ def test_split_removes_the_part_label_and_keeps_the_order(source: DatasetSource)
     first, second = split(joined(source, questions, at), 2)
     assert first.labels == second.labels
     assert all(PART not in labels for labels in first.labels)
+
+
+def test_an_engine_in_this_process_is_asked_each_question_alone(source: DatasetSource) -> None:
+    at = source.dataset.manifest.window.window().end_s
+    local = Counting(source)
+    local.info = source.info  # type: ignore[method-assign]
+    got = instants(local, _questions(), at)
+    parts = vectors(local, _questions(), at)
+    assert local.asked == Counter({"alone": 8})
+    for one, vector in zip(got, parts, strict=True):
+        assert one.value.labels == vector.labels  # type: ignore[union-attr]
