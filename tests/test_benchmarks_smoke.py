@@ -1,9 +1,15 @@
 """The benchmark runners that need no server, at a size of seconds: they run and print their
-medians and ratios (their timings are not checked here; benchmarks/README.md records them)."""
+medians and ratios (their timings are not checked here; benchmarks/README.md records them);
+the latency relay adds its delay both ways and keeps connections."""
 
 from __future__ import annotations
 
+import http.client
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -11,6 +17,7 @@ import pytest
 from benchmarks import fleet, report
 from benchmarks.fleet_gpus import DCGM_FIELDS
 from benchmarks.fleet_series import VLLM_FAMILIES
+from benchmarks.relay import LatencyRelay
 from inference_obs.metrics.family import MetricType
 from inference_obs.source.dataset import read_dataset
 
@@ -58,3 +65,46 @@ def test_report_prints_medians_and_its_goals(
     assert "report, cache filled (warm)" in out
     assert "(goal < 60 s)" in out
     assert "(goal < 4 GiB)" in out
+
+
+class _Echo(BaseHTTPRequestHandler):
+    """Answers every request with a fixed 1 MB body (and the request's body after it)."""
+
+    protocol_version = "HTTP/1.1"  # keep-alive
+    BODY = bytes(range(256)) * 4096
+
+    def do_POST(self) -> None:
+        sent = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(self.BODY) + len(sent)))
+        self.end_headers()
+        self.wfile.write(self.BODY + sent)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_the_latency_relay_delays_both_ways_in_order_over_kept_connections() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
+    serving = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
+    serving.start()
+    delay = 0.05
+    try:
+        with LatencyRelay(f"http://127.0.0.1:{server.server_address[1]}", delay) as relay:
+            port = int(relay.url.rsplit(":", 1)[1])
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            times = []
+            for body in (b"first", b"second" * 10_000):
+                started = time.perf_counter()
+                connection.request("POST", "/", body=body)
+                answer = connection.getresponse().read()
+                times.append(time.perf_counter() - started)
+                assert answer == _Echo.BODY + body
+            connection.close()
+            assert (relay.connections, relay.requests) == (1, 2)
+    finally:
+        server.shutdown()
+        server.server_close()
+    # A new connection waits a round trip more (the handshake); then a round trip each.
+    assert times[0] >= 4 * delay * 0.95
+    assert times[1] >= 2 * delay * 0.95

@@ -11,9 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
+from functools import partial
 
 from inference_obs.analyses.alignment import scrape_interval_ms
-from inference_obs.analyses.measurement import Measurement, local_measurement, measure
+from inference_obs.analyses.joined import instants
+from inference_obs.analyses.measurement import (
+    Measurement,
+    local_measurement,
+    measure,
+)
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import builders as b, dcgm
@@ -21,6 +27,7 @@ from inference_obs.metrics.family import Family
 from inference_obs.query import Binary, Number, to_promql
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
+from inference_obs.source.remembering import soon, together
 
 __all__ = ["BottleneckClass", "BottleneckResult", "bottleneck"]
 
@@ -81,10 +88,10 @@ def _duty_cycle(source: Source, deployment: Deployment, window: Window) -> Measu
     selector = dcgm.GPU_UTIL.select(deployment.gpu_matchers)
     busy, every = Binary(">", selector, Number(0), bool_=True).sum(), selector.count()
     step_ms = scrape_interval_ms(source, selector, window)
-    totals = [
-        float(source.range(expr, window, step_ms / 1000).values.sum()) if step_ms else 0.0
-        for expr in (busy, every)
-    ]
+    totals = [0.0, 0.0]
+    if step_ms:
+        asked = [partial(source.range, expr, window, step_ms / 1000) for expr in (busy, every)]
+        totals = [float(answer.values.sum()) for answer in together(source, asked)]
     return local_measurement(
         source, deployment, window, analysis=ANALYSIS, statistic="duty_cycle",
         value=totals[0] / totals[1] if totals[1] else None, unit="ratio",
@@ -139,6 +146,18 @@ def bottleneck(
     gm = deployment.gpu_matchers
     w = window.seconds
 
+    duty_asked = soon(source, partial(_duty_cycle, source, deployment, window))
+    families = (
+        dcgm.PROF_DRAM_ACTIVE,
+        dcgm.PROF_PIPE_TENSOR_ACTIVE,
+        dcgm.PROF_SM_ACTIVE,
+        dcgm.PROF_SM_OCCUPANCY,
+        dcgm.GPU_UTIL,
+    )
+    # Every mean in one request.
+    asked = instants(source, [b.sample_mean(family, gm, w) for family in families], window.end_s)
+    answers = dict(zip(families, asked, strict=True))
+
     def mean(statistic: str, family: Family, unit: str) -> Measurement:
         return measure(
             source,
@@ -151,15 +170,18 @@ def bottleneck(
             families=[family],
             matchers=gm,
             caveats=(SAMPLE_MEAN, *family.traps[:1]),
+            answer=answers[family],
         )
 
-    dram = mean("dram_active", dcgm.PROF_DRAM_ACTIVE, "ratio")
-    tensor = mean("tensor_active", dcgm.PROF_PIPE_TENSOR_ACTIVE, "ratio")
-    sm_active = mean("sm_active", dcgm.PROF_SM_ACTIVE, "ratio")
-    occupancy = mean("sm_occupancy", dcgm.PROF_SM_OCCUPANCY, "ratio")
-    util = mean("gpu_util", dcgm.GPU_UTIL, "percent")
-
-    duty = _duty_cycle(source, deployment, window)
+    # Together: a mean without data looks up which families have series.
+    dram, tensor, sm_active, occupancy, util = together(source, [
+        partial(mean, "dram_active", dcgm.PROF_DRAM_ACTIVE, "ratio"),
+        partial(mean, "tensor_active", dcgm.PROF_PIPE_TENSOR_ACTIVE, "ratio"),
+        partial(mean, "sm_active", dcgm.PROF_SM_ACTIVE, "ratio"),
+        partial(mean, "sm_occupancy", dcgm.PROF_SM_OCCUPANCY, "ratio"),
+        partial(mean, "gpu_util", dcgm.GPU_UTIL, "percent"),
+    ])  # fmt: skip
+    duty = duty_asked.result()
     cls, reason = _classify(dram, tensor, util, dram_high, tensor_low, tensor_high, util_low)
     return BottleneckResult(
         classification=cls,

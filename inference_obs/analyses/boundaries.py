@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import html
 from enum import StrEnum
+from functools import partial
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
@@ -48,6 +49,7 @@ from inference_obs.analyses.boundary_findings import (
 )
 from inference_obs.analyses.boundary_host import pod_matchers, server_matchers
 from inference_obs.analyses.counter_ratios import counter_ratios_by
+from inference_obs.analyses.joined import instants
 from inference_obs.analyses.measurement import (
     Measurement,
     derive,
@@ -62,6 +64,7 @@ from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, Matcher, to_promql
 from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Source
+from inference_obs.source.remembering import soon, together
 
 __all__ = [
     "BoundariesResult",
@@ -171,6 +174,8 @@ class BoundariesResult(AnalysisResult):
 
 
 def _duty_family(source: Source, deployment: Deployment, window: Window) -> Family:
+    # The fallback's label sets are wanted either way (the GPU analysis reads them).
+    soon(source, partial(gpu_label_sets, source, deployment, dcgm.GPU_UTIL, window))
     if gpu_label_sets(source, deployment, dcgm.PROF_GR_ENGINE_ACTIVE, window):
         return dcgm.PROF_GR_ENGINE_ACTIVE
     return dcgm.GPU_UTIL
@@ -254,18 +259,10 @@ def _per_replica(
     by = evidence.keys
     groups = {Labels(evidence.names[r]): r for r in evidence.tracks}
     out: dict[str, dict[str, Measurement]] = {r: {} for r in evidence.tracks}
-    for key, (expr, unit, family, caveat, where) in _questions(
-        deployment, window, duty_family, by
-    ).items():
-        answers = measure_by(
-            source, deployment, window, analysis=ANALYSIS,
-            statistics={g: f"{key}[{r}]" for g, r in groups.items()}, expr=expr, by=by,
-            unit=unit, families=[family], matchers=where, caveats=(caveat,),
-        )  # fmt: skip
-        for group, replica in groups.items():
-            out[replica][key] = answers[group]
+    questions = _questions(deployment, window, duty_family, by)
     containers = hq.container_matchers(pod_matchers(deployment.matchers))
-    throttled = counter_ratios_by(
+    # Every statistic asked at once; each is one query for the whole fleet.
+    throttling = soon(source, lambda: counter_ratios_by(
         source, deployment, window,
         numerator=host.CONTAINER_CPU_CFS_THROTTLED_PERIODS.select(containers),
         denominator=host.CONTAINER_CPU_CFS_PERIODS.select(containers),
@@ -275,7 +272,22 @@ def _per_replica(
         families=[host.CONTAINER_CPU_CFS_PERIODS], analysis=ANALYSIS,
         statistic=lambda g: f"throttled_ratio[{groups[g]}]", unit="ratio", by=by,
         groups=list(groups), caveats=host.CONTAINER_CPU_CFS_THROTTLED_PERIODS.traps[:1],
-    )  # fmt: skip
+    ))  # fmt: skip
+    answers = instants(source, [q[0] for q in questions.values()], window.end_s)
+    measured = together(source, [
+        partial(
+            measure_by, source, deployment, window, analysis=ANALYSIS,
+            statistics={g: f"{key}[{r}]" for g, r in groups.items()}, expr=expr, by=by,
+            unit=unit, families=[family], matchers=where, caveats=(caveat,), answer=answer,
+        )
+        for (key, (expr, unit, family, caveat, where)), answer in zip(
+            questions.items(), answers, strict=True
+        )
+    ])  # fmt: skip
+    for key, by_group in zip(questions, measured, strict=True):
+        for group, replica in groups.items():
+            out[replica][key] = by_group[group]
+    throttled = throttling.result()
     for group, replica in groups.items():
         out[replica]["throttled_ratio"] = throttled[group]
     return out
@@ -387,6 +399,11 @@ def boundaries(
     gm = deployment.gpu_matchers
     duty_family = _duty_family(source, deployment, window)
     scale = 0.01 if duty_family is dcgm.GPU_UTIL else 1.0
+    duty_asked = soon(source, partial(
+        measure, source, deployment, window, analysis=ANALYSIS, statistic="duty_cycle",
+        expr=b.sample_mean(duty_family, gm, window.seconds) * scale, unit="ratio",
+        families=[duty_family], matchers=gm, caveats=(DUTY,),
+    ))  # fmt: skip
     evidence = ev.gather(
         source, deployment, window, duty_family, scale,
         tolerance_s=tolerance_s, step=step, idle_below=th.idle_below,
@@ -400,11 +417,7 @@ def boundaries(
         replicas.append(
             _replica(source, deployment, window, evidence, name, asked[name], found, th)
         )
-    duty = measure(
-        source, deployment, window, analysis=ANALYSIS, statistic="duty_cycle",
-        expr=b.sample_mean(duty_family, gm, window.seconds) * scale, unit="ratio",
-        families=[duty_family], matchers=gm, caveats=(DUTY,),
-    )  # fmt: skip
+    duty = duty_asked.result()
     outputs = [r.output_tokens for r in replicas]
     gpu_hours = deployment.hardware.gpus_per_replica * len(replicas) * window.seconds / 3600.0
     if outputs:

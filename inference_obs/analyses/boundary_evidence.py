@@ -22,12 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
 
-from inference_obs.analyses.alignment import gpu_label_sets, replica_of
-from inference_obs.analyses.boundary_host import host_evidence
+from inference_obs.analyses.alignment import gpu_label_sets, gpu_per_replica, replica_of
+from inference_obs.analyses.boundary_host import ask_host_evidence, host_evidence
 from inference_obs.analyses.resolution import series_count
 from inference_obs.analyses.rows import AppRows, align_gpu, app_rows
 from inference_obs.deployment import Deployment
@@ -36,6 +37,7 @@ from inference_obs.metrics.family import Family
 from inference_obs.query import Binary, Expr, Number, Selector, on
 from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Source
+from inference_obs.source.remembering import soon, together
 
 __all__ = ["Evidence", "Track", "gather", "median"]
 
@@ -187,23 +189,31 @@ def gather(
     # Label sets only: the GPU samples themselves are reduced per replica by the server.
     gpu_labels = gpu_label_sets(source, deployment, duty, window)
     rows = app_rows(source, deployment, window, gpu_labels, step)
+    hosts = _hosts(gpu_labels, rows.keys)
+    # What needs only the rows is asked now, alongside the duty family: whether the
+    # PCIe families have series, their per-replica means (per scrape, where they do
+    # not depend on the duty family's answer) and the host evidence's questions.
+    counted = {f: soon(source, partial(series_count, source, gpus[f], window)) for f in PCIE}
+    if step is None:
+        for family in PCIE:
+            soon(source, partial(gpu_per_replica, source, gpus[family], rows.keys, window))
+    soon(source, partial(ask_host_evidence, source, deployment, window, rows, hosts))
     tolerance = None if tolerance_s is None else tolerance_s * 1000.0
     busy = align_gpu(source, rows, gpus[duty], window, tolerance_ms=tolerance)
     where = None if step is None else _idle_with_work(rows, busy.query, scale, idle_below)
     # A family without series is not asked: its rows are NaN, and it is named missing.
-    pcie = {
-        family: align_gpu(
-            source, rows, gpus[family], window, tolerance_ms=busy.tolerance_ms, where=where
-        )
-        for family in PCIE
-        if series_count(source, gpus[family], window) > 0
-    }
+    present = [family for family in PCIE if counted[family].result() > 0]
+    aligned = together(source, [
+        partial(align_gpu, source, rows, gpus[f], window, tolerance_ms=busy.tolerance_ms,
+                where=where)
+        for f in present
+    ])  # fmt: skip
+    pcie = dict(zip(present, aligned, strict=True))
 
     def pcie_at(family: Family, replica: str) -> Floats:
         found = pcie.get(family)
         return found.means[replica] if found else np.full(rows.times[replica].size, np.nan)
 
-    hosts = _hosts(gpu_labels, rows.keys)
     found = host_evidence(source, deployment, window, rows, hosts, busy.tolerance_ms, where)
     tracks = {}
     for replica, times in rows.times.items():

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -33,6 +34,7 @@ from inference_obs.metrics.host_queries import container_matchers
 from inference_obs.query import Expr, Matcher, Selector, last_over_time, rate
 from inference_obs.samples import SampleSet, Window, is_stale
 from inference_obs.source.base import Source
+from inference_obs.source.remembering import soon
 
 __all__ = [
     "HostEvidence",
@@ -199,12 +201,41 @@ class _Nodes:
 
 def _nodes(source: Source, window: Window, hosts: dict[str, set[str]]) -> _Nodes | None:
     names = sorted(set().union(*hosts.values())) if hosts else []
-    for label in host.NODE_LABELS if names else ():
-        every = host.NODE_CPU_SECONDS.select([Matcher.one_of(label, names)])
-        if series_count(source, every, window) > 0:
+    candidates = [
+        (label, host.NODE_CPU_SECONDS.select([Matcher.one_of(label, names)]))
+        for label in (host.NODE_LABELS if names else ())
+    ]
+    # Every candidate label asked at once; the first (in order) with series is taken.
+    counts = [soon(source, partial(series_count, source, every, window)) for _, every in candidates]
+    for (label, every), count in zip(candidates, counts, strict=True):
+        if count.result() > 0:
             busy = Selector(every.metric, (*every.matchers, Matcher.not_equal("mode", "idle")))
             return _Nodes(label, busy, every)
     return None
+
+
+def ask_host_evidence(
+    source: Source,
+    deployment: Deployment,
+    window: Window,
+    rows: AppRows,
+    hosts: dict[str, set[str]],
+) -> None:
+    """Start the questions :func:`host_evidence` will ask that need nothing but ``rows`` and
+    ``hosts`` (which nodes have series; per scrape every raw read, per tile which families
+    have series), so that they are in flight before it runs (see
+    :func:`~inference_obs.source.remembering.soon`)."""
+    families = list(_selectors(deployment).values())
+    if rows.tile_ms:
+        for selector in families:
+            soon(source, partial(series_count, source, selector, window))
+    else:
+        for selector in families:
+            soon(source, partial(source.raw, selector, window))
+    nodes = _nodes(source, window, hosts)
+    if nodes is not None and not rows.tile_ms:
+        for selector in (nodes.busy, nodes.every):
+            soon(source, partial(source.raw, selector, window))
 
 
 def _total(arrays: Sequence[Floats], size: int) -> Floats:

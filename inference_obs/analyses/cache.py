@@ -8,7 +8,9 @@ the local cache missed. Their sum is not a hit rate of anything, so
 
 from __future__ import annotations
 
-from inference_obs.analyses.counter_ratios import counter_ratio
+from functools import partial
+
+from inference_obs.analyses.counter_ratios import Ratio, counter_ratios
 from inference_obs.analyses.measurement import Measurement, derive, measure
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
@@ -18,6 +20,7 @@ from inference_obs.metrics.family import Family
 from inference_obs.query import Expr
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
+from inference_obs.source.remembering import soon
 
 __all__ = ["CacheResult", "cache"]
 
@@ -111,10 +114,10 @@ def cache(source: Source, deployment: Deployment, window: Window) -> CacheResult
             unit=unit, families=families, matchers=m, caveats=(caveat,),
         )  # fmt: skip
 
-    def ratio(statistic: str, top: Family, bottom: Family, caveat: str) -> Measurement:
-        return counter_ratio(
-            source, deployment, window, numerator=top.select(m), denominator=bottom.select(m),
-            promql=total(top) / total(bottom), families=[top, bottom], analysis=ANALYSIS,
+    def ratio(statistic: str, top: Family, bottom: Family, caveat: str) -> Ratio:
+        return Ratio(
+            numerator=top.select(m), denominator=bottom.select(m),
+            promql=total(top) / total(bottom), families=(top, bottom), analysis=ANALYSIS,
             statistic=statistic, unit="ratio", caveats=(caveat,),
         )  # fmt: skip
 
@@ -122,15 +125,23 @@ def cache(source: Source, deployment: Deployment, window: Window) -> CacheResult
     ext_hits, ext_queries = vllm.EXTERNAL_PREFIX_CACHE_HITS, vllm.EXTERNAL_PREFIX_CACHE_QUERIES
     drafts, proposed = vllm.SPEC_DECODE_NUM_DRAFTS, vllm.SPEC_DECODE_NUM_DRAFT_TOKENS
     accepted = vllm.SPEC_DECODE_NUM_ACCEPTED_TOKENS
-    per_draft = ratio("spec_accepted_per_draft", accepted, drafts, _SPEC)
+    # The four ratios in one set of requests, the preemptions alongside.
+    preempting = soon(source, partial(
+        one, "preemptions", total(vllm.NUM_PREEMPTIONS), "preemptions", [vllm.NUM_PREEMPTIONS],
+        "Extrapolated counter increase: fractional, not an audited count.",
+    ))  # fmt: skip
+    per_draft, local, external, acceptance = counter_ratios(source, deployment, window, [
+        ratio("spec_accepted_per_draft", accepted, drafts, _SPEC),
+        ratio("prefix_cache_hit_rate", hits, queries, _LOCAL),
+        ratio("external_kv_hit_rate", ext_hits, ext_queries, _EXTERNAL),
+        ratio("spec_acceptance_rate", accepted, proposed, _SPEC),
+    ])  # fmt: skip
+    preemptions = preempting.result()
     return CacheResult(
-        prefix_cache_hit_rate=ratio("prefix_cache_hit_rate", hits, queries, _LOCAL),
-        external_kv_hit_rate=ratio("external_kv_hit_rate", ext_hits, ext_queries, _EXTERNAL),
-        preemptions=one(
-            "preemptions", total(vllm.NUM_PREEMPTIONS), "preemptions", [vllm.NUM_PREEMPTIONS],
-            "Extrapolated counter increase: fractional, not an audited count.",
-        ),
-        spec_acceptance_rate=ratio("spec_acceptance_rate", accepted, proposed, _SPEC),
+        prefix_cache_hit_rate=local,
+        external_kv_hit_rate=external,
+        preemptions=preemptions,
+        spec_acceptance_rate=acceptance,
         spec_mean_acceptance_length=derive(
             "spec_mean_acceptance_length",
             None if per_draft.value is None else 1 + per_draft.value, "tokens", [per_draft],

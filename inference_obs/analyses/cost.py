@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import partial
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,6 +49,7 @@ from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, Matcher
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
+from inference_obs.source.remembering import soon
 
 __all__ = ["CostResult", "TokenPrices", "cost"]
 
@@ -280,7 +282,29 @@ def cost(
     m, w = deployment.matchers, window.seconds
     hours = w / 3600.0
     per_replica = deployment.hardware.gpus_per_replica
-    replicas = replicas_seen(source, deployment, window, vllm.GENERATION_TOKENS, m, ANALYSIS)
+    # Every number asked at once: none waits on another's answer.
+    replicas_asked = soon(source, partial(
+        replicas_seen, source, deployment, window, vllm.GENERATION_TOKENS, m, ANALYSIS
+    ))  # fmt: skip
+    completed_m = (*m, Matcher.regex("finished_reason", _COMPLETED))
+    completing = soon(source, partial(
+        measure, source, deployment, window, analysis=ANALYSIS, statistic="completed_requests",
+        expr=b.increase_total(vllm.REQUEST_SUCCESS, completed_m, w), unit="requests",
+        families=[vllm.REQUEST_SUCCESS], matchers=m,
+        caveats=(EXTRAPOLATED, "Finished on stop or length: aborts and errors excluded."),
+    ))  # fmt: skip
+    averaging = soon(source, partial(
+        histogram_mean, source, deployment, window, vllm.REQUEST_GENERATION_TOKENS,
+        analysis=ANALYSIS, statistic="output_tokens_mean",
+        caveats=("Mean over every finished request.",),
+    ))  # fmt: skip
+    sharing = soon(source, partial(_sla_share, source, deployment, window, sla_ttft_s, sla_e2e_s))
+    outputting = soon(source, partial(
+        measure, source, deployment, window, analysis=ANALYSIS, statistic="output_tokens",
+        expr=b.increase_total(vllm.GENERATION_TOKENS, m, w), unit="tokens",
+        families=[vllm.GENERATION_TOKENS], matchers=m, caveats=(EXTRAPOLATED,),
+    ))  # fmt: skip
+    replicas = replicas_asked.result()
     gpus = derive("gpus", per_replica * _value(replicas), "GPUs", [replicas],
                   f"{per_replica} GPUs/replica x replicas_seen", (GPU_HOURS,))  # fmt: skip
     gpu_hours = derive("gpu_hours", _value(gpus) * hours, "GPU-hours", [gpus],
@@ -288,26 +312,9 @@ def cost(
     total_cost = derive("cost", gpu_hour_price * _value(gpu_hours), "currency", [gpu_hours],
                         f"{gpu_hour_price:g}/GPU-hour x gpu_hours", (SCOPE, GPU_HOURS))  # fmt: skip
 
-    def one(statistic: str, expr: Expr, unit: str, family: Family, caveat: str) -> Measurement:
-        return measure(
-            source, deployment, window, analysis=ANALYSIS, statistic=statistic, expr=expr,
-            unit=unit, families=[family], matchers=m, caveats=(caveat,),
-        )  # fmt: skip
-
-    output = one("output_tokens", b.increase_total(vllm.GENERATION_TOKENS, m, w), "tokens",
-                 vllm.GENERATION_TOKENS, EXTRAPOLATED)  # fmt: skip
-    completed_m = (*m, Matcher.regex("finished_reason", _COMPLETED))
-    completed = measure(
-        source, deployment, window, analysis=ANALYSIS, statistic="completed_requests",
-        expr=b.increase_total(vllm.REQUEST_SUCCESS, completed_m, w), unit="requests",
-        families=[vllm.REQUEST_SUCCESS], matchers=m,
-        caveats=(EXTRAPOLATED, "Finished on stop or length: aborts and errors excluded."),
-    )  # fmt: skip
-    mean_out = histogram_mean(
-        source, deployment, window, vllm.REQUEST_GENERATION_TOKENS, analysis=ANALYSIS,
-        statistic="output_tokens_mean", caveats=("Mean over every finished request.",),
-    )  # fmt: skip
-    shares, share = _sla_share(source, deployment, window, sla_ttft_s, sla_e2e_s)
+    output = outputting.result()
+    completed, mean_out = completing.result(), averaging.result()
+    shares, share = sharing.result()
     candidate = _value(completed) * _value(mean_out)
     inputs = [completed, mean_out, *([share] if share is not None else [])]
     s_lo, s_hi = _interval(share) if share is not None else (1.0, 1.0)

@@ -24,6 +24,11 @@ from the stretches of samples around their drops, and their changes added
 locally. The PromQL ratio of
 ``increase()`` is still run, so a report can list it for rechecking, and an
 annotation gives its value when it differs.
+
+Several ratios (:func:`counter_ratios`) are two requests, asked at once:
+one query for which series reset, both sides' sums and the recheck ratios,
+and one series request for every side (see
+:mod:`~inference_obs.analyses.counter_totals`). Only a restart asks more.
 """
 
 from __future__ import annotations
@@ -32,35 +37,28 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from inference_obs.analyses.counter_resets import narrowed, reset_changes, series_change
+from inference_obs.analyses.counter_resets import series_change
+from inference_obs.analyses.counter_totals import Pair, totals
 from inference_obs.analyses.measurement import Measurement, Status, local_measurement
 from inference_obs.deployment import Deployment
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import Annotation
 from inference_obs.metrics import builders
 from inference_obs.metrics.family import Family
-from inference_obs.query import (
-    Binary,
-    Expr,
-    Matcher,
-    Number,
-    Selector,
-    ignoring,
-    max_over_time,
-    min_over_time,
-    resets,
-    to_promql,
-)
+from inference_obs.query import Expr, Matcher, Selector, to_promql
 from inference_obs.samples import Labels, SampleSet, Window
 from inference_obs.source.base import Source
 
 __all__ = [
     "EXTRAPOLATION_NOTE_ABOVE",
+    "Ratio",
     "counter_change",
     "counter_ratio",
+    "counter_ratios",
     "counter_ratios_by",
     "histogram_mean",
     "histogram_share",
+    "mean_ratio",
+    "share_ratio",
 ]
 
 #: Relative difference between the exact ratio and PromQL's above which it is annotated.
@@ -86,100 +84,44 @@ def counter_change(samples: SampleSet) -> float:
     return sum((series_change(samples, i) for i in range(len(samples))), 0.0)
 
 
-def _key(labels: Labels, drop: frozenset[str]) -> Labels:
-    return Labels((k, v) for k, v in labels.items() if k not in drop and k != "__name__")
-
-
-def _keyed(labels: Sequence[Labels], ignoring_: frozenset[str]) -> dict[Labels, Labels]:
-    """Each series' key (labels less ``ignoring_``) mapped to its label set; collisions refused."""
-    keyed = {_key(one, ignoring_): one for one in labels}
-    if len(keyed) != len(labels):
-        raise ValueError(f"series are not told apart once {sorted(ignoring_)} are ignored")
-    return keyed
-
-
 @dataclass(frozen=True, slots=True)
-class _Totals:
-    """Total changes per group (``by`` labels -> (numerator, denominator)), and the pairing."""
+class Ratio:
+    """One exact counter ratio to ask, as :func:`counter_ratio`'s arguments name its parts."""
 
-    groups: dict[Labels, tuple[float, float]]
-    #: Groups where the denominator has at least one (paired) series.
-    present: frozenset[Labels]
-    unpaired: tuple[Labels, ...]
-
-
-def _changes(selector: Selector, seconds: float) -> Expr:
-    """Per series, ``max_over_time - min_over_time``: the exact change where nothing reset."""
-    window = selector.over(seconds)
-    return max_over_time(window) - min_over_time(window)
-
-
-def _did_reset(selector: Selector, seconds: float) -> Expr:
-    return Binary(">", resets(selector.over(seconds)), Number(0))
+    numerator: Selector
+    denominator: Selector
+    promql: Expr
+    families: tuple[Family, ...]
+    analysis: str
+    statistic: str
+    unit: str
+    ignoring: tuple[str, ...] = ()
+    paired: bool = True
+    caveats: tuple[str, ...] = ()
 
 
-def _vector(source: Source, expr: Expr, window: Window) -> Vector:
-    answer = source.instant(expr, window.end_s)
-    if not isinstance(answer.value, Vector):
-        raise TypeError(f"expected an instant vector from {expr!r}")
-    return answer.value
+def counter_ratios(
+    source: Source, deployment: Deployment, window: Window, ratios: Sequence[Ratio]
+) -> list[Measurement]:
+    """:func:`counter_ratio` of each of ``ratios``, in order, in a fixed number of requests.
 
-
-def _totals(
-    source: Source,
-    window: Window,
-    numerator: Selector,
-    denominator: Selector,
-    ignoring_: frozenset[str],
-    paired: bool,
-    by: tuple[str, ...],
-) -> _Totals:
-    """Exact total changes of both sides per ``by`` group (see the module docstring)."""
-    w = window.seconds
-    top_labels = source.series(numerator, window)
-    bottom_labels = source.series(denominator, window)
-    unpaired: list[Labels] = []
-    match = ignoring(*ignoring_) if ignoring_ else None
-    top_change, bottom_change = _changes(numerator, w), _changes(denominator, w)
-    if paired:
-        top_keys, bottom_keys = _keyed(top_labels, ignoring_), _keyed(bottom_labels, ignoring_)
-        unpaired = sorted(set(top_keys) ^ set(bottom_keys), key=repr)
-        top_change, bottom_change = (
-            Binary("and", top_change, _changes(denominator, w), matching=match),
-            Binary("and", bottom_change, _changes(numerator, w), matching=match),
+    However many ratios: one joined query and one series request, asked
+    together (:func:`~inference_obs.analyses.counter_totals.totals`), so an
+    analysis that needs several ratios asks them as one.
+    """
+    whole = Labels(())
+    pairs = [
+        Pair(r.numerator, r.denominator, frozenset(r.ignoring), r.paired, (), r.promql)
+        for r in ratios
+    ]
+    return [
+        _ratio_measurement(
+            source, deployment, window, *found.groups.get(whole, (0.0, 0.0)),
+            whole in found.present, found.unpaired, found.check.get(whole), r.promql,
+            r.numerator, r.denominator, r.families, r.analysis, r.statistic, r.unit, r.caveats,
         )
-    reset = Binary("or", _did_reset(numerator, w), _did_reset(denominator, w))
-    # A pair where either side reset is worked out from its drops, both sides.
-    restarted = _vector(source, reset, window).labels if top_labels or bottom_labels else ()
-    unless = ignoring(*ignoring_) if paired and ignoring_ else None
-    groups: dict[Labels, list[float]] = {}
-    present: set[Labels] = set()
-    for side, change in enumerate((top_change, bottom_change)):
-        clean = Binary("unless", change, reset, matching=unless) if restarted else change
-        summed = clean.sum(by=by) if by else clean.sum()
-        answer = _vector(source, summed, window)
-        for labels, value in zip(answer.labels, answer.values.tolist(), strict=True):
-            groups.setdefault(labels, [0.0, 0.0])[side] += value
-            present.update([labels] if side else [])
-    if restarted:
-        drop = ignoring_ if paired else frozenset()
-        wanted = sorted({_key(labels, drop) for labels in restarted}, key=repr)
-        keyed = [
-            {_key(labels, drop): (labels, amount) for labels, amount in side.items()}
-            for side in (
-                reset_changes(source, narrowed(selector, wanted), window)
-                for selector in (numerator, denominator)
-            )
-        ]
-        both = set(keyed[0]) & set(keyed[1]) if paired else None
-        for side, entries in enumerate(keyed):
-            for key, (labels, amount) in entries.items():
-                if key in wanted and (both is None or key in both):
-                    group = Labels((k, v) for k, v in labels.items() if k in by)
-                    groups.setdefault(group, [0.0, 0.0])[side] += amount
-                    present.update([group] if side else [])
-    totals = {g: (t, b) for g, (t, b) in groups.items()}
-    return _Totals(totals, frozenset(present), tuple(unpaired))
+        for r, found in zip(ratios, totals(source, window, pairs), strict=True)
+    ]  # fmt: skip
 
 
 def counter_ratio(
@@ -231,12 +173,11 @@ def counter_ratio(
         When two series of one side have the same labels once ``ignoring``
         is left out (the pairing would be ambiguous).
     """
-    whole = Labels(())
-    return counter_ratios_by(
-        source, deployment, window, numerator=numerator, denominator=denominator,
-        promql=promql, families=families, analysis=analysis, statistic=lambda _: statistic,
-        unit=unit, by=(), groups=[whole], ignoring=ignoring, paired=paired, caveats=caveats,
-    )[whole]  # fmt: skip
+    ratio = Ratio(
+        numerator, denominator, promql, tuple(families), analysis, statistic, unit,
+        tuple(ignoring), paired, tuple(caveats),
+    )  # fmt: skip
+    return counter_ratios(source, deployment, window, [ratio])[0]
 
 
 def counter_ratios_by(
@@ -264,26 +205,18 @@ def counter_ratios_by(
     Measurement; ``promql`` is the extrapolated ratio grouped ``by`` the
     same labels, run once for the record.
     """
-    keys = tuple(by)
-    totals = _totals(source, window, numerator, denominator, frozenset(ignoring), paired, keys)
-    check = _grouped_check(source, promql, window)
+    pair = Pair(numerator, denominator, frozenset(ignoring), paired, tuple(by), promql)
+    (found,) = totals(source, window, [pair])
     out: dict[Labels, Measurement] = {}
     for group in groups:
-        top, bottom = totals.groups.get(group, (0.0, 0.0))
+        top, bottom = found.groups.get(group, (0.0, 0.0))
         out[group] = _ratio_measurement(
-            source, deployment, window, top, bottom, group in totals.present,
-            [u for u in totals.unpaired if all(u.get(k) == v for k, v in group.items())],
-            check.get(group), promql, numerator, denominator, families, analysis,
+            source, deployment, window, top, bottom, group in found.present,
+            [u for u in found.unpaired if all(u.get(k) == v for k, v in group.items())],
+            found.check.get(group), promql, numerator, denominator, families, analysis,
             statistic(group), unit, caveats,
         )  # fmt: skip
     return out
-
-
-def _grouped_check(source: Source, promql: Expr, window: Window) -> dict[Labels, float]:
-    answer = source.instant(promql, window.end_s)
-    if isinstance(answer.value, Vector):
-        return answer.value.as_dict()
-    return {Labels(()): float(answer.value)}
 
 
 def _ratio_measurement(
@@ -338,6 +271,27 @@ def _ratio_measurement(
     )
 
 
+def mean_ratio(
+    deployment: Deployment,
+    window: Window,
+    family: Family,
+    *,
+    analysis: str,
+    statistic: str,
+    matchers: Sequence[Matcher] | None = None,
+    caveats: Sequence[str] = (),
+) -> Ratio:
+    """The :class:`Ratio` of :func:`histogram_mean`, to ask with others."""
+    chosen = tuple(deployment.matchers if matchers is None else matchers)
+    return Ratio(
+        numerator=family.select(chosen, "sum"),
+        denominator=family.select(chosen, "count"),
+        promql=builders.histogram_mean(family, chosen, window.seconds),
+        families=(family,), analysis=analysis, statistic=statistic, unit=family.unit,
+        caveats=tuple(caveats),
+    )  # fmt: skip
+
+
 def histogram_mean(
     source: Source,
     deployment: Deployment,
@@ -355,14 +309,31 @@ def histogram_mean(
     series of the deployment (or of ``matchers``): the request-weighted mean
     for request histograms. See :func:`counter_ratio` for the statuses.
     """
-    chosen = tuple(deployment.matchers if matchers is None else matchers)
-    return counter_ratio(
-        source, deployment, window,
-        numerator=family.select(chosen, "sum"),
-        denominator=family.select(chosen, "count"),
-        promql=builders.histogram_mean(family, chosen, window.seconds),
-        families=[family], analysis=analysis, statistic=statistic, unit=family.unit,
+    ratio = mean_ratio(
+        deployment, window, family, analysis=analysis, statistic=statistic, matchers=matchers,
         caveats=caveats,
+    )  # fmt: skip
+    return counter_ratios(source, deployment, window, [ratio])[0]
+
+
+def share_ratio(
+    deployment: Deployment,
+    window: Window,
+    family: Family,
+    bound: float,
+    *,
+    analysis: str,
+    statistic: str,
+    caveats: Sequence[str] = (),
+) -> Ratio:
+    """The :class:`Ratio` of :func:`histogram_share`, to ask with others."""
+    m = deployment.matchers
+    return Ratio(
+        numerator=family.select((*m, builders.le_matcher(bound)), "bucket"),
+        denominator=family.select((*m, builders.le_matcher(math.inf)), "bucket"),
+        promql=builders.share_at_or_below(family, bound, m, window.seconds),
+        families=(family,), analysis=analysis, statistic=statistic, unit="ratio",
+        ignoring=("le",), caveats=tuple(caveats),
     )  # fmt: skip
 
 
@@ -383,12 +354,8 @@ def histogram_share(
     across every series of the deployment. ``no_data`` when no bucket has
     that bound (the caller interpolates between bounds instead).
     """
-    m = deployment.matchers
-    return counter_ratio(
-        source, deployment, window,
-        numerator=family.select((*m, builders.le_matcher(bound)), "bucket"),
-        denominator=family.select((*m, builders.le_matcher(math.inf)), "bucket"),
-        promql=builders.share_at_or_below(family, bound, m, window.seconds),
-        families=[family], analysis=analysis, statistic=statistic, unit="ratio",
-        ignoring=("le",), caveats=caveats,
+    ratio = share_ratio(
+        deployment, window, family, bound, analysis=analysis, statistic=statistic,
+        caveats=caveats,
     )  # fmt: skip
+    return counter_ratios(source, deployment, window, [ratio])[0]

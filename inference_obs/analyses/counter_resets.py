@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
+from functools import partial
 
 import numpy as np
 
@@ -30,6 +31,7 @@ from inference_obs.engine.vector import Vector, without_name
 from inference_obs.query import Binary, Matcher, Number, Selector, resets
 from inference_obs.samples import Labels, SampleSet, Window
 from inference_obs.source.base import Source
+from inference_obs.source.remembering import soon, together
 
 __all__ = ["PIECES", "narrowed", "reset_changes", "series_change"]
 
@@ -91,19 +93,31 @@ def reset_changes(source: Source, selector: Selector, window: Window) -> dict[La
     series' raw samples.
     """
     seconds = window.seconds
-    counted = source.instant(resets(selector.over(seconds)), window.end_s).value
-    expected = counted.as_dict() if isinstance(counted, Vector) else {}
-    if not expected:
-        return {}
     # PromQL durations are whole milliseconds: L and the step L/2 are rounded down.
     length_ms = max(2, int(seconds * 1000) // PIECES)
     length, edge = length_ms / 1000, (length_ms // 2) / 1000
-    found: dict[Labels, dict[int, float]] = {k: {} for k in expected}
     marked = Binary(">", resets(selector.over(length)), Number(0))
-    matrix = source.range(marked, _window(window, window.start_s, window.end_s + edge), edge)
+    # Both asked at once: the stretches are wanted whenever a reset is counted.
+    counting = soon(source, lambda: source.instant(resets(selector.over(seconds)), window.end_s))
+    marking = soon(
+        source,
+        lambda: source.range(marked, _window(window, window.start_s, window.end_s + edge), edge),
+    )
+    counted = counting.result().value
+    expected = counted.as_dict() if isinstance(counted, Vector) else {}
+    if not expected:
+        return {}
+    found: dict[Labels, dict[int, float]] = {k: {} for k in expected}
+    matrix = marking.result()
     ends = sorted({float(t) / 1000 for t in matrix.t_ms.tolist()})
-    for span in _spans(ends, length, window):
-        raw = source.raw(selector, span)
+    # The stretches and both edges are independent reads: asked together.
+    edges = (
+        _window(window, window.start_s, window.start_s + edge),
+        _window(window, window.end_s - edge, window.end_s),
+    )
+    spans = [*_spans(ends, length, window), *edges]
+    *stretches, first, last = together(source, [partial(source.raw, selector, s) for s in spans])
+    for raw in stretches:
         for i, labels in enumerate(raw.labels):
             drops = found.get(without_name(labels))
             if drops is None:
@@ -113,8 +127,6 @@ def reset_changes(source: Source, selector: Selector, window: Window) -> dict[La
             values, times = raw.values[lo:hi][keep], raw.t_ms[lo:hi][keep]
             for j in np.flatnonzero(np.diff(values) < 0).tolist():
                 drops[int(times[j + 1])] = float(values[j])
-    first = source.raw(selector, _window(window, window.start_s, window.start_s + edge))
-    last = source.raw(selector, _window(window, window.end_s - edge, window.end_s))
     firsts = {without_name(lb): _finite(first, i) for i, lb in enumerate(first.labels)}
     lasts = {without_name(lb): _finite(last, i) for i, lb in enumerate(last.labels)}
     changes: dict[Labels, float] = {}

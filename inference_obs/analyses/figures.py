@@ -3,13 +3,19 @@
 Every function builds a new ``Figure`` with the object-oriented API (no
 pyplot global state, so any backend, ``Agg`` included, works) and returns it.
 Time axes are in the window's timezone; titles and axis labels carry units.
+A function reads everything it draws first (its independent questions
+together), then draws: the reads of several figures may overlap, but
+matplotlib's artists share caches between figures, so one figure is drawn at
+a time (:data:`DRAWING`).
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any, cast
 
 import matplotlib.dates as mdates
@@ -28,6 +34,7 @@ from inference_obs.metrics.family import Family
 from inference_obs.query import Expr
 from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Matrix, Source
+from inference_obs.source.remembering import together
 
 __all__ = [
     "dram_vs_tensor_figure",
@@ -37,6 +44,8 @@ __all__ = [
 ]
 
 FloatArray = npt.NDArray[np.float64]
+#: Held while a figure is drawn: figures may be read in several threads, drawn in one.
+DRAWING = threading.Lock()
 NO_PROFILING = "no profiling counters"
 _SHADE = {QueueClass.CAPACITY: "tab:red", QueueClass.INCONSISTENT: "tab:purple"}
 # matplotlib.dates ships without annotations: typed entry points, no untyped calls.
@@ -120,6 +129,11 @@ def rolling_quantiles_figure(result: RollingQuantiles) -> Figure:
         One axes, one line per quantile (in the family's unit), the caveat
         that a rolling quantile is not the whole-window one in a footnote.
     """
+    with DRAWING:
+        return _draw_rolling(result)
+
+
+def _draw_rolling(result: RollingQuantiles) -> Figure:
     fig = Figure(figsize=(10, 4.5), layout="constrained")
     ax = fig.add_subplot()
     for s in result.series:
@@ -163,38 +177,47 @@ def queue_vs_gpu_figure(
     """
     every = _step(window, step)
     m = deployment.matchers
-    fig = Figure(figsize=(11, 5), layout="constrained")
-    ax = fig.add_subplot()
-    right = ax.twinx()
-    for family, style in ((vllm.NUM_REQUESTS_WAITING, "-"), (vllm.NUM_REQUESTS_RUNNING, ":")):
-        expr: Expr = family.select(m).sum(by=dcgm.POD_LABELS[:1])
-        for labels, t, v in _series(source.range(expr, window, every)):
-            kind = family.name.rsplit("_", 1)[-1]
-            ax.plot(_times(t), v, style, label=f"{kind} {_replica(labels)}", linewidth=1.0)
+    gauges = (vllm.NUM_REQUESTS_WAITING, vllm.NUM_REQUESTS_RUNNING)
     util = builders.sample_mean(dcgm.GPU_UTIL, deployment.gpu_matchers, every)
-    for _, t, v in _series(source.range(util, window, every)):
-        right.plot(_times(t), v, color="black", alpha=0.6, label="mean GPU util")
-    if queueing is not None:
-        for interval in queueing.intervals:
-            color = _SHADE.get(interval.classification)
-            if color is not None:
-                # A one-sample interval (start == end) still gets half a step
-                # either side, or its shading would have no width at all.
-                pad = (
-                    timedelta(seconds=every / 2) if interval.start == interval.end else timedelta()
-                )
-                ax.axvspan(_num(interval.start - pad), _num(interval.end + pad),
-                           color=color, alpha=0.15, linewidth=0)  # fmt: skip
-    _time_axis(ax, window)
-    ax.set_ylabel("requests (sampled gauge)")
-    right.set_ylabel("GPU utilisation (%)")
-    right.set_ylim(0, 105)
-    ax.set_title(f"{deployment.name}: queue vs GPU utilisation")
-    handles = ax.get_legend_handles_labels()
-    extra = right.get_legend_handles_labels()
-    if handles[0] or extra[0]:
-        ax.legend(handles[0] + extra[0], handles[1] + extra[1], loc="upper left", fontsize=7)
-    return fig
+    exprs: list[Expr] = [family.select(m).sum(by=dcgm.POD_LABELS[:1]) for family in gauges]
+    *per_gauge, utilisation = together(
+        source, [partial(source.range, expr, window, every) for expr in (*exprs, util)]
+    )
+    with DRAWING:
+        fig = Figure(figsize=(11, 5), layout="constrained")
+        ax = fig.add_subplot()
+        right = ax.twinx()
+        for family, style, matrix in zip(gauges, ("-", ":"), per_gauge, strict=True):
+            for labels, t, v in _series(matrix):
+                kind = family.name.rsplit("_", 1)[-1]
+                ax.plot(_times(t), v, style, label=f"{kind} {_replica(labels)}", linewidth=1.0)
+        for _, t, v in _series(utilisation):
+            right.plot(_times(t), v, color="black", alpha=0.6, label="mean GPU util")
+        _shade(ax, queueing, every)
+        _time_axis(ax, window)
+        ax.set_ylabel("requests (sampled gauge)")
+        right.set_ylabel("GPU utilisation (%)")
+        right.set_ylim(0, 105)
+        ax.set_title(f"{deployment.name}: queue vs GPU utilisation")
+        handles = ax.get_legend_handles_labels()
+        extra = right.get_legend_handles_labels()
+        if handles[0] or extra[0]:
+            ax.legend(handles[0] + extra[0], handles[1] + extra[1], loc="upper left", fontsize=7)
+        return fig
+
+
+def _shade(ax: Axes, queueing: QueueingResult | None, every: float) -> None:
+    """Shade the queueing result's capacity and inconsistent intervals."""
+    if queueing is None:
+        return
+    for interval in queueing.intervals:
+        color = _SHADE.get(interval.classification)
+        if color is not None:
+            # A one-sample interval (start == end) still gets half a step
+            # either side, or its shading would have no width at all.
+            pad = timedelta(seconds=every / 2) if interval.start == interval.end else timedelta()
+            ax.axvspan(_num(interval.start - pad), _num(interval.end + pad),
+                       color=color, alpha=0.15, linewidth=0)  # fmt: skip
 
 
 def gpu_heatmap_figure(
@@ -224,10 +247,21 @@ def gpu_heatmap_figure(
     for k, (_, t, v) in enumerate(rows):
         cols = np.clip(np.rint((t - window.start_s) / every).astype(np.int64), 0, grid.size - 1)
         image[k, cols] = v
+    with DRAWING:
+        return _draw_heatmap(deployment, window, rows, image, grid.size)
+
+
+def _draw_heatmap(
+    deployment: Deployment,
+    window: Window,
+    rows: list[tuple[str, FloatArray, FloatArray]],
+    image: FloatArray,
+    columns: int,
+) -> Figure:
     fig = Figure(figsize=(11, 1.5 + 0.3 * max(len(rows), 1)), layout="constrained")
     ax = fig.add_subplot()
     left, end = _num(window.start), _num(window.end)
-    shown = image if rows else np.full((1, grid.size), np.nan)
+    shown = image if rows else np.full((1, columns), np.nan)
     im = ax.imshow(
         np.ma.masked_invalid(shown),
         aspect="auto",
@@ -265,13 +299,21 @@ def dram_vs_tensor_figure(
         families, one blank axes saying "no profiling counters".
     """
     every = _step(window, step, _gpus(source, deployment, window), SCATTER_POINTS)
+    families = (dcgm.PROF_DRAM_ACTIVE, dcgm.PROF_PIPE_TENSOR_ACTIVE)
+    answers = together(
+        source, [partial(source.range, _per_gpu(f, deployment), window, every) for f in families]
+    )
     fetched = {
-        family.name: {
-            gpu_name(lb): (t, v)
-            for lb, t, v in _series(source.range(_per_gpu(family, deployment), window, every))
-        }
-        for family in (dcgm.PROF_DRAM_ACTIVE, dcgm.PROF_PIPE_TENSOR_ACTIVE)
+        family.name: {gpu_name(lb): (t, v) for lb, t, v in _series(matrix)}
+        for family, matrix in zip(families, answers, strict=True)
     }
+    with DRAWING:
+        return _draw_scatter(deployment, fetched)
+
+
+def _draw_scatter(
+    deployment: Deployment, fetched: dict[str, dict[str, tuple[FloatArray, FloatArray]]]
+) -> Figure:
     dram = fetched[dcgm.PROF_DRAM_ACTIVE.name]
     tensor = fetched[dcgm.PROF_PIPE_TENSOR_ACTIVE.name]
     fig = Figure(figsize=(6.5, 5.5), layout="constrained")

@@ -11,8 +11,10 @@ replicas x GPUs per replica from the deployment). A family with no series is
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 from inference_obs.analyses.alignment import gpu_label_sets
+from inference_obs.analyses.joined import instants
 from inference_obs.analyses.measurement import Measurement, Status, derive, measure
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
@@ -22,7 +24,8 @@ from inference_obs.metrics import builders as b, dcgm
 from inference_obs.metrics.family import Family, resolve_label
 from inference_obs.query import Expr, to_promql
 from inference_obs.samples import Labels, Window
-from inference_obs.source.base import Source
+from inference_obs.source.base import Instant, Source
+from inference_obs.source.remembering import soon, together
 
 __all__ = ["GpuResult", "gpu", "gpu_name"]
 
@@ -95,9 +98,10 @@ def _grouped(
     statistic: str,
     expr: Expr,
     name: str,
+    answer: Instant,
 ) -> tuple[Measurement, ...]:
-    """One Measurement per series of a grouped ``expr`` (percent), keyed by its labels."""
-    answer = source.instant(expr, window.end_s)
+    """One Measurement per series of a grouped ``expr`` (percent) as ``answer`` holds them,
+    keyed by its labels."""
     info = source.info()
     out = []
     if isinstance(answer.value, Vector):
@@ -166,7 +170,12 @@ def gpu(source: Source, deployment: Deployment, window: Window) -> GpuResult:
     w = window.seconds
 
     def one(
-        statistic: str, expr: Expr, unit: str, families: Sequence[Family], note: str
+        statistic: str,
+        expr: Expr,
+        unit: str,
+        families: Sequence[Family],
+        note: str,
+        answer: Instant,
     ) -> Measurement:
         return measure(
             source,
@@ -179,19 +188,37 @@ def gpu(source: Source, deployment: Deployment, window: Window) -> GpuResult:
             families=families,
             matchers=m,
             caveats=(note,),
+            answer=answer,
         )
 
     util_family = dcgm.GPU_UTIL
-    mean = one(
-        "utilization_mean",
-        b.sample_mean(util_family, m, w),
-        "percent",
-        [util_family],
-        SAMPLE_WEIGHTED,
-    )
+    questions: list[tuple[str, Expr, str, list[Family], str]] = [
+        ("utilization_mean", b.sample_mean(util_family, m, w), "percent", [util_family],
+         SAMPLE_WEIGHTED),
+        ("fb_used_mean_mib", b.sample_mean(dcgm.FB_USED, m, w), "MiB", [dcgm.FB_USED],
+         "Per-GPU sample mean of memory allocated (weights, KV reserve, workspaces); "
+         "not KV-cache occupancy."),
+        ("fb_capacity_mib",
+         b.sample_mean(dcgm.FB_USED, m, w) + b.sample_mean(dcgm.FB_FREE, m, w), "MiB",
+         [dcgm.FB_USED, dcgm.FB_FREE], DCGM_CAPACITY),
+        ("power_mean_watts", b.sample_mean(dcgm.POWER_USAGE, m, w), "W",
+         [dcgm.POWER_USAGE], BOARD_POWER),
+    ]  # fmt: skip
+
+    def means() -> list[Measurement]:
+        answers = instants(source, [q[1] for q in questions], window.end_s)
+        return together(
+            source, [partial(one, *q, a) for q, a in zip(questions, answers, strict=True)]
+        )
+
+    # The means (one request) alongside the label sets the per-group means need.
+    asked = soon(source, means)
     seen: dict[Labels, tuple[str, ...]] = {}
     available: set[str] = set()
-    found = {family: gpu_label_sets(source, deployment, family, window) for family in PRESENCE}
+    asked_sets = together(
+        source, [partial(gpu_label_sets, source, deployment, f, window) for f in PRESENCE]
+    )
+    found = dict(zip(PRESENCE, asked_sets, strict=True))
     for label_sets in found.values():
         for labels in label_sets:
             available.update(labels)
@@ -208,22 +235,16 @@ def gpu(source: Source, deployment: Deployment, window: Window) -> GpuResult:
         pod = resolve_label(dcgm.POD_LABELS, available)
     except NoDataError:
         pod = "instance"
-    per_replica = _grouped(
-        source,
-        deployment,
-        window,
-        "utilization_replica",
+    grouped = (
         b.sample_mean(util_family, m, w, by=(pod,)),
-        pod,
-    )
-    per_gpu = _grouped(
-        source,
-        deployment,
-        window,
-        "utilization_gpu",
         b.sample_mean(util_family, m, w, by=ident),
-        "gpu",
     )
+    by_replica, by_gpu = instants(source, grouped, window.end_s)
+    per_replica = _grouped(
+        source, deployment, window, "utilization_replica", grouped[0], pod, by_replica
+    )
+    per_gpu = _grouped(source, deployment, window, "utilization_gpu", grouped[1], "gpu", by_gpu)
+    mean, fb_used, capacity, power = asked.result()
     declared = deployment.hardware.gpus_per_replica * len(deployment.replicas)
     counted = max(len(seen), declared)
     expected = derive(
@@ -254,28 +275,6 @@ def gpu(source: Source, deployment: Deployment, window: Window) -> GpuResult:
                 "annotations": (*mean.annotations, Annotation("missing_gpus", text)),
             }
         )
-    fb_used = one(
-        "fb_used_mean_mib",
-        b.sample_mean(dcgm.FB_USED, m, w),
-        "MiB",
-        [dcgm.FB_USED],
-        "Per-GPU sample mean of memory allocated (weights, KV reserve, workspaces); "
-        "not KV-cache occupancy.",
-    )
-    capacity = one(
-        "fb_capacity_mib",
-        b.sample_mean(dcgm.FB_USED, m, w) + b.sample_mean(dcgm.FB_FREE, m, w),
-        "MiB",
-        [dcgm.FB_USED, dcgm.FB_FREE],
-        DCGM_CAPACITY,
-    )
-    power = one(
-        "power_mean_watts",
-        b.sample_mean(dcgm.POWER_USAGE, m, w),
-        "W",
-        [dcgm.POWER_USAGE],
-        BOARD_POWER,
-    )
     return GpuResult(
         utilization_mean=mean,
         utilization_per_replica=per_replica,

@@ -18,13 +18,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from inference_obs.analyses.counter_ratios import histogram_mean, histogram_share
-from inference_obs.analyses.measurement import Bounds, Measurement, Provenance, Status, measure
+from inference_obs.analyses.counter_ratios import (
+    counter_ratios,
+    histogram_mean,
+    mean_ratio,
+    share_ratio,
+)
+from inference_obs.analyses.joined import instants
+from inference_obs.analyses.measurement import (
+    Bounds,
+    Measurement,
+    Provenance,
+    Status,
+    measure,
+)
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
 from inference_obs.engine.histograms import fraction_below, parse_le, quantile_bounds
@@ -34,16 +47,19 @@ from inference_obs.metrics import builders, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, increase, to_promql
 from inference_obs.samples import Window
-from inference_obs.source.base import Source
+from inference_obs.source.base import Instant, Source
+from inference_obs.source.remembering import soon, together
 
 __all__ = [
     "AnalysisResult",
     "HistogramSummary",
     "LatencyResult",
     "MergedBuckets",
+    "buckets_query",
     "latency",
     "merged_buckets",
     "share_within",
+    "shares_within",
 ]
 
 ANALYSIS = "latency"
@@ -103,8 +119,19 @@ class MergedBuckets(BaseModel):
         )
 
 
+def buckets_query(family: Family, deployment: Deployment, window: Window) -> Expr:
+    """``sum by (le) (increase(h_bucket{m}[w]))``: the merged buckets' query."""
+    expr: Expr = increase(family.select(deployment.matchers, "bucket").over(window.seconds))
+    return expr.sum(by=("le",))
+
+
 def merged_buckets(
-    source: Source, family: Family, deployment: Deployment, window: Window
+    source: Source,
+    family: Family,
+    deployment: Deployment,
+    window: Window,
+    *,
+    answer: Instant | None = None,
 ) -> MergedBuckets:
     """Fetch ``sum by (le) (increase(h_bucket{m}[w]))`` and parse ``le``.
 
@@ -112,15 +139,17 @@ def merged_buckets(
     ----------
     source, family, deployment, window
         Where, which histogram, whose series and over which window (seconds).
+    answer
+        The query's answer at the window's end, when asked already.
 
     Returns
     -------
     MergedBuckets
         The merged cumulative counts (observations), bounds in the family's unit.
     """
-    expr: Expr = increase(family.select(deployment.matchers, "bucket").over(window.seconds))
-    expr = expr.sum(by=("le",))
-    answer = source.instant(expr, window.end_s)
+    expr = buckets_query(family, deployment, window)
+    if answer is None:
+        answer = source.instant(expr, window.end_s)
     les: list[str] = []
     values: list[float] = []
     if isinstance(answer.value, Vector):
@@ -176,24 +205,74 @@ def share_within(
         Unit ``ratio``; ``no_data`` naming the family when it has no buckets.
     """
     statistic = statistic or f"{family.name.split(':')[-1]}_share_le_{threshold:g}"
+    return shares_within(
+        source, deployment, window, family, [threshold], analysis=analysis,
+        statistics=[statistic], caveats=caveats,
+    )[0]  # fmt: skip
+
+
+def shares_within(
+    source: Source,
+    deployment: Deployment,
+    window: Window,
+    family: Family,
+    thresholds: Sequence[float],
+    *,
+    analysis: str,
+    statistics: Sequence[str],
+    caveats: Sequence[str] = (),
+) -> list[Measurement]:
+    """:func:`share_within` at each of ``thresholds`` (named ``statistics``), from one read of
+    the merged buckets and one set of requests for the exact shares at bucket bounds."""
     buckets = merged_buckets(source, family, deployment, window)
-    upper, counts, groups = buckets.arrays()
-    edge = threshold in buckets.upper
-    if edge:
-        m = histogram_share(
-            source, deployment, window, family, threshold, analysis=analysis,
-            statistic=statistic, caveats=caveats,
-        )  # fmt: skip
-        if m.value is not None:
-            return m.model_copy(update={"bounds": Bounds(lower=m.value, upper=m.value)})
-        return m
+    out: dict[int, Measurement] = {}
     if not buckets.upper:
-        m = measure(
-            source, deployment, window, analysis=analysis, statistic=statistic,
-            expr=builders.share_at_or_below(family, threshold, deployment.matchers, window.seconds),
-            unit="ratio", families=[family], matchers=deployment.matchers, caveats=caveats,
-        )  # fmt: skip
-        return _no_buckets(m, family, deployment)
+        exprs = [
+            builders.share_at_or_below(family, t, deployment.matchers, window.seconds)
+            for t in thresholds
+        ]
+        answers = instants(source, exprs, window.end_s)
+        asked = together(source, [
+            partial(
+                measure, source, deployment, window, analysis=analysis, statistic=statistic,
+                expr=expr, unit="ratio", families=[family], matchers=deployment.matchers,
+                caveats=caveats, answer=answer,
+            )
+            for statistic, expr, answer in zip(statistics, exprs, answers, strict=True)
+        ])  # fmt: skip
+        return [_no_buckets(m, family, deployment) for m in asked]
+    edges = [i for i, threshold in enumerate(thresholds) if threshold in buckets.upper]
+    ratios = [
+        share_ratio(deployment, window, family, thresholds[i], analysis=analysis,
+                    statistic=statistics[i], caveats=caveats)
+        for i in edges
+    ]  # fmt: skip
+    for i, m in zip(edges, counter_ratios(source, deployment, window, ratios), strict=True):
+        exact = Bounds(lower=m.value, upper=m.value) if m.value is not None else None
+        out[i] = m.model_copy(update={"bounds": exact}) if exact else m
+    return [
+        out[i] if i in out else _interpolated(
+            source, deployment, window, family, threshold, buckets, analysis, statistics[i],
+            caveats,
+        )
+        for i, threshold in enumerate(thresholds)
+    ]  # fmt: skip
+
+
+def _interpolated(
+    source: Source,
+    deployment: Deployment,
+    window: Window,
+    family: Family,
+    threshold: float,
+    buckets: MergedBuckets,
+    analysis: str,
+    statistic: str,
+    caveats: Sequence[str],
+) -> Measurement:
+    """The share at ``threshold`` (not a bucket bound), between the shares at the bounds
+    around it."""
+    upper, counts, groups = buckets.arrays()
     low, high = fraction_below(threshold, upper, counts, groups, 1)
     status, value, bounds = Status.NO_DATA, None, None
     if not math.isnan(low[0]):
@@ -241,6 +320,15 @@ class HistogramSummary(BaseModel):
     p99: Measurement
 
 
+def questions(family: Family, deployment: Deployment, window: Window) -> list[Expr]:
+    """What :func:`summarise` asks in one query: the merged buckets, then each quantile's."""
+    matchers, seconds = deployment.matchers, window.seconds
+    quantiles = [
+        builders.histogram_quantile_merged(family, q, matchers, seconds) for _, q in QUANTILES
+    ]
+    return [buckets_query(family, deployment, window), *quantiles]
+
+
 def summarise(
     source: Source,
     deployment: Deployment,
@@ -250,24 +338,36 @@ def summarise(
     name: str,
     analysis: str,
     caveats: Sequence[str] = (),
+    mean: Measurement | None = None,
+    answers: Sequence[Instant] | None = None,
 ) -> HistogramSummary:
-    """Mean and P50/P90/P95/P99 of ``family``, each quantile with its bucket as bounds."""
-    matchers, seconds = deployment.matchers, window.seconds
+    """Mean and P50/P90/P95/P99 of ``family``, each quantile with its bucket as bounds.
+
+    ``mean`` and ``answers`` (to :func:`questions`, in order) when asked
+    already, with other histograms'.
+    """
     common: dict[str, Any] = {
         "analysis": analysis,
         "unit": family.unit,
         "families": [family],
-        "matchers": matchers,
+        "matchers": deployment.matchers,
         "caveats": caveats,
     }
-    mean = histogram_mean(
-        source, deployment, window, family, analysis=analysis, statistic=f"{name}_mean",
-        caveats=caveats,
-    )  # fmt: skip
-    buckets = merged_buckets(source, family, deployment, window)
+    exprs = questions(family, deployment, window)
+    if mean is None:
+        # The mean alongside one query for the buckets and every quantile.
+        asked = soon(source, partial(
+            histogram_mean, source, deployment, window, family, analysis=analysis,
+            statistic=f"{name}_mean", caveats=caveats,
+        ))  # fmt: skip
+        answers = instants(source, exprs, window.end_s)
+        mean = asked.result()
+    elif answers is None:
+        answers = instants(source, exprs, window.end_s)
+    buckets = merged_buckets(source, family, deployment, window, answer=answers[0])
     upper, counts, groups = buckets.arrays()
     out: dict[str, Measurement] = {"mean": mean}
-    for label, q in QUANTILES:
+    for (label, q), expr, answer in zip(QUANTILES, exprs[1:], answers[1:], strict=True):
         bounds = None
         if buckets.upper:
             low, high = quantile_bounds(q, upper, counts, groups, 1)
@@ -275,7 +375,7 @@ def summarise(
                 bounds = Bounds(lower=float(low[0]), upper=float(high[0]))
         m = measure(
             source, deployment, window, statistic=f"{name}_{label}", bounds=bounds,
-            expr=builders.histogram_quantile_merged(family, q, matchers, seconds), **common,
+            expr=expr, answer=answer, **common,
         )  # fmt: skip
         out[label] = _no_buckets(m, family, deployment) if not buckets.upper else m
     return HistogramSummary(**out)
@@ -341,11 +441,25 @@ def latency(source: Source, deployment: Deployment, window: Window) -> LatencyRe
         Values in seconds; a family the deployment does not export is
         ``no_data`` with the family named, never 0.
     """
-    fields = {
-        key: summarise(source, deployment, window, family, name=key, analysis=ANALYSIS,
-                       caveats=caveats)
+    # Every histogram's mean in one set of requests, alongside one query for every
+    # histogram's buckets and quantiles.
+    ratios = [
+        mean_ratio(deployment, window, family, analysis=ANALYSIS, statistic=f"{key}_mean",
+                   caveats=caveats)
         for key, (family, caveats) in METRICS.items()
-    }  # fmt: skip
+    ]  # fmt: skip
+    means = soon(source, partial(counter_ratios, source, deployment, window, ratios))
+    asked = [questions(family, deployment, window) for family, _ in METRICS.values()]
+    answers = instants(source, [expr for exprs in asked for expr in exprs], window.end_s)
+    size = len(asked[0])
+    summaries = together(source, [
+        partial(summarise, source, deployment, window, family, name=key, analysis=ANALYSIS,
+                caveats=caveats, mean=mean, answers=answers[i * size : (i + 1) * size])
+        for i, ((key, (family, caveats)), mean) in enumerate(
+            zip(METRICS.items(), means.result(), strict=True)
+        )
+    ])  # fmt: skip
+    fields = dict(zip(METRICS, summaries, strict=True))
     caveats = (
         _TPOT,
         _ITL,

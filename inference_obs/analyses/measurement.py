@@ -22,7 +22,7 @@ from inference_obs.errors import Annotation
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, Matcher, Selector, to_promql
 from inference_obs.samples import Labels, Window
-from inference_obs.source.base import Source
+from inference_obs.source.base import Instant, Source
 
 __all__ = [
     "Bounds",
@@ -112,14 +112,18 @@ def measure(
     matchers: Sequence[Matcher],
     caveats: Sequence[str] = (),
     bounds: Bounds | None = None,
+    answer: Instant | None = None,
 ) -> Measurement:
     """Run ``expr`` at the window's end and wrap the single value it returns.
 
     No series, or a NaN (no observation in the window), gives ``no_data``
     with the missing families named in an annotation; several series where
     one is expected is a programming error in the analysis (ValueError).
+    ``answer`` is ``expr``'s answer at the window's end when it was asked
+    already (with other questions: :func:`~inference_obs.analyses.joined.instants`).
     """
-    answer = source.instant(expr, window.end_s)
+    if answer is None:
+        answer = source.instant(expr, window.end_s)
     value: float | None
     if isinstance(answer.value, Vector):
         if len(answer.value) > 1:
@@ -150,6 +154,7 @@ def measure_by(
     families: Sequence[Family],
     matchers: Sequence[Matcher],
     caveats: Sequence[str] = (),
+    answer: Instant | None = None,
 ) -> dict[Labels, Measurement]:
     """Run ``expr``, aggregated ``by`` labels, once, and wrap each group's value.
 
@@ -157,8 +162,11 @@ def measure_by(
     ``statistics`` maps each wanted group (its ``by`` labels) to its
     statistic's name; a group the answer lacks, or whose value is NaN, is
     ``no_data``, with the families that have no series in that group named.
+    ``answer`` is ``expr``'s answer when it was asked already
+    (:func:`~inference_obs.analyses.joined.instants`).
     """
-    answer = source.instant(expr, window.end_s)
+    if answer is None:
+        answer = source.instant(expr, window.end_s)
     found = answer.value.as_dict() if isinstance(answer.value, Vector) else {}
     keys = tuple(by)
     present: dict[str, set[Labels]] | None = None

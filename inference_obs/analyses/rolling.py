@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +29,7 @@ from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, histogram_quantile, rate, to_promql
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
+from inference_obs.source.remembering import together
 
 __all__ = ["CAVEATS", "QuantileSeries", "RollingQuantiles", "rolling_quantiles"]
 
@@ -216,9 +218,9 @@ def rolling_quantiles(
             raise QueryError(f"{name} {value!r} s must be a positive number of seconds")
     series: list[QuantileSeries] = []
     notes: dict[Annotation, None] = {}
-    for q in quantiles:
-        expr = rolling_expr(family, q, deployment, length)
-        matrix = source.range(expr, window, every)
+    exprs = [rolling_expr(family, q, deployment, length) for q in quantiles]
+    matrices = together(source, [partial(source.range, expr, window, every) for expr in exprs])
+    for q, expr, matrix in zip(quantiles, exprs, matrices, strict=True):
         notes.update(dict.fromkeys(matrix.annotations))
         t = np.zeros(0, np.float64)
         values = np.zeros(0, np.float64)

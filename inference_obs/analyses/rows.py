@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +51,7 @@ from inference_obs.query import (
 )
 from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Matrix, Source
+from inference_obs.source.remembering import together
 
 __all__ = [
     "AlignedGpu",
@@ -203,7 +205,7 @@ def _per_scrape(
     gpu_labels: Sequence[Labels],
     selectors: tuple[Selector, Selector],
 ) -> AppRows:
-    waiting_raw, running_raw = (source.raw(s, window) for s in selectors)
+    waiting_raw, running_raw = together(source, [partial(source.raw, s, window) for s in selectors])
     keys = replica_keys(deployment, waiting_raw.labels, gpu_labels)
     waits, runs = sum_by_replica(waiting_raw, keys), sum_by_replica(running_raw, keys)
     times, waiting, running = {}, {}, {}
@@ -232,8 +234,12 @@ def _per_tile(
     keys = replica_keys(deployment, labels, gpu_labels)
     w_expr, r_expr = (summed(max_over_time(s.over(step)), keys) for s in selectors)
     tiles = tile_window(window, step)
-    waits = by_label(source.range(w_expr, tiles, step), keys)
-    runs = by_label(source.range(r_expr, tiles, step), keys)
+    waits, runs = (
+        by_label(matrix, keys)
+        for matrix in together(
+            source, [partial(source.range, e, tiles, step) for e in (w_expr, r_expr)]
+        )
+    )
     times, waiting, running = {}, {}, {}
     for replica in sorted(waits):
         at, values = waits[replica]

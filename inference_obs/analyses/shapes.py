@@ -8,10 +8,13 @@ dividing their token rates.
 
 from __future__ import annotations
 
+from functools import partial
+
 from pydantic import Field
 
-from inference_obs.analyses.counter_ratios import counter_ratio, histogram_mean
-from inference_obs.analyses.latency import share_within
+from inference_obs.analyses.counter_ratios import Ratio, counter_ratios, mean_ratio
+from inference_obs.analyses.joined import instants
+from inference_obs.analyses.latency import shares_within
 from inference_obs.analyses.measurement import Measurement, derive, measure
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
@@ -21,6 +24,7 @@ from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, Matcher
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
+from inference_obs.source.remembering import soon, together
 
 __all__ = ["MAX_TOKENS_THRESHOLDS", "ShapesResult", "shapes"]
 
@@ -111,44 +115,60 @@ def shapes(source: Source, deployment: Deployment, window: Window) -> ShapesResu
 
     prompt, output = vllm.REQUEST_PROMPT_TOKENS, vllm.REQUEST_GENERATION_TOKENS
     limit, success = vllm.REQUEST_PARAMS_MAX_TOKENS, vllm.REQUEST_SUCCESS
-    shares = {
-        bound: share_within(
-            source, deployment, window, limit, float(bound), analysis=ANALYSIS,
-            statistic=f"max_tokens_share_le_{bound}",
-        )
-        for bound in MAX_TOKENS_THRESHOLDS
-    }  # fmt: skip
-    counts, reason_shares = {}, {}
     total = builders.increase_total(success, m, seconds)
-    for reason in _reasons(source, deployment, window):
-        only = (*m, Matcher.equal("finished_reason", reason))
-        count = builders.increase_total(success, only, seconds)
-        counts[reason] = one(f"finished_{reason}", count, "requests", [success], (_REASONS,), only)
-        reason_shares[reason] = counter_ratio(
-            source, deployment, window, numerator=success.select(only),
-            denominator=success.select(m), promql=count / total, families=[success],
-            analysis=ANALYSIS, statistic=f"finished_{reason}_share", unit="ratio",
-            paired=False, caveats=(_REASONS,),
-        )  # fmt: skip
 
-    def mean(statistic: str, family: Family, caveat: str) -> Measurement:
-        return histogram_mean(
-            source, deployment, window, family, analysis=ANALYSIS, statistic=statistic,
-            caveats=(caveat,),
-        )  # fmt: skip
+    # Every part is asked at once; only the finish reasons wait for their list.
+    shares_asked = soon(source, partial(
+        shares_within, source, deployment, window, limit,
+        [float(bound) for bound in MAX_TOKENS_THRESHOLDS], analysis=ANALYSIS,
+        statistics=[f"max_tokens_share_le_{bound}" for bound in MAX_TOKENS_THRESHOLDS],
+    ))  # fmt: skip
+    means = [
+        mean_ratio(deployment, window, family, analysis=ANALYSIS, statistic=statistic,
+                   caveats=(caveat,))
+        for statistic, family, caveat in (
+            ("prompt_tokens_mean", prompt, _LENGTH_MEAN),
+            ("output_tokens_mean", output, _LENGTH_MEAN),
+            ("max_tokens_mean", limit,
+             "The limit requested (max_tokens), not the context left for the request."),
+        )
+    ]  # fmt: skip
+    means_asked = soon(source, partial(counter_ratios, source, deployment, window, means))
+    finished = soon(source, partial(one, "finished", total, "requests", [success], (_REASONS,)))
 
-    output_mean = mean("output_tokens_mean", output, _LENGTH_MEAN)
-    limit_mean = mean(
-        "max_tokens_mean", limit,
-        "The limit requested (max_tokens), not the context left for the request.",
-    )  # fmt: skip
+    reasons = _reasons(source, deployment, window)
+    only = [(*m, Matcher.equal("finished_reason", r)) for r in reasons]
+    count = [builders.increase_total(success, matchers, seconds) for matchers in only]
+    # Every reason's share in one set of requests, alongside one query for every count.
+    shares = [
+        Ratio(
+            numerator=success.select(matchers), denominator=success.select(m),
+            promql=expr / total, families=(success,), analysis=ANALYSIS,
+            statistic=f"finished_{reason}_share", unit="ratio", paired=False,
+            caveats=(_REASONS,),
+        )
+        for reason, matchers, expr in zip(reasons, only, count, strict=True)
+    ]  # fmt: skip
+    sharing = soon(source, partial(counter_ratios, source, deployment, window, shares))
+    answers = instants(source, count, window.end_s)
+    counted = together(source, [
+        partial(
+            measure, source, deployment, window, analysis=ANALYSIS,
+            statistic=f"finished_{reason}", expr=expr, unit="requests", families=[success],
+            matchers=matchers, caveats=(_REASONS,), answer=answer,
+        )
+        for reason, matchers, expr, answer in zip(reasons, only, count, answers, strict=True)
+    ])  # fmt: skip
+    counts = dict(zip(reasons, counted, strict=True))
+    reason_shares = dict(zip(reasons, sharing.result(), strict=True))
+    prompt_mean, output_mean, limit_mean = means_asked.result()
     ratio = (
         output_mean.value / limit_mean.value
         if output_mean.value is not None and limit_mean.value
         else None
     )
     return ShapesResult(
-        prompt_tokens_mean=mean("prompt_tokens_mean", prompt, _LENGTH_MEAN),
+        prompt_tokens_mean=prompt_mean,
         output_tokens_mean=output_mean,
         max_tokens_mean=limit_mean,
         output_to_limit=derive(
@@ -156,8 +176,8 @@ def shapes(source: Source, deployment: Deployment, window: Window) -> ShapesResu
             "output_tokens_mean / max_tokens_mean",
             ("Near 1 with every request ending on 'length': outputs were cut at the limit.",),
         ),
-        max_tokens_share=shares,
-        finished=one("finished", total, "requests", [success], (_REASONS,)),
+        max_tokens_share=dict(zip(MAX_TOKENS_THRESHOLDS, shares_asked.result(), strict=True)),
+        finished=finished.result(),
         finish_counts=counts,
         finish_shares=reason_shares,
     )  # fmt: skip

@@ -13,8 +13,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from enum import StrEnum
+from functools import partial
 
-from inference_obs.analyses.measurement import Measurement, derive, local_measurement, measure
+from inference_obs.analyses.joined import instants
+from inference_obs.analyses.measurement import (
+    Measurement,
+    derive,
+    local_measurement,
+    measure,
+)
 from inference_obs.analyses.resolution import positive_share
 from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
@@ -24,6 +31,7 @@ from inference_obs.metrics.family import Family, resolve_label
 from inference_obs.query import Matcher, count_over_time
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
+from inference_obs.source.remembering import soon
 
 __all__ = ["Regime", "ThroughputResult", "replicas_seen", "throughput"]
 
@@ -159,18 +167,41 @@ def throughput(
     m = deployment.matchers
     w = window.seconds
 
+    # The replicas and the waiting share alongside one request for every other number.
+    replicas_asked = soon(source, partial(
+        replicas_seen, source, deployment, window, vllm.GENERATION_TOKENS, m, ANALYSIS
+    ))  # fmt: skip
+    share_asked = soon(source, partial(_waiting_share, source, deployment, window, step))
+    totals = {
+        family: b.increase_total(family, m, w)
+        for family in (vllm.GENERATION_TOKENS, vllm.PROMPT_TOKENS, vllm.REQUEST_SUCCESS)
+    }
+    maxima = {
+        family: b.maximum(family, m, w)
+        for family in (vllm.NUM_REQUESTS_WAITING, vllm.KV_CACHE_USAGE)
+    }
+    answers = dict(
+        zip(
+            (*totals.values(), *maxima.values()),
+            instants(source, [*totals.values(), *maxima.values()], window.end_s),
+            strict=True,
+        )
+    )
+
     def run(statistic: str, expr_family: Family, unit: str, caveats: Sequence[str]) -> Measurement:
+        expr = totals[expr_family]
         return measure(
             source,
             deployment,
             window,
             analysis=ANALYSIS,
             statistic=statistic,
-            expr=b.increase_total(expr_family, m, w),
+            expr=expr,
             unit=unit,
             families=[expr_family],
             matchers=m,
             caveats=caveats,
+            answer=answers[expr],
         )
 
     output = run("output_tokens", vllm.GENERATION_TOKENS, "tokens", (EXTRAPOLATED,))
@@ -194,7 +225,7 @@ def throughput(
         f"output_tokens / {w:g} s",
         (WALL_CLOCK,),
     )
-    replicas = replicas_seen(source, deployment, window, vllm.GENERATION_TOKENS, m, ANALYSIS)
+    replicas = replicas_asked.result()
     n = replicas.value or math.nan
     per_replica = derive(
         "output_tokens_per_second_per_replica",
@@ -214,14 +245,15 @@ def throughput(
         f"replicas_seen x {w / 3600.0:g} h)",
         (WALL_CLOCK, "GPUs are as declared per replica, not verified from DCGM."),
     )
-    share = _waiting_share(source, deployment, window, step)
+    share = share_asked.result()
     waiting_max = measure(
         source,
         deployment,
         window,
         analysis=ANALYSIS,
         statistic="waiting_max",
-        expr=b.maximum(vllm.NUM_REQUESTS_WAITING, m, w),
+        expr=maxima[vllm.NUM_REQUESTS_WAITING],
+        answer=answers[maxima[vllm.NUM_REQUESTS_WAITING]],
         unit="requests",
         families=[vllm.NUM_REQUESTS_WAITING],
         matchers=m,
@@ -233,7 +265,8 @@ def throughput(
         window,
         analysis=ANALYSIS,
         statistic="kv_cache_usage_max",
-        expr=b.maximum(vllm.KV_CACHE_USAGE, m, w),
+        expr=maxima[vllm.KV_CACHE_USAGE],
+        answer=answers[maxima[vllm.KV_CACHE_USAGE]],
         unit="ratio",
         families=[vllm.KV_CACHE_USAGE],
         matchers=m,

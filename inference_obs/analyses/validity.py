@@ -22,6 +22,7 @@ import html
 import itertools
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
+from functools import partial
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
@@ -38,6 +39,7 @@ from inference_obs.errors import QueryError
 from inference_obs.metrics import vllm
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
+from inference_obs.source.remembering import together
 
 __all__ = [
     "ComparisonVerdict",
@@ -277,17 +279,21 @@ def validity(
         raise QueryError(f"deployment names must be distinct: {names}")
     windows = windows_by_name(deployments, window)
     prices = dict(gpu_hour_prices or {})
-    profiles = [
-        profile(
-            source,
-            d,
-            windows[d.name],
-            gpu_hour_price=prices.get(d.name),
-            topology_text=(topologies or {}).get(d.name),
-            step=(steps or {}).get(d.name),
-        )
-        for d in deployments
-    ]
+    profiles = together(
+        source,
+        [
+            partial(
+                profile,
+                source,
+                d,
+                windows[d.name],
+                gpu_hour_price=prices.get(d.name),
+                topology_text=(topologies or {}).get(d.name),
+                step=(steps or {}).get(d.name),
+            )
+            for d in deployments
+        ],
+    )
     t = thresholds or Thresholds()
     pairs = []
     for a, b in itertools.combinations(profiles, 2):
@@ -295,8 +301,13 @@ def validity(
         if pair.finding("concurrency_differs") is not None:
             both = (a.deployment, b.deployment)
             matched = tuple(
-                matched_concurrency(source, both, windows, family)
-                for family in (vllm.INTER_TOKEN_LATENCY, vllm.TIME_TO_FIRST_TOKEN)
+                together(
+                    source,
+                    [
+                        partial(matched_concurrency, source, both, windows, family)
+                        for family in (vllm.INTER_TOKEN_LATENCY, vllm.TIME_TO_FIRST_TOKEN)
+                    ],
+                )
             )
             pair = pair.model_copy(update={"matched": matched})
         pairs.append(pair)

@@ -10,6 +10,7 @@ and the KV-cache capacity the server exposes.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from pydantic import BaseModel, ConfigDict
 
@@ -17,8 +18,14 @@ from inference_obs.analyses.cache import CacheResult, cache
 from inference_obs.analyses.configuration import ConfigurationResult, configuration
 from inference_obs.analyses.cost import CostResult, cost
 from inference_obs.analyses.gpu import GpuResult, gpu
+from inference_obs.analyses.joined import instants
 from inference_obs.analyses.latency import METRICS, LatencyResult, latency
-from inference_obs.analyses.measurement import Measurement, derive, local_measurement, measure
+from inference_obs.analyses.measurement import (
+    Measurement,
+    derive,
+    local_measurement,
+    measure,
+)
 from inference_obs.analyses.resolution import positive_share
 from inference_obs.analyses.shapes import ShapesResult, shapes
 from inference_obs.analyses.throughput import ThroughputResult, throughput
@@ -27,6 +34,7 @@ from inference_obs.metrics import builders, vllm
 from inference_obs.query import avg_over_time
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
+from inference_obs.source.remembering import soon, together
 
 __all__ = ["Profile", "profile"]
 
@@ -121,18 +129,46 @@ def profile(
     """
     m, seconds = deployment.matchers, window.seconds
     running = vllm.NUM_REQUESTS_RUNNING
-    in_flight = measure(
+    # Every analysis at once (in a report, each is the report's own, asked already:
+    # its questions are answered from memory or waited for, not asked again).
+    shaped = soon(source, partial(shapes, source, deployment, window))
+    timed = soon(source, partial(latency, source, deployment, window))
+    served_asked = soon(source, partial(throughput, source, deployment, window, step=step))
+    cached = soon(source, partial(cache, source, deployment, window))
+    gpus = soon(source, partial(gpu, source, deployment, window))
+    configured = soon(source, partial(configuration, source, deployment, window, topology_text))
+    costed = soon(source, partial(
+        cost, source, deployment, window, gpu_hour_price=gpu_hour_price or 1.0
+    ))  # fmt: skip
+    sharing = soon(source, partial(positive_share, source, running.select(m), window, step))
+    in_flight = avg_over_time(running.select(m).over(seconds)).sum()
+    counts = {
+        key: builders.histogram_count(family, m, seconds) for key, (family, _) in METRICS.items()
+    }
+    # The in-flight mean and every histogram's observations in one request.
+    flight_answer, *count_answers = instants(source, [in_flight, *counts.values()], window.end_s)
+    flight = measure(
         source, deployment, window, analysis=ANALYSIS, statistic="in_flight_mean",
-        expr=avg_over_time(running.select(m).over(seconds)).sum(),
-        unit="requests", families=[running], matchers=m,
+        expr=in_flight, unit="requests", families=[running], matchers=m,
         caveats=("Sum over engines of each engine's sample mean of requests running.",),
+        answer=flight_answer,
     )  # fmt: skip
-    share, asked, how = positive_share(source, running.select(m), window, step)
+    # Together: a count without data looks up which families have series.
+    observed = together(source, [
+        partial(
+            measure, source, deployment, window, analysis=ANALYSIS,
+            statistic=f"{key}_observations", expr=expr, unit="observations",
+            families=[METRICS[key][0]], matchers=m, answer=answer,
+        )
+        for (key, expr), answer in zip(counts.items(), count_answers, strict=True)
+    ])  # fmt: skip
+    observations = dict(zip(counts, observed, strict=True))
+    share, asked, how = sharing.result()
     active = local_measurement(
         source, deployment, window, analysis=ANALYSIS, statistic="active_share",
         value=share, unit="ratio", selectors=asked, computation=how, missing=[running.name],
     )  # fmt: skip
-    served = throughput(source, deployment, window, step=step)
+    served = served_asked.result()
     replicas = served.replicas_seen.value or math.nan
     finished = served.finished_requests.value
     per_replica = derive(
@@ -141,35 +177,21 @@ def profile(
         "requests/s", [served.finished_requests, served.replicas_seen],
         "finished_requests / window seconds / replicas_seen",
     )  # fmt: skip
-    config = configuration(source, deployment, window, topology_text)
-    observations = {
-        key: measure(
-            source,
-            deployment,
-            window,
-            analysis=ANALYSIS,
-            statistic=f"{key}_observations",
-            expr=builders.histogram_count(family, m, seconds),
-            unit="observations",
-            families=[family],
-            matchers=m,
-        )
-        for key, (family, _) in METRICS.items()
-    }
+    config = configured.result()
     return Profile(
         deployment=deployment,
         window=window,
-        shapes=shapes(source, deployment, window),
-        latency=latency(source, deployment, window),
+        shapes=shaped.result(),
+        latency=timed.result(),
         throughput=served,
-        cache=cache(source, deployment, window),
-        gpu=gpu(source, deployment, window),
-        in_flight=in_flight,
+        cache=cached.result(),
+        gpu=gpus.result(),
+        in_flight=flight,
         active_share=active,
         requests_per_second_per_replica=per_replica,
         observations=observations,
         configuration=config,
         kv_capacity_tokens=_per_replica(config),
-        cost=cost(source, deployment, window, gpu_hour_price=gpu_hour_price or 1.0),
+        cost=costed.result(),
         priced=gpu_hour_price is not None,
     )

@@ -20,6 +20,7 @@ from inference_obs.query import Selector, to_promql
 from inference_obs.samples import Labels, SampleSet, Window
 from inference_obs.source.base import Source
 from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.remembering import RememberingSource
 
 from .restarts import DEPLOYMENT, WINDOW, restarted_dataset
 
@@ -93,3 +94,14 @@ def test_groups_get_their_own_ratio_and_an_empty_group_has_no_data(
     assert got[pods[2]].status is Status.NO_DATA
     assert got[pods[1]].statistic == "mean[a-1]"
     assert "no series of vllm:request_queue_time_seconds" in got[pods[2]].annotations[0].message
+
+
+def test_asked_in_threads_a_restart_gives_the_same_measurements(source: DatasetSource) -> None:
+    # The restarted side asks its stretches, edges and cleaned sums together.
+    def both(on: Source) -> tuple[str, str]:
+        mean = histogram_mean(on, DEPLOYMENT, WINDOW, FAMILY, analysis="t", statistic="m")
+        share = histogram_share(on, DEPLOYMENT, WINDOW, FAMILY, 0.5, analysis="t", statistic="s")
+        return mean.model_dump_json(), share.model_dump_json()
+
+    with RememberingSource(source, workers=4) as threaded:
+        assert both(threaded) == both(source)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from benchmarks import dataset_load, engine, frames, live_report
+from benchmarks import dataset_load, engine, frames, live_link, live_report
 
 pytestmark = pytest.mark.integration
 
@@ -36,8 +36,14 @@ TWO = ["--replicas", "2", *TINY, "--repeats", "1"]
             ["=== 2 replicas", "=== 3 replicas", "by analysis (build_report, tagged)",
              "of the raw fetch", "requests grew by", "sampled shares read H100: per scrape"],
         ),
+        (
+            live_link.main,
+            ["--repeats", "1", "--delay-ms", "5"],
+            ["over the link / direct = ", "(goal <= 3x", "recorded run over the link",
+             "\nlatency ", "\ncomparison checks ", "whole report", "critical path: "],
+        ),
     ],
-    ids=["dataset_load", "frames", "live_report"],
+    ids=["dataset_load", "frames", "live_report", "live_link"],
 )  # fmt: skip
 def test_runner_prints_its_comparison(
     run: Callable[[list[str]], None],

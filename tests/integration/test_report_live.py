@@ -5,7 +5,8 @@ report is run through the command line twice, ``--prometheus URL`` with the
 dataset's manifest as the deployments file and its window, and
 ``--dataset DIR``. Every Measurement of report.json has the same status,
 value (1e-9 relative) and bounds; only the engine named in its provenance
-differs. The comparison verdicts are the same.
+differs. The comparison verdicts are the same. A live report built in threads is the one
+built in order, byte for byte.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from typing import Any
 import pytest
 
 from inference_obs.cli import EXIT_INVALID, main
+from inference_obs.report import build_report, report_json
 from inference_obs.source.dataset import SAMPLES, read_dataset
+from inference_obs.source.prometheus import PrometheusSource
 from tests.integration.servers import PrometheusFactory
 
 pytestmark = pytest.mark.integration
@@ -68,3 +71,21 @@ def test_live_and_offline_reports_have_equal_measurements(
         assert _same(m["bounds"], o["bounds"]), key
         assert m["provenance"]["promql"] == o["provenance"]["promql"], key
     assert _same(a["comparisons"], b["comparisons"])
+
+
+def test_a_live_report_built_in_threads_is_the_one_built_in_order(
+    prometheus_factory: PrometheusFactory,
+) -> None:
+    server = prometheus_factory((DATASET / SAMPLES).read_bytes().decode("utf-8"))
+    manifest = read_dataset(DATASET).manifest
+
+    def built(workers: int) -> str:
+        report = build_report(
+            PrometheusSource(server.base_url), manifest.deployments, manifest.window.window(),
+            title=manifest.title, source_name="live", workers=workers,
+        )  # fmt: skip
+        return json.dumps(report_json(report))
+
+    in_order = built(1)
+    assert built(16) == in_order
+    assert built(16) == in_order

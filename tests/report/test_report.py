@@ -1,10 +1,12 @@
-"""The report on a bundled dataset: sections, JSON, the recheck appendix and determinism."""
+"""The report on a bundled dataset: sections, JSON, the recheck appendix and determinism, in
+threads and with questions joined as for a server."""
 
 from __future__ import annotations
 
 import html
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from inference_obs.report import Report, build_report, report_json, write_report
 from inference_obs.report.markdown import to_markdown
 from inference_obs.report.sections import sections
 from inference_obs.report.write import FORMATS
+from inference_obs.source.base import EngineInfo
 from inference_obs.source.dataset_source import DatasetSource
 
 DATASET = Path(__file__).resolve().parents[2] / "datasets" / "pro5000-vs-h20"
@@ -198,3 +201,39 @@ def test_past_its_row_budget_a_deployment_is_read_in_tiles(
     assert report_json(report)["deployments"][1]["step_seconds"] == 180.0
     text = to_markdown(sections(report))
     assert "PRO: every app scrape; H20: 180 s tiles" in text
+
+
+@pytest.mark.parametrize("rows", [resolution.ROWS, 100], ids=["per-scrape", "tiles"])
+def test_a_report_built_in_threads_is_the_one_built_in_order_byte_for_byte(
+    rows: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 100 rows: H20 is read in tiles (see the test above), PRO per scrape.
+    monkeypatch.setattr(resolution, "ROWS", rows)
+    source = DatasetSource(DATASET)
+    for run, workers in enumerate((1, 8, 8)):
+        write_report(make(source, workers=workers), tmp_path / str(run))
+    files = sorted(p.relative_to(tmp_path / "0") for p in (tmp_path / "0").rglob("*.*"))
+    assert len(files) == 11  # Markdown, HTML, JSON and eight figures
+    for name in files:
+        first = (tmp_path / "0" / name).read_bytes()
+        assert (tmp_path / "1" / name).read_bytes() == first, name
+        assert (tmp_path / "2" / name).read_bytes() == first, name
+
+
+class AsServer(DatasetSource):
+    """A dataset answering as a server would say it does (engine kind ``prometheus``): a
+    report then joins its questions and runs in its default threads."""
+
+    def info(self) -> EngineInfo:
+        return replace(super().info(), kind="prometheus")
+
+
+@pytest.mark.parametrize("rows", [resolution.ROWS, 100], ids=["per-scrape", "tiles"])
+def test_a_report_asked_as_of_a_server_has_the_numbers_asked_as_of_a_dataset(
+    rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(resolution, "ROWS", rows)
+    local = json.dumps(report_json(make(DatasetSource(DATASET))))
+    served = json.dumps(report_json(make(AsServer(DATASET))))
+    assert '"engine": "dataset"' not in served
+    assert served.replace('"engine": "prometheus"', '"engine": "dataset"') == local

@@ -1,0 +1,259 @@
+"""Exact total changes of counter pairs, for many ratios in a fixed number of requests.
+
+What :mod:`~inference_obs.analyses.counter_ratios` divides: per ``by`` group,
+the total change of a numerator's series and of a denominator's, each
+series from its first to its last sample in the window (see there why).
+A series without a reset only grows, so its change is ``max_over_time -
+min_over_time``, summed by the source; a restarted series is worked out by
+:mod:`~inference_obs.analyses.counter_resets`.
+
+However many ratios an analysis asks for at once, :func:`totals` makes two
+requests, asked together: one query (:func:`~inference_obs.analyses.joined.vectors`)
+holding, for every ratio, which series reset, both sides' sums as if none
+did (what a window without restarts, the usual case, needs) and the
+extrapolated recheck ratio; and one series request for every side, which
+selects what all sides share, of any of their names, each side's series
+then picked from the answer by its own selector. Only a restart asks more:
+the cleaned sums of that ratio and the stretches around its drops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import cast
+
+from inference_obs.analyses.counter_resets import narrowed, reset_changes
+from inference_obs.analyses.joined import vectors
+from inference_obs.engine.vector import NAME, Vector
+from inference_obs.query import (
+    Binary,
+    Expr,
+    Matcher,
+    Matching,
+    Number,
+    Selector,
+    ValueType,
+    ignoring,
+    max_over_time,
+    min_over_time,
+    resets,
+)
+from inference_obs.samples import Labels, Window
+from inference_obs.source.base import Source
+from inference_obs.source.remembering import soon, together
+
+__all__ = ["Pair", "Totals", "series_of", "totals"]
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """The two counter sides of one ratio, how their series pair, and its recheck query.
+
+    With ``paired``, each series of one side must have a partner in the
+    other with the same labels but the ``ignoring`` ones; ``by`` groups the
+    totals; ``check`` is the extrapolated PromQL ratio, grouped alike.
+    """
+
+    numerator: Selector
+    denominator: Selector
+    ignoring: frozenset[str]
+    paired: bool
+    by: tuple[str, ...]
+    check: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """Total changes per group (``by`` labels -> (numerator, denominator)), and the pairing."""
+
+    groups: dict[Labels, tuple[float, float]]
+    #: Groups where the denominator has at least one (paired) series.
+    present: frozenset[Labels]
+    unpaired: tuple[Labels, ...]
+    #: The extrapolated PromQL ratio per group, for the record.
+    check: dict[Labels, float]
+
+
+def _key(labels: Labels, drop: frozenset[str]) -> Labels:
+    return Labels((k, v) for k, v in labels.items() if k not in drop and k != NAME)
+
+
+def _keyed(labels: Sequence[Labels], ignoring_: frozenset[str]) -> dict[Labels, Labels]:
+    """Each series' key (labels less ``ignoring_``) mapped to its label set; collisions refused."""
+    keyed = {_key(one, ignoring_): one for one in labels}
+    if len(keyed) != len(labels):
+        raise ValueError(f"series are not told apart once {sorted(ignoring_)} are ignored")
+    return keyed
+
+
+def _changes(selector: Selector, seconds: float) -> Expr:
+    """Per series, ``max_over_time - min_over_time``: the exact change where nothing reset."""
+    window = selector.over(seconds)
+    return max_over_time(window) - min_over_time(window)
+
+
+def _did_reset(selector: Selector, seconds: float) -> Expr:
+    return Binary(">", resets(selector.over(seconds)), Number(0))
+
+
+def _selects(selector: Selector, labels: Labels) -> bool:
+    """Whether ``selector`` selects the series of ``labels`` (``__name__`` included)."""
+    name = labels.get(NAME, "")
+    if selector.metric is not None and name != selector.metric:
+        return False
+    return all(
+        m.matches(name if m.label == NAME else labels.get(m.label, "")) for m in selector.matchers
+    )
+
+
+def series_of(
+    source: Source, selectors: Sequence[Selector], window: Window
+) -> list[tuple[Labels, ...]]:
+    """Each selector's series in ``window``, from one request where they all have a name.
+
+    The request selects the matchers every selector has, of any of their
+    names; each selector's series are picked from the answer by its own
+    matchers. Both sides of a ratio (a bucket and ``+Inf``, ``_sum`` and
+    ``_count``, one finish reason and all), and every ratio of an analysis,
+    are one request.
+    """
+    distinct = list(dict.fromkeys(selectors))
+    if any(s.metric is None or (s.offset, s.at) != (None, None) for s in distinct):
+        found = together(source, [partial(source.series, s, window) for s in distinct])
+        by_selector = dict(zip(distinct, found, strict=True))
+        return [by_selector[s] for s in selectors]
+    common = tuple(m for m in distinct[0].matchers if all(m in s.matchers for s in distinct))
+    names = sorted({cast(str, s.metric) for s in distinct})
+    if len(names) == 1:
+        broad = Selector(names[0], common)
+    else:
+        broad = Selector(None, (Matcher.one_of(NAME, names), *common))
+    found_all = source.series(broad, window)
+    return [tuple(labels for labels in found_all if _selects(s, labels)) for s in selectors]
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """One pair's change expressions."""
+
+    pair: Pair
+    top: Expr
+    bottom: Expr
+    reset: Expr
+    unless: Matching | None
+
+    @classmethod
+    def of(cls, pair: Pair, seconds: float) -> _Plan:
+        match = ignoring(*pair.ignoring) if pair.ignoring else None
+        top, bottom = _changes(pair.numerator, seconds), _changes(pair.denominator, seconds)
+        if pair.paired:
+            top, bottom = (
+                Binary("and", top, _changes(pair.denominator, seconds), matching=match),
+                Binary("and", bottom, _changes(pair.numerator, seconds), matching=match),
+            )
+        reset = Binary(
+            "or", _did_reset(pair.numerator, seconds), _did_reset(pair.denominator, seconds)
+        )
+        unless = ignoring(*pair.ignoring) if pair.paired and pair.ignoring else None
+        return cls(pair, top, bottom, reset, unless)
+
+    def summed(self, change: Expr, restarted: bool) -> Expr:
+        """``change`` summed ``by`` the pair's groups, without series that reset if asked."""
+        clean = Binary("unless", change, self.reset, matching=self.unless) if restarted else change
+        return clean.sum(by=self.pair.by) if self.pair.by else clean.sum()
+
+    def questions(self) -> list[Expr]:
+        """Which series reset, both sums as if none did, and the check where it is a vector."""
+        asked = [self.reset, self.summed(self.top, False), self.summed(self.bottom, False)]
+        return asked + ([self.pair.check] if self.pair.check.type is ValueType.VECTOR else [])
+
+
+def totals(source: Source, window: Window, pairs: Sequence[Pair]) -> list[Totals]:
+    """Exact total changes of every pair's sides per ``by`` group, and its check per group.
+
+    Two requests, asked together, however many pairs (see the module); a
+    pair where a series restarted asks its cleaned sums and its stretches.
+
+    Raises
+    ------
+    ValueError
+        When two series of one side have the same labels once the pair's
+        ``ignoring`` labels are left out (the pairing would be ambiguous).
+    """
+    if not pairs:
+        return []
+    plans = [_Plan.of(pair, window.seconds) for pair in pairs]
+    selectors = [s for pair in pairs for s in (pair.numerator, pair.denominator)]
+    questions = [plan.questions() for plan in plans]
+    flat = [expr for asked in questions for expr in asked]
+    labelled = soon(source, partial(series_of, source, selectors, window))
+    answered = soon(source, partial(vectors, source, flat, window.end_s))
+    labels, answers = labelled.result(), answered.result()
+    finishing = []
+    start = 0
+    for i, (plan, asked) in enumerate(zip(plans, questions, strict=True)):
+        parts = answers[start : start + len(asked)]
+        start += len(asked)
+        sides = (labels[2 * i], labels[2 * i + 1])
+        finishing.append(partial(_finish, source, window, plan, sides, parts))
+    return together(source, finishing)
+
+
+def _finish(
+    source: Source,
+    window: Window,
+    plan: _Plan,
+    labels: tuple[tuple[Labels, ...], tuple[Labels, ...]],
+    parts: list[Vector],
+) -> Totals:
+    """One pair's totals from its series and its part of the joined answer."""
+    pair = plan.pair
+    reset_part, top_part, bottom_part = parts[:3]
+    if len(parts) > 3:
+        checked = parts[3].as_dict()
+    else:  # a scalar check, asked alone
+        checked = {Labels(()): float(cast(float, source.instant(pair.check, window.end_s).value))}
+    top_labels, bottom_labels = labels
+    unpaired: list[Labels] = []
+    if pair.paired:
+        top_keys = _keyed(top_labels, pair.ignoring)
+        bottom_keys = _keyed(bottom_labels, pair.ignoring)
+        unpaired = sorted(set(top_keys) ^ set(bottom_keys), key=repr)
+    # A pair where either side reset is worked out from its drops, both sides.
+    restarted = reset_part.labels if top_labels or bottom_labels else ()
+    drop = pair.ignoring if pair.paired else frozenset()
+    wanted = sorted({_key(one, drop) for one in restarted}, key=repr)
+    sides: list[Vector] = [top_part, bottom_part]
+    changed: list[dict[Labels, float]] = []
+    if restarted:
+        clean = [plan.summed(plan.top, True), plan.summed(plan.bottom, True)]
+        cleaned = soon(source, partial(vectors, source, clean, window.end_s))
+        changed = together(
+            source,
+            [
+                partial(reset_changes, source, narrowed(selector, wanted), window)
+                for selector in (pair.numerator, pair.denominator)
+            ],
+        )
+        sides = cleaned.result()
+    groups: dict[Labels, list[float]] = {}
+    present: set[Labels] = set()
+    for side, answer in enumerate(sides):
+        for group, value in zip(answer.labels, answer.values.tolist(), strict=True):
+            groups.setdefault(group, [0.0, 0.0])[side] += value
+            present.update([group] if side else [])
+    if restarted:
+        keyed = [
+            {_key(one, drop): (one, amount) for one, amount in side.items()} for side in changed
+        ]
+        both = set(keyed[0]) & set(keyed[1]) if pair.paired else None
+        for side, entries in enumerate(keyed):
+            for key, (one, amount) in entries.items():
+                if key in wanted and (both is None or key in both):
+                    group = Labels((k, v) for k, v in one.items() if k in pair.by)
+                    groups.setdefault(group, [0.0, 0.0])[side] += amount
+                    present.update([group] if side else [])
+    found = {g: (t, b) for g, (t, b) in groups.items()}
+    return Totals(found, frozenset(present), tuple(unpaired), checked)

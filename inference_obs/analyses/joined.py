@@ -1,0 +1,120 @@
+"""Several instant questions in one request: a report's round trips are its time on a slow link.
+
+An analysis often asks several similar questions in a row: four quantiles
+of one histogram, the means of five GPU families, a counter ratio's reset
+check, both sums and the recheck query. :func:`joined` asks them as one
+query: each part's series marked with its position in the :data:`PART`
+label (``label_replace``), the parts joined with ``or``. Neither operator
+changes a value, and parts never share a label set, so :func:`split` gives
+each part the series it gets alone. :func:`instants` does both and returns
+an :class:`~inference_obs.source.base.Instant` per question, as the source
+would have answered it alone.
+
+Annotations cannot be told apart by part (a server names positions in the
+query it was sent), so an answer that carries any is asked again part by
+part: each Instant then carries exactly what its question gets alone.
+
+An engine in this process (a dataset's, kind ``dataset``) has no round trips
+to save and would only do the joining's work as well: it is asked each
+question alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+
+import numpy as np
+
+from inference_obs.engine.vector import Vector
+from inference_obs.query import Binary, Expr, ValueType, label_replace, to_promql
+from inference_obs.samples import Labels
+from inference_obs.source.base import Instant, Source
+from inference_obs.source.remembering import together
+
+__all__ = ["PART", "instants", "joined", "split", "vectors"]
+
+#: The label that tells the parts of a joined query apart; no exporter uses it, and a
+#: series' own label of that name would be overwritten.
+PART = "inference_obs_part"
+
+
+def joined(source: Source, exprs: Sequence[Expr], at: float) -> Instant:
+    """Instant vectors ``exprs`` asked as one query at ``at``: each part's series marked with
+    its position in :data:`PART` (``label_replace``), the parts joined with ``or``.
+
+    Neither operator changes a value, so each part's series are what the part
+    alone gives; :func:`split` takes them apart again. The answer's
+    annotations belong to the parts together.
+    """
+    marked: list[Expr] = [label_replace(e, PART, str(i), PART, ".*") for i, e in enumerate(exprs)]
+    # Joined pairwise, a balanced tree: each series is matched against the others
+    # log2(parts) times, not once per part after it.
+    while len(marked) > 1:
+        pairs = zip(marked[::2], marked[1::2], strict=False)
+        marked = [Binary("or", a, b) for a, b in pairs] + marked[len(marked) - len(marked) % 2 :]
+    return source.instant(marked[0], at)
+
+
+def split(answer: Instant, count: int) -> list[Vector]:
+    """The ``count`` parts of an answer of :func:`joined`, in order, :data:`PART` removed."""
+    found: list[tuple[list[Labels], list[float]]] = [([], []) for _ in range(count)]
+    if isinstance(answer.value, Vector):
+        for labels, value in zip(answer.value.labels, answer.value.values.tolist(), strict=True):
+            part_labels, part_values = found[int(labels[PART])]
+            part_labels.append(Labels((k, v) for k, v in labels.items() if k != PART))
+            part_values.append(value)
+    return [Vector(tuple(lb), np.array(vs, dtype=np.float64)) for lb, vs in found]
+
+
+def _in_process(source: Source) -> bool:
+    """Whether ``source``'s engine answers in this process, with no round trip to save."""
+    return source.info().kind == "dataset"
+
+
+def vectors(source: Source, exprs: Sequence[Expr], at: float) -> list[Vector]:
+    """Each of the instant vectors ``exprs`` at ``at``, annotations aside: one joined query
+    (:func:`joined`), or each alone, all at once, from an engine in this process."""
+    if not _in_process(source):
+        return split(joined(source, exprs, at), len(exprs))
+    found = []
+    for expr, answer in zip(
+        exprs, together(source, [partial(source.instant, e, at) for e in exprs]), strict=True
+    ):
+        if not isinstance(answer.value, Vector):
+            raise TypeError(f"expected an instant vector from {to_promql(expr)}")
+        found.append(answer.value)
+    return found
+
+
+def instants(source: Source, exprs: Sequence[Expr], at: float) -> list[Instant]:
+    """Each of ``exprs`` at ``at``, asked in one request where they are all instant vectors
+    (:func:`joined`), else (or from an engine in this process) each alone, all at once.
+
+    An answer with annotations is asked again part by part, since annotations
+    cannot be told apart by part: each Instant then carries exactly what its
+    question alone gets.
+
+    Examples
+    --------
+    >>> from inference_obs.query import Selector
+    >>> from inference_obs.source.dataset_source import DatasetSource
+    >>> source = DatasetSource("datasets/r1-decode")
+    >>> at = source.dataset.manifest.window.window().end_s
+    >>> exprs = [Selector(f"vllm:num_requests_{n}").sum() for n in ("running", "waiting")]
+    >>> [one.value.values.tolist() for one in instants(source, exprs, at)] == [
+    ...     source.instant(e, at).value.values.tolist() for e in exprs
+    ... ]
+    True
+    """
+    alone = [partial(source.instant, e, at) for e in exprs]
+    vector = all(e.type is ValueType.VECTOR for e in exprs)
+    if len(exprs) < 2 or not vector or _in_process(source):
+        return together(source, alone)
+    answer = joined(source, exprs, at)
+    if answer.annotations:
+        return together(source, alone)
+    return [
+        Instant(vector, at, to_promql(e))
+        for e, vector in zip(exprs, split(answer, len(exprs)), strict=True)
+    ]
