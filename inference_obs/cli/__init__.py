@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from inference_obs.cli import catalogue, dashboards, dataset, lint, report
+from inference_obs.cli import capture, catalogue, dashboards, dataset, lint, report
 from inference_obs.cli.catalogue import parse_matcher
 from inference_obs.cli.options import (
     EXIT_BUDGET,
@@ -48,6 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     dataset.register(commands)
     lint.register(commands)
     dashboards.register(commands)
+    capture.register(commands)
     return parser
 
 
