@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from inference_obs.errors import ConfigurationError, SourceUnavailable
+from inference_obs.errors import AnswerTooLarge, ConfigurationError, SourceUnavailable
 from inference_obs.source.auth import Auth
 from inference_obs.source.endpoint import Endpoint, parse_base_url, redact_url
 from inference_obs.source.http import Limits, check_header
@@ -196,7 +196,7 @@ class ScrapeClient:
         except TimeoutError:
             raise _Transient(f"no answer within {time.monotonic() - now:.1f} s") from None
         except AnswerTooBig as exc:
-            raise SourceUnavailable(
+            raise AnswerTooLarge(
                 f"{self.target.url}: the answer is larger than "
                 f"{self.limits.max_answer_bytes:,} bytes ({exc.where})"
             ) from None

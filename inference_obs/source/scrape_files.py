@@ -31,6 +31,7 @@ its samples are stamped with the scrape's time, as :func:`capture
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import statistics
@@ -53,6 +54,7 @@ __all__ = ["MARKER", "SavedScrape", "dataset_from_scrapes", "read_scrape_files"]
 MARKER = "# SCRAPE "
 _COMPACT = re.compile(r"(\d{8}T\d{6}(?:\.\d{1,3})?)Z")
 _SECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_EXTENDED = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T")  # ISO 8601's extended date, then a time
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,10 +170,10 @@ def _time(text: str, where: str) -> int:
     else:
         compact = _COMPACT.fullmatch(text)
         iso = f"{compact.group(1)}+00:00" if compact else text
-        try:
-            moment = datetime.fromisoformat(iso)
-        except ValueError:
-            moment = None
+        moment = None
+        if compact or _EXTENDED.match(text):
+            with contextlib.suppress(ValueError):
+                moment = datetime.fromisoformat(iso)
         if moment is None or moment.tzinfo is None:
             raise DatasetError(
                 f"{where}: time {text!r} is not unix seconds or ISO 8601 with an offset"

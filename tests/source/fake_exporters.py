@@ -53,7 +53,7 @@ class FakeExporter:
         exporter = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+            def do_GET(self) -> None:
                 with lock:
                     n = len(exporter.served)
                     exporter.requests.append(f"{self.command} {self.path}")
