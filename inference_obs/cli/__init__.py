@@ -1,7 +1,8 @@
 """``inference-obs``: the command line. Wiring only; the work lives in the layers below.
 
 One module per group of commands: :mod:`~.report` (``report``, ``compare``),
-:mod:`~.dataset` (``dataset export|verify``), :mod:`~.catalogue`
+:mod:`~.dataset` (``dataset export|verify|from-scrapes``), :mod:`~.capture`
+(``capture``, and ``from-scrapes``'s wiring), :mod:`~.catalogue`
 (``catalogue``, ``queries``, ``simulate``); :mod:`~.options` holds the
 options they share and the exit statuses.
 """

@@ -48,7 +48,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="a /metrics endpoint, e.g. vllm=http://10.0.0.1:8000/metrics (repeatable; "
         "job defaults to 'capture', the path to /metrics)",
     )
-    command.add_argument("--interval", default="15s", help="time between scrapes (default 15s)")
+    command.add_argument(
+        "--interval",
+        default="15s",
+        help="time between scrapes: 15s, 500ms, or seconds (default 15s)",
+    )
     command.add_argument("--duration", default="1h", help="how long to scrape (default 1h)")
     command.add_argument("--out", required=True, help="new dataset directory")
     command.add_argument(

@@ -1,4 +1,4 @@
-"""``dataset export`` and ``dataset verify``: publish an observation, and recheck one."""
+"""``dataset export``, ``verify``, ``from-scrapes``: publish, recheck, convert saved scrapes."""
 
 from __future__ import annotations
 
