@@ -18,7 +18,8 @@ backfills read it like any other. What Prometheus does, this does:
 A dataset cannot carry staleness markers, so a series that stops (a failed
 scrape, a restart) shows as a gap, as it does after a promtool backfill.
 
-:class:`Recording` holds the scrapes in memory (about 16 bytes a sample) and
+:class:`Recording` holds the scrapes in memory (Python lists: some 70 bytes a
+sample, about 35 MB for 2,000 series scraped every 15 s for an hour) and
 writes the dataset; :func:`~inference_obs.source.scrape_files.read_scrape_files`
 feeds it saved scrapes instead. Without deployments given, one is proposed per
 model served (:func:`propose_deployments`).
@@ -439,4 +440,8 @@ def _scrape(client: ScrapeClient, deadline: float) -> tuple[int, float, Expositi
 
 def _reason(message: str, url: str) -> str:
     """A failure's message without the URL it starts with (the methodology line names it)."""
-    return message.removeprefix(f"{url}: ").removeprefix(url)
+    if message.startswith(f"{url}: "):
+        return message[len(url) + 2 :]
+    if message.startswith(f"{url}:"):  # the answer did not parse: "URL:LINE: problem"
+        return f"answer line {message[len(url) + 1 :]}"
+    return message

@@ -25,10 +25,11 @@ import pytest
 from inference_obs.cli import main
 from inference_obs.errors import DatasetError
 from inference_obs.samples import Labels
-from inference_obs.source.capture import Recording, propose_deployments
+from inference_obs.source.capture import Recording, capture, propose_deployments
 from inference_obs.source.dataset import Dataset, read_dataset
 from inference_obs.source.exposition import parse_exposition
-from inference_obs.source.scrape import parse_target
+from inference_obs.source.scrape import ScrapeClient, parse_target
+from inference_obs.source.transport import PooledTransport
 from tests.source.fake_exporters import FakeExporter, advancing, real_text
 
 VLLM = real_text("vllm_v0_metrics_paste.prom")
@@ -107,7 +108,7 @@ def test_every_round_is_stored_as_served(captured: Captured) -> None:
         assert values == [_served(text, name, **labels) for text in captured.engine.served]
     # Scrapes are one interval apart, give or take the scheduler.
     gaps = np.diff(t_ms) / 1000
-    assert np.all(np.abs(gaps - INTERVAL_S) < 0.2), gaps
+    assert np.all(np.abs(gaps - INTERVAL_S) < 0.45), gaps
 
 
 def test_labels_are_added_as_a_prometheus_scrape_adds_them(captured: Captured) -> None:
@@ -263,3 +264,18 @@ def test_options_are_checked_before_any_scrape(
     assert status == 2
     assert problem in capsys.readouterr().err
     assert not (tmp_path / "ds").exists()
+
+
+def test_an_answer_that_does_not_parse_is_a_failed_scrape(tmp_path: Path) -> None:
+    def body(n: int) -> str:
+        return advancing(VLLM, n) if n != 1 else "vllm:x 1\nvllm:x{a=} 2\n"
+
+    with FakeExporter(body) as exporter:
+        target, _ = parse_target(f"vllm={exporter.url}")
+        client = ScrapeClient(target, PooledTransport(target.endpoint))
+        dataset = capture([client], tmp_path / "ds", interval_s=0.25, duration_s=1.0)
+    (up,) = [s for s in dataset.samples if s.name == "up"]
+    assert up.values.tolist() == [1.0, 0.0, 1.0, 1.0]
+    method = " ".join(dataset.manifest.methodology)
+    assert "4 scrapes, 1 failed" in method
+    assert "answer line 2: series vllm:x: expected label" in method
