@@ -1,7 +1,8 @@
 """``inference-obs``: the command line. Wiring only; the work lives in the layers below.
 
 One module per group of commands: :mod:`~.report` (``report``, ``compare``),
-:mod:`~.dataset` (``dataset export|verify``), :mod:`~.catalogue`
+:mod:`~.dataset` (``dataset export|verify|from-scrapes``), :mod:`~.capture`
+(``capture``, and ``from-scrapes``'s wiring), :mod:`~.catalogue`
 (``catalogue``, ``queries``, ``simulate``); :mod:`~.options` holds the
 options they share and the exit statuses.
 """
@@ -13,7 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from inference_obs.cli import catalogue, dashboards, dataset, lint, report
+from inference_obs.cli import capture, catalogue, dashboards, dataset, lint, report
 from inference_obs.cli.catalogue import parse_matcher
 from inference_obs.cli.options import (
     EXIT_BUDGET,
@@ -48,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     dataset.register(commands)
     lint.register(commands)
     dashboards.register(commands)
+    capture.register(commands)
     return parser
 
 

@@ -1,4 +1,4 @@
-"""``dataset export`` and ``dataset verify``: publish an observation, and recheck one."""
+"""``dataset export``, ``verify``, ``from-scrapes``: publish, recheck, convert saved scrapes."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import math
 import sys
 from pathlib import Path
 
+from inference_obs.cli.capture import register_from_scrapes
 from inference_obs.cli.options import add_live_options, add_window_options, open_prometheus, window
 from inference_obs.errors import InferenceObsError
 
@@ -55,6 +56,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--rel-tol", type=float, default=1e-9, help="relative tolerance (default 1e-9)"
     )
     verify.set_defaults(run=_dataset_verify)
+    register_from_scrapes(actions)
 
 
 def _dataset_export(args: argparse.Namespace) -> int:

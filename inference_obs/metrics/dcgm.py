@@ -64,7 +64,22 @@ _CUSTOM = "only with a custom counters CSV (commented out in the shipped ones)"
 _PROF = "exporter >= 4.0.0 default CSV, or the dcp CSV"
 _NOT_SHIPPED = "only with a custom counters CSV (absent from the shipped ones)"
 _1X = "dcgm-exporter with the 1.x compatibility CSV"
+_1X_OFF = "dcgm-exporter with the 1.x compatibility CSV, where the line is commented out"
 _46 = "DCGM >= 4.6 field name (custom CSVs)"
+
+# The 1.x names are go-dcgm's legacy field names (pkg/dcgm/legacy_fields.csv), each the
+# same DCGM field id as the current name; etc/1.x-compatibility-metrics.csv enables 22.
+
+
+def _legacy(name: str) -> Alias:
+    """The lowercase 1.x name of a field the compatibility CSV enables."""
+    return Alias(name, _1X, "Legacy lowercase name of the same field.")
+
+
+def _legacy_off(name: str) -> Alias:
+    """The lowercase 1.x name of a field the compatibility CSV lists commented out."""
+    return Alias(name, _1X_OFF, "Legacy lowercase name of the same field.")
+
 
 _gpu = partial(Family, exporter="dcgm", labels=GPU_LABELS)
 _gauge = partial(_gpu, type=MetricType.GAUGE)
@@ -80,17 +95,19 @@ SM_CLOCK = _gauge(
     name="DCGM_FI_DEV_SM_CLOCK",
     unit="MHz",
     help="SM clock frequency.",
-    aliases=(Alias("dcgm_sm_clock", _1X, "Legacy lowercase name of the same value."),),
+    aliases=(_legacy("dcgm_sm_clock"),),
 )
 MEM_CLOCK = _gauge(
     name="DCGM_FI_DEV_MEM_CLOCK",
     unit="MHz",
     help="Memory clock frequency.",
+    aliases=(_legacy("dcgm_memory_clock"),),
 )
 GPU_TEMP = _gauge(
     name="DCGM_FI_DEV_GPU_TEMP",
     unit="celsius",
     help="GPU temperature.",
+    aliases=(_legacy("dcgm_gpu_temp"),),
 )
 MEMORY_TEMP = _gauge(
     name="DCGM_FI_DEV_MEMORY_TEMP",
@@ -101,6 +118,7 @@ MEMORY_TEMP = _gauge(
         "Old exporters leaked the DCGM blank sentinel (9223372036854775794): treat values "
         ">= SENTINEL_MIN as missing.",
     ),
+    aliases=(_legacy("dcgm_memory_temp"),),
 )
 POWER_USAGE = _gauge(
     name="DCGM_FI_DEV_POWER_USAGE",
@@ -112,6 +130,7 @@ POWER_USAGE = _gauge(
             _46,
             "DCGM 4.6 keeps POWER_USAGE as an alias of this field.",
         ),
+        _legacy("dcgm_power_usage"),
     ),
     traps=("For energy over a window use TOTAL_ENERGY_CONSUMPTION, not a mean of samples.",),
 )
@@ -125,12 +144,37 @@ TOTAL_ENERGY_CONSUMPTION = _counter(
         _NO_TOTAL,
         _SAMPLING,
     ),
+    aliases=(_legacy("dcgm_total_energy_consumption"),),
+)
+_NVML_PCIE = (
+    "Declared a counter of KB, but DCGM calls it PCIe utilization information and "
+    "deprecates it for PROF_PCIE_*_BYTES (bytes/s): check that the series only grows before rate()."
+)
+_NVML_PCIE_CONDITION = (
+    "the default CSV before exporter 3.3.7-3.5.0, the 1.x compatibility CSV, or a custom CSV"
+)
+PCIE_TX_THROUGHPUT = _counter(
+    name="DCGM_FI_DEV_PCIE_TX_THROUGHPUT",
+    unit="KB",
+    help="PCIe transmit traffic read from NVML, as the CSV declares it (in KB).",
+    aliases=(_legacy("dcgm_pcie_tx_throughput"),),
+    condition=_NVML_PCIE_CONDITION,
+    traps=(_NVML_PCIE, _NO_TOTAL),
+)
+PCIE_RX_THROUGHPUT = _counter(
+    name="DCGM_FI_DEV_PCIE_RX_THROUGHPUT",
+    unit="KB",
+    help="PCIe receive traffic read from NVML, as the CSV declares it (in KB).",
+    aliases=(_legacy("dcgm_pcie_rx_throughput"),),
+    condition=_NVML_PCIE_CONDITION,
+    traps=(_NVML_PCIE, _NO_TOTAL),
 )
 PCIE_REPLAY_COUNTER = _counter(
     name="DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
     unit="retries",
     help="PCIe replay (retry) events.",
     traps=(_NO_TOTAL, _SAMPLING),
+    aliases=(_legacy("dcgm_pcie_replay_counter"),),
 )
 GPU_UTIL = _percent(
     name="DCGM_FI_DEV_GPU_UTIL",
@@ -141,7 +185,7 @@ GPU_UTIL = _percent(
             _46,
             "Renamed field; the value stays 0-100 despite the _RATIO suffix.",
         ),
-        Alias("dcgm_gpu_utilization", _1X, "Legacy lowercase name of the same value."),
+        _legacy("dcgm_gpu_utilization"),
     ),
     since="dcgm-exporter 2.2.9-2.4.1 (enabled by default)",
     traps=(
@@ -154,16 +198,19 @@ MEM_COPY_UTIL = _percent(
     name="DCGM_FI_DEV_MEM_COPY_UTIL",
     help="Share of time the memory controller was busy.",
     traps=("Memory bandwidth activity, not memory capacity used.", _PERCENT),
+    aliases=(_legacy("dcgm_mem_copy_utilization"),),
 )
 ENC_UTIL = _percent(
     name="DCGM_FI_DEV_ENC_UTIL",
     help="Video encoder utilisation.",
     traps=(_PERCENT,),
+    aliases=(_legacy("dcgm_enc_utilization"),),
 )
 DEC_UTIL = _percent(
     name="DCGM_FI_DEV_DEC_UTIL",
     help="Video decoder utilisation.",
     traps=(_PERCENT,),
+    aliases=(_legacy("dcgm_dec_utilization"),),
 )
 XID_ERRORS = _gauge(
     name="DCGM_FI_DEV_XID_ERRORS",
@@ -175,12 +222,14 @@ XID_ERRORS = _gauge(
         "changes() to count errors.",
         "err_msg exists from exporter 3.3.6-3.4.2.",
     ),
+    aliases=(_legacy("dcgm_xid_errors"),),
 )
 FB_FREE = _gauge(
     name="DCGM_FI_DEV_FB_FREE",
     unit="MiB",
     help="Free framebuffer (GPU) memory.",
     traps=("HELP said MB before exporter 4.0.0; the values were always MiB.",),
+    aliases=(_legacy("dcgm_fb_free"),),
 )
 FB_USED = _gauge(
     name="DCGM_FI_DEV_FB_USED",
@@ -191,6 +240,7 @@ FB_USED = _gauge(
         "whatever the load.",
         "Memory fraction is FB_USED / (FB_USED + FB_FREE + FB_RESERVED where present).",
     ),
+    aliases=(_legacy("dcgm_fb_used"),),
 )
 FB_RESERVED = _gauge(
     name="DCGM_FI_DEV_FB_RESERVED",
@@ -208,6 +258,7 @@ NVLINK_BANDWIDTH_TOTAL = _gauge(
             _46,
             "DCGM 4.6 keeps NVLINK_BANDWIDTH_TOTAL as an alias of this field.",
         ),
+        _legacy("dcgm_nvlink_bandwidth_total"),
     ),
     already_rate=True,
     declared_type="counter",
@@ -246,7 +297,7 @@ PROF_GR_ENGINE_ACTIVE = _ratio(
     help="Fraction of time a graphics or compute context was active.",
     aliases=(
         Alias("DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO", _46, "Renamed field, same 0-1 ratio."),
-        Alias("dcgm_fi_prof_gr_engine_active", _1X, "Legacy lowercase name of the same value."),
+        _legacy("dcgm_fi_prof_gr_engine_active"),
     ),
     condition=_PROF,
     traps=(
@@ -257,14 +308,20 @@ PROF_GR_ENGINE_ACTIVE = _ratio(
 PROF_PIPE_TENSOR_ACTIVE = _ratio(
     name="DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
     help="Fraction of cycles any tensor pipe was active.",
-    aliases=(Alias("DCGM_FI_PROF_TENSOR_UTIL_RATIO", _46, "Renamed field, same 0-1 ratio."),),
+    aliases=(
+        Alias("DCGM_FI_PROF_TENSOR_UTIL_RATIO", _46, "Renamed field, same 0-1 ratio."),
+        _legacy("dcgm_fi_prof_pipe_tensor_active"),
+    ),
     condition=_PROF,
     traps=(_OLD_PERCENT_HELP,),
 )
 PROF_DRAM_ACTIVE = _ratio(
     name="DCGM_FI_PROF_DRAM_ACTIVE",
     help="Fraction of cycles the memory interface was busy (a bandwidth-use proxy).",
-    aliases=(Alias("DCGM_FI_PROF_DRAM_UTIL_RATIO", _46, "Renamed field, same 0-1 ratio."),),
+    aliases=(
+        Alias("DCGM_FI_PROF_DRAM_UTIL_RATIO", _46, "Renamed field, same 0-1 ratio."),
+        _legacy("dcgm_fi_prof_dram_active"),
+    ),
     condition=_PROF,
     traps=(_OLD_PERCENT_HELP,),
 )
@@ -279,6 +336,7 @@ PROF_PCIE_TX_BYTES = _gauge(
     already_rate=True,
     condition=_PROF,
     traps=(_PCIE_DECLARED, _RATE),
+    aliases=(_legacy("dcgm_fi_prof_pcie_tx_bytes"),),
 )
 PROF_PCIE_RX_BYTES = _gauge(
     name="DCGM_FI_PROF_PCIE_RX_BYTES",
@@ -287,6 +345,7 @@ PROF_PCIE_RX_BYTES = _gauge(
     already_rate=True,
     condition=_PROF,
     traps=(_PCIE_DECLARED, _RATE),
+    aliases=(_legacy("dcgm_fi_prof_pcie_rx_bytes"),),
 )
 
 # ---------------------------------------------------------------------------
@@ -309,12 +368,14 @@ PROF_SM_ACTIVE = _ratio(
     help="Fraction of cycles an SM had at least one warp assigned, averaged over SMs.",
     condition=_CUSTOM,
     traps=(_FALLBACK,),
+    aliases=(_legacy_off("dcgm_fi_prof_sm_active"),),
 )
 PROF_SM_OCCUPANCY = _ratio(
     name="DCGM_FI_PROF_SM_OCCUPANCY",
     help="Resident warps relative to the maximum an SM can hold, averaged over SMs.",
     condition=_CUSTOM,
     traps=(_FALLBACK,),
+    aliases=(_legacy_off("dcgm_fi_prof_sm_occupancy"),),
 )
 PROF_PIPE_FP64_ACTIVE = _ratio(
     name="DCGM_FI_PROF_PIPE_FP64_ACTIVE",
@@ -372,59 +433,73 @@ _violation = partial(_counter, unit="nanoseconds", condition=_CUSTOM, traps=(_NS
 POWER_VIOLATION = _violation(
     name="DCGM_FI_DEV_POWER_VIOLATION",
     help="Cumulative time the clocks were held back by the power limit.",
+    aliases=(_legacy_off("dcgm_power_violation"),),
 )
 THERMAL_VIOLATION = _violation(
     name="DCGM_FI_DEV_THERMAL_VIOLATION",
     help="Cumulative time the clocks were held back by thermal limits.",
+    aliases=(_legacy_off("dcgm_thermal_violation"),),
 )
 SYNC_BOOST_VIOLATION = _violation(
     name="DCGM_FI_DEV_SYNC_BOOST_VIOLATION",
     help="Cumulative time the clocks were held back by sync boost.",
+    aliases=(_legacy_off("dcgm_sync_boost_violation"),),
 )
 BOARD_LIMIT_VIOLATION = _violation(
     name="DCGM_FI_DEV_BOARD_LIMIT_VIOLATION",
     help="Cumulative time the clocks were held back by the board limit.",
+    aliases=(_legacy_off("dcgm_board_limit_violation"),),
 )
 LOW_UTIL_VIOLATION = _violation(
     name="DCGM_FI_DEV_LOW_UTIL_VIOLATION",
     help="Cumulative time the clocks were held back because of low utilisation.",
+    aliases=(_legacy_off("dcgm_low_util_violation"),),
 )
 RELIABILITY_VIOLATION = _violation(
     name="DCGM_FI_DEV_RELIABILITY_VIOLATION",
     help="Cumulative time the clocks were held back by reliability limits.",
+    aliases=(_legacy_off("dcgm_reliability_violation"),),
 )
 _errors = partial(_counter, unit="errors", condition=_CUSTOM, traps=(_NO_TOTAL,))
 ECC_SBE_VOL_TOTAL = _errors(
     name="DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
     help="Single-bit ECC errors since the driver was loaded.",
+    aliases=(_legacy_off("dcgm_ecc_sbe_volatile_total"),),
 )
 ECC_DBE_VOL_TOTAL = _errors(
     name="DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
     help="Double-bit ECC errors since the driver was loaded.",
+    aliases=(_legacy_off("dcgm_ecc_dbe_volatile_total"),),
 )
 ECC_SBE_AGG_TOTAL = _errors(
     name="DCGM_FI_DEV_ECC_SBE_AGG_TOTAL",
     help="Single-bit ECC errors over the GPU's lifetime.",
+    aliases=(_legacy_off("dcgm_ecc_sbe_aggregate_total"),),
 )
 ECC_DBE_AGG_TOTAL = _errors(
     name="DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
     help="Double-bit ECC errors over the GPU's lifetime.",
+    aliases=(_legacy_off("dcgm_ecc_dbe_aggregate_total"),),
 )
 NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL = _errors(
     name="DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
     help="NVLink flow-control CRC errors, all links.",
+    aliases=(_legacy_off("dcgm_nvlink_flit_crc_error_count_total"),),
 )
 NVLINK_CRC_DATA_ERROR_COUNT_TOTAL = _errors(
     name="DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
     help="NVLink data CRC errors, all links.",
+    aliases=(_legacy_off("dcgm_nvlink_data_crc_error_count_total"),),
 )
 NVLINK_REPLAY_ERROR_COUNT_TOTAL = _errors(
     name="DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
     help="NVLink replay errors, all links.",
+    aliases=(_legacy_off("dcgm_nvlink_replay_error_count_total"),),
 )
 NVLINK_RECOVERY_ERROR_COUNT_TOTAL = _errors(
     name="DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
     help="NVLink recovery errors, all links.",
+    aliases=(_legacy_off("dcgm_nvlink_recovery_error_count_total"),),
 )
 
 # ---------------------------------------------------------------------------
@@ -470,6 +545,8 @@ FAMILIES: tuple[Family, ...] = (
     MEMORY_TEMP,
     POWER_USAGE,
     TOTAL_ENERGY_CONSUMPTION,
+    PCIE_TX_THROUGHPUT,
+    PCIE_RX_THROUGHPUT,
     PCIE_REPLAY_COUNTER,
     GPU_UTIL,
     MEM_COPY_UTIL,

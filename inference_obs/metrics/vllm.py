@@ -196,6 +196,8 @@ PROMPT_TOKENS = _counter(
         _RESETS,
     ),
 )
+# Added together by vllm-project/vllm#33290 (reviewed 2026-02), first released in 0.16.0.
+_PROMPT_SOURCES = "vLLM 0.16.0"
 PROMPT_TOKENS_BY_SOURCE = _counter(
     name="vllm:prompt_tokens_by_source_total",
     unit="tokens",
@@ -204,7 +206,7 @@ PROMPT_TOKENS_BY_SOURCE = _counter(
         "external_kv_transfer; the three add up to prompt_tokens_total."
     ),
     labels=(*STANDARD_LABELS, "source"),
-    since="vLLM 0.15.0",
+    since=_PROMPT_SOURCES,
     traps=(
         "Credited when prefill completes, while prefix_cache_hits_total counts at admission: "
         "local_cache_hit and the hits differ over short windows.",
@@ -215,7 +217,7 @@ PROMPT_TOKENS_CACHED = _counter(
     name="vllm:prompt_tokens_cached_total",
     unit="tokens",
     help="Prompt tokens not computed locally: local cache hits plus external KV transfer.",
-    since="vLLM 0.15.0",
+    since=_PROMPT_SOURCES,
     traps=(_RESETS,),
 )
 PROMPT_TOKENS_CACHED_BY_SOURCE = _counter(
@@ -237,8 +239,8 @@ PROMPT_TOKENS_RECOMPUTED = _counter(
     name="vllm:prompt_tokens_recomputed_total",
     unit="tokens",
     help="Prompt tokens computed again (short-lived).",
-    since="vLLM 0.15.0",
-    condition="only vLLM 0.15.0 to 0.18.0; removed afterwards",
+    since=_PROMPT_SOURCES,
+    condition="only vLLM 0.16.0 to 0.19.x; removed in 0.20.0 (vllm-project/vllm#38709)",
     traps=(_RESETS,),
 )
 GENERATION_TOKENS = _counter(

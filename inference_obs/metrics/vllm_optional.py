@@ -223,6 +223,8 @@ WATERMARK_REQUESTS = _counter(
 # ---------------------------------------------------------------------------
 
 _MFU = "--enable-mfu-metrics"
+# The three Prometheus counters are first released in vLLM 0.17.0.
+_MFU_SINCE = "vLLM 0.17.0"
 _ESTIMATE = (
     "Model-based estimates, not hardware counters: divide rate() by the GPU's peak "
     "FLOP/s or memory bandwidth for MFU or MBU."
@@ -231,7 +233,7 @@ ESTIMATED_FLOPS_PER_GPU = _counter(
     name="vllm:estimated_flops_per_gpu_total",
     unit="flop",
     help="Estimated floating-point operations executed per GPU.",
-    since="vLLM 0.18.0",
+    since=_MFU_SINCE,
     condition=_MFU,
     traps=(_ESTIMATE, _RESETS),
 )
@@ -239,7 +241,7 @@ ESTIMATED_READ_BYTES_PER_GPU = _counter(
     name="vllm:estimated_read_bytes_per_gpu_total",
     unit="bytes",
     help="Estimated bytes read from GPU memory per GPU.",
-    since="vLLM 0.18.0",
+    since=_MFU_SINCE,
     condition=_MFU,
     traps=(_ESTIMATE, _RESETS),
 )
@@ -247,7 +249,7 @@ ESTIMATED_WRITE_BYTES_PER_GPU = _counter(
     name="vllm:estimated_write_bytes_per_gpu_total",
     unit="bytes",
     help="Estimated bytes written to GPU memory per GPU.",
-    since="vLLM 0.18.0",
+    since=_MFU_SINCE,
     condition=_MFU,
     traps=(_ESTIMATE, _RESETS),
 )

@@ -174,7 +174,8 @@ def parse_series(text: str) -> tuple[str, Labels]:
     ------
     LineProblem
         On an invalid name, a malformed label set, an escape other than
-        ``\\\\``, ``\\"``, ``\\n``, a repeated, empty or ``__name__`` label.
+        ``\\\\``, ``\\"``, ``\\n``, a repeated or ``__name__`` label. A label
+        with an empty value is dropped, as Prometheus drops it.
     """
     name_match = METRIC_NAME.match(text)
     if name_match is None:
@@ -188,6 +189,7 @@ def parse_series(text: str) -> tuple[str, Labels]:
     if text[pos:] == "}":
         return name, Labels()
     pairs: dict[str, str] = {}
+    seen: set[str] = set()
     while True:
         pair = _PAIR.match(text, pos)
         if pair is None:
@@ -197,15 +199,16 @@ def parse_series(text: str) -> tuple[str, Labels]:
             )
         label, raw, end = pair.groups()
         value = unescape(raw, f"the value of label {label} of series {name}")
-        if label in pairs:
-            raise LineProblem(f"series {name}: label {label} appears twice")
         if label == "__name__":
             raise LineProblem(f"series {name}: __name__ is not allowed as a label")
-        if not value:
-            raise LineProblem(
-                f"series {name}: label {label} has an empty value (Prometheus drops such labels)"
-            )
-        pairs[label] = value
+        if label in seen:
+            raise LineProblem(f"series {name}: label {label} appears twice")
+        seen.add(label)
+        # Prometheus drops a label whose value is empty (dcgm-exporter writes
+        # pod_uid="" and, before 3.x, container="",namespace="",pod=""), so the
+        # series is the one without it; the writer never writes one.
+        if value:
+            pairs[label] = value
         pos = pair.end()
         if end == "}":
             if pos != len(text):
@@ -265,9 +268,11 @@ class Families:
             )
         self.meta_seen.add(what)
         if what == "TYPE":
-            if rest not in _TYPE_SUFFIXES:
+            # "untyped" is the Prometheus text format's spelling of OpenMetrics' "unknown".
+            kind = "unknown" if rest == "untyped" else rest
+            if kind not in _TYPE_SUFFIXES:
                 raise LineProblem(f"unknown metric type {rest!r} for {family}")
-            self.kind = rest
+            self.kind = kind
         elif what == "UNIT" and rest and not family.endswith(f"_{rest}"):
             # promtool 2.42 refuses it too: "unit not a suffix of metric".
             raise LineProblem(f"unit {rest!r} is not a suffix of {family}")

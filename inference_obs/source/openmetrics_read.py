@@ -18,8 +18,12 @@ Accepted, line by line:
 Also refused: a family whose lines are not contiguous and a series whose
 samples do not strictly increase in time (promtool 2.42 accepts the first and
 silently drops out-of-order samples, so the dataset would not mean what
-Prometheus stores), exemplars, empty label values and timestamps that are not
-whole milliseconds as promtool reads them (see :func:`read_openmetrics`).
+Prometheus stores), exemplars and timestamps that are not whole milliseconds
+as promtool reads them (see :func:`read_openmetrics`).
+
+Read as Prometheus reads them: a label with an empty value (``pod_uid=""``) is
+dropped, so ``m{a=""}`` is the series ``m``; ``# TYPE m untyped``, the
+Prometheus text format's spelling, is the type ``unknown``.
 
 Speed: the text is read in blocks of a few MB (:class:`OpenMetricsReader`
 takes it piece by piece, so a file never has to be in memory whole). A block

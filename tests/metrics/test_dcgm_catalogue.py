@@ -255,3 +255,81 @@ def test_default_fields_are_unconditional() -> None:
 
 def test_sm_active_falls_back() -> None:
     assert any("GR_ENGINE_ACTIVE" in t for t in dcgm.PROF_SM_ACTIVE.traps)
+
+
+# etc/1.x-compatibility-metrics.csv @ d5e5f51, its enabled lines, mapped by DCGM field id
+# (go-dcgm pkg/dcgm/legacy_fields.csv) to the current field names.
+ENABLED_1X = {
+    "dcgm_sm_clock": "DCGM_FI_DEV_SM_CLOCK",
+    "dcgm_memory_clock": "DCGM_FI_DEV_MEM_CLOCK",
+    "dcgm_memory_temp": "DCGM_FI_DEV_MEMORY_TEMP",
+    "dcgm_gpu_temp": "DCGM_FI_DEV_GPU_TEMP",
+    "dcgm_power_usage": "DCGM_FI_DEV_POWER_USAGE",
+    "dcgm_total_energy_consumption": "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+    "dcgm_pcie_tx_throughput": "DCGM_FI_DEV_PCIE_TX_THROUGHPUT",
+    "dcgm_pcie_rx_throughput": "DCGM_FI_DEV_PCIE_RX_THROUGHPUT",
+    "dcgm_pcie_replay_counter": "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+    "dcgm_gpu_utilization": "DCGM_FI_DEV_GPU_UTIL",
+    "dcgm_mem_copy_utilization": "DCGM_FI_DEV_MEM_COPY_UTIL",
+    "dcgm_enc_utilization": "DCGM_FI_DEV_ENC_UTIL",
+    "dcgm_dec_utilization": "DCGM_FI_DEV_DEC_UTIL",
+    "dcgm_xid_errors": "DCGM_FI_DEV_XID_ERRORS",
+    "dcgm_fb_free": "DCGM_FI_DEV_FB_FREE",
+    "dcgm_fb_used": "DCGM_FI_DEV_FB_USED",
+    "dcgm_nvlink_bandwidth_total": "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+    "dcgm_fi_prof_gr_engine_active": "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+    "dcgm_fi_prof_pipe_tensor_active": "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    "dcgm_fi_prof_dram_active": "DCGM_FI_PROF_DRAM_ACTIVE",
+    "dcgm_fi_prof_pcie_tx_bytes": "DCGM_FI_PROF_PCIE_TX_BYTES",
+    "dcgm_fi_prof_pcie_rx_bytes": "DCGM_FI_PROF_PCIE_RX_BYTES",
+}
+# The same CSV's commented-out lines: real names too, exported once a user enables them.
+COMMENTED_1X = {
+    "dcgm_fi_prof_sm_active": "DCGM_FI_PROF_SM_ACTIVE",
+    "dcgm_fi_prof_sm_occupancy": "DCGM_FI_PROF_SM_OCCUPANCY",
+    "dcgm_power_violation": "DCGM_FI_DEV_POWER_VIOLATION",
+    "dcgm_thermal_violation": "DCGM_FI_DEV_THERMAL_VIOLATION",
+    "dcgm_sync_boost_violation": "DCGM_FI_DEV_SYNC_BOOST_VIOLATION",
+    "dcgm_board_limit_violation": "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION",
+    "dcgm_low_util_violation": "DCGM_FI_DEV_LOW_UTIL_VIOLATION",
+    "dcgm_reliability_violation": "DCGM_FI_DEV_RELIABILITY_VIOLATION",
+    "dcgm_ecc_sbe_volatile_total": "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+    "dcgm_ecc_dbe_volatile_total": "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+    "dcgm_ecc_sbe_aggregate_total": "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL",
+    "dcgm_ecc_dbe_aggregate_total": "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
+    "dcgm_nvlink_flit_crc_error_count_total": "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+    "dcgm_nvlink_data_crc_error_count_total": "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+    "dcgm_nvlink_replay_error_count_total": "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+    "dcgm_nvlink_recovery_error_count_total": "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+}
+
+
+@pytest.mark.parametrize(("old", "current"), sorted({**ENABLED_1X, **COMMENTED_1X}.items()))
+def test_every_1x_name_resolves_to_its_field(old: str, current: str) -> None:
+    family = BY_NAME[old]
+    assert family.name == current
+    assert family.resolve({old}).name == old
+    (alias,) = [a for a in family.aliases if a.name == old]
+    assert "1.x compatibility CSV" in alias.versions
+    assert ("commented out" in alias.versions) == (old in COMMENTED_1X)
+
+
+def test_the_1x_csv_enables_22_names() -> None:
+    assert len(ENABLED_1X) == 22
+    legacy = {a.name for f in dcgm.FAMILIES for a in f.aliases if a.name.startswith("dcgm_")}
+    assert legacy == set(ENABLED_1X) | set(COMMENTED_1X)
+
+
+def test_nvml_pcie_throughput_is_flagged() -> None:
+    for family in (dcgm.PCIE_TX_THROUGHPUT, dcgm.PCIE_RX_THROUGHPUT):
+        assert family.declared_type is None
+        assert family.type is MetricType.COUNTER
+        assert family.unit == "KB"
+        assert any("check that the series only grows" in trap for trap in family.traps)
+
+
+def test_a_real_1x_scrape_resolves() -> None:
+    # NVIDIA/dcgm-exporter#272: lowercase names with --use-old-namespace labels.
+    text = Path(__file__).parents[1] / "fixtures" / "real" / "dcgm_1x_names_old_namespace.prom"
+    names = {line.split("{")[0] for line in text.read_text().splitlines() if line}
+    assert dcgm.PROF_GR_ENGINE_ACTIVE.resolve(names).name == "dcgm_fi_prof_gr_engine_active"

@@ -294,17 +294,28 @@ def test_core_families_are_unconditional() -> None:
     ("family", "version"),
     [
         (vllm.NUM_REQUESTS_WAITING_BY_REASON, "0.20.0"),
-        (vllm.PROMPT_TOKENS_BY_SOURCE, "0.15.0"),
+        (vllm.PROMPT_TOKENS_BY_SOURCE, "0.16.0"),
+        (vllm.PROMPT_TOKENS_CACHED, "0.16.0"),
+        (vllm.PROMPT_TOKENS_RECOMPUTED, "0.16.0"),
         (vllm.REQUEST_PREFILL_KV_COMPUTED_TOKENS, "0.13.0"),
         (vllm.REQUEST_NUM_PREEMPTIONS, "0.30.0"),
         (vllm.INTER_TOKEN_LATENCY, "0.10.2"),
         (vllm.REQUEST_TIME_PER_OUTPUT_TOKEN, "0.11.0"),
-        (vllm.ESTIMATED_FLOPS_PER_GPU, "0.18.0"),
+        (vllm.ESTIMATED_FLOPS_PER_GPU, "0.17.0"),
+        (vllm.ESTIMATED_READ_BYTES_PER_GPU, "0.17.0"),
+        (vllm.ESTIMATED_WRITE_BYTES_PER_GPU, "0.17.0"),
     ],
 )
 def test_since(family: Family, version: str) -> None:
     assert family.since is not None
     assert version in family.since
+
+
+def test_prompt_tokens_recomputed_says_when_it_was_removed() -> None:
+    # Present from 0.16.0 through the 0.19 releases; vllm-project/vllm#38709 removed it.
+    condition = vllm.PROMPT_TOKENS_RECOMPUTED.condition or ""
+    assert "0.16.0 to 0.19.x" in condition
+    assert "0.20.0" in condition
 
 
 def test_unit_words() -> None:

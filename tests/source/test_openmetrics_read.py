@@ -137,7 +137,6 @@ def test_every_millisecond_reads_back(millis: int) -> None:
         ('m{a="1"}1 1\n# EOF\n', 1, "expected a space after the series"),
         ('m{a="1" 1 1\n# EOF\n', 1, 'expected label="value"'),
         ('m{a="1",} 1 1\n# EOF\n', 1, "trailing comma"),
-        ('m{a=""} 1 1\n# EOF\n', 1, "empty value"),
         ('m{a="1",a="2"} 1 1\n# EOF\n', 1, "label a appears twice"),
         ('m{__name__="x"} 1 1\n# EOF\n', 1, "__name__ is not allowed"),
         ("# a comment\n# EOF\n", 1, "allows only # TYPE, # HELP, # UNIT and # EOF"),
@@ -152,6 +151,32 @@ def test_every_millisecond_reads_back(millis: int) -> None:
 def test_malformed_text_names_file_line_and_problem(text: str, line: int, problem: str) -> None:
     with pytest.raises(DatasetError, match=rf"^s\.om:{line}: .*{problem}"):
         _read(text)
+
+
+def test_empty_label_values_are_dropped_as_prometheus_drops_them() -> None:
+    # dcgm-exporter 4.x writes pod_uid="", older ones container="",namespace="",pod="".
+    text = (
+        'm{gpu="0",pod_uid=""} 1 1\n'
+        'm{container="",gpu="1",namespace="",pod=""} 2 1\n'
+        'm{gpu="0"} 3 2\n'
+        "# EOF\n"
+    )
+    got = _read(text)
+    assert [dict(labels) for labels in got.labels] == [{"gpu": "0"}, {"gpu": "1"}]
+    # m{gpu="0",pod_uid=""} and m{gpu="0"} are one series, in time order.
+    assert got.t_ms.tolist() == [1000, 2000, 1000]
+    assert got.values.tolist() == [1.0, 3.0, 2.0]
+
+
+def test_a_label_given_empty_and_again_is_still_repeated() -> None:
+    with pytest.raises(DatasetError, match=r"^s\.om:1: .*label a appears twice"):
+        _read('m{a="",a="x"} 1 1\n# EOF\n')
+
+
+def test_untyped_is_read_as_unknown() -> None:
+    got = _read("# TYPE m untyped\n# HELP m a\nm 1 1\nm_total 2 1\n# EOF\n")
+    # An unknown family owns no suffixes: m_total is a family of its own.
+    assert sorted(got.names) == ["m", "m_total"]
 
 
 def test_invalid_utf8_is_refused_with_its_line() -> None:

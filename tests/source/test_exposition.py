@@ -1,0 +1,153 @@
+"""The scrape parser on real exporter text (tests/fixtures/real), and its grammar's edges."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inference_obs.errors import DatasetError
+from inference_obs.samples import Series
+from inference_obs.source.exposition import ExpositionFormat, parse_exposition
+from inference_obs.source.openmetrics import write_openmetrics
+from inference_obs.source.openmetrics_read import read_openmetrics
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+REAL = sorted((FIXTURES / "real").glob("*.prom"))
+
+
+def _parse(text: str, form: ExpositionFormat = ExpositionFormat.TEXT) -> list[tuple[object, ...]]:
+    scrape = parse_exposition(text.encode(), source="s", form=form)
+    return [(s.name, dict(s.labels), s.value, s.t_ms) for s in scrape.samples]
+
+
+@pytest.mark.parametrize("path", [*REAL, *sorted((FIXTURES / "exposition").glob("*.prom"))])
+def test_every_real_exposition_parses(path: Path) -> None:
+    scrape = parse_exposition(path.read_bytes(), source=path.name)
+    sample_lines = [
+        line for line in path.read_text().splitlines() if line and not line.startswith("#")
+    ]
+    assert len(scrape.samples) == len(sample_lines)
+    assert scrape.repeated == 0
+
+
+def test_vllm_before_0_10_has_its_itl_family() -> None:
+    scrape = parse_exposition(
+        (FIXTURES / "real" / "vllm_v0_metrics_paste.prom").read_bytes(), source="v0"
+    )
+    names = {s.name for s in scrape.samples}
+    assert "vllm:time_per_output_token_seconds_bucket" in names
+    assert scrape.types["vllm:time_per_output_token_seconds"] == "histogram"
+    (prompt,) = [s for s in scrape.samples if s.name == "vllm:prompt_tokens_total"]
+    assert prompt.value == 5.453083e06
+    # lora_requests_info's empty adapter lists are dropped, as Prometheus drops them.
+    (lora,) = [s for s in scrape.samples if s.name == "vllm:lora_requests_info"]
+    assert dict(lora.labels) == {"max_lora": "0"}
+
+
+def test_empty_label_values_are_dropped() -> None:
+    scrape = parse_exposition(
+        (FIXTURES / "real" / "dcgm_2x_empty_pod_labels.prom").read_bytes(), source="2x"
+    )
+    assert all(not {"pod", "namespace", "container"} & set(s.labels) for s in scrape.samples)
+    four = parse_exposition(
+        (FIXTURES / "real" / "dcgm_4x_pod_uid_empty.prom").read_bytes(), source="4x"
+    )
+    workload = [s for s in four.samples if "pod" in s.labels]
+    assert len(workload) == 3
+    assert all("pod_uid" not in s.labels for s in four.samples)
+
+
+def test_untyped_and_millisecond_timestamps() -> None:
+    scrape = parse_exposition(
+        (FIXTURES / "real" / "federate_untyped_ms_timestamps.prom").read_bytes(), source="f"
+    )
+    assert scrape.types == {"cadvisor_version_info": "unknown"}
+    assert [s.t_ms for s in scrape.samples] == [1601919222492, 1601919216595, 1601919222037]
+
+
+def test_the_text_format_s_liberties() -> None:
+    text = (
+        "# a comment\n"
+        "\n"
+        "# HELP m line one\\nline two \\\\ done\n"
+        "# TYPE m gauge\n"
+        'm{ a = "x" , b="y",} 1e+06\n'
+        'm {c="\\"q\\" \\\\ \\n \\t"} -Inf\n'
+        "m_nan NaN\r\n"
+        "m_inf +inf 17\n"
+    )
+    assert _parse(text) == [
+        ("m", {"a": "x", "b": "y"}, 1e6, None),
+        ("m", {"c": '"q" \\ \n \\t'}, -np.inf, None),
+        ("m_nan", {}, pytest.approx(np.nan, nan_ok=True), None),
+        ("m_inf", {}, np.inf, 17),
+    ]
+
+
+def test_openmetrics_answers_use_seconds_and_end_at_eof() -> None:
+    text = 'c_total{a="1"} 3 1700000000.5 # {trace_id="x"} 1 1700000000\n# EOF\n'
+    assert _parse(text, ExpositionFormat.OPENMETRICS) == [
+        ("c_total", {"a": "1"}, 3.0, 1_700_000_000_500)
+    ]
+    assert (
+        ExpositionFormat.of("application/openmetrics-text; version=1.0.0")
+        is ExpositionFormat.OPENMETRICS
+    )
+    assert ExpositionFormat.of("text/plain; version=0.0.4") is ExpositionFormat.TEXT
+    assert ExpositionFormat.of(None) is ExpositionFormat.TEXT
+
+
+def test_a_repeated_series_keeps_its_first_sample() -> None:
+    scrape = parse_exposition(b'm{a="1"} 1\nm{a="1",b=""} 2\n', source="s")
+    assert [s.value for s in scrape.samples] == [1.0]
+    assert scrape.repeated == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "problem"),
+    [
+        ("m 1\n1m 2\n", 2, "invalid metric name"),
+        ('m{a="1" 1\n', 1, "expected ',' or '}'"),
+        ("m{a=1} 1\n", 1, 'expected label="value"'),
+        ('m{a="1",a="2"} 1\n', 1, "label a appears twice"),
+        ('m{__name__="x"} 1\n', 1, "__name__ is not allowed"),
+        ("m\n", 1, "expected ' value \\[timestamp\\]'"),
+        ("m 1 2 3\n", 1, "expected ' value \\[timestamp\\]'"),
+        ("m 0x10\n", 1, "bad value '0x10'"),
+        ("m 1_000\n", 1, "bad value '1_000'"),
+        ("m 1e999\n", 1, "out of range"),
+        ("m 1 1.5\n", 1, "bad timestamp '1.5'; expected whole ms"),
+        ("# TYPE m nonsense\n", 1, "unknown metric type 'nonsense'"),
+        ("# TYPE m\n", 1, "expected '# TYPE name type'"),
+    ],
+)
+def test_problems_name_source_and_line(text: str, line: int, problem: str) -> None:
+    with pytest.raises(DatasetError, match=rf"^s:{line}: .*{problem}"):
+        parse_exposition(text.encode(), source="s")
+
+
+def test_invalid_utf8_names_its_line() -> None:
+    with pytest.raises(DatasetError, match=r"^s:2: the line is not valid UTF-8"):
+        parse_exposition(b'm 1\nm{a="\xff"} 1\n', source="s")
+
+
+def test_text_after_eof_in_openmetrics() -> None:
+    with pytest.raises(DatasetError, match=r"^s:3: text after '# EOF' \(line 2\)"):
+        parse_exposition(b"m 1\n# EOF\nm 2\n", source="s", form=ExpositionFormat.OPENMETRICS)
+
+
+@pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
+def test_real_text_as_dataset_samples_reads_back(path: Path) -> None:
+    # Every real series, stamped and written as a dataset's samples.om, reads back the same.
+    scrape = parse_exposition(path.read_bytes(), source=path.name)
+    series = [
+        Series(s.name, s.labels, [1.0 if s.t_ms is None else s.t_ms / 1000], [s.value])
+        for s in scrape.samples
+    ]
+    out = io.StringIO()
+    write_openmetrics(series, out)
+    back = read_openmetrics(out.getvalue().encode(), source=path.name)
+    assert set(zip(back.names, back.labels, strict=True)) == {(s.name, s.labels) for s in series}
