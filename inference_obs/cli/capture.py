@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from inference_obs.cli.options import _headers, _readable, add_live_options
+from inference_obs.cli.options import add_live_options, live_access
 from inference_obs.errors import ConfigurationError, InferenceObsError, QueryError
 from inference_obs.query import parse_duration
 
@@ -115,10 +115,8 @@ def _seconds(text: str, option: str) -> float:
 
 def _clients(args: argparse.Namespace, timeout: float) -> list[Any]:
     """One read-only scrape client per --url; every option is checked first."""
-    from inference_obs.source.auth import BearerToken
     from inference_obs.source.http import Limits
     from inference_obs.source.scrape import ScrapeClient, parse_target
-    from inference_obs.source.tls import TLS
     from inference_obs.source.transport import PooledTransport
 
     targets = []
@@ -130,26 +128,10 @@ def _clients(args: argparse.Namespace, timeout: float) -> list[Any]:
     keys = [(t.job, t.instance) for t, _ in targets]
     if len(set(keys)) != len(keys):
         raise InferenceObsError("two --url give the same job and instance; name their jobs apart")
-    headers = _headers(args.header)
-    token_file = None if args.token_file is None else _readable(args.token_file, "--token-file")
-    ca_file = None if args.ca_file is None else _readable(args.ca_file, "--ca-file")
-    if args.token_file is not None and args.token_env is not None:
-        raise InferenceObsError("give one credential, not --token-file and --token-env")
-    token = (
-        BearerToken(file=token_file)
-        if token_file is not None
-        else BearerToken(env=args.token_env)
-        if args.token_env is not None
-        else None
-    )
-    try:
-        tls = None if ca_file is None else TLS(ca_file=ca_file).context()
-    except ConfigurationError as exc:
-        raise InferenceObsError(f"--ca-file {args.ca_file}: not a CA bundle ({exc})") from None
+    access = live_access(args)
+    headers, token, tls = access.headers, access.token, access.tls
     if args.retries < 0:
         raise InferenceObsError(f"--retries {args.retries}: expected a whole number >= 0")
-    if not (math.isfinite(args.max_answer_mb) and args.max_answer_mb * 2**20 >= 1):
-        raise InferenceObsError(f"--max-answer-mb {args.max_answer_mb}: expected a size above 0")
     limits = Limits(
         timeout=timeout,
         retries=args.retries,

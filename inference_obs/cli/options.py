@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import ssl
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -31,8 +33,10 @@ __all__ = [
     "EXIT_OK",
     "EXIT_SOURCE",
     "EXIT_USAGE",
+    "LiveAccess",
     "add_live_options",
     "add_window_options",
+    "live_access",
     "open_prometheus",
     "positive_seconds",
     "prices",
@@ -116,6 +120,48 @@ def _headers(items: Sequence[str]) -> dict[str, str]:
     return headers
 
 
+@dataclass(frozen=True)
+class LiveAccess:
+    """What the live options resolve to: extra headers, a bearer token, a TLS context."""
+
+    headers: dict[str, str]
+    token: Any  # BearerToken | None (imported lazily)
+    tls: ssl.SSLContext | None
+
+
+def live_access(args: argparse.Namespace) -> LiveAccess:
+    """``--header``, ``--token-file``/``--token-env`` and ``--ca-file``, each checked.
+
+    Errors name the option (and the file), never a header value or a token.
+    """
+    from inference_obs.source.auth import BearerToken
+    from inference_obs.source.tls import TLS
+
+    headers = _headers(args.header)
+    token_file = None if args.token_file is None else _readable(args.token_file, "--token-file")
+    ca_file = None if args.ca_file is None else _readable(args.ca_file, "--ca-file")
+    if args.token_env is not None and not os.environ.get(args.token_env):
+        raise InferenceObsError(
+            f"--token-env {args.token_env!r}: that variable is not set or empty"
+        )
+    if args.token_file is not None and args.token_env is not None:
+        raise InferenceObsError("give one credential, not --token-file and --token-env")
+    try:
+        tls = None if ca_file is None else TLS(ca_file=ca_file).context()
+    except ConfigurationError as exc:  # readable, but holds no certificate
+        raise InferenceObsError(f"--ca-file {args.ca_file}: not a CA bundle ({exc})") from None
+    if not (math.isfinite(args.max_answer_mb) and args.max_answer_mb * 2**20 >= 1):
+        raise InferenceObsError(f"--max-answer-mb {args.max_answer_mb}: expected a size above 0")
+    token = (
+        BearerToken(file=token_file)
+        if token_file is not None
+        else BearerToken(env=args.token_env)
+        if args.token_env is not None
+        else None
+    )
+    return LiveAccess(headers, token, tls)
+
+
 def open_prometheus(args: argparse.Namespace) -> Any:
     """A :class:`~inference_obs.source.prometheus.PrometheusSource` from the live options.
 
@@ -124,57 +170,30 @@ def open_prometheus(args: argparse.Namespace) -> Any:
     source's deadline, so a request still running when the budget ends stops
     then.
     """
-    from inference_obs.source.auth import BearerToken
     from inference_obs.source.endpoint import parse_base_url
     from inference_obs.source.prometheus import PrometheusSource
-    from inference_obs.source.tls import TLS
 
     try:
         _, userinfo = parse_base_url(args.prometheus)
     except ConfigurationError as exc:  # the URL is shown redacted, if at all
         raise InferenceObsError(f"--prometheus: {exc}") from None
-    headers = _headers(args.header)
-    token_file = None if args.token_file is None else _readable(args.token_file, "--token-file")
-    ca_file = None if args.ca_file is None else _readable(args.ca_file, "--ca-file")
-    if args.token_env is not None and not os.environ.get(args.token_env):
+    access = live_access(args)
+    if userinfo is not None and access.token is not None:
+        given = "--token-file" if args.token_file is not None else "--token-env"
         raise InferenceObsError(
-            f"--token-env {args.token_env!r}: that variable is not set or empty"
+            f"give one credential, not {given} and a user:password@ in --prometheus"
         )
-    given = [
-        option
-        for option, value in (
-            ("--token-file", args.token_file),
-            ("--token-env", args.token_env),
-            ("a user:password@ in --prometheus", userinfo),
-        )
-        if value is not None
-    ]
-    if len(given) > 1:
-        raise InferenceObsError(f"give one credential, not {' and '.join(given)}")
-    try:
-        tls = None if ca_file is None else TLS(ca_file=ca_file).context()
-    except ConfigurationError as exc:  # readable, but holds no certificate
-        raise InferenceObsError(f"--ca-file {args.ca_file}: not a CA bundle ({exc})") from None
     if args.parallel < 1:
         raise InferenceObsError(f"--parallel {args.parallel}: expected a whole number >= 1")
-    if not (math.isfinite(args.max_answer_mb) and args.max_answer_mb * 2**20 >= 1):
-        raise InferenceObsError(f"--max-answer-mb {args.max_answer_mb}: expected a size above 0")
     budget = getattr(args, "time_budget", None)  # commands without one have no deadline
     if budget is not None:
         budget = positive_seconds(budget, "--time-budget")
     try:
-        token = (
-            BearerToken(file=token_file)
-            if token_file is not None
-            else BearerToken(env=args.token_env)
-            if args.token_env is not None
-            else None
-        )
         return PrometheusSource(
             args.prometheus,
-            auth=token,
-            headers=headers,
-            tls=tls,
+            auth=access.token,
+            headers=access.headers,
+            tls=access.tls,
             parallel=args.parallel,
             max_answer_bytes=round(args.max_answer_mb * 2**20),
             deadline=time.monotonic() + budget if budget is not None else None,
