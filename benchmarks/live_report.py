@@ -7,10 +7,11 @@ size the runner measures, by what the proxy forwarded (uncompressed JSON):
 
 - the report as it is: ``inference-obs report --prometheus PROXY
   --deployments manifest.json --start ... --end ...`` (in process);
-- the same report built with :func:`~inference_obs.report.build_report`
-  through a source that tags each request with the analysis that made it
-  (the outermost ``inference_obs.analyses`` function on the call stack): the
-  breakdown by analysis and by kind of request;
+- the same report built with :func:`~inference_obs.report.build_report`,
+  one question at a time (``workers=1``), through a source that tags each
+  request with the analysis that made it (the outermost
+  ``inference_obs.analyses`` function on the call stack): the breakdown by
+  analysis and by kind of request;
 - the peer: a raw fetch of every series of the deployments (each metric name
   the dataset holds, ``raw()`` over the window, once per deployment).
 
@@ -148,6 +149,8 @@ def measure(shape: FleetShape, tmp: Path) -> Measured:
             title=manifest.title,
             source_name=proxy.url,
             scrape_interval_seconds=manifest.scrape_interval_seconds,
+            # One question at a time, so that the proxy's tag names the analysis asking.
+            workers=1,
         )
         tagged = proxy.take()
         proxy.tag = "raw fetch"

@@ -151,19 +151,19 @@ class LatencyRelay:
     async def _serve(self) -> None:
         self._stopped = asyncio.Event()
         slots = asyncio.Semaphore(self._limit)
-        tasks: set[asyncio.Task[None]] = set()
+        relaying: set[asyncio.Future[None]] = set()  # one per open connection
 
         async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            task = asyncio.current_task()
-            assert task is not None
-            tasks.add(task)
+            this = asyncio.current_task()
+            assert this is not None
+            relaying.add(this)
             try:
                 async with slots:
                     await self._relay(reader, writer)
             except asyncio.CancelledError:
-                pass  # closing: Python 3.11's stream callback would log a cancelled task
+                pass  # closing: Python 3.11's stream callback would log it as cancelled
             finally:
-                tasks.discard(task)
+                relaying.discard(this)
 
         server = await asyncio.start_server(accepted, "127.0.0.1", 0)
         self._port_bound = server.sockets[0].getsockname()[1]
@@ -172,9 +172,9 @@ class LatencyRelay:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopped.wait(), self._lifetime_s)
             server.close()
-            for task in list(tasks):
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            for connection in list(relaying):
+                connection.cancel()
+            await asyncio.gather(*relaying, return_exceptions=True)
 
     async def _relay(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         opened = time.monotonic()

@@ -25,7 +25,7 @@ from functools import partial
 from typing import cast
 
 from inference_obs.analyses.counter_resets import narrowed, reset_changes
-from inference_obs.analyses.joined import vectors
+from inference_obs.analyses.joined import in_process, vectors
 from inference_obs.engine.vector import NAME, Vector
 from inference_obs.query import (
     Binary,
@@ -111,7 +111,8 @@ def _selects(selector: Selector, labels: Labels) -> bool:
 def series_of(
     source: Source, selectors: Sequence[Selector], window: Window
 ) -> list[tuple[Labels, ...]]:
-    """Each selector's series in ``window``, from one request where they all have a name.
+    """Each selector's series in ``window``, from one request where they all have a name
+    (each asked alone from an engine in this process).
 
     The request selects the matchers every selector has, of any of their
     names; each selector's series are picked from the answer by its own
@@ -120,7 +121,8 @@ def series_of(
     are one request.
     """
     distinct = list(dict.fromkeys(selectors))
-    if any(s.metric is None or (s.offset, s.at) != (None, None) for s in distinct):
+    unnamed = any(s.metric is None or (s.offset, s.at) != (None, None) for s in distinct)
+    if unnamed or in_process(source):  # an engine in this process saves no round trip
         found = together(source, [partial(source.series, s, window) for s in distinct])
         by_selector = dict(zip(distinct, found, strict=True))
         return [by_selector[s] for s in selectors]

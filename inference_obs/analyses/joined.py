@@ -32,7 +32,7 @@ from inference_obs.samples import Labels
 from inference_obs.source.base import Instant, Source
 from inference_obs.source.remembering import together
 
-__all__ = ["PART", "instants", "joined", "split", "vectors"]
+__all__ = ["PART", "in_process", "instants", "joined", "split", "vectors"]
 
 #: The label that tells the parts of a joined query apart; no exporter uses it, and a
 #: series' own label of that name would be overwritten.
@@ -67,7 +67,7 @@ def split(answer: Instant, count: int) -> list[Vector]:
     return [Vector(tuple(lb), np.array(vs, dtype=np.float64)) for lb, vs in found]
 
 
-def _in_process(source: Source) -> bool:
+def in_process(source: Source) -> bool:
     """Whether ``source``'s engine answers in this process, with no round trip to save."""
     return source.info().kind == "dataset"
 
@@ -75,7 +75,7 @@ def _in_process(source: Source) -> bool:
 def vectors(source: Source, exprs: Sequence[Expr], at: float) -> list[Vector]:
     """Each of the instant vectors ``exprs`` at ``at``, annotations aside: one joined query
     (:func:`joined`), or each alone, all at once, from an engine in this process."""
-    if not _in_process(source):
+    if not in_process(source):
         return split(joined(source, exprs, at), len(exprs))
     found = []
     for expr, answer in zip(
@@ -109,7 +109,7 @@ def instants(source: Source, exprs: Sequence[Expr], at: float) -> list[Instant]:
     """
     alone = [partial(source.instant, e, at) for e in exprs]
     vector = all(e.type is ValueType.VECTOR for e in exprs)
-    if len(exprs) < 2 or not vector or _in_process(source):
+    if len(exprs) < 2 or not vector or in_process(source):
         return together(source, alone)
     answer = joined(source, exprs, at)
     if answer.annotations:

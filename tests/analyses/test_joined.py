@@ -1,5 +1,6 @@
 """Several instant questions in one request: each part as the source answers it alone; an
-engine in this process is asked each alone."""
+engine in this process is asked each alone; the sides of several counter ratios are one series
+request."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from inference_obs.analyses.counter_totals import series_of
 from inference_obs.analyses.joined import PART, instants, joined, split, vectors
 from inference_obs.errors import Annotation
-from inference_obs.query import Expr, Number, Selector, increase, to_promql
+from inference_obs.query import Expr, Matcher, Number, Selector, increase, to_promql
+from inference_obs.samples import Labels, Window
 from inference_obs.source.base import EngineInfo, Instant
 from inference_obs.source.dataset_source import DatasetSource
 
@@ -110,3 +113,29 @@ def test_an_engine_in_this_process_is_asked_each_question_alone(source: DatasetS
     assert local.asked == Counter({"alone": 8})
     for one, vector in zip(got, parts, strict=True):
         assert one.value.labels == vector.labels  # type: ignore[union-attr]
+
+
+def test_every_side_of_several_ratios_is_one_series_request(source: DatasetSource) -> None:
+    window = source.dataset.manifest.window.window()
+    pod = Matcher.regex("pod", "dsv4-h100-.*")
+    ttft, e2e = "vllm:time_to_first_token_seconds", "vllm:e2e_request_latency_seconds"
+    selectors = [
+        Selector(f"{ttft}_bucket", (pod, Matcher.regex("le", "0\\.5|0\\.50"))),
+        Selector(f"{ttft}_bucket", (pod, Matcher.equal("le", "+Inf"))),
+        Selector(f"{e2e}_sum", (pod,)),
+        Selector(f"{e2e}_count", (pod,)),
+        Selector(f"{e2e}_count", (pod,)),
+    ]
+    asked: list[Selector] = []
+
+    class Served(Counting):
+        def series(self, selector: Selector, window: Window) -> tuple[Labels, ...]:
+            asked.append(selector)
+            return self.source.series(selector, window)
+
+    got = series_of(Served(source), selectors, window)
+    assert len(asked) == 1
+    assert [len(one) for one in got][:2] == [len(got[1])] * 2
+    for selector, one in zip(selectors, got, strict=True):
+        assert set(one) == set(source.series(selector, window)), selector
+        assert one
