@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from benchmarks import fleet, report
+from benchmarks import envelope, fleet, report
 from benchmarks.fleet_gpus import DCGM_FIELDS
 from benchmarks.fleet_series import VLLM_FAMILIES
 from benchmarks.relay import LatencyRelay
@@ -108,3 +108,10 @@ def test_the_latency_relay_delays_both_ways_in_order_over_kept_connections() -> 
     # A new connection waits a round trip more (the handshake); then a round trip each.
     assert times[0] >= 4 * delay * 0.95
     assert times[1] >= 2 * delay * 0.95
+
+
+def test_envelope_compares_validation_with_decoding(capsys: pytest.CaptureFixture[str]) -> None:
+    envelope.main(["--series", "100", "--repeats", "1"])
+    out = capsys.readouterr().out
+    assert "100 series" in out
+    assert "validation / decoding = " in out
