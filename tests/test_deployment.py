@@ -72,3 +72,46 @@ def test_window_needs_timezones_and_order() -> None:
         Window.parse("2026-10-19T17:40Z", 0)
     with pytest.raises(QueryError, match="not an ISO 8601 time"):
         Window.parse("yesterday", "1h")
+
+
+@pytest.mark.parametrize(
+    ("value", "op", "text"),
+    [
+        ({"regex": "pro-.*"}, MatchOp.RE, "pro-.*"),
+        ({"not_regex": "canary-.*"}, MatchOp.NRE, "canary-.*"),
+        ({"not": "canary"}, MatchOp.NE, "canary"),
+        ({"equals": "a*b"}, MatchOp.EQ, "a*b"),
+        ({"equals": "~tilde"}, MatchOp.EQ, "~tilde"),
+        ({"equals": "=eq"}, MatchOp.EQ, "=eq"),
+        ("=literal", MatchOp.EQ, "literal"),
+        ("DeepSeek-V4.1", MatchOp.EQ, "DeepSeek-V4.1"),  # a dot alone is not a regex
+    ],
+)
+def test_explicit_selector_forms(value: object, op: MatchOp, text: str) -> None:
+    d = Deployment.model_validate(
+        {"name": "X", "selector": {"pod": value}, "hardware": HARDWARE, "engine": ENGINE}
+    )
+    (matcher,) = d.matchers
+    assert (matcher.op, matcher.value) == (op, text)
+    # Stored in the compact form, which reads back the same.
+    assert Deployment.model_validate(d.model_dump()).matchers == d.matchers
+
+
+@pytest.mark.parametrize("value", ["pro-model-.*", "a|b", "pod[0-9]", "^x$", "a+"])
+def test_a_plain_value_that_looks_like_a_regex_is_refused(value: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        Deployment.model_validate(
+            {"name": "X", "selector": {"pod": value}, "hardware": HARDWARE, "engine": ENGINE}
+        )
+    message = str(caught.value)
+    assert f"pod: {value!r} would match only that exact text" in message
+    assert f"{{regex: {value!r}}}" in message
+
+
+@pytest.mark.parametrize("value", [{"regexp": "x"}, {"regex": "x", "not": "y"}, {"regex": 1}, 5])
+def test_an_unknown_selector_form_is_refused(value: object) -> None:
+    with pytest.raises(ValidationError, match="pod: "):
+        Deployment.model_validate(
+            {"name": "X", "gpu_selector": {"pod": value}, "selector": {"pod": "x"},
+             "hardware": HARDWARE, "engine": ENGINE}
+        )  # fmt: skip
