@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
 from inference_obs.deployment import Deployment, parse_selector
+from inference_obs.discover import unmatched_selectors
 from inference_obs.errors import QueryError
-from inference_obs.query import MatchOp
+from inference_obs.query import MatchOp, Selector
 from inference_obs.samples import Window
+from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.deployments_file import load_deployments
+
+ROOT = Path(__file__).resolve().parents[1]
 
 HARDWARE = {"gpu_model": "NVIDIA H20", "gpus_per_replica": 8}
 ENGINE = {"name": "vllm", "version": "0.33.0"}
@@ -115,3 +122,20 @@ def test_an_unknown_selector_form_is_refused(value: object) -> None:
             {"name": "X", "gpu_selector": {"pod": value}, "selector": {"pod": "x"},
              "hardware": HARDWARE, "engine": ENGINE}
         )  # fmt: skip
+
+
+def test_the_example_file_selects_the_bundled_replicas() -> None:
+    example = ROOT / "docs" / "deployments.example.yaml"
+    dataset = ROOT / "datasets" / "pro5000-vs-h20"
+    source = DatasetSource(dataset)
+    window = source.dataset.manifest.window.window()
+
+    def pods(d: Deployment) -> set[str]:
+        found = source.series(Selector("vllm:num_requests_running", d.matchers), window)
+        return {labels["pod"] for labels in found}
+
+    given = {d.name: d for d in load_deployments(example)}
+    for declared in load_deployments(dataset):
+        assert pods(given[declared.name]) == pods(declared)
+        assert len(pods(declared)) == len(given[declared.name].replicas)
+    assert unmatched_selectors(source, list(given.values()), window) == []
