@@ -1,4 +1,4 @@
-"""Selectors that match nothing, said before a report of "no data" is computed.
+"""Selectors that match nothing, named where a report reads "no data".
 
 A deployment whose selector matches no series gives a report in which every
 number reads "no data". :func:`unmatched_selectors` asks, per deployment,
@@ -62,7 +62,7 @@ def unmatched_selectors(
     Returns
     -------
     list of str
-        ``PRO: selector {pod="pro-model-.*"} matches no vllm series (...) from
+        ``PRO: selector {pod=~"pro-modle-.*"} matches no vllm series (...) from
         ... to ...``: the deployment, the selector and the families tried.
     """
     span = f"from {window.start.isoformat()} to {window.end.isoformat()}"
@@ -73,13 +73,13 @@ def unmatched_selectors(
             families = ", ".join(f.name for f in app)
             out.append(
                 f"{d.name}: selector {_shown(d.matchers)} matches no {d.engine.name} series "
-                f"({families}) {span}; its numbers will read no data"
+                f"({families}) {span}; its numbers read no data"
             )
         if not _matches(source, GPU_FAMILIES, d.gpu_matchers, window):
             which = "GPU selector" if d.gpu_selector is not None else "selector"
             families = ", ".join(f.name for f in GPU_FAMILIES)
             out.append(
                 f"{d.name}: {which} {_shown(d.gpu_matchers)} matches no DCGM series "
-                f"({families}) {span}; its GPU numbers will read no data"
+                f"({families}) {span}; its GPU numbers read no data"
             )
     return out
