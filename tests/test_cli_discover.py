@@ -62,6 +62,7 @@ def test_out_dash_prints_the_file(capsys: pytest.CaptureFixture[str]) -> None:
         (["discover", "--dataset", "{tmp}/none", "--out", "{tmp}"], "is a directory"),
         (["discover", "--dataset", "{tmp}/none", "--out", "{tmp}/no/f.yaml"], "no directory"),
         (["discover", "--dataset", "{tmp}/none", "--out", "{tmp}/f.yaml"], "{tmp}/none"),
+        (["discover", "--dataset", "{tmp}/none", "--out", "/proc/f.yaml"], "cannot be written"),
         (["discover", "--prometheus", "http://127.0.0.1:9", "--end", "now+1h"], "--end 'now+1h'"),
     ],
 )

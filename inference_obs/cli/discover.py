@@ -46,8 +46,14 @@ def _check_out(text: str, force: bool) -> Path | None:
     parent = out.parent
     if not parent.is_dir():
         raise InferenceObsError(f"--out {out}: no directory {parent} to write it in")
-    if not os.access(parent, os.W_OK):
-        raise InferenceObsError(f"--out {out}: {parent} cannot be written")
+    try:  # a file made and removed: proves the directory writable, whoever runs this
+        handle, probe = tempfile.mkstemp(prefix=f".{out.name}.partial-", dir=parent)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InferenceObsError(
+            f"--out {out}: {parent} cannot be written ({exc.strerror})"
+        ) from None
     return out
 
 

@@ -38,7 +38,12 @@ from inference_obs.cli.sources import (
     plan,
 )
 from inference_obs.cli.times import started
-from inference_obs.errors import ConfigurationError, InferenceObsError, SourceError
+from inference_obs.errors import (
+    ConfigurationError,
+    DatasetError,
+    InferenceObsError,
+    SourceError,
+)
 
 __all__ = ["DEFAULT_DATASET", "register"]
 
@@ -89,7 +94,10 @@ def _checked(args: argparse.Namespace) -> _Checked:
 
         if not args.baseline:
             raise InferenceObsError("--baseline: empty; give an earlier report.json")
-        previous = read_report_json(Path(args.baseline))  # read now: --out may hold it
+        try:  # read now: --out may hold it, and it is removed before the work
+            previous = read_report_json(Path(args.baseline))
+        except DatasetError as exc:
+            raise InferenceObsError(f"--baseline {exc}") from None
     if not args.out:
         raise InferenceObsError("--out: empty; give a directory")
     out = Path(args.out)
