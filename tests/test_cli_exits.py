@@ -192,3 +192,16 @@ def test_an_interrupted_report_leaves_no_report(tmp_path: Path, sig: int, status
     assert "interrupted" in done.stderr.splitlines()[-1]
     assert list(out.iterdir()) == []  # last week's report is not taken for this one
     assert [p.name for p in tmp_path.iterdir()] == ["report"]  # no staging left beside it
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_a_tile_width_that_does_not_cut_the_window_is_2_before_the_samples_are_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    copy = tmp_path / "d"
+    shutil.copytree(DATASET, copy)
+    with (copy / "samples.om").open("a", encoding="utf-8") as samples:
+        samples.write("# changed\n")  # reading the samples would fail on the checksum
+    out = ["--out", str(tmp_path / "o")] if command == "report" else []
+    argv = [command, "--dataset", str(copy), "--resolution", "7", *out]
+    refused(argv, capsys, "--resolution 7", "does not cut the 3600 s window")

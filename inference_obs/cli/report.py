@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inference_obs.analyses.resolution import ROWS, Resolution
+from inference_obs.analyses.resolution import ROWS, Resolution, tile_ms
 from inference_obs.cli.options import (
     EXIT_BUDGET,
     EXIT_INVALID,
@@ -44,6 +44,7 @@ from inference_obs.errors import (
     InferenceObsError,
     SourceError,
 )
+from inference_obs.samples import Window
 
 __all__ = ["DEFAULT_DATASET", "register"]
 
@@ -117,6 +118,15 @@ def _checked(args: argparse.Namespace) -> _Checked:
     )
 
 
+def _tiles_fit(read_at: Resolution, window: Window) -> None:
+    """Refuse a ``--resolution`` tile width that does not cut the window, before any work."""
+    if isinstance(read_at, float):
+        try:
+            tile_ms(window, read_at)
+        except ValueError as exc:
+            raise InferenceObsError(f"--resolution {read_at:g}: {exc}") from None
+
+
 def _remaining(deadline: float | None) -> float | None:
     """Seconds of the budget left (None: no budget); a spent budget ends the run here."""
     if deadline is None:
@@ -157,6 +167,7 @@ def _report(args: argparse.Namespace) -> int:
     now = started()
     checked = _checked(args)
     planned = plan(args, say, now)
+    _tiles_fit(checked.read_at, planned.window)
     named(checked.prices, planned.deployments, "--gpu-hour-price")
     named(checked.topologies, planned.deployments, "--topology")
     # Every option and input is checked: the work starts here.
@@ -235,6 +246,7 @@ def _compare(args: argparse.Namespace) -> int:
     gpu_hour_prices = prices(args.gpu_hour_price)
     topology_texts = topologies(args.topology)
     planned = plan(args, lambda line: None, started())
+    _tiles_fit(read_at, planned.window)
     named(gpu_hour_prices, planned.deployments, "--gpu-hour-price")
     named(topology_texts, planned.deployments, "--topology")
     opened = planned.open()
