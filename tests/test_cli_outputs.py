@@ -143,3 +143,12 @@ def test_remove_report_touches_only_report_files(tmp_path: Path) -> None:
         "figures/keep.svg",
         "keep.txt",
     ]
+
+
+def test_a_refused_run_creates_no_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "a" / "b" / "report"
+    argv = ["report", "--dataset", str(tmp_path / "no-dataset"), "--out", str(out)]
+    refused(argv, capsys, str(tmp_path / "no-dataset"))
+    assert list(tmp_path.iterdir()) == []  # neither the parents nor a probe are left

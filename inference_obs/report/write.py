@@ -22,6 +22,7 @@ import io
 import os
 import secrets
 import shutil
+import tempfile
 from collections.abc import Collection
 from pathlib import Path
 
@@ -77,14 +78,16 @@ def check_output(out: Path) -> None:
     """Refuse an output directory a report cannot be written to, before any work.
 
     ``out`` may exist (a directory: files other than a report's are left
-    alone) or not (it is created, with its parents). A staging directory is
-    created beside it and removed again, which proves the parent writable.
+    alone) or not (it is created, with its parents, when the report is
+    written). Nothing is created here: a file is made and removed in the
+    nearest directory that exists, which proves it writable whoever runs
+    this (root passes permission checks, not a read-only file system).
 
     Raises
     ------
     ConfigurationError
-        Naming ``out`` and why: it is a file, a parent is a file, or the
-        parent cannot be written.
+        Naming ``out`` and why: it or a parent is a file, a report's name
+        in it is taken by something else, or it cannot be written.
     """
     if out.exists() and not out.is_dir():
         raise ConfigurationError(f"{out}: exists and is not a directory")
@@ -94,15 +97,17 @@ def check_output(out: Path) -> None:
         if target.exists() and not wanted:
             kind = "a directory" if name == FIGURES else "a file"
             raise ConfigurationError(f"{out}: {name} is there and is not {kind}")
-    if not out.name or out.name in (".", ".."):
-        out = out.resolve()
+    base = out.absolute().parent
+    while not base.exists():
+        base = base.parent
+    if not base.is_dir():
+        raise ConfigurationError(f"{out}: {base} is a file, not a directory")
     try:
-        shutil.rmtree(_staging(out))
+        handle, probe = tempfile.mkstemp(prefix=f".{out.name}{_PARTIAL}", dir=base)
+        os.close(handle)
+        os.unlink(probe)
     except OSError as exc:
-        where = exc.filename or out.parent
-        raise ConfigurationError(
-            f"{out}: cannot write beside it in {where}: {exc.strerror}"
-        ) from None
+        raise ConfigurationError(f"{out}: cannot write in {base}: {exc.strerror}") from None
 
 
 def report_files(out: Path) -> list[Path]:
