@@ -4,9 +4,23 @@ The same schema describes deployments in a dataset's manifest and in the
 YAML file a live report reads, so a published dataset can drive a report of
 the same deployments against a live Prometheus.
 
-Selectors are written compactly: ``{"pod": "~pro-model-.*"}`` is a regex
-matcher, ``"!x"`` not-equal, ``"!~x"`` not-regex, anything else equality
-(``"=~x"`` forces a literal value starting with ``~``).
+A selector maps label names to values (``docs/deployments.md`` has the full
+syntax and an example file). A value is one of:
+
+- plain text: the label equals it exactly (``namespace: llm``);
+- ``{regex: "pro-model-.*"}``: the label matches the regex, anchored at both
+  ends as PromQL anchors it (``=~``); ``{not_regex: ...}`` (``!~``),
+  ``{not: ...}`` (``!=``) and ``{equals: ...}`` (``=``, for a literal value
+  that starts with ``~`` or ``!`` or looks like a regex) are the other forms;
+- the compact shorthand that manifests use: ``"~x"`` regex, ``"!x"``
+  not-equal, ``"!~x"`` not-regex, and ``"=x"`` the literal ``x`` (the escape
+  for a literal value starting with ``~``, ``!`` or ``=``).
+
+A plain value that looks like a regex (it holds ``*``, ``+``, ``?``, ``|``,
+brackets, braces, ``^``, ``$`` or a backslash) is refused, naming the label:
+``pod: "pro-model-.*"`` would otherwise select only a pod literally named so,
+and a report of it would silently read nothing. The explicit forms are
+stored in the compact shorthand, which is what a manifest and report.json show.
 """
 
 from __future__ import annotations
@@ -18,14 +32,57 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from inference_obs.errors import QueryError
 from inference_obs.query import Matcher, MatchOp
 
-__all__ = ["DeclaredConfig", "Deployment", "Engine", "Hardware", "parse_selector"]
+__all__ = [
+    "EXPLICIT",
+    "REGEX_LOOKING",
+    "DeclaredConfig",
+    "Deployment",
+    "Engine",
+    "Hardware",
+    "compact_value",
+    "parse_selector",
+]
+
+
+#: The explicit forms of a selector value, and the compact prefix each is stored with.
+EXPLICIT = {"equals": "=", "regex": "~", "not": "!", "not_regex": "!~"}
+#: Characters that make a plain value look like a regex (``.`` alone does not: ``v4.1``).
+REGEX_LOOKING = frozenset("*+?|()[]{}^$\\")
+
+
+def compact_value(label: str, value: object) -> str:
+    """One selector value (plain text or an explicit form) in the compact shorthand.
+
+    Raises
+    ------
+    ValueError
+        Naming ``label``: a mapping that is not exactly one explicit form with
+        a text value, or plain text that looks like a regex.
+    """
+    if isinstance(value, dict):
+        if len(value) != 1 or next(iter(value)) not in EXPLICIT:
+            forms = ", ".join(f"{{{k}: ...}}" for k in EXPLICIT)
+            raise ValueError(f"{label}: expected text or one of {forms}, not {value!r}")
+        ((form, text),) = value.items()
+        if not isinstance(text, str):
+            raise ValueError(f"{label}: {form} takes text, not {text!r}")
+        return EXPLICIT[form] + text
+    if not isinstance(value, str):
+        raise ValueError(f"{label}: expected text or {{regex: ...}}, not {value!r}")
+    if not value.startswith(("~", "!", "=")) and REGEX_LOOKING & set(value):
+        raise ValueError(
+            f"{label}: {value!r} would match only that exact text but looks like a regex; "
+            f"write {{regex: {value!r}}} to match it as one, or {{equals: {value!r}}} if "
+            "it is literal"
+        )
+    return value
 
 
 def parse_selector(selector: dict[str, str]) -> tuple[Matcher, ...]:
     """Matchers from the compact form (see the module docstring), label by label."""
     matchers = []
     for label, text in selector.items():
-        if text.startswith("=~"):
+        if text.startswith("="):  # an escape: the rest is literal ("=~x" is "~x")
             matchers.append(Matcher(label, MatchOp.EQ, text[1:]))
         elif text.startswith("!~"):
             matchers.append(Matcher(label, MatchOp.NRE, text[2:]))
@@ -92,6 +149,13 @@ class Deployment(_Model):
     hardware: Hardware
     engine: Engine
     config: DeclaredConfig = DeclaredConfig()
+
+    @field_validator("selector", "gpu_selector", mode="before")
+    @classmethod
+    def _compact(cls, value: object) -> object:
+        if isinstance(value, dict):
+            return {label: compact_value(str(label), text) for label, text in value.items()}
+        return value
 
     @field_validator("selector", "gpu_selector")
     @classmethod

@@ -23,6 +23,7 @@ from tests.source.test_prometheus_fakes import FakeServer, fake_server
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = ROOT / "datasets" / "pro5000-vs-h20" / "manifest.json"
+TOPOLOGY = ROOT / "tests" / "fixtures" / "topology" / "h100-pairs.txt"
 DEPLOYMENTS = ["--deployments", str(MANIFEST)]
 END = ["--end", "2026-10-19T18:40:00+08:00"]
 HOUR = [*END, "--window", "1h"]  # the bundled dataset's window
@@ -95,7 +96,7 @@ def refused(argv: list[str], capsys: pytest.CaptureFixture[str], *named: str) ->
         ),
         (
             "report",
-            ["--topology", f"H20={MANIFEST}", "--topology", f"H20={MANIFEST}"],
+            ["--topology", f"H20={TOPOLOGY}", "--topology", f"H20={TOPOLOGY}"],
             ["--topology", "H20 has a topology already"],
         ),
         *(
@@ -202,7 +203,7 @@ def test_only_http_and_https_urls_are_read(
 
 
 @pytest.mark.parametrize("command", ["report", "compare"])
-@pytest.mark.parametrize("option", ["--gpu-hour-price NOPE=2", f"--topology NOPE={MANIFEST}"])
+@pytest.mark.parametrize("option", ["--gpu-hour-price NOPE=2", f"--topology NOPE={TOPOLOGY}"])
 def test_a_price_or_topology_for_no_deployment_is_refused(
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 from pathlib import Path
 
@@ -30,9 +31,11 @@ def test_the_default_report_regenerates_the_bundled_dataset_where_there_is_none(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert main(["report"]) == EXIT_OK
     out, err = capsys.readouterr()
-    assert out.splitlines() == [
-        f"wrote {Path('report') / f'report.{x}'}" for x in ("md", "html", "json")
-    ]
+    lines = out.splitlines()
+    assert lines[:3] == [f"wrote {Path('report') / f'report.{x}'}" for x in ("md", "html", "json")]
+    figures = sorted(str(p) for p in Path("report", "figures").glob("*.png"))
+    assert lines[3:] == [f"wrote {p}" for p in figures]  # the figures are listed too
+    assert len(figures) == 8
     assert "regenerating it from its scenario" in err
     regenerated = tmp_path / "cache" / "inference-obs" / "pro5000-vs-h20"
     # The regenerated dataset is the bundled one, byte for byte.
@@ -40,6 +43,19 @@ def test_the_default_report_regenerates_the_bundled_dataset_where_there_is_none(
         assert (regenerated / name).read_bytes() == (DATASET / name).read_bytes(), name
     data = json.loads((tmp_path / "report" / "report.json").read_text())
     assert data["scope"]["source"] == str(regenerated)
+
+
+def test_hidden_files_in_a_dataset_are_ignored_and_said_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "dataset"
+    shutil.copytree(DATASET, copy)
+    (copy / ".DS_Store").write_bytes(b"Bud1")
+    (copy / ".ipynb_checkpoints").mkdir()
+    argv = ["report", "--dataset", str(copy), "--out", str(tmp_path / "out"), "--quiet"]
+    assert main([*argv, "--format", "json"]) == EXIT_OK
+    err = capsys.readouterr().err
+    assert err.count("ignored hidden entries .DS_Store, .ipynb_checkpoints") == 1, err
 
 
 def test_quiet_json_only_with_a_price(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
 from inference_obs.deployment import Deployment, parse_selector
+from inference_obs.discover import unmatched_selectors
 from inference_obs.errors import QueryError
-from inference_obs.query import MatchOp
+from inference_obs.query import MatchOp, Selector
 from inference_obs.samples import Window
+from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.deployments_file import load_deployments
+
+ROOT = Path(__file__).resolve().parents[1]
 
 HARDWARE = {"gpu_model": "NVIDIA H20", "gpus_per_replica": 8}
 ENGINE = {"name": "vllm", "version": "0.33.0"}
@@ -72,3 +79,63 @@ def test_window_needs_timezones_and_order() -> None:
         Window.parse("2026-10-19T17:40Z", 0)
     with pytest.raises(QueryError, match="not an ISO 8601 time"):
         Window.parse("yesterday", "1h")
+
+
+@pytest.mark.parametrize(
+    ("value", "op", "text"),
+    [
+        ({"regex": "pro-.*"}, MatchOp.RE, "pro-.*"),
+        ({"not_regex": "canary-.*"}, MatchOp.NRE, "canary-.*"),
+        ({"not": "canary"}, MatchOp.NE, "canary"),
+        ({"equals": "a*b"}, MatchOp.EQ, "a*b"),
+        ({"equals": "~tilde"}, MatchOp.EQ, "~tilde"),
+        ({"equals": "=eq"}, MatchOp.EQ, "=eq"),
+        ("=literal", MatchOp.EQ, "literal"),
+        ("DeepSeek-V4.1", MatchOp.EQ, "DeepSeek-V4.1"),  # a dot alone is not a regex
+    ],
+)
+def test_explicit_selector_forms(value: object, op: MatchOp, text: str) -> None:
+    d = Deployment.model_validate(
+        {"name": "X", "selector": {"pod": value}, "hardware": HARDWARE, "engine": ENGINE}
+    )
+    (matcher,) = d.matchers
+    assert (matcher.op, matcher.value) == (op, text)
+    # Stored in the compact form, which reads back the same.
+    assert Deployment.model_validate(d.model_dump()).matchers == d.matchers
+
+
+@pytest.mark.parametrize("value", ["pro-model-.*", "a|b", "pod[0-9]", "^x$", "a+"])
+def test_a_plain_value_that_looks_like_a_regex_is_refused(value: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        Deployment.model_validate(
+            {"name": "X", "selector": {"pod": value}, "hardware": HARDWARE, "engine": ENGINE}
+        )
+    message = str(caught.value)
+    assert f"pod: {value!r} would match only that exact text" in message
+    assert f"{{regex: {value!r}}}" in message
+
+
+@pytest.mark.parametrize("value", [{"regexp": "x"}, {"regex": "x", "not": "y"}, {"regex": 1}, 5])
+def test_an_unknown_selector_form_is_refused(value: object) -> None:
+    with pytest.raises(ValidationError, match="pod: "):
+        Deployment.model_validate(
+            {"name": "X", "gpu_selector": {"pod": value}, "selector": {"pod": "x"},
+             "hardware": HARDWARE, "engine": ENGINE}
+        )  # fmt: skip
+
+
+def test_the_example_file_selects_the_bundled_replicas() -> None:
+    example = ROOT / "docs" / "deployments.example.yaml"
+    dataset = ROOT / "datasets" / "pro5000-vs-h20"
+    source = DatasetSource(dataset)
+    window = source.dataset.manifest.window.window()
+
+    def pods(d: Deployment) -> set[str]:
+        found = source.series(Selector("vllm:num_requests_running", d.matchers), window)
+        return {labels["pod"] for labels in found}
+
+    given = {d.name: d for d in load_deployments(example)}
+    for declared in load_deployments(dataset):
+        assert pods(given[declared.name]) == pods(declared)
+        assert len(pods(declared)) == len(given[declared.name].replicas)
+    assert unmatched_selectors(source, list(given.values()), window) == []

@@ -16,6 +16,7 @@ PACKAGES = [
     "inference_obs.report",
     "inference_obs.lint",
     "inference_obs.dashboards",
+    "inference_obs.discover",
 ]
 
 

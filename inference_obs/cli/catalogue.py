@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -83,22 +84,54 @@ def _queries_export(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from inference_obs.simulate import simulate
+    from inference_obs.simulate import load_scenario, simulate, with_load
 
     if args.seed is not None and args.seed < 0:  # numpy seeds from non-negative integers
         raise InferenceObsError(f"--seed {args.seed}: expected a whole number >= 0")
-    dataset = simulate(args.scenario, Path(args.out), seed=args.seed)
+    if args.load is not None and not (math.isfinite(args.load) and args.load > 0):
+        raise InferenceObsError(f"--load {args.load}: expected a factor above 0, e.g. 1.5")
+    out = Path(args.out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise InferenceObsError(f"--out {out}: not an empty directory; give a new one")
+    scenario = load_scenario(args.scenario)
+    if args.load is not None:
+        scenario = with_load(scenario, args.load)
+    dataset = simulate(scenario, out, seed=args.seed)
     total = int(dataset.samples.offsets[-1])
     print(f"wrote {dataset.path}: {len(dataset.samples)} series, {total:,} samples (synthetic)")
     return 0
 
 
+def _scenarios() -> str:
+    """The bundled scenarios, one line each, for ``simulate --help``."""
+    from inference_obs.simulate import load_scenario, scenario_names
+
+    lines = ["bundled scenarios:"]
+    for name in scenario_names():
+        lines.append(f"  {name:<24} {load_scenario(name).title}")
+    return "\n".join(lines)
+
+
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``simulate``, ``catalogue`` and ``queries`` to the top-level subparsers."""
-    simulate = commands.add_parser("simulate", help="write a synthetic dataset from a scenario")
-    simulate.add_argument("scenario", help="a bundled scenario name or a scenario YAML file")
+    simulate = commands.add_parser(
+        "simulate",
+        help="write a synthetic dataset from a scenario",
+        epilog=_scenarios(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    simulate.add_argument(
+        "scenario", help="a bundled scenario name (below) or a scenario YAML file"
+    )
     simulate.add_argument("--out", required=True, help="new dataset directory")
     simulate.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
+    simulate.add_argument(
+        "--load",
+        type=float,
+        default=None,
+        metavar="FACTOR",
+        help="multiply every arrival rate by FACTOR (e.g. 1.5 for a heavier week)",
+    )
     simulate.set_defaults(run=_simulate)
 
     catalogue = commands.add_parser("catalogue", help="list the metric families known")

@@ -15,22 +15,23 @@ import ssl
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from inference_obs.analyses.resolution import Resolution
-from inference_obs.errors import ConfigurationError, InferenceObsError, QueryError
+from inference_obs.cli.times import FORMS, window
+from inference_obs.errors import ConfigurationError, InferenceObsError, QueryError, TopologyError
 from inference_obs.query import parse_duration
 from inference_obs.query.names import check_duration
-from inference_obs.samples import Window
 from inference_obs.source.http import MAX_ANSWER_BYTES, check_header
+from inference_obs.topology import parse_topology
 
 __all__ = [
     "EXIT_BUDGET",
     "EXIT_INVALID",
     "EXIT_NO_DATA",
     "EXIT_OK",
+    "EXIT_REGRESSION",
     "EXIT_SOURCE",
     "EXIT_USAGE",
     "LiveAccess",
@@ -47,13 +48,17 @@ __all__ = [
 
 #: Exit statuses (documented in docs/report-json.md).
 EXIT_OK, EXIT_USAGE, EXIT_NO_DATA, EXIT_SOURCE, EXIT_INVALID, EXIT_BUDGET = 0, 2, 3, 4, 5, 6
+#: ``report --fail-on regression`` matched: a headline number is worse than its baseline.
+EXIT_REGRESSION = 7
 
 
 def add_window_options(command: argparse.ArgumentParser) -> None:
     """``--start``, ``--end`` and ``--window``."""
-    command.add_argument("--start", help="window start, ISO 8601 with a timezone")
-    command.add_argument("--end", help="window end, ISO 8601 with a timezone")
-    command.add_argument("--window", help="window length ending at --end, e.g. 1h")
+    command.add_argument("--start", metavar="TIME", help=f"window start: {FORMS}")
+    command.add_argument("--end", metavar="TIME", help=f"window end: {FORMS}")
+    command.add_argument(
+        "--window", metavar="DURATION", help="window length ending at --end, e.g. 1h or 24h"
+    )
 
 
 def add_live_options(command: argparse.ArgumentParser) -> None:
@@ -202,58 +207,6 @@ def open_prometheus(args: argparse.Namespace) -> Any:
         raise InferenceObsError(f"--prometheus: {exc}") from None
 
 
-def _in_range(moment: datetime, what: str) -> datetime:
-    """``moment`` if it also exists in UTC, where the sources and the report read it."""
-    try:
-        moment.astimezone(UTC)
-    except OverflowError:
-        raise InferenceObsError(f"{what} is outside the years 1 to 9999 in UTC") from None
-    return moment
-
-
-def _when(text: str, option: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise InferenceObsError(f"{option} {text!r}: not an ISO 8601 time") from exc
-    if moment.tzinfo is None:
-        raise InferenceObsError(
-            f"{option} {text!r} has no timezone: add one, e.g. {text}+00:00 or {text}Z"
-        )
-    return _in_range(moment, f"{option} {text!r}")
-
-
-def window(args: argparse.Namespace) -> Window | None:
-    """The window of ``--start``/``--end``/``--window``; None when none of them is given."""
-    if args.start is None and args.end is None and args.window is None:
-        return None
-    if args.start is not None and args.window is not None:
-        raise InferenceObsError("give --start or --window with --end, not both")
-    if args.end is None:
-        raise InferenceObsError("--start and --window need --end")
-    end = _when(args.end, "--end")
-    if args.window is not None:
-        try:
-            length = parse_duration(args.window)
-        except QueryError:
-            raise InferenceObsError(
-                f"--window {args.window!r}: expected a duration such as 1h or 90m"
-            ) from None
-        try:
-            start = end - timedelta(seconds=length)
-        except OverflowError:  # past timedelta's or datetime's range
-            raise InferenceObsError(
-                f"--window {args.window!r} from --end {args.end!r} starts before the year 1"
-            ) from None
-        return Window(_in_range(start, f"--window {args.window!r} from --end {args.end!r}"), end)
-    if args.start is None:
-        raise InferenceObsError("--end needs --start or --window")
-    start = _when(args.start, "--start")
-    if start >= end:
-        raise InferenceObsError(f"--start {args.start!r} is not before --end {args.end!r}")
-    return Window(start, end)
-
-
 def prices(items: Sequence[str]) -> dict[str, float]:
     """``NAME=PRICE`` pairs (GPU-hour rent per deployment), each price finite and >= 0."""
     out: dict[str, float] = {}
@@ -274,18 +227,31 @@ def prices(items: Sequence[str]) -> dict[str, float]:
 
 
 def topologies(items: Sequence[str]) -> dict[str, str]:
-    """``NAME=FILE`` pairs, each file the ``nvidia-smi topo -m`` output of a deployment."""
-    texts = {}
+    """``NAME=FILE`` pairs, each file the ``nvidia-smi topo -m`` output of a deployment.
+
+    Each file is read and parsed here, so an empty or unreadable one is refused
+    naming its line before any query; the text is returned for the analyses.
+    """
+    files: dict[str, tuple[str, str]] = {}
     for item in items:
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
             raise InferenceObsError(f"--topology {item!r}: expected NAME=FILE, e.g. H100=topo.txt")
-        if name in texts:
+        if name in files:
             raise InferenceObsError(f"--topology {item!r}: {name} has a topology already")
+        files[name] = (item, path)
+    texts = {}
+    for name, (item, path) in files.items():
         try:
-            texts[name] = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InferenceObsError(f"--topology {item!r}: cannot read {path}: {exc}") from exc
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            problem = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            raise InferenceObsError(f"--topology {item!r}: cannot read {path}: {problem}") from None
+        try:  # read now, so a bad file stops the run before any work, not after the analyses
+            parse_topology(text)
+        except TopologyError as exc:
+            raise InferenceObsError(f"--topology {item!r}: {path}: {exc}") from None
+        texts[name] = text
     return texts
 
 

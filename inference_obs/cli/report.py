@@ -1,202 +1,256 @@
-"""``report`` and ``compare``: the observation report, and the comparison verdicts alone."""
+"""``report`` and ``compare``: the observation report, and the comparison verdicts alone.
+
+``report`` checks every option and input file first (:func:`_checked`), then
+removes a previous report's files from ``--out``, reads, computes, and
+writes the new report whole (:func:`~inference_obs.report.write.write_report`).
+A run that fails or is interrupted after the checks leaves no report in
+``--out`` that could be taken for its own.
+"""
 
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import sys
-from collections.abc import Callable, Collection, Sequence
+import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from inference_obs.analyses.resolution import ROWS
+from inference_obs.analyses.resolution import ROWS, Resolution, tile_ms
 from inference_obs.cli.options import (
     EXIT_BUDGET,
     EXIT_INVALID,
     EXIT_NO_DATA,
     EXIT_OK,
-    EXIT_SOURCE,
-    add_live_options,
-    add_window_options,
-    open_prometheus,
+    EXIT_REGRESSION,
     positive_seconds,
     prices,
     resolution,
     topologies,
-    window,
 )
-from inference_obs.deployment import Deployment
-from inference_obs.errors import InferenceObsError
+from inference_obs.cli.sources import (
+    DEFAULT_DATASET,
+    Opened,
+    add_source_options,
+    named,
+    note,
+    plan,
+)
+from inference_obs.cli.times import started
+from inference_obs.errors import (
+    ConfigurationError,
+    DatasetError,
+    InferenceObsError,
+    SourceError,
+)
 from inference_obs.samples import Window
-from inference_obs.source.base import Source
 
 __all__ = ["DEFAULT_DATASET", "register"]
 
-#: The dataset ``inference-obs report`` reads when given no source.
-DEFAULT_DATASET = "pro5000-vs-h20"
-Say = Callable[[str], None]
-
-
-def _bundled(name: str, say: Say) -> Path:
-    """The bundled dataset ``name``: ``datasets/<name>`` here, else regenerated from its scenario.
-
-    The bundled datasets are the simulator's output for their scenario's own
-    seed, so regenerating one gives the same files.
-    """
-    here = Path("datasets") / name
-    if (here / "manifest.json").is_file():
-        return here
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "inference-obs" / name
-    if not (cache / "manifest.json").is_file():
-        from inference_obs.simulate import simulate
-
-        say(f"no datasets/{name} here: regenerating it from its scenario into {cache}")
-        if cache.exists():
-            shutil.rmtree(cache)
-        simulate(name, cache)
-    return cache
+#: What ``report --fail-on`` accepts (comma-separated), and the status each gives.
+FAIL_ON = {"invalid-comparison": EXIT_INVALID, "regression": EXIT_REGRESSION}
 
 
 @dataclass(frozen=True)
-class _Opened:
-    """What the source options resolve to."""
+class _Checked:
+    """``report``'s options, each checked, and its input files read; no work done yet."""
 
-    source: Source
-    deployments: Sequence[Deployment]
-    window: Window
-    name: str
-    scrape_interval_seconds: float | None = None
-    methodology: tuple[str, ...] = ()
-    title: str = "Observation report"
-
-
-def _open(args: argparse.Namespace, say: Say) -> _Opened:
-    """The source, deployments and window the options name; the options are checked first."""
-    from inference_obs.source.dataset_source import DatasetSource
-    from inference_obs.source.deployments_file import load_deployments
-
-    if args.prometheus is not None and args.dataset is not None:
-        raise InferenceObsError("give --prometheus or --dataset, not both")
-    span = window(args)
-    if args.prometheus is not None:
-        source = open_prometheus(args)  # checks the live options; sends nothing
-        if not args.deployments:
-            raise InferenceObsError("a live source needs --deployments FILE (YAML or manifest)")
-        if span is None:
-            raise InferenceObsError("reading a live source needs --end and --start or --window")
-        return _Opened(source, load_deployments(args.deployments), span, source.url)
-    # Without --prometheus these would be ignored, and the report read a dataset
-    # (by default the bundled one) where the user meant a live source.
-    for option, value in (
-        ("--token-file", args.token_file),
-        ("--token-env", args.token_env),
-        ("--ca-file", args.ca_file),
-        ("--header", args.header or None),
-    ):
-        if value is not None:
-            raise InferenceObsError(f"{option} is for a live source: give --prometheus URL too")
-    if args.dataset == "":
-        raise InferenceObsError("--dataset: empty; give a dataset directory")
-    path = Path(args.dataset) if args.dataset is not None else _bundled(DEFAULT_DATASET, say)
-    dataset = DatasetSource(path)
-    manifest = dataset.dataset.manifest
-    return _Opened(
-        dataset,
-        load_deployments(args.deployments) if args.deployments else manifest.deployments,
-        span or manifest.window.window(),
-        str(path),
-        manifest.scrape_interval_seconds,
-        tuple(manifest.methodology),
-        manifest.title,
-    )
+    formats: tuple[str, ...]
+    deadline: float | None
+    read_at: Resolution
+    prices: dict[str, float]
+    topologies: dict[str, str]
+    fail_on: frozenset[str]
+    out: Path
+    baseline: dict[str, Any] | None
 
 
-def _named(given: Collection[str], deployments: Sequence[Deployment], option: str) -> None:
-    """Refuse a name in ``given`` that is no deployment's (it would be ignored)."""
-    names = [d.name for d in deployments]
-    for name in given:
-        if name not in names:
-            raise InferenceObsError(
-                f"{option}: no deployment is named {name!r} (there are {', '.join(names)})"
-            )
+def _fail_on(text: str | None) -> frozenset[str]:
+    given = frozenset(f.strip() for f in (text or "").split(",") if f.strip())
+    if text is not None and (not given or given - set(FAIL_ON)):
+        raise InferenceObsError(f"--fail-on {text!r}: expected any of {','.join(FAIL_ON)}")
+    return given
 
 
-def _report(args: argparse.Namespace) -> int:
-    from inference_obs.analyses.validity import Verdict
-    from inference_obs.errors import SourceError, TimeBudgetExceeded
-    from inference_obs.report import ReportTimeout, build_report, write_report
-    from inference_obs.report.write import FORMATS
+def _checked(args: argparse.Namespace) -> _Checked:
+    """Every option of ``report`` that needs no source, checked; files read but not written."""
+    from inference_obs.report.write import FORMATS, check_output
 
-    def say(line: str) -> None:
-        if not args.quiet:
-            print(f"inference-obs: {line}", file=sys.stderr)
-
-    formats = [f.strip() for f in args.format.split(",") if f.strip()]
+    formats = tuple(dict.fromkeys(f.strip() for f in args.format.split(",") if f.strip()))
     if not formats or set(formats) - set(FORMATS):
         raise InferenceObsError(f"--format {args.format!r}: expected any of {','.join(FORMATS)}")
-    budget_s = (
+    budget = (
         None if args.time_budget is None else positive_seconds(args.time_budget, "--time-budget")
     )
     read_at = resolution(args.resolution)
     gpu_hour_prices = prices(args.gpu_hour_price)
     topology_texts = topologies(args.topology)
+    fail_on = _fail_on(args.fail_on)
+    if "regression" in fail_on and args.baseline is None:
+        raise InferenceObsError("--fail-on regression needs --baseline PREVIOUS/report.json")
+    previous = None
+    if args.baseline is not None:
+        from inference_obs.report.baseline import read_report_json
+
+        if not args.baseline:
+            raise InferenceObsError("--baseline: empty; give an earlier report.json")
+        try:  # read now: --out may hold it, and it is removed before the work
+            previous = read_report_json(Path(args.baseline))
+        except DatasetError as exc:
+            raise InferenceObsError(f"--baseline {exc}") from None
+    if not args.out:
+        raise InferenceObsError("--out: empty; give a directory")
+    out = Path(args.out)
     try:
-        opened = _open(args, say)
-        _named(gpu_hour_prices, opened.deployments, "--gpu-hour-price")
-        _named(topology_texts, opened.deployments, "--topology")
+        check_output(out)
+    except ConfigurationError as exc:
+        raise InferenceObsError(f"--out {exc}") from None
+    return _Checked(
+        formats,
+        None if budget is None else time.monotonic() + budget,
+        read_at,
+        gpu_hour_prices,
+        topology_texts,
+        fail_on,
+        out,
+        previous,
+    )
+
+
+def _tiles_fit(read_at: Resolution, window: Window) -> None:
+    """Refuse a ``--resolution`` tile width that does not cut the window, before any work."""
+    if isinstance(read_at, float):
+        try:
+            tile_ms(window, read_at)
+        except ValueError as exc:
+            raise InferenceObsError(f"--resolution {read_at:g}: {exc}") from None
+
+
+def _remaining(deadline: float | None) -> float | None:
+    """Seconds of the budget left (None: no budget); a spent budget ends the run here."""
+    if deadline is None:
+        return None
+    left = deadline - time.monotonic()
+    if left <= 0:
+        from inference_obs.report import ReportTimeout
+
+        raise ReportTimeout("the time budget ran out before the analyses started")
+    return left
+
+
+def _unmatched(opened: Opened, names: Collection[str]) -> None:
+    """Say, naming each, which selectors of the deployments ``names`` match nothing.
+
+    Asked only of deployments where something read no data, so a report of a
+    healthy fleet sends no extra request. The check is advice: a source that
+    fails it is said, not fatal (the report is already written).
+    """
+    from inference_obs.discover import unmatched_selectors
+
+    if not names:
+        return
+    suspects = [d for d in opened.deployments if d.name in names]
+    try:
+        lines = unmatched_selectors(opened.source, suspects, opened.window)
+    except SourceError as exc:
+        lines = [f"could not check the selectors of {', '.join(names)}: {exc}"]
+    for line in lines:
+        note(line)
+
+
+def _report(args: argparse.Namespace) -> int:
+    def say(line: str) -> None:
+        if not args.quiet:
+            print(f"inference-obs: {line}", file=sys.stderr)
+
+    now = started()
+    checked = _checked(args)
+    planned = plan(args, say, now)
+    _tiles_fit(checked.read_at, planned.window)
+    named(checked.prices, planned.deployments, "--gpu-hour-price")
+    named(checked.topologies, planned.deployments, "--topology")
+    # Every option and input is checked: the work starts here.
+    from inference_obs.analyses.validity import Verdict
+    from inference_obs.report import build_report, write_report
+    from inference_obs.report.write import remove_report
+
+    if remove_report(checked.out):
+        say(f"removed the previous report from {checked.out}")
+    opened = planned.open(checked.deadline)
+    try:
         report = build_report(
             opened.source,
             opened.deployments,
             opened.window,
             title=opened.title,
             source_name=opened.name,
-            gpu_hour_prices=gpu_hour_prices,
-            topologies=topology_texts,
+            gpu_hour_prices=checked.prices,
+            topologies=checked.topologies,
             scrape_interval_seconds=opened.scrape_interval_seconds,
             methodology=opened.methodology,
-            figures=bool({"md", "html"} & set(formats)),
+            figures=bool({"md", "html"} & set(checked.formats)),
             progress=say,
-            budget_s=budget_s,
-            resolution=read_at,
+            budget_s=_remaining(checked.deadline),
+            resolution=checked.read_at,
         )
-        written = write_report(report, Path(args.out), formats)
-    except (ReportTimeout, TimeBudgetExceeded) as exc:
-        print(f"inference-obs: {exc}", file=sys.stderr)
-        return EXIT_BUDGET
-    except SourceError as exc:
-        print(f"inference-obs: source error: {exc}", file=sys.stderr)
-        return EXIT_SOURCE
-    except ValueError as exc:
+    except ValueError as exc:  # an option that only the data shows wrong (--resolution 7)
         raise InferenceObsError(str(exc)) from exc
+    if checked.baseline is not None:
+        from inference_obs.report.with_baseline import with_baseline
+
+        report = with_baseline(report, checked.baseline, args.baseline)
+    try:
+        written = write_report(report, checked.out, checked.formats)
+    except OSError as exc:
+        raise InferenceObsError(
+            f"--out {checked.out}: the report could not be written ({exc.strerror}"
+            f"{': ' + str(exc.filename) if exc.filename else ''}); nothing of it was left there"
+        ) from None
     if not args.quiet:
-        for fmt in formats:
-            print(f"wrote {written[fmt]}")
-    empty = [d.deployment.name for d in report.deployments if not d.has_data]
+        for key in (*checked.formats, *sorted(k for k in written if k.startswith("figure:"))):
+            print(f"wrote {written[key]}")
+    _unmatched(
+        opened,
+        [
+            d.deployment.name
+            for d in report.deployments
+            if not d.throughput.replicas_seen.ok or not d.gpu.gpus_with_samples.value
+        ],
+    )
+    empty = [d.deployment for d in report.deployments if not d.has_data]
     if empty:
-        print(f"inference-obs: no data for {', '.join(empty)}", file=sys.stderr)
+        print(f"inference-obs: no data for {', '.join(d.name for d in empty)}", file=sys.stderr)
         return EXIT_NO_DATA
     invalid = report.validity is not None and any(
         v.verdict is Verdict.INVALID for p in report.validity.pairs for v in p.verdicts.values()
     )
-    if args.fail_on == "invalid-comparison" and invalid:
+    if "invalid-comparison" in checked.fail_on and invalid:
         print("inference-obs: some comparisons are invalid (see the verdicts)", file=sys.stderr)
         return EXIT_INVALID
+    if report.baseline is not None:
+        regressions = report.baseline.regressions
+        for r in regressions:
+            caveat = f" (caveated: {', '.join(r.findings)})" if r.findings else ""
+            note(f"regression: {r.deployment} {r.statistic}: {r.reason}{caveat}")
+        if regressions and "regression" in checked.fail_on:
+            return EXIT_REGRESSION
     return EXIT_OK
 
 
 def _compare(args: argparse.Namespace) -> int:
     from inference_obs.analyses.resolution import step_for
     from inference_obs.analyses.validity import Verdict, validity, windows_by_name
-    from inference_obs.errors import SourceError
 
     read_at = resolution(args.resolution)
     gpu_hour_prices = prices(args.gpu_hour_price)
     topology_texts = topologies(args.topology)
+    planned = plan(args, lambda line: None, started())
+    _tiles_fit(read_at, planned.window)
+    named(gpu_hour_prices, planned.deployments, "--gpu-hour-price")
+    named(topology_texts, planned.deployments, "--topology")
+    opened = planned.open()
     try:
-        opened = _open(args, lambda line: None)
-        _named(gpu_hour_prices, opened.deployments, "--gpu-hour-price")
-        _named(topology_texts, opened.deployments, "--topology")
         windows = windows_by_name(opened.deployments, opened.window)
         steps = {
             d.name: step_for(opened.source, d, windows[d.name], read_at) for d in opened.deployments
@@ -209,15 +263,19 @@ def _compare(args: argparse.Namespace) -> int:
             topologies=topology_texts,
             steps={name: step for name, step in steps.items() if step is not None},
         )
-    except SourceError as exc:
-        print(f"inference-obs: source error: {exc}", file=sys.stderr)
-        return EXIT_SOURCE
     except ValueError as exc:
         raise InferenceObsError(str(exc)) from exc
     print(result.to_frame().to_string(index=False))
     print()
     findings = result.findings_frame()
     print(findings[["a", "b", "code", "severity", "evidence"]].to_string(index=False))
+    missing = {
+        name
+        for pair in result.pairs
+        if any(f.code == "missing_data" for f in pair.findings)
+        for name in (pair.a, pair.b)
+    }
+    _unmatched(opened, sorted(missing))
     worst = {v.verdict for p in result.pairs for v in p.verdicts.values()}
     if args.fail_on == "invalid" and Verdict.INVALID in worst:
         return EXIT_INVALID
@@ -226,19 +284,8 @@ def _compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _source_options(command: argparse.ArgumentParser) -> None:
-    where = command.add_argument_group("what to read")
-    where.add_argument("--dataset", help="an observation dataset directory (offline)")
-    where.add_argument(
-        "--prometheus", metavar="URL", help="a Prometheus-compatible API, http(s)://... (live)"
-    )
-    where.add_argument(
-        "--deployments",
-        metavar="FILE",
-        help="deployments YAML/JSON (a dataset manifest works too)",
-    )
-    add_window_options(command)
-    add_live_options(command)
+def _analysis_options(command: argparse.ArgumentParser) -> None:
+    add_source_options(command)
     command.add_argument(
         "--topology",
         action="append",
@@ -263,34 +310,56 @@ def _source_options(command: argparse.ArgumentParser) -> None:
     )
 
 
+_EXITS = """\
+Exit status: 0 written; 2 a bad option or input file (nothing read, nothing
+written); 3 a deployment had no series in the window (the report is written);
+4 the source failed; 5 --fail-on invalid-comparison matched; 6 --time-budget
+ran out; 7 --fail-on regression matched; 130/143 interrupted (SIGINT/SIGTERM).
+See docs/report-json.md."""
+
+
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``report`` and ``compare`` to the top-level subparsers."""
     report = commands.add_parser(
         "report",
         help=f"write an observation report (default: on the bundled {DEFAULT_DATASET} dataset)",
+        epilog=_EXITS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _source_options(report)
-    report.add_argument("--out", default="report", help="output directory (default: report)")
+    _analysis_options(report)
+    report.add_argument(
+        "--out",
+        default="report",
+        help="output directory (default: report); its previous report is replaced, whole, "
+        "only when the new one is complete",
+    )
     report.add_argument("--format", default="md,html,json", help="any of md,html,json")
     report.add_argument("--quiet", action="store_true", help="no progress, no list of files")
     report.add_argument(
         "--fail-on",
-        choices=("invalid-comparison",),
         default=None,
-        help=f"exit {EXIT_INVALID} when a comparison is invalid",
+        metavar=",".join(FAIL_ON),
+        help=f"exit {EXIT_INVALID} when a comparison is invalid (invalid-comparison), "
+        f"{EXIT_REGRESSION} when --baseline found a regression (regression); comma-separated",
     )
     report.add_argument(
         "--time-budget",
         default=None,
         metavar="SECONDS",
-        help=f"give up (exit {EXIT_BUDGET}) after this long",
+        help=f"give up (exit {EXIT_BUDGET}) after this long, dataset loading included",
+    )
+    report.add_argument(
+        "--baseline",
+        default=None,
+        metavar="PREVIOUS/report.json",
+        help="compare every headline number with this earlier report.json",
     )
     report.set_defaults(run=_report)
 
     compare = commands.add_parser(
         "compare", help="say which comparisons between deployments mean something"
     )
-    _source_options(compare)
+    _analysis_options(compare)
     compare.add_argument(
         "--fail-on",
         choices=("invalid", "caveated"),

@@ -1,15 +1,25 @@
-"""Observation reports: analyses gathered once, rendered as Markdown, HTML and JSON."""
+"""Observation reports: analyses gathered once, rendered as Markdown, HTML and JSON.
 
+:func:`with_baseline` adds the comparison with an earlier ``report.json``
+(:mod:`~inference_obs.report.baseline`).
+"""
+
+from inference_obs.report.baseline import Baseline, compare_reports, read_report_json
 from inference_obs.report.build import DeploymentReport, Report, ReportTimeout, Scope, build_report
 from inference_obs.report.report_json import report_json
+from inference_obs.report.with_baseline import with_baseline
 from inference_obs.report.write import write_report
 
 __all__ = [
+    "Baseline",
     "DeploymentReport",
     "Report",
     "ReportTimeout",
     "Scope",
     "build_report",
+    "compare_reports",
+    "read_report_json",
     "report_json",
+    "with_baseline",
     "write_report",
 ]

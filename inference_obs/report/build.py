@@ -42,6 +42,7 @@ from inference_obs.analyses.throughput import ThroughputResult, throughput
 from inference_obs.analyses.validity import ValidityResult, validity, windows_by_name
 from inference_obs.deployment import Deployment
 from inference_obs.errors import InferenceObsError
+from inference_obs.report.baseline import Baseline
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import Pending, RememberingSource, soon
@@ -130,6 +131,7 @@ class Report(BaseModel):
     validity: ValidityResult | None = Field(None, description="With two or more deployments.")
     figures: dict[str, Figure] = Field(default_factory=dict, exclude=True)
     methodology: tuple[str, ...] = ()
+    baseline: Baseline | None = Field(None, description="Against an earlier report.json.")
 
     def to_frame(self) -> pd.DataFrame:
         """Every Measurement of the report, one row each (see ``measurements_frame``)."""

@@ -5,7 +5,9 @@ Every Measurement appears once under its stable key
 window, provenance and annotations, followed by the comparison verdicts.
 Infinite bounds (a quantile in the ``+Inf`` bucket) are written as the
 strings ``"+Inf"`` and ``"-Inf"``, as Prometheus writes them; JSON has no
-infinity.
+infinity. With ``--baseline`` the ``baseline`` object holds every headline
+number then and now and the regressions (:mod:`~inference_obs.report.baseline`);
+it is null otherwise.
 """
 
 from __future__ import annotations
@@ -121,7 +123,19 @@ def report_json(report: Report) -> dict[str, Any]:
         "deployments": deployments,
         "measurements": [measurement_json(m) for m in report.measurements()],
         "comparisons": comparisons,
+        "baseline": None if report.baseline is None else _finite(report.baseline.model_dump()),
     }
+
+
+def _finite(value: Any) -> Any:
+    """JSON data with every float an allowed JSON number (infinities as ``"+Inf"``)."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    if isinstance(value, float):
+        return json_number(value)
+    return value
 
 
 def to_json(report: Report) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from inference_obs.analyses.configuration import CheckStatus
 from inference_obs.analyses.latency import METRICS, QUANTILES
 from inference_obs.analyses.validity_findings import Severity
+from inference_obs.report.baseline_section import baseline_blocks
 from inference_obs.report.build import Report
 from inference_obs.report.document import (
     Block,
@@ -458,6 +459,11 @@ def verdicts(report: Report) -> Iterator[Block]:
                 )
 
 
+def baseline(report: Report) -> Iterator[Block]:
+    if report.baseline is not None:
+        yield from baseline_blocks(report.baseline)
+
+
 def appendix(report: Report) -> Iterator[Block]:
     yield Heading(2, "Appendix: recheck these numbers")
     yield Paragraph(
@@ -489,6 +495,7 @@ def sections(report: Report) -> tuple[Block, ...]:
         stage_boundaries,
         costs,
         verdicts,
+        baseline,
         appendix,
     )
     return tuple(block for part in parts for block in part(report))

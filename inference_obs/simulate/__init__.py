@@ -25,6 +25,7 @@ True
 
 from __future__ import annotations
 
+from inference_obs.simulate.load import with_load
 from inference_obs.simulate.publish import dataset_manifest, simulate, write_simulation
 from inference_obs.simulate.run import Simulation, run_scenario
 from inference_obs.simulate.scenario import (
@@ -45,5 +46,6 @@ __all__ = [
     "run_scenario",
     "scenario_names",
     "simulate",
+    "with_load",
     "write_simulation",
 ]

@@ -45,6 +45,7 @@ __all__ = [
     "SAMPLES",
     "Dataset",
     "read_dataset",
+    "read_manifest",
     "write_dataset",
 ]
 
@@ -81,6 +82,9 @@ class Dataset:
         The published numbers of ``aggregates.json``, or ``None``.
     requests
         The ground-truth request records of ``requests.csv``, or ``None``.
+    ignored
+        Hidden entries of the directory that were not read (``.DS_Store``),
+        sorted; empty for a dataset just written.
     """
 
     path: Path
@@ -88,6 +92,7 @@ class Dataset:
     samples: SampleSet
     aggregates: Mapping[str, Any] | None
     requests: pandas.DataFrame | None
+    ignored: tuple[str, ...] = ()
 
 
 def write_dataset(
@@ -166,7 +171,9 @@ def write_dataset(
     return Dataset(path, final, samples, aggregates_back, requests_back)
 
 
-def read_dataset(path: Path, *, cache: SampleCache | None = DEFAULT_CACHE) -> Dataset:
+def read_dataset(
+    path: Path, *, cache: SampleCache | None = DEFAULT_CACHE, deadline: float | None = None
+) -> Dataset:
     """Read and check a dataset directory.
 
     Parameters
@@ -178,6 +185,10 @@ def read_dataset(path: Path, *, cache: SampleCache | None = DEFAULT_CACHE) -> Da
         reads (by default under the user's cache directory, for files from
         64 MiB), or ``None`` to parse every time. The file is hashed on every
         read all the same; see :mod:`inference_obs.source.dataset_samples`.
+    deadline
+        A :func:`time.monotonic` time after which reading stops with
+        :class:`~inference_obs.errors.TimeBudgetExceeded` (checked between
+        blocks of ``samples.om``); ``None`` for no limit.
 
     Returns
     -------
@@ -190,15 +201,19 @@ def read_dataset(path: Path, *, cache: SampleCache | None = DEFAULT_CACHE) -> Da
         Naming the file (and for ``samples.om`` the line) and the problem: a
         missing or invalid manifest (unknown fields included), a checksum
         mismatch, a file the manifest does not list, malformed data.
+    TimeBudgetExceeded
+        When ``deadline`` passed while reading.
     """
     path = Path(path)
-    if not path.is_dir():
-        raise DatasetError(f"{path}: no dataset directory there")
-    manifest = _read_manifest(path / MANIFEST)
+    manifest = read_manifest(path)
+    ignored = []
     for entry in sorted(path.iterdir()):
-        if entry.name != MANIFEST and entry.name not in manifest.files:
+        if entry.name.startswith("."):
+            ignored.append(entry.name)
+        elif entry.name != MANIFEST and entry.name not in manifest.files:
             raise DatasetError(
-                f"{entry}: not listed in {MANIFEST} files; a dataset holds only listed files"
+                f"{entry}: not listed in {MANIFEST} files; a dataset holds only listed files "
+                "(hidden files and folders, named with a leading '.', are ignored)"
             )
     contents = {
         name: _checked_bytes(path / name, digest)
@@ -206,14 +221,31 @@ def read_dataset(path: Path, *, cache: SampleCache | None = DEFAULT_CACHE) -> Da
         if name != SAMPLES
     }
     # Streamed: the text is never in memory whole, and its checksum is checked as it is read.
-    samples = read_samples(path / SAMPLES, manifest.files[SAMPLES], manifest=MANIFEST, cache=cache)
+    samples = read_samples(
+        path / SAMPLES, manifest.files[SAMPLES], manifest=MANIFEST, cache=cache, deadline=deadline
+    )
     aggregates = None
     if AGGREGATES in contents:
         aggregates = _json_object(contents[AGGREGATES], str(path / AGGREGATES))
     requests = None
     if REQUESTS in contents:
         requests = _read_requests(contents[REQUESTS], str(path / REQUESTS))
-    return Dataset(path, manifest, samples, aggregates, requests)
+    return Dataset(path, manifest, samples, aggregates, requests, tuple(ignored))
+
+
+def read_manifest(path: Path) -> Manifest:
+    """The checked manifest of the dataset directory ``path``, without reading its samples.
+
+    Raises
+    ------
+    DatasetError
+        No directory there, or a missing or invalid manifest (named, with each
+        offending field).
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise DatasetError(f"{path}: no dataset directory there")
+    return _read_manifest(path / MANIFEST)
 
 
 def _read_manifest(file: Path) -> Manifest:

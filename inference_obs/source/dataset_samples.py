@@ -27,6 +27,7 @@ import hashlib
 import json
 import logging
 import os
+import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from inference_obs import samples as _samples_module
-from inference_obs.errors import DatasetError
+from inference_obs.errors import DatasetError, TimeBudgetExceeded
 from inference_obs.samples import Labels, SampleSet
 from inference_obs.source import (
     openmetrics as _grammar,
@@ -90,7 +91,14 @@ class SampleCache:
 DEFAULT_CACHE = SampleCache()
 
 
-def read_samples(file: Path, digest: str, *, manifest: str, cache: SampleCache | None) -> SampleSet:
+def read_samples(
+    file: Path,
+    digest: str,
+    *,
+    manifest: str,
+    cache: SampleCache | None,
+    deadline: float | None = None,
+) -> SampleSet:
     """Every sample of ``file``, which must have SHA-256 ``digest``.
 
     Parameters
@@ -103,20 +111,25 @@ def read_samples(file: Path, digest: str, *, manifest: str, cache: SampleCache |
         How to name the manifest in the checksum error.
     cache
         Where parsed columns of large files are kept, or ``None`` for no cache.
+    deadline
+        A :func:`time.monotonic` time; reading stops after it, between blocks.
 
     Raises
     ------
     DatasetError
         The file is missing or unreadable, its SHA-256 is not ``digest`` (said
         before any problem in its text), or its text is malformed.
+    TimeBudgetExceeded
+        When ``deadline`` passed before the file was read.
     """
+    budget = _Budget(file, deadline)
     try:
         size = file.stat().st_size
         entry = _entry(cache.path(), digest) if cache and size >= cache.min_bytes else None
         if entry is not None and entry.is_file():
             # Hash (most of the time) while another thread reads the columns back.
             with ThreadPoolExecutor(max_workers=1) as pool:
-                hashed = pool.submit(_sha256, file)
+                hashed = pool.submit(_sha256, file, budget)
                 cached = _load(entry)
                 actual = hashed.result()
             _check(file, actual, digest, manifest)
@@ -124,9 +137,11 @@ def read_samples(file: Path, digest: str, *, manifest: str, cache: SampleCache |
                 with contextlib.suppress(OSError):
                     os.utime(entry)  # used now: the last to be evicted
                 return cached
-        samples = _parse(file, digest, manifest)
+        samples = _parse(file, digest, manifest, budget)
     except FileNotFoundError:
         raise DatasetError(f"{file}: listed in {manifest} but missing") from None
+    except TimeBudgetExceeded:  # a TimeoutError, so an OSError too: not a read failure
+        raise
     except OSError as exc:
         raise DatasetError(f"{file}: cannot be read ({exc.strerror})") from None
     if cache and size >= cache.min_bytes:
@@ -142,15 +157,34 @@ def _check(file: Path, actual: str, digest: str, manifest: str) -> None:
         )
 
 
-def _sha256(file: Path) -> str:
+@dataclass(frozen=True, slots=True)
+class _Budget:
+    """When reading ``file`` must stop (a :func:`time.monotonic` time, or None)."""
+
+    file: Path
+    deadline: float | None
+
+    def check(self, done: int) -> None:
+        """Raise once the deadline has passed, saying how far the read got (bytes)."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise TimeBudgetExceeded(
+                f"{self.file}: the time budget ran out while reading it "
+                f"({done / 2**20:.1f} MiB read)"
+            )
+
+
+def _sha256(file: Path, budget: _Budget) -> str:
     hasher = hashlib.sha256()
+    done = 0
     with file.open("rb") as data:
         while chunk := data.read(BLOCK_BYTES):
+            budget.check(done)
             hasher.update(chunk)
+            done += len(chunk)
     return hasher.hexdigest()
 
 
-def _parse(file: Path, digest: str, manifest: str) -> SampleSet:
+def _parse(file: Path, digest: str, manifest: str, budget: _Budget) -> SampleSet:
     """Parse while another thread reads and hashes; the checksum is checked before any text problem.
 
     The other thread reads each block and adds it to the hash (both release
@@ -169,7 +203,10 @@ def _parse(file: Path, digest: str, manifest: str) -> SampleSet:
             return chunk
 
         ahead = deque(pool.submit(read) for _ in range(_READ_AHEAD))
+        done = 0
         while chunk := ahead.popleft().result():
+            budget.check(done)
+            done += len(chunk)
             ahead.append(pool.submit(read))
             if problem is None:
                 try:

@@ -52,11 +52,16 @@ class DatasetSource:
         :func:`~inference_obs.source.dataset.read_dataset`).
     rules
         The engine's rule set the answers follow (Prometheus 2.42 by default).
+    deadline
+        A :func:`time.monotonic` time by which a dataset given as a path must
+        be read (a caller's time budget); ``None`` for no limit.
 
     Raises
     ------
     DatasetError
         If ``dataset`` is a path that does not hold a valid dataset.
+    TimeBudgetExceeded
+        If ``deadline`` passed while the dataset was read.
 
     Notes
     -----
@@ -67,9 +72,15 @@ class DatasetSource:
         source.instant(Selector("vllm:num_requests_running"), window.end_s)
     """
 
-    def __init__(self, dataset: Dataset | Path, *, rules: Rules = Rules.PROMETHEUS_2) -> None:
+    def __init__(
+        self,
+        dataset: Dataset | Path,
+        *,
+        rules: Rules = Rules.PROMETHEUS_2,
+        deadline: float | None = None,
+    ) -> None:
         if not isinstance(dataset, Dataset):
-            dataset = read_dataset(Path(dataset))
+            dataset = read_dataset(Path(dataset), deadline=deadline)
         if not isinstance(rules, Rules):
             raise QueryError(f"rules must be a Rules member, not {rules!r}")
         self.dataset = dataset

@@ -142,8 +142,8 @@ def test_a_failed_export_names_no_credential(
         ]
     )  # fmt: skip
     text = capsys.readouterr()
-    assert status == 2
-    assert text.err.startswith("inference-obs: ")
+    assert status == 4  # the source failed: as for report, not a configuration error (2)
+    assert text.err.startswith("inference-obs: source error: ")
     assert "127.0.0.1" in text.err
     assert "5ecret" not in text.out + text.err
     assert not (tmp_path / "out").exists()

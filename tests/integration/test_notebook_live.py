@@ -1,7 +1,8 @@
 """The live-prometheus notebook against a real Prometheus loaded with a bundled dataset.
 
 Prometheus 2.42 holds the dataset (promtool backfill); the notebook's URL,
-deployments file and window are passed as its environment parameters.
+deployments file and window are passed as its environment parameters. Without
+a deployments file, as a new user runs it, the notebook discovers them.
 """
 
 from __future__ import annotations
@@ -20,13 +21,20 @@ pytestmark = pytest.mark.integration
 DATASET = Path(__file__).resolve().parents[2] / "datasets" / "pro5000-vs-h20"
 
 
+@pytest.mark.parametrize("deployments", ["manifest", "discovered"])
 def test_live_prometheus_runs_against_a_loaded_server(
-    prometheus_factory: PrometheusFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    prometheus_factory: PrometheusFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    deployments: str,
 ) -> None:
     server = prometheus_factory((DATASET / SAMPLES).read_bytes().decode("utf-8"))
     window = read_dataset(DATASET).manifest.window.window()
     monkeypatch.setenv("INFERENCE_OBS_PROMETHEUS", server.base_url)
-    monkeypatch.setenv("INFERENCE_OBS_DEPLOYMENTS", str(DATASET / "manifest.json"))
+    if deployments == "manifest":
+        monkeypatch.setenv("INFERENCE_OBS_DEPLOYMENTS", str(DATASET / "manifest.json"))
+    else:  # a new user's run: no deployments file, so the notebook finds them
+        monkeypatch.delenv("INFERENCE_OBS_DEPLOYMENTS", raising=False)
     monkeypatch.setenv("INFERENCE_OBS_WINDOW_END", window.end.isoformat())
     monkeypatch.setenv("INFERENCE_OBS_WINDOW", f"{window.seconds:g}s")
     assert os.environ["INFERENCE_OBS_PROMETHEUS"].startswith("http://127.0.0.1:")
@@ -34,3 +42,6 @@ def test_live_prometheus_runs_against_a_loaded_server(
     server.stop()
     assert "prometheus prometheus-2" in text
     assert (tmp_path / "live-report" / "report.json").is_file()
+    if deployments == "discovered":
+        assert 'pod: {regex: "h20-model-.*"}' in text
+        assert "DeepSeek-V4.1-Flash-1017-H20" in text

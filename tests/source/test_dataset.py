@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from inference_obs.errors import DatasetError
+from inference_obs.errors import DatasetError, TimeBudgetExceeded
 from inference_obs.samples import STALE_NAN, Series
 from inference_obs.source.dataset import Dataset, read_dataset, write_dataset
 from inference_obs.source.manifest import Manifest
@@ -244,6 +245,26 @@ def test_unlisted_file(tmp_path: Path) -> None:
     (path / "extra.csv").write_text("a\n1\n", encoding="utf-8")
     with pytest.raises(DatasetError, match=r"ds/extra\.csv: not listed in manifest\.json files"):
         read_dataset(path)
+
+
+def test_hidden_entries_are_ignored_and_listed(tmp_path: Path) -> None:
+    path = _write(tmp_path / "ds").path
+    (path / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")
+    (path / ".ipynb_checkpoints").mkdir()
+    (path / ".ipynb_checkpoints" / "notes-checkpoint.ipynb").write_text("{}")
+    read = read_dataset(path)
+    assert read.ignored == (".DS_Store", ".ipynb_checkpoints")
+    assert len(read.samples) == 3
+    (path / "extra.csv").write_text("a\n1\n", encoding="utf-8")  # unhidden: still an error
+    with pytest.raises(DatasetError, match=r"extra\.csv: not listed .*hidden files"):
+        read_dataset(path)
+
+
+def test_a_deadline_stops_reading_the_samples(tmp_path: Path) -> None:
+    path = _write(tmp_path / "ds").path
+    with pytest.raises(TimeBudgetExceeded, match=r"ds/samples\.om: the time budget ran out"):
+        read_dataset(path, deadline=time.monotonic() - 1, cache=None)
+    assert read_dataset(path, deadline=time.monotonic() + 60).ignored == ()
 
 
 def test_listed_file_missing_or_unknown(tmp_path: Path) -> None:

@@ -1,0 +1,36 @@
+"""A report with its comparison against an earlier report.json (``report --baseline``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from inference_obs.report.baseline import compare_reports, read_report_json
+from inference_obs.report.build import Report
+from inference_obs.report.report_json import report_json
+
+__all__ = ["with_baseline"]
+
+
+def with_baseline(report: Report, previous: dict[str, Any] | Path, source: str = "") -> Report:
+    """``report`` with :attr:`~Report.baseline` set: every headline number against ``previous``.
+
+    Parameters
+    ----------
+    report
+        This run's report.
+    previous
+        An earlier report.json: its path, or its data as :func:`read_report_json` returns it.
+    source
+        How the report names the previous one (default: its path).
+
+    Raises
+    ------
+    DatasetError
+        When ``previous`` is a path that does not hold a report.json.
+    """
+    if isinstance(previous, Path):
+        source = source or str(previous)
+        previous = read_report_json(previous)
+    found = compare_reports(previous, report_json(report), source=source or "baseline")
+    return report.model_copy(update={"baseline": found})
