@@ -171,7 +171,7 @@ def run_until_working(argv: list[str], cwd: Path, sig: int) -> subprocess.Comple
     seen = []
     for line in process.stderr:  # progress lines: the analyses have started
         seen.append(line)
-        if ": latency, shapes" in line:
+        if line.rstrip().endswith(": latency"):  # the first analysis has started
             process.send_signal(sig)
             break
     out, err = process.communicate(timeout=120)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -93,7 +94,10 @@ def same(a: float | None, b: float | None, rel: float = 0.0) -> bool:
         return a is b
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
-    return a == b or math.isclose(a, b, rel_tol=rel, abs_tol=0.0)
+    # Below the smallest normal double, precision is absolute, not relative:
+    # the same interpolation in another order differs in the last subnormal bits.
+    subnormal = rel * sys.float_info.min if rel else 0.0
+    return a == b or math.isclose(a, b, rel_tol=rel, abs_tol=subnormal)
 
 
 # -- the slow reference (section numbers of the reference document) -----------
