@@ -97,7 +97,7 @@ def check_round_trips(src: Source, t0: int) -> None:
     assert {"__name__", "job", "gpu"} <= set(src.label_names(window))
     assert src.label_values("__name__", window) == ("demo_requests_total", "demo_temp_celsius")
     assert src.label_values("job", window) == ("a",)
-    assert isinstance(src.metadata(), tuple)  # backfilled data carries no scraped metadata
+    assert src.metadata() == ()  # backfilled data carries no scraped metadata
     with pytest.raises(QueryFailed) as failed:
         src.instant(BOTH_ON_NOTHING, t0 + STEP)
     assert failed.value.error_type in ("bad_data", "execution", "422")
