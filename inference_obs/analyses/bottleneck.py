@@ -13,18 +13,18 @@ from collections.abc import Sequence
 from enum import StrEnum
 from functools import partial
 
-from inference_obs.analyses.alignment import scrape_interval_ms
-from inference_obs.analyses.joined import instants
-from inference_obs.analyses.measurement import (
-    Measurement,
-    local_measurement,
-    measure,
-)
-from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import builders as b, dcgm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Binary, Number, to_promql
+from inference_obs.reading.alignment import scrape_interval_ms
+from inference_obs.reading.joined import instants
+from inference_obs.reading.measurement import (
+    Measurement,
+    local_measurement,
+    measure,
+)
+from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon, together

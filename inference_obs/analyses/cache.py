@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from functools import partial
 
-from inference_obs.analyses.counter_ratios import Ratio, counter_ratios
-from inference_obs.analyses.measurement import Measurement, derive, measure
-from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
 from inference_obs.errors import QueryError
 from inference_obs.metrics import builders, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr
+from inference_obs.reading.counter_ratios import Ratio, counter_ratios
+from inference_obs.reading.measurement import Measurement, derive, measure
+from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon

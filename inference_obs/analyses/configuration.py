@@ -33,9 +33,9 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from inference_obs.analyses.configuration_observed import Observed, Seen, kv_capacity
-from inference_obs.analyses.measurement import Measurement, Provenance
-from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import DeclaredConfig, Deployment
+from inference_obs.reading.measurement import Measurement, Provenance
+from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 from inference_obs.topology import Shape, Topology, parse_topology

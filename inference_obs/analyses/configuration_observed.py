@@ -14,14 +14,14 @@ from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from inference_obs.analyses.alignment import gpu_label_query, gpu_label_sets
-from inference_obs.analyses.counter_ratios import counter_ratio
 from inference_obs.analyses.gpu import PRESENCE, gpu_name
-from inference_obs.analyses.measurement import Measurement, Provenance, Status, local_measurement
 from inference_obs.deployment import Deployment
 from inference_obs.errors import Annotation
 from inference_obs.metrics import builders, dcgm, vllm
 from inference_obs.query import to_promql
+from inference_obs.reading.alignment import gpu_label_query, gpu_label_sets
+from inference_obs.reading.counter_ratios import counter_ratio
+from inference_obs.reading.measurement import Measurement, Provenance, Status, local_measurement
 from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Source
 

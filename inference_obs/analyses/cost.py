@@ -26,7 +26,7 @@ join of latency and length, so they are estimated::
 
 Cost per million useful output tokens is total cost over total useful tokens
 (never a mean of per-replica or per-interval ratios). Every number is a
-:class:`~inference_obs.analyses.measurement.Measurement`; a family the
+:class:`~inference_obs.reading.measurement.Measurement`; a family the
 deployment does not export gives ``no_data`` naming it, never 0.
 """
 
@@ -38,15 +38,15 @@ from functools import partial
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from inference_obs.analyses.counter_ratios import histogram_mean
 from inference_obs.analyses.latency import share_within
-from inference_obs.analyses.measurement import Bounds, Measurement, derive, measure
-from inference_obs.analyses.result import AnalysisResult
 from inference_obs.analyses.throughput import replicas_seen
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import builders as b, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, Matcher
+from inference_obs.reading.counter_ratios import histogram_mean
+from inference_obs.reading.measurement import Bounds, Measurement, derive, measure
+from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon

@@ -24,7 +24,6 @@ import numpy.typing as npt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from inference_obs.analyses.alignment import gpu_label_sets
 from inference_obs.analyses.gpu import gpu_name
 from inference_obs.analyses.queueing import QueueClass, QueueingResult
 from inference_obs.analyses.rolling import RollingQuantiles
@@ -32,6 +31,7 @@ from inference_obs.deployment import Deployment
 from inference_obs.metrics import builders, dcgm, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr
+from inference_obs.reading.alignment import gpu_label_sets
 from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Matrix, Source
 from inference_obs.source.remembering import together

@@ -13,16 +13,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
-from inference_obs.analyses.alignment import gpu_label_sets
-from inference_obs.analyses.joined import instants
-from inference_obs.analyses.measurement import Measurement, Status, derive, measure
-from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
 from inference_obs.engine.vector import Vector
 from inference_obs.errors import Annotation, NoDataError
 from inference_obs.metrics import builders as b, dcgm
 from inference_obs.metrics.family import Family, resolve_label
 from inference_obs.query import Expr, to_promql
+from inference_obs.reading.alignment import gpu_label_sets
+from inference_obs.reading.joined import instants
+from inference_obs.reading.measurement import Measurement, Status, derive, measure
+from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Instant, Source
 from inference_obs.source.remembering import soon, together

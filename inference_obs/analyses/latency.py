@@ -3,7 +3,7 @@
 For TTFT, per-request TPOT, inter-token latency, E2E, queue, prefill and
 decode time, :func:`latency` reports the request-weighted mean
 (the change of ``_sum`` over the change of ``_count``, exact: see
-:mod:`~inference_obs.analyses.counter_ratios`) and P50/P90/P95/P99 from
+:mod:`~inference_obs.reading.counter_ratios`) and P50/P90/P95/P99 from
 the buckets of every replica added together before the quantile is
 estimated, never an average of per-replica quantiles. Each quantile carries
 in ``bounds`` the edges of the bucket that must hold the true quantile: the
@@ -24,21 +24,6 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from inference_obs.analyses.counter_ratios import (
-    counter_ratios,
-    histogram_mean,
-    mean_ratio,
-    share_ratio,
-)
-from inference_obs.analyses.joined import instants
-from inference_obs.analyses.measurement import (
-    Bounds,
-    Measurement,
-    Provenance,
-    Status,
-    measure,
-)
-from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
 from inference_obs.engine.histograms import fraction_below, parse_le, quantile_bounds
 from inference_obs.engine.vector import Vector
@@ -46,6 +31,21 @@ from inference_obs.errors import Annotation, QueryError
 from inference_obs.metrics import builders, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, increase, to_promql
+from inference_obs.reading.counter_ratios import (
+    counter_ratios,
+    histogram_mean,
+    mean_ratio,
+    share_ratio,
+)
+from inference_obs.reading.joined import instants
+from inference_obs.reading.measurement import (
+    Bounds,
+    Measurement,
+    Provenance,
+    Status,
+    measure,
+)
+from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Window
 from inference_obs.source.base import Instant, Source
 from inference_obs.source.remembering import soon, together

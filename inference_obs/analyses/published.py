@@ -26,11 +26,11 @@ from typing import Any, Final
 from inference_obs.analyses.cache import cache
 from inference_obs.analyses.gpu import gpu
 from inference_obs.analyses.latency import latency
-from inference_obs.analyses.measurement import Measurement, json_number
-from inference_obs.analyses.result import AnalysisResult
 from inference_obs.analyses.shapes import shapes
 from inference_obs.analyses.throughput import throughput
 from inference_obs.deployment import Deployment
+from inference_obs.reading.measurement import Measurement, json_number
+from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 

@@ -1,6 +1,6 @@
 """Queues against GPU activity: when requests wait, were the GPUs busy or idle?
 
-Each replica's rows (:mod:`~inference_obs.analyses.rows`: its app scrapes of
+Each replica's rows (:mod:`~inference_obs.reading.rows`: its app scrapes of
 ``vllm:num_requests_running`` / ``vllm:num_requests_waiting``, or tiles of
 ``step`` seconds for a large scope) are read against ``DCGM_FI_DEV_GPU_UTIL``
 averaged over the replica's GPUs by the server, and each row is classified:
@@ -33,15 +33,15 @@ from enum import StrEnum
 import numpy as np
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
-from inference_obs.analyses.alignment import gpu_label_sets
-from inference_obs.analyses.measurement import Measurement, local_measurement
-from inference_obs.analyses.result import AnalysisResult
-from inference_obs.analyses.rows import align_gpu, app_rows
 from inference_obs.deployment import Deployment
 from inference_obs.engine.vector import Vector
 from inference_obs.metrics import dcgm, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, max_over_time
+from inference_obs.reading.alignment import gpu_label_sets
+from inference_obs.reading.measurement import Measurement, local_measurement
+from inference_obs.reading.result import AnalysisResult
+from inference_obs.reading.rows import align_gpu, app_rows
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 
@@ -196,7 +196,7 @@ def queueing(
     step
         ``None`` (default) to classify every app scrape; else the width,
         seconds, of the tiles to classify (it must divide the window; see
-        :func:`~inference_obs.analyses.resolution.tile_step`).
+        :func:`~inference_obs.reading.resolution.tile_step`).
     tolerance_s
         Per scrape only: largest distance, seconds, between an app sample and
         the GPU step aligned with it. Default: the larger of the app's median

@@ -12,16 +12,16 @@ from functools import partial
 
 from pydantic import Field
 
-from inference_obs.analyses.counter_ratios import Ratio, counter_ratios, mean_ratio
-from inference_obs.analyses.joined import instants
 from inference_obs.analyses.latency import shares_within
-from inference_obs.analyses.measurement import Measurement, derive, measure
-from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
 from inference_obs.engine.vector import Vector
 from inference_obs.metrics import builders, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, Matcher
+from inference_obs.reading.counter_ratios import Ratio, counter_ratios, mean_ratio
+from inference_obs.reading.joined import instants
+from inference_obs.reading.measurement import Measurement, derive, measure
+from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon, together

@@ -1,6 +1,6 @@
 """Throughput over a window: token and request increases, rates, and what limited them.
 
-Every number is a :class:`~inference_obs.analyses.measurement.Measurement`
+Every number is a :class:`~inference_obs.reading.measurement.Measurement`
 from a counter ``increase`` (per series, then summed) or from local
 arithmetic on such measurements, with the PromQL behind it kept. The output
 rate is wall-clock: tokens over the whole window, idle minutes included. A
@@ -15,20 +15,20 @@ from collections.abc import Sequence
 from enum import StrEnum
 from functools import partial
 
-from inference_obs.analyses.joined import instants
-from inference_obs.analyses.measurement import (
-    Measurement,
-    derive,
-    local_measurement,
-    measure,
-)
-from inference_obs.analyses.resolution import positive_share
-from inference_obs.analyses.result import AnalysisResult
 from inference_obs.deployment import Deployment
 from inference_obs.errors import NoDataError
 from inference_obs.metrics import builders as b, dcgm, vllm
 from inference_obs.metrics.family import Family, resolve_label
 from inference_obs.query import Matcher, count_over_time
+from inference_obs.reading.joined import instants
+from inference_obs.reading.measurement import (
+    Measurement,
+    derive,
+    local_measurement,
+    measure,
+)
+from inference_obs.reading.resolution import positive_share
+from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon
@@ -155,7 +155,7 @@ def throughput(
     step
         ``None`` (default) to count the waiting queue's raw samples; else the
         width, seconds, of the tiles to count it in (see
-        :mod:`~inference_obs.analyses.resolution`).
+        :mod:`~inference_obs.reading.resolution`).
 
     Returns
     -------

@@ -37,7 +37,6 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from inference_obs.analyses.measurement import number_from_json
 from inference_obs.analyses.published import SCHEMA, measurements, published_aggregates
 from inference_obs.deployment import Deployment
 from inference_obs.engine.rules import Rules
@@ -45,6 +44,7 @@ from inference_obs.errors import DatasetError
 from inference_obs.metrics import dcgm, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Matcher
+from inference_obs.reading.measurement import number_from_json
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 from inference_obs.source.dataset import AGGREGATES, read_dataset

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inference_obs.analyses.resolution import Resolution
 from inference_obs.cli.times import FORMS, window
 from inference_obs.errors import ConfigurationError, InferenceObsError, QueryError, TopologyError
 from inference_obs.query import parse_duration
 from inference_obs.query.names import check_duration
+from inference_obs.reading.resolution import Resolution
 from inference_obs.source.http import MAX_ANSWER_BYTES, check_header
 from inference_obs.topology import parse_topology
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inference_obs.analyses.resolution import ROWS, Resolution, tile_ms
 from inference_obs.cli.options import (
     EXIT_BUDGET,
     EXIT_INVALID,
@@ -44,6 +43,7 @@ from inference_obs.errors import (
     InferenceObsError,
     SourceError,
 )
+from inference_obs.reading.resolution import ROWS, Resolution, tile_ms
 from inference_obs.samples import Window
 
 __all__ = ["DEFAULT_DATASET", "register"]
@@ -171,7 +171,7 @@ def _report(args: argparse.Namespace) -> int:
     named(checked.prices, planned.deployments, "--gpu-hour-price")
     named(checked.topologies, planned.deployments, "--topology")
     # Every option and input is checked: the work starts here.
-    from inference_obs.analyses.validity import Verdict
+    from inference_obs.analyses.validity.verdicts import Verdict
     from inference_obs.report import build_report, write_report
     from inference_obs.report.write import remove_report
 
@@ -239,8 +239,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from inference_obs.analyses.resolution import step_for
-    from inference_obs.analyses.validity import Verdict, validity, windows_by_name
+    from inference_obs.analyses.validity.verdicts import Verdict, validity, windows_by_name
+    from inference_obs.reading.resolution import step_for
 
     read_at = resolution(args.resolution)
     gpu_hour_prices = prices(args.gpu_hour_price)

@@ -18,7 +18,7 @@ classifies the change:
   shown and never regress.
 
 A change in the worse direction is a **regression**. The comparison-validity
-rules of :mod:`~inference_obs.analyses.validity_checks` (same thresholds,
+rules of :mod:`~inference_obs.analyses.validity.checks` (same thresholds,
 same finding codes) then ask whether then and now are comparable: different
 prompt or output lengths, request rates per replica, window lengths, a
 changed declared deployment or rule set make every regression of the
@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from inference_obs.analyses.validity_checks import Thresholds
+from inference_obs.analyses.validity.checks import Thresholds
 from inference_obs.errors import DatasetError
 from inference_obs.report.baseline_rules import comparability, observation_findings
 

@@ -1,7 +1,7 @@
 """Whether a deployment then and now can be compared: the comparison-validity rules over time.
 
 The same rules, thresholds and finding codes as
-:mod:`~inference_obs.analyses.validity_checks` (``docs/comparison-findings.md``),
+:mod:`~inference_obs.analyses.validity.checks` (``docs/comparison-findings.md``),
 applied to one deployment in two ``report.json`` documents instead of two
 deployments in one window. Each returns ``(code, message)`` pairs; the
 messages carry both values.
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from inference_obs.analyses.validity_checks import Thresholds
+from inference_obs.analyses.validity.checks import Thresholds
 
 __all__ = ["comparability", "observation_findings"]
 

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.bottleneck import BottleneckResult, bottleneck
-from inference_obs.analyses.boundaries import BoundariesResult, boundaries
+from inference_obs.analyses.boundaries.stages import BoundariesResult, boundaries
 from inference_obs.analyses.cache import CacheResult, cache
 from inference_obs.analyses.configuration import ConfigurationResult, configuration
 from inference_obs.analyses.cost import CostResult, cost
@@ -32,16 +32,16 @@ from inference_obs.analyses.figures import (
 )
 from inference_obs.analyses.gpu import GpuResult, gpu
 from inference_obs.analyses.latency import LatencyResult, latency
-from inference_obs.analyses.measurement import Measurement
 from inference_obs.analyses.queueing import QueueingResult, queueing
-from inference_obs.analyses.resolution import Resolution, step_for
-from inference_obs.analyses.result import measurements_frame
 from inference_obs.analyses.rolling import rolling_quantiles
 from inference_obs.analyses.shapes import ShapesResult, shapes
 from inference_obs.analyses.throughput import ThroughputResult, throughput
-from inference_obs.analyses.validity import ValidityResult, validity, windows_by_name
+from inference_obs.analyses.validity.verdicts import ValidityResult, validity, windows_by_name
 from inference_obs.deployment import Deployment
 from inference_obs.errors import InferenceObsError
+from inference_obs.reading.measurement import Measurement
+from inference_obs.reading.resolution import Resolution, step_for
+from inference_obs.reading.result import measurements_frame
 from inference_obs.report.baseline import Baseline
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
@@ -206,9 +206,9 @@ def build_report(
     resolution
         How queueing, the stage boundaries and the sampled shares read each
         deployment: ``auto`` (every app scrape while that fits
-        :data:`~inference_obs.analyses.resolution.ROWS`, else tiles),
+        :data:`~inference_obs.reading.resolution.ROWS`, else tiles),
         ``scrape``, or a tile width in seconds (see
-        :mod:`~inference_obs.analyses.resolution`).
+        :mod:`~inference_obs.reading.resolution`).
     workers
         Threads the report runs its analyses, deployments, figures and their
         independent questions in; 1 runs everything in order in the calling

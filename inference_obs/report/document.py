@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inference_obs.analyses.measurement import Measurement, Status
-from inference_obs.analyses.result import format_number as number
+from inference_obs.reading.measurement import Measurement, Status
+from inference_obs.reading.result import format_number as number
 
 __all__ = [
     "Block",

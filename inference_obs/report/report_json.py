@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from inference_obs.analyses.measurement import Measurement, json_number
+from inference_obs.reading.measurement import Measurement, json_number
 from inference_obs.report.build import Report
 
 __all__ = ["FORMAT", "measurement_json", "report_json", "to_json"]

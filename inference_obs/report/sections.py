@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from inference_obs.analyses.configuration import CheckStatus
 from inference_obs.analyses.latency import METRICS, QUANTILES
-from inference_obs.analyses.validity_findings import Severity
+from inference_obs.analyses.validity.findings import Severity
 from inference_obs.report.baseline_section import baseline_blocks
 from inference_obs.report.build import Report
 from inference_obs.report.document import (

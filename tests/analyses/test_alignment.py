@@ -17,15 +17,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inference_obs.analyses.alignment import (
+from inference_obs.metrics import dcgm
+from inference_obs.query import to_promql
+from inference_obs.reading.alignment import (
     GpuSteps,
     gpu_label_sets,
     gpu_per_replica,
     nearest,
     scrape_interval_ms,
 )
-from inference_obs.metrics import dcgm
-from inference_obs.query import to_promql
 from inference_obs.samples import STALE_NAN, SampleSet, Series, Window
 from inference_obs.source.dataset import read_dataset
 from inference_obs.source.dataset_source import DatasetSource

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from inference_obs.analyses.bottleneck import BottleneckClass, bottleneck
-from inference_obs.analyses.measurement import Status
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import dcgm
+from inference_obs.reading.measurement import Status
 from inference_obs.samples import SampleSet, Series, Window
 from inference_obs.source.dataset import read_dataset
 from inference_obs.source.dataset_source import DatasetSource

@@ -28,16 +28,16 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from inference_obs.analyses.boundaries import (
+from inference_obs.analyses.boundaries.host import counter_rates, nearest_mean, nearest_total
+from inference_obs.analyses.boundaries.stages import (
     BoundariesResult,
     BoundaryCause,
-    Reading,
+    CapacityReading,
     Thresholds,
     boundaries,
 )
-from inference_obs.analyses.boundary_host import counter_rates, nearest_mean, nearest_total
-from inference_obs.analyses.measurement import Status
 from inference_obs.metrics import dcgm, host
+from inference_obs.reading.measurement import Status
 from inference_obs.simulate import parse_scenario, simulate
 from inference_obs.simulate.faults import HostStarved, Stall, TransferBound
 from inference_obs.simulate.scenario import Scenario, load_scenario
@@ -152,10 +152,10 @@ def test_evidence_matches_the_injected_fault(
 
 def test_every_replica_reads_starved(faulty: tuple[DatasetSource, BoundariesResult]) -> None:
     _, result = faulty
-    assert result.reading is Reading.STARVED
+    assert result.reading is CapacityReading.STARVED
     assert result.verdict == "GPUs starved — re-place work before adding GPUs"
     for replica in result.replicas:
-        assert replica.reading is Reading.STARVED, replica.reason
+        assert replica.reading is CapacityReading.STARVED, replica.reason
         assert replica.boundary_share.value is not None
         assert replica.boundary_share.value >= 0.1
 
@@ -181,12 +181,12 @@ def test_healthy_fleet_has_no_findings(healthy: tuple[DatasetSource, BoundariesR
     requests = requests_of(source)
     assert float(requests["queue_time"].max()) < 0.5  # ground truth: nothing ever queued
     assert result.intervals == ()
-    assert result.reading is Reading.HEALTHY
+    assert result.reading is CapacityReading.HEALTHY
     spec = load_scenario(HEALTHY).deployments[0]
     duration = window_of(source).seconds
     for replica, measured in zip(spec.replicas, result.replicas, strict=True):
         assert measured.replica.endswith(spec.pod(spec.replicas.index(replica)))
-        assert measured.reading is Reading.HEALTHY
+        assert measured.reading is CapacityReading.HEALTHY
         assert measured.boundary_share.value == 0.0
         assert measured.duty_cycle.value is not None
         assert measured.duty_cycle.value == pytest.approx(
@@ -242,11 +242,11 @@ def test_a_queue_on_busy_gpus_reads_saturated(tmp_path: Path) -> None:
     requests = requests_of(source)
     result = boundaries(source, deployment(source, "FLEET"), window_of(source))
     assert result.intervals == ()
-    assert result.reading is Reading.SATURATED
+    assert result.reading is CapacityReading.SATURATED
     for name, replica in zip(scenario.deployments[0].replicas, result.replicas, strict=True):
         queued = requests.loc[requests["replica"] == name, "queue_time"]
         assert float((queued > 0.5).mean()) > 0.1, name  # ground truth: a real queue
-        assert replica.reading is Reading.SATURATED, replica.reason
+        assert replica.reading is CapacityReading.SATURATED, replica.reason
         assert replica.queued_share.value is not None
         assert replica.queued_share.value >= 0.1
 
@@ -287,7 +287,7 @@ def test_a_deployment_without_series_is_insufficient_data() -> None:
     source = DatasetSource(BUNDLED)
     nothing = deployment(source, "PRO").model_copy(update={"selector": {"pod": "~no-such-.*"}})
     result = boundaries(source, nothing, window_of(source))
-    assert result.reading is Reading.INSUFFICIENT_DATA
+    assert result.reading is CapacityReading.INSUFFICIENT_DATA
     assert result.replicas == ()
     assert result.intervals == ()
     for m in (result.duty_cycle, result.tokens_per_gpu_hour):

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from inference_obs.analyses.cache import CacheResult, cache
-from inference_obs.analyses.measurement import Status
 from inference_obs.errors import QueryError
 from inference_obs.metrics import vllm
+from inference_obs.reading.measurement import Status
 from inference_obs.samples import Window
 from inference_obs.source.dataset import write_dataset
 from inference_obs.source.dataset_source import DatasetSource

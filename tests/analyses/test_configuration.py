@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from inference_obs.analyses.configuration import CheckStatus, ConfigurationResult, configuration
-from inference_obs.analyses.measurement import Status
 from inference_obs.deployment import Deployment
 from inference_obs.errors import TopologyError
 from inference_obs.metrics import dcgm, vllm
+from inference_obs.reading.measurement import Status
 from inference_obs.samples import Series, Window
 from inference_obs.source.dataset import write_dataset
 from inference_obs.source.dataset_source import DatasetSource

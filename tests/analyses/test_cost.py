@@ -9,13 +9,13 @@ import pytest
 
 from inference_obs.analyses.cost import CostResult, TokenPrices, cost
 from inference_obs.analyses.latency import latency
-from inference_obs.analyses.measurement import Measurement, Status
 from inference_obs.analyses.shapes import shapes
 from inference_obs.analyses.throughput import throughput
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import builders as b, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Matcher
+from inference_obs.reading.measurement import Measurement, Status
 from inference_obs.samples import Window
 from inference_obs.source.dataset import write_dataset
 from inference_obs.source.dataset_source import DatasetSource

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inference_obs.analyses.counter_ratios import counter_change, counter_ratio, histogram_mean
-from inference_obs.analyses.measurement import Status
 from inference_obs.metrics import vllm
+from inference_obs.reading.counter_ratios import counter_change, counter_ratio, histogram_mean
+from inference_obs.reading.measurement import Status
 from inference_obs.samples import STALE_NAN, SampleSet, Series, Window
 from inference_obs.source.dataset import write_dataset
 from inference_obs.source.dataset_source import DatasetSource

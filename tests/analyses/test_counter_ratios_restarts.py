@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from inference_obs.analyses.counter_ratios import (
+from inference_obs.metrics import builders, vllm
+from inference_obs.query import Selector, to_promql
+from inference_obs.reading.counter_ratios import (
     counter_ratios_by,
     histogram_mean,
     histogram_share,
 )
-from inference_obs.analyses.measurement import Status
-from inference_obs.metrics import builders, vllm
-from inference_obs.query import Selector, to_promql
+from inference_obs.reading.measurement import Status
 from inference_obs.samples import Labels, SampleSet, Window
 from inference_obs.source.base import Source
 from inference_obs.source.dataset_source import DatasetSource

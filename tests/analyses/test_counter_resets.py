@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from inference_obs.analyses.counter_resets import reset_changes, series_change
 from inference_obs.query import Selector, to_promql
+from inference_obs.reading.counter_resets import reset_changes, series_change
 from inference_obs.samples import Labels, SampleSet, Series, Window
 from inference_obs.source.base import Source
 from inference_obs.source.dataset import read_dataset

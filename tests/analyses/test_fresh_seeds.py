@@ -25,10 +25,10 @@ import pytest
 
 from inference_obs.analyses.bottleneck import BottleneckClass, bottleneck
 from inference_obs.analyses.latency import latency
-from inference_obs.analyses.measurement import Status
 from inference_obs.analyses.queueing import QueueClass, QueueingResult, queueing
 from inference_obs.analyses.shapes import shapes
 from inference_obs.engine.rules import Rules
+from inference_obs.reading.measurement import Status
 from inference_obs.samples import Window
 from inference_obs.simulate import simulate
 from inference_obs.source.dataset_source import DatasetSource

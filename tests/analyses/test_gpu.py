@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from inference_obs.analyses.gpu import GpuResult, gpu, gpu_name
-from inference_obs.analyses.measurement import Status
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import dcgm
+from inference_obs.reading.measurement import Status
 from inference_obs.samples import Labels, Series, Window
 from inference_obs.source.dataset import write_dataset
 from inference_obs.source.dataset_source import DatasetSource

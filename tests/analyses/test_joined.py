@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from inference_obs.analyses.counter_totals import series_of
-from inference_obs.analyses.joined import PART, instants, joined, split, vectors
 from inference_obs.errors import Annotation
 from inference_obs.query import Expr, Matcher, Number, Selector, increase, to_promql
+from inference_obs.reading.counter_totals import series_of
+from inference_obs.reading.joined import PART, instants, joined, split, vectors
 from inference_obs.samples import Labels, Window
 from inference_obs.source.base import EngineInfo, Instant
 from inference_obs.source.dataset_source import DatasetSource

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from inference_obs.analyses.latency import LatencyResult, latency
-from inference_obs.analyses.measurement import Status
 from inference_obs.errors import QueryError
 from inference_obs.metrics import vllm
+from inference_obs.reading.measurement import Status
 from inference_obs.samples import Window
 from inference_obs.source.dataset_source import DatasetSource
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import yaml
 
-from inference_obs.analyses.matched_load import matched_concurrency
-from inference_obs.analyses.validity import validity
+from inference_obs.analyses.validity.matched_load import matched_concurrency
+from inference_obs.analyses.validity.verdicts import validity
 from inference_obs.metrics import vllm
 from inference_obs.simulate import simulate
 from inference_obs.source.dataset_source import DatasetSource

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inference_obs.analyses.measurement import Status, measure, measure_by
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import builders as b, vllm
+from inference_obs.reading.measurement import Status, measure, measure_by
 from inference_obs.samples import Labels, Series, Window
 from inference_obs.source.dataset import write_dataset
 from inference_obs.source.dataset_source import DatasetSource

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from inference_obs.analyses.gpu import gpu
-from inference_obs.analyses.measurement import Status
 from inference_obs.analyses.queueing import QueueClass, QueueingResult, queueing
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import vllm
 from inference_obs.query import Selector
+from inference_obs.reading.measurement import Status
 from inference_obs.samples import SampleSet, Window
 from inference_obs.source.base import Source
 from inference_obs.source.dataset_source import DatasetSource

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from inference_obs.analyses.measurement import Status
 from inference_obs.analyses.shapes import ShapesResult, shapes
+from inference_obs.reading.measurement import Status
 from inference_obs.samples import Window
 from inference_obs.source.dataset_source import DatasetSource
 

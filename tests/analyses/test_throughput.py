@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inference_obs.analyses.measurement import Status
 from inference_obs.analyses.throughput import Regime, ThroughputResult, throughput
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import vllm
+from inference_obs.reading.measurement import Status
 from inference_obs.samples import SampleSet, Window
 from inference_obs.source.dataset_source import DatasetSource
 

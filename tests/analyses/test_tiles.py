@@ -12,21 +12,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inference_obs.analyses.boundaries import boundaries
-from inference_obs.analyses.boundary_evidence import gather
+from inference_obs.analyses.boundaries.evidence import gather
+from inference_obs.analyses.boundaries.stages import boundaries
 from inference_obs.analyses.queueing import queueing
-from inference_obs.analyses.resolution import (
+from inference_obs.analyses.throughput import throughput
+from inference_obs.analyses.validity.profile import profile
+from inference_obs.metrics import dcgm, vllm
+from inference_obs.query import to_promql
+from inference_obs.reading.resolution import (
     positive_share,
     series_count,
     step_for,
     tile_ms,
     tile_step,
 )
-from inference_obs.analyses.rows import align_gpu, app_rows
-from inference_obs.analyses.throughput import throughput
-from inference_obs.analyses.validity_profile import profile
-from inference_obs.metrics import dcgm, vllm
-from inference_obs.query import to_promql
+from inference_obs.reading.rows import align_gpu, app_rows
 from inference_obs.samples import Window
 from inference_obs.source.dataset_source import DatasetSource
 

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from inference_obs.analyses.validity import PairValidity, Verdict, validity
-from inference_obs.analyses.validity_findings import COMPARISONS, FINDINGS, Severity, latency_keys
+from inference_obs.analyses.validity.findings import COMPARISONS, FINDINGS, Severity, latency_keys
+from inference_obs.analyses.validity.verdicts import PairValidity, Verdict, validity
 from inference_obs.errors import QueryError
 from inference_obs.metrics import vllm
 from inference_obs.samples import Window

@@ -22,13 +22,13 @@ from inference_obs.analyses.cache import cache
 from inference_obs.analyses.cost import TokenPrices, cost
 from inference_obs.analyses.gpu import gpu
 from inference_obs.analyses.latency import latency
-from inference_obs.analyses.measurement import Bounds, Measurement
-from inference_obs.analyses.result import AnalysisResult
 from inference_obs.analyses.shapes import shapes
 from inference_obs.analyses.throughput import throughput
-from inference_obs.analyses.validity import validity
+from inference_obs.analyses.validity.verdicts import validity
 from inference_obs.deployment import Deployment
 from inference_obs.engine.rules import Rules
+from inference_obs.reading.measurement import Bounds, Measurement
+from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 from inference_obs.source.dataset import SAMPLES, Dataset, read_dataset

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from inference_obs.analyses.bottleneck import BottleneckResult, bottleneck
-from inference_obs.analyses.measurement import Measurement
 from inference_obs.analyses.queueing import QueueingResult, queueing
-from inference_obs.analyses.result import AnalysisResult
 from inference_obs.engine.rules import Rules
+from inference_obs.reading.measurement import Measurement
+from inference_obs.reading.result import AnalysisResult
 from inference_obs.source.dataset import SAMPLES, Dataset, read_dataset
 from inference_obs.source.dataset_source import DatasetSource
 from inference_obs.source.prometheus import PrometheusSource

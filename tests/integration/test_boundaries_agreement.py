@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from inference_obs.analyses.boundaries import BoundariesResult, BoundaryCause, boundaries
+from inference_obs.analyses.boundaries.stages import BoundariesResult, BoundaryCause, boundaries
 from inference_obs.engine.rules import Rules
 from inference_obs.simulate import simulate
 from inference_obs.simulate.faults import HostStarved, Stall, TransferBound

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from inference_obs.analyses.counter_ratios import histogram_mean, histogram_share
 from inference_obs.metrics import vllm
+from inference_obs.reading.counter_ratios import histogram_mean, histogram_share
 from inference_obs.samples import Window
 from inference_obs.source.dataset import SAMPLES
 from inference_obs.source.dataset_source import DatasetSource

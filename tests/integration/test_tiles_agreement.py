@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from inference_obs.analyses.boundaries import boundaries
+from inference_obs.analyses.boundaries.stages import boundaries
 from inference_obs.analyses.queueing import QueueingResult, queueing
-from inference_obs.analyses.resolution import positive_share
 from inference_obs.deployment import Deployment
 from inference_obs.engine.rules import Rules
 from inference_obs.metrics import vllm
+from inference_obs.reading.resolution import positive_share
 from inference_obs.source.base import Source
 from inference_obs.source.dataset import SAMPLES
 from inference_obs.source.dataset_source import DatasetSource

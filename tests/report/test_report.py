@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from inference_obs.analyses import resolution
-from inference_obs.analyses.validity_findings import FINDINGS
+from inference_obs.analyses.validity.findings import FINDINGS
+from inference_obs.reading import resolution
 from inference_obs.report import Report, build_report, report_json, write_report
 from inference_obs.report.markdown import to_markdown
 from inference_obs.report.sections import sections

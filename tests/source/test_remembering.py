@@ -118,7 +118,7 @@ def queueing(source: Any, deployment: Any, window: Window, manifest: Any) -> Any
 
 
 def validity_of(source: Any, deployment: Any, window: Window, manifest: Any) -> Any:
-    from inference_obs.analyses.validity import validity
+    from inference_obs.analyses.validity.verdicts import validity
 
     return validity(source, manifest.deployments, window)
 

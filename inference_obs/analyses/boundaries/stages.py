@@ -12,9 +12,9 @@ replica, for that waiting in monitoring data:
   (any kernel in NVML's sample period: coarser, and it reads higher);
 - **boundary intervals**: at least ``min_samples`` app scrapes in a row with
   work present (waiting + running > 0) while the replica's GPUs compute less
-  than ``idle_below`` of the time (aligned as :mod:`.queueing` aligns them);
+  than ``idle_below`` of the time (aligned as :mod:`~inference_obs.analyses.queueing` aligns them);
 - **attribution** of each interval, from the medians over its scrapes of the
-  scrape-to-scrape rates (:mod:`.boundary_evidence`), so its first and last
+  scrape-to-scrape rates (:mod:`.evidence`), so its first and last
   scrapes do not dilute it: to the **host** when the server process is near
   one core (a Python process bound by its GIL), its containers are
   throttled or at their CPU limit, or the node's CPUs are busy; to
@@ -39,29 +39,29 @@ from functools import partial
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from inference_obs.analyses import boundary_evidence as ev
-from inference_obs.analyses.alignment import gpu_label_sets
-from inference_obs.analyses.boundary_findings import (
+from inference_obs.analyses.boundaries import evidence as ev
+from inference_obs.analyses.boundaries.findings import (
     BoundaryCause,
     BoundaryInterval,
     Thresholds,
     find_intervals,
 )
-from inference_obs.analyses.boundary_host import pod_matchers, server_matchers
-from inference_obs.analyses.counter_ratios import counter_ratios_by
-from inference_obs.analyses.joined import instants
-from inference_obs.analyses.measurement import (
+from inference_obs.analyses.boundaries.host import pod_matchers, server_matchers
+from inference_obs.deployment import Deployment
+from inference_obs.metrics import builders as b, dcgm, host, host_queries as hq, vllm
+from inference_obs.metrics.family import Family
+from inference_obs.query import Expr, Matcher, to_promql
+from inference_obs.reading.alignment import gpu_label_sets
+from inference_obs.reading.counter_ratios import counter_ratios_by
+from inference_obs.reading.joined import instants
+from inference_obs.reading.measurement import (
     Measurement,
     derive,
     local_measurement,
     measure,
     measure_by,
 )
-from inference_obs.analyses.result import AnalysisResult
-from inference_obs.deployment import Deployment
-from inference_obs.metrics import builders as b, dcgm, host, host_queries as hq, vllm
-from inference_obs.metrics.family import Family
-from inference_obs.query import Expr, Matcher, to_promql
+from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon, together
@@ -70,7 +70,7 @@ __all__ = [
     "BoundariesResult",
     "BoundaryCause",
     "BoundaryInterval",
-    "Reading",
+    "CapacityReading",
     "ReplicaBoundaries",
     "Thresholds",
     "boundaries",
@@ -85,7 +85,7 @@ DUTY = (
 GPU_HOURS = "Declared GPUs per replica x the whole window, whether or not the replica served."
 
 
-class Reading(StrEnum):
+class CapacityReading(StrEnum):
     """What a replica's (or deployment's) GPU time says about where capacity is lost."""
 
     STARVED = "starved"
@@ -94,11 +94,11 @@ class Reading(StrEnum):
     INSUFFICIENT_DATA = "insufficient_data"
 
 
-VERDICTS: dict[Reading, str] = {
-    Reading.STARVED: "GPUs starved — re-place work before adding GPUs",
-    Reading.SATURATED: "GPUs saturated — requests wait while the GPUs compute",
-    Reading.HEALTHY: "healthy — no boundary findings",
-    Reading.INSUFFICIENT_DATA: "insufficient data",
+VERDICTS: dict[CapacityReading, str] = {
+    CapacityReading.STARVED: "GPUs starved — re-place work before adding GPUs",
+    CapacityReading.SATURATED: "GPUs saturated — requests wait while the GPUs compute",
+    CapacityReading.HEALTHY: "healthy — no boundary findings",
+    CapacityReading.INSUFFICIENT_DATA: "insufficient data",
 }
 
 
@@ -108,7 +108,7 @@ class ReplicaBoundaries(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     replica: str
-    reading: Reading
+    reading: CapacityReading
     reason: str
     duty_cycle: Measurement
     boundary_share: Measurement
@@ -147,7 +147,7 @@ class BoundariesResult(AnalysisResult):
         scrape interval, per tile every family's tile query).
     """
 
-    reading: Reading
+    reading: CapacityReading
     reason: str
     duty_family: str
     intervals: tuple[BoundaryInterval, ...]
@@ -183,21 +183,27 @@ def _duty_family(source: Source, deployment: Deployment, window: Window) -> Fami
 
 def _read(
     duty: Measurement, boundary: Measurement, queued: Measurement, th: Thresholds
-) -> tuple[Reading, str]:
+) -> tuple[CapacityReading, str]:
     if duty.value is None or boundary.value is None:
-        return Reading.INSUFFICIENT_DATA, "no duty cycle or no app scrapes with work aligned"
+        return (
+            CapacityReading.INSUFFICIENT_DATA,
+            "no duty cycle or no app scrapes with work aligned",
+        )
     if boundary.value >= th.starved_share:
-        return Reading.STARVED, (
+        return CapacityReading.STARVED, (
             f"{boundary.value:.0%} of the scrapes with work had the GPUs computing under "
             f"{th.idle_below:.0%} of the time (>= {th.starved_share:.0%})"
         )
     waited = queued.value or 0.0
     if duty.value >= th.saturated_duty and waited >= th.queued_share:
-        return Reading.SATURATED, (
+        return CapacityReading.SATURATED, (
             f"duty cycle {duty.value:.0%} >= {th.saturated_duty:.0%} with requests waiting in "
             f"{waited:.0%} of the scrapes with work"
         )
-    return Reading.HEALTHY, f"duty cycle {duty.value:.0%}; no starved or saturated share reached"
+    return (
+        CapacityReading.HEALTHY,
+        f"duty cycle {duty.value:.0%}; no starved or saturated share reached",
+    )
 
 
 _Question = tuple[Expr, str, Family, str, tuple[Matcher, ...]]
@@ -340,7 +346,12 @@ def _replica(
     )
 
 
-_SEVERITY = (Reading.STARVED, Reading.SATURATED, Reading.HEALTHY, Reading.INSUFFICIENT_DATA)
+_SEVERITY = (
+    CapacityReading.STARVED,
+    CapacityReading.SATURATED,
+    CapacityReading.HEALTHY,
+    CapacityReading.INSUFFICIENT_DATA,
+)
 
 
 def boundaries(
@@ -375,12 +386,12 @@ def boundaries(
     step
         ``None`` (default) to read every app scrape; else the width, seconds,
         of the tiles to read (it must divide the window; see
-        :func:`~inference_obs.analyses.resolution.tile_step`).
+        :func:`~inference_obs.reading.resolution.tile_step`).
     tolerance_s
         Per scrape only: largest distance, seconds, between an app scrape and
         the GPU step (or host sample) aligned with it; default the larger of
         the app's median scrape interval and the GPU families' (see
-        :class:`~inference_obs.analyses.alignment.GpuSteps`).
+        :class:`~inference_obs.reading.alignment.GpuSteps`).
 
     Returns
     -------
@@ -433,7 +444,9 @@ def boundaries(
             computation="no replica has app scrapes", missing=evidence.missing[:1],
         )  # fmt: skip
     worst = min(
-        (r.reading for r in replicas), key=_SEVERITY.index, default=Reading.INSUFFICIENT_DATA
+        (r.reading for r in replicas),
+        key=_SEVERITY.index,
+        default=CapacityReading.INSUFFICIENT_DATA,
     )
     named = [r.replica for r in replicas if r.reading is worst]
     causes = sorted({i.cause.value for i in intervals if i.replica in named})

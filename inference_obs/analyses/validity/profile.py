@@ -18,20 +18,20 @@ from inference_obs.analyses.cache import CacheResult, cache
 from inference_obs.analyses.configuration import ConfigurationResult, configuration
 from inference_obs.analyses.cost import CostResult, cost
 from inference_obs.analyses.gpu import GpuResult, gpu
-from inference_obs.analyses.joined import instants
 from inference_obs.analyses.latency import METRICS, LatencyResult, latency
-from inference_obs.analyses.measurement import (
-    Measurement,
-    derive,
-    local_measurement,
-    measure,
-)
-from inference_obs.analyses.resolution import positive_share
 from inference_obs.analyses.shapes import ShapesResult, shapes
 from inference_obs.analyses.throughput import ThroughputResult, throughput
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import builders, vllm
 from inference_obs.query import avg_over_time
+from inference_obs.reading.joined import instants
+from inference_obs.reading.measurement import (
+    Measurement,
+    derive,
+    local_measurement,
+    measure,
+)
+from inference_obs.reading.resolution import positive_share
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon, together
@@ -120,7 +120,7 @@ def profile(
     step
         ``None`` to count the sampled shares (requests running, waiting) over
         raw samples; else over tiles of ``step`` seconds (see
-        :mod:`~inference_obs.analyses.resolution`).
+        :mod:`~inference_obs.reading.resolution`).
 
     Returns
     -------

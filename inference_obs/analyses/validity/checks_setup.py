@@ -3,14 +3,13 @@
 Declared hardware and software (as the deployments file says), declared
 fields the series contradict, what some numbers are by definition, and
 whether each compared value rests on enough data. See
-:mod:`~inference_obs.analyses.validity_checks` for the workload, load and
+:mod:`~inference_obs.analyses.validity.checks` for the workload, load and
 cache checks and the helpers shared with them.
 """
 
 from __future__ import annotations
 
-from inference_obs.analyses.measurement import Status
-from inference_obs.analyses.validity_checks import (
+from inference_obs.analyses.validity.checks import (
     NOTE,
     C,
     Check,
@@ -22,7 +21,7 @@ from inference_obs.analyses.validity_checks import (
     side_by_side,
     value_of,
 )
-from inference_obs.analyses.validity_findings import (
+from inference_obs.analyses.validity.findings import (
     CENTRAL,
     COMPARISONS,
     LATENCY,
@@ -33,7 +32,8 @@ from inference_obs.analyses.validity_findings import (
     Severity,
     latency_keys,
 )
-from inference_obs.analyses.validity_profile import Profile
+from inference_obs.analyses.validity.profile import Profile
+from inference_obs.reading.measurement import Status
 
 __all__ = ["CHECKS"]
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from inference_obs.analyses.measurement import Measurement
+from inference_obs.reading.measurement import Measurement
 
 __all__ = ["AnalysisResult", "format_number", "measurements_frame"]
 

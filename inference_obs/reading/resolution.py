@@ -27,7 +27,6 @@ from typing import Literal
 
 import numpy as np
 
-from inference_obs.analyses.alignment import scrape_interval_ms
 from inference_obs.deployment import Deployment
 from inference_obs.engine.vector import Vector
 from inference_obs.errors import SourceUnavailable
@@ -41,6 +40,7 @@ from inference_obs.query import (
     max_over_time,
     to_promql,
 )
+from inference_obs.reading.alignment import scrape_interval_ms
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 
@@ -128,7 +128,7 @@ def tile_step(
     """The tile width (seconds) to read ``deployment``'s scrapes at, or None for per scrape.
 
     Two instant queries: the app scrape interval (``vllm:num_requests_waiting``,
-    :func:`~inference_obs.analyses.alignment.scrape_interval_ms`) and the
+    :func:`~inference_obs.reading.alignment.scrape_interval_ms`) and the
     number of its series. Per scrape when series x scrapes <= ``rows`` (or
     the window holds fewer than two scrapes); else the narrowest width of at
     least two scrapes with series x tiles <= ``rows`` that divides the window,

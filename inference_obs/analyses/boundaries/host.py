@@ -23,15 +23,15 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from inference_obs.analyses.alignment import nearest, replica_of
-from inference_obs.analyses.resolution import series_count, tile_window
-from inference_obs.analyses.rows import AppRows, at_rows, by_label, only
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import host, vllm
 from inference_obs.metrics.builders import summed
 from inference_obs.metrics.family import Family
 from inference_obs.metrics.host_queries import container_matchers
 from inference_obs.query import Expr, Matcher, Selector, last_over_time, rate
+from inference_obs.reading.alignment import nearest, replica_of
+from inference_obs.reading.resolution import series_count, tile_window
+from inference_obs.reading.rows import AppRows, at_rows, by_label, only
 from inference_obs.samples import SampleSet, Window, is_stale
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon
@@ -66,7 +66,7 @@ class HostEvidence:
     ----------
     process, container, throttled, periods, limit, node_busy, node_all
         Per replica, one value per row: the fields of the same names of
-        :class:`~inference_obs.analyses.boundary_evidence.Track` (cores,
+        :class:`~inference_obs.analyses.boundaries.evidence.Track` (cores,
         CFS periods per second, the CPU limit in cores, node CPU-seconds per
         second).
     selectors

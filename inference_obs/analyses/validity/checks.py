@@ -2,7 +2,7 @@
 
 Every check is a function ``(a, b, thresholds) -> list[Finding]``; this
 module's are in its :data:`CHECKS`, the configuration, definition and
-data-quality ones in :mod:`~inference_obs.analyses.validity_checks_setup`.
+data-quality ones in :mod:`~inference_obs.analyses.validity.checks_setup`.
 
 A check fires on evidence from the data or the declared configuration,
 never on the compared values alone: a throughput ratio of 2 is not itself
@@ -20,9 +20,8 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from inference_obs.analyses.measurement import Measurement
 from inference_obs.analyses.throughput import Regime
-from inference_obs.analyses.validity_findings import (
+from inference_obs.analyses.validity.findings import (
     CENTRAL,
     LATENCY,
     TAILS,
@@ -32,7 +31,8 @@ from inference_obs.analyses.validity_findings import (
     Severity,
     latency_keys,
 )
-from inference_obs.analyses.validity_profile import Profile
+from inference_obs.analyses.validity.profile import Profile
+from inference_obs.reading.measurement import Measurement
 
 __all__ = [
     "CHECKS",

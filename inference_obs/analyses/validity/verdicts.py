@@ -3,7 +3,7 @@
 Teams divide one deployment's throughput by another's and buy hardware on
 the ratio. :func:`validity` profiles each deployment (shapes, latency,
 throughput, caches, GPUs, load), runs the checks of
-:mod:`~inference_obs.analyses.validity_checks` on every pair, and returns
+:mod:`~inference_obs.analyses.validity.checks` on every pair, and returns
 for each comparison a verdict:
 
 - ``valid``: no finding weighs on it (informational notes may remain);
@@ -13,7 +13,7 @@ for each comparison a verdict:
 Every finding carries a stable code, its evidence from both sides and a
 way to make the comparison fair where one exists. Where load differs, the
 latency percentiles are also computed over intervals of matched requests in
-flight (:mod:`~inference_obs.analyses.matched_load`), when the data has any.
+flight (:mod:`~inference_obs.analyses.validity.matched_load`), when the data has any.
 """
 
 from __future__ import annotations
@@ -27,16 +27,16 @@ from functools import partial
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from inference_obs.analyses import validity_checks, validity_checks_setup
-from inference_obs.analyses.matched_load import MatchedConcurrency, matched_concurrency
-from inference_obs.analyses.measurement import Measurement
-from inference_obs.analyses.result import format_number
-from inference_obs.analyses.validity_checks import Thresholds, comparison_value
-from inference_obs.analyses.validity_findings import COMPARISONS, Finding, Severity
-from inference_obs.analyses.validity_profile import Profile, profile
+from inference_obs.analyses.validity import checks, checks_setup
+from inference_obs.analyses.validity.checks import Thresholds, comparison_value
+from inference_obs.analyses.validity.findings import COMPARISONS, Finding, Severity
+from inference_obs.analyses.validity.matched_load import MatchedConcurrency, matched_concurrency
+from inference_obs.analyses.validity.profile import Profile, profile
 from inference_obs.deployment import Deployment
 from inference_obs.errors import QueryError
 from inference_obs.metrics import vllm
+from inference_obs.reading.measurement import Measurement
+from inference_obs.reading.result import format_number
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import together
@@ -203,7 +203,7 @@ def windows_by_name(
 
 
 #: Every check, in report order.
-CHECKS = (*validity_checks.CHECKS, *validity_checks_setup.CHECKS)
+CHECKS = (*checks.CHECKS, *checks_setup.CHECKS)
 
 
 def compare_profiles(a: Profile, b: Profile, thresholds: Thresholds | None = None) -> PairValidity:
@@ -260,7 +260,7 @@ def validity(
     steps
         Tile width, seconds, per deployment name, to count its sampled
         shares (requests running, waiting) in tiles; a deployment not named
-        counts raw samples (see :mod:`~inference_obs.analyses.resolution`).
+        counts raw samples (see :mod:`~inference_obs.reading.resolution`).
 
     Returns
     -------

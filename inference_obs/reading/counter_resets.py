@@ -3,7 +3,7 @@
 A counter's change over a window, resets added back, is ``last - first``
 plus, for every reset, the value just before it (the counter restarted from
 0, so what it had counted until then is added back). A series without a
-reset needs only ``max - min`` (see :mod:`~inference_obs.analyses.counter_ratios`);
+reset needs only ``max - min`` (see :mod:`~inference_obs.reading.counter_ratios`);
 a restarted one needs the values before its drops. A rolling deploy restarts
 every replica of a fleet, so reading each restarted series whole would bring
 back the raw fetch the push-down avoids.

@@ -20,13 +20,13 @@ from datetime import datetime
 import numpy as np
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from inference_obs.analyses.measurement import Bounds, Measurement, Provenance, Status
 from inference_obs.deployment import Deployment
 from inference_obs.engine.histograms import histogram_quantile, parse_le, quantile_bounds
 from inference_obs.errors import Annotation
 from inference_obs.metrics import vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import avg_over_time, increase, to_promql
+from inference_obs.reading.measurement import Bounds, Measurement, Provenance, Status
 from inference_obs.samples import Window
 from inference_obs.source.base import Matrix, Source
 

@@ -2,16 +2,16 @@
 
 vLLM and dcgm-exporter are scraped independently, so a replica's app and GPU
 readings are matched by the labels both carry
-(:func:`~inference_obs.analyses.alignment.replica_keys`) and by time, in one of
+(:func:`~inference_obs.reading.alignment.replica_keys`) and by time, in one of
 two ways with one result (:class:`AppRows`, then :func:`align_gpu`):
 
 - **per scrape** (``step`` None): ``num_requests_waiting`` and
   ``num_requests_running`` are read raw and summed over the replica's
   engines at each scrape time; a GPU family is averaged per replica by the
   server at its scrape interval
-  (:func:`~inference_obs.analyses.alignment.gpu_per_replica`) and the step
+  (:func:`~inference_obs.reading.alignment.gpu_per_replica`) and the step
   nearest each scrape is taken, within a tolerance;
-- **per tile** (``step`` seconds, see :mod:`~inference_obs.analyses.resolution`):
+- **per tile** (``step`` seconds, see :mod:`~inference_obs.reading.resolution`):
   the server gives, per replica and tile, the sum over its engines of each
   engine's largest sample in the tile (``sum by (replica) (max_over_time(x[step]))``)
   and the mean of the replica's GPU samples in the tile (sample-weighted:
@@ -29,14 +29,6 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
-from inference_obs.analyses.alignment import (
-    gpu_per_replica,
-    interval_ms,
-    replica_keys,
-    replica_of,
-    sum_by_replica,
-)
-from inference_obs.analyses.resolution import tile_ms, tile_window
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import vllm
 from inference_obs.metrics.builders import summed
@@ -49,6 +41,14 @@ from inference_obs.query import (
     on,
     sum_over_time,
 )
+from inference_obs.reading.alignment import (
+    gpu_per_replica,
+    interval_ms,
+    replica_keys,
+    replica_of,
+    sum_by_replica,
+)
+from inference_obs.reading.resolution import tile_ms, tile_window
 from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Matrix, Source
 from inference_obs.source.remembering import together
@@ -80,7 +80,7 @@ class AppRows:
     tile_ms
         0 when a row is one app scrape; else the width of a tile, ms.
     times
-        Per replica (named by :func:`~inference_obs.analyses.alignment.replica_of`):
+        Per replica (named by :func:`~inference_obs.reading.alignment.replica_of`):
         the scrape times, or the tiles' ends, unix ms, ascending.
     waiting, running
         Requests at each row, summed over the replica's engines: the scraped
@@ -275,7 +275,7 @@ def align_gpu(
 ) -> AlignedGpu:
     """``selector``'s mean over each replica's GPUs at each row of ``rows``.
 
-    Per scrape: :func:`~inference_obs.analyses.alignment.gpu_per_replica`,
+    Per scrape: :func:`~inference_obs.reading.alignment.gpu_per_replica`,
     the step nearest each scrape within ``tolerance_ms`` (default the larger
     of the app's scrape interval and the family's). Per tile: the tile's
     mean (:func:`tile_mean`), and only at the tiles where ``where`` (an

@@ -19,7 +19,7 @@ The changes are computed where the samples are, so a fleet's raw samples
 never travel: a series without a reset only grows, so its change is
 ``max_over_time - min_over_time``, and the source sums those (``unless
 resets > 0``) in one small answer per side. The series that did reset (a
-restart) are worked out by :mod:`~inference_obs.analyses.counter_resets`
+restart) are worked out by :mod:`~inference_obs.reading.counter_resets`
 from the stretches of samples around their drops, and their changes added
 locally. The PromQL ratio of
 ``increase()`` is still run, so a report can list it for rechecking, and an
@@ -28,7 +28,7 @@ annotation gives its value when it differs.
 Several ratios (:func:`counter_ratios`) are two requests, asked at once:
 one query for which series reset, both sides' sums and the recheck ratios,
 and one series request for every side (see
-:mod:`~inference_obs.analyses.counter_totals`). Only a restart asks more.
+:mod:`~inference_obs.reading.counter_totals`). Only a restart asks more.
 """
 
 from __future__ import annotations
@@ -37,14 +37,14 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from inference_obs.analyses.counter_resets import series_change
-from inference_obs.analyses.counter_totals import Pair, totals
-from inference_obs.analyses.measurement import Measurement, Status, local_measurement
 from inference_obs.deployment import Deployment
 from inference_obs.errors import Annotation
 from inference_obs.metrics import builders
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, Matcher, Selector, to_promql
+from inference_obs.reading.counter_resets import series_change
+from inference_obs.reading.counter_totals import Pair, totals
+from inference_obs.reading.measurement import Measurement, Status, local_measurement
 from inference_obs.samples import Labels, SampleSet, Window
 from inference_obs.source.base import Source
 
@@ -106,7 +106,7 @@ def counter_ratios(
     """:func:`counter_ratio` of each of ``ratios``, in order, in a fixed number of requests.
 
     However many ratios: one joined query and one series request, asked
-    together (:func:`~inference_obs.analyses.counter_totals.totals`), so an
+    together (:func:`~inference_obs.reading.counter_totals.totals`), so an
     analysis that needs several ratios asks them as one.
     """
     whole = Labels(())

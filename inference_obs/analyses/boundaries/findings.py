@@ -25,8 +25,8 @@ from enum import StrEnum
 import numpy as np
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from inference_obs.analyses import boundary_evidence as ev
-from inference_obs.analyses.boundary_host import ratio
+from inference_obs.analyses.boundaries import evidence as ev
+from inference_obs.analyses.boundaries.host import ratio
 from inference_obs.samples import Window
 
 __all__ = ["BoundaryCause", "BoundaryInterval", "Thresholds", "find_intervals"]

@@ -120,7 +120,7 @@ def measure(
     with the missing families named in an annotation; several series where
     one is expected is a programming error in the analysis (ValueError).
     ``answer`` is ``expr``'s answer at the window's end when it was asked
-    already (with other questions: :func:`~inference_obs.analyses.joined.instants`).
+    already (with other questions: :func:`~inference_obs.reading.joined.instants`).
     """
     if answer is None:
         answer = source.instant(expr, window.end_s)
@@ -163,7 +163,7 @@ def measure_by(
     statistic's name; a group the answer lacks, or whose value is NaN, is
     ``no_data``, with the families that have no series in that group named.
     ``answer`` is ``expr``'s answer when it was asked already
-    (:func:`~inference_obs.analyses.joined.instants`).
+    (:func:`~inference_obs.reading.joined.instants`).
     """
     if answer is None:
         answer = source.instant(expr, window.end_s)

@@ -1,11 +1,11 @@
 """What the GPUs, the host CPUs and the PCIe links did at each row of a replica.
 
-Each row of a replica (:mod:`~inference_obs.analyses.rows`: an app scrape of
+Each row of a replica (:mod:`~inference_obs.reading.rows`: an app scrape of
 its vLLM server, ``num_requests_waiting`` and ``num_requests_running`` summed
 over its engines, or a tile of ``step`` seconds) becomes one row of a
 :class:`Track`, with what was aligned with it: GPU gauges averaged over the
-replica's GPUs by the server (:func:`~inference_obs.analyses.rows.align_gpu`)
-and the host evidence (:mod:`~inference_obs.analyses.boundary_host`):
+replica's GPUs by the server (:func:`~inference_obs.reading.rows.align_gpu`)
+and the host evidence (:mod:`~inference_obs.analyses.boundaries.host`):
 
 - ``duty``: the share of time the GPUs computed (ratio 0-1);
 - ``pcie_rx``, ``pcie_tx``: host-to-device and device-to-host bytes/s;
@@ -27,14 +27,14 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
-from inference_obs.analyses.alignment import gpu_label_sets, gpu_per_replica, replica_of
-from inference_obs.analyses.boundary_host import ask_host_evidence, host_evidence
-from inference_obs.analyses.resolution import series_count
-from inference_obs.analyses.rows import AppRows, align_gpu, app_rows
+from inference_obs.analyses.boundaries.host import ask_host_evidence, host_evidence
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import dcgm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Binary, Expr, Number, Selector, on
+from inference_obs.reading.alignment import gpu_label_sets, gpu_per_replica, replica_of
+from inference_obs.reading.resolution import series_count
+from inference_obs.reading.rows import AppRows, align_gpu, app_rows
 from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon, together
@@ -115,7 +115,7 @@ class Evidence:
         Label names identifying a replica on both app and GPU series.
     tolerance_ms
         Per scrape: largest distance of an aligned GPU step (see
-        :meth:`~inference_obs.analyses.alignment.GpuSteps.at`) or host
+        :meth:`~inference_obs.reading.alignment.GpuSteps.at`) or host
         sample from its app sample; per tile 0.
     selectors
         Every family's selector (waiting, running and the duty family

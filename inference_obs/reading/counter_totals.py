@@ -1,14 +1,14 @@
 """Exact total changes of counter pairs, for many ratios in a fixed number of requests.
 
-What :mod:`~inference_obs.analyses.counter_ratios` divides: per ``by`` group,
+What :mod:`~inference_obs.reading.counter_ratios` divides: per ``by`` group,
 the total change of a numerator's series and of a denominator's, each
 series from its first to its last sample in the window (see there why).
 A series without a reset only grows, so its change is ``max_over_time -
 min_over_time``, summed by the source; a restarted series is worked out by
-:mod:`~inference_obs.analyses.counter_resets`.
+:mod:`~inference_obs.reading.counter_resets`.
 
 However many ratios an analysis asks for at once, :func:`totals` makes two
-requests, asked together: one query (:func:`~inference_obs.analyses.joined.vectors`)
+requests, asked together: one query (:func:`~inference_obs.reading.joined.vectors`)
 holding, for every ratio, which series reset, both sides' sums as if none
 did (what a window without restarts, the usual case, needs) and the
 extrapolated recheck ratio; and one series request for every side, which
@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import cast
 
-from inference_obs.analyses.counter_resets import narrowed, reset_changes
-from inference_obs.analyses.joined import in_process, vectors
 from inference_obs.engine.vector import NAME, Vector
 from inference_obs.query import (
     Binary,
@@ -40,6 +38,8 @@ from inference_obs.query import (
     min_over_time,
     resets,
 )
+from inference_obs.reading.counter_resets import narrowed, reset_changes
+from inference_obs.reading.joined import in_process, vectors
 from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon, together
