@@ -10,21 +10,19 @@ from __future__ import annotations
 
 from functools import partial
 
-from inference_obs.deployment import Deployment
+from inference_obs.analyses.unit import Analysis, NoSettings
 from inference_obs.errors import QueryError
 from inference_obs.metrics import builders, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr
+from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import Ratio, counter_ratios
-from inference_obs.reading.measurement import Measurement, derive, measure
+from inference_obs.reading.measurement import Measurement, derive
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.samples import Window
-from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon
 
 __all__ = ["CacheResult", "cache"]
 
-ANALYSIS = "cache"
 _LOCAL = (
     "Denominator: every prompt token looked up in the replica's local prefix cache "
     "(vllm:prefix_cache_queries_total)."
@@ -82,69 +80,69 @@ class CacheResult(AnalysisResult):
         )
 
 
-def cache(source: Source, deployment: Deployment, window: Window) -> CacheResult:
+def _cache(r: Reading, settings: NoSettings) -> CacheResult:
     """Hit rates with their own denominators, preemptions and speculative-decoding acceptance.
 
-    Parameters
-    ----------
-    source
-        Where the series come from.
-    deployment
-        Whose series (all replicas together: counters are summed after ``increase``).
-    window
-        The window.
-
-    Returns
-    -------
-    CacheResult
-        Rates as ratios (0-1), preemptions as a count, acceptance length in
-        tokens; a family the deployment does not export gives ``no_data``
-        with the family named, never 0.
+    All replicas together: counters are summed after ``increase``. Rates are
+    ratios (0-1), preemptions a count, acceptance length in tokens; a family
+    the deployment does not export gives ``no_data`` with the family named,
+    never 0.
     """
-    m, seconds = deployment.matchers, window.seconds
+    m = r.matchers
 
     def total(family: Family) -> Expr:
-        return builders.increase_total(family, m, seconds)
-
-    def one(
-        statistic: str, expr: Expr, unit: str, families: list[Family], caveat: str
-    ) -> Measurement:
-        return measure(
-            source, deployment, window, analysis=ANALYSIS, statistic=statistic, expr=expr,
-            unit=unit, families=families, matchers=m, caveats=(caveat,),
-        )  # fmt: skip
+        return builders.increase_total(family, m, r.seconds)
 
     def ratio(statistic: str, top: Family, bottom: Family, caveat: str) -> Ratio:
-        return Ratio(
-            numerator=top.select(m), denominator=bottom.select(m),
-            promql=total(top) / total(bottom), families=(top, bottom), analysis=ANALYSIS,
-            statistic=statistic, unit="ratio", caveats=(caveat,),
-        )  # fmt: skip
+        promql = total(top) / total(bottom)
+        return Ratio(top.select(m), bottom.select(m), promql, statistic, "ratio", caveats=(caveat,))
 
-    hits, queries = vllm.PREFIX_CACHE_HITS, vllm.PREFIX_CACHE_QUERIES
-    ext_hits, ext_queries = vllm.EXTERNAL_PREFIX_CACHE_HITS, vllm.EXTERNAL_PREFIX_CACHE_QUERIES
-    drafts, proposed = vllm.SPEC_DECODE_NUM_DRAFTS, vllm.SPEC_DECODE_NUM_DRAFT_TOKENS
-    accepted = vllm.SPEC_DECODE_NUM_ACCEPTED_TOKENS
+    preemptions_expr = total(vllm.NUM_PREEMPTIONS)
+    preempted = "Extrapolated counter increase: fractional, not an audited count."
     # The four ratios in one set of requests, the preemptions alongside.
-    preempting = soon(source, partial(
-        one, "preemptions", total(vllm.NUM_PREEMPTIONS), "preemptions", [vllm.NUM_PREEMPTIONS],
-        "Extrapolated counter increase: fractional, not an audited count.",
-    ))  # fmt: skip
-    per_draft, local, external, acceptance = counter_ratios(source, deployment, window, [
-        ratio("spec_accepted_per_draft", accepted, drafts, _SPEC),
-        ratio("prefix_cache_hit_rate", hits, queries, _LOCAL),
-        ratio("external_kv_hit_rate", ext_hits, ext_queries, _EXTERNAL),
-        ratio("spec_acceptance_rate", accepted, proposed, _SPEC),
-    ])  # fmt: skip
-    preemptions = preempting.result()
+    preempting = soon(
+        r.source,
+        partial(r.measure, "preemptions", preemptions_expr, "preemptions", caveats=(preempted,)),
+    )
+    accepted = vllm.SPEC_DECODE_NUM_ACCEPTED_TOKENS
+    per_draft, local, external, acceptance = counter_ratios(
+        r,
+        [
+            ratio("spec_accepted_per_draft", accepted, vllm.SPEC_DECODE_NUM_DRAFTS, _SPEC),
+            ratio(
+                "prefix_cache_hit_rate", vllm.PREFIX_CACHE_HITS, vllm.PREFIX_CACHE_QUERIES, _LOCAL
+            ),
+            ratio(
+                "external_kv_hit_rate",
+                vllm.EXTERNAL_PREFIX_CACHE_HITS,
+                vllm.EXTERNAL_PREFIX_CACHE_QUERIES,
+                _EXTERNAL,
+            ),
+            ratio("spec_acceptance_rate", accepted, vllm.SPEC_DECODE_NUM_DRAFT_TOKENS, _SPEC),
+        ],
+    )
+    length = None if per_draft.value is None else 1 + per_draft.value
     return CacheResult(
         prefix_cache_hit_rate=local,
         external_kv_hit_rate=external,
-        preemptions=preemptions,
+        preemptions=preempting.result(),
         spec_acceptance_rate=acceptance,
         spec_mean_acceptance_length=derive(
             "spec_mean_acceptance_length",
-            None if per_draft.value is None else 1 + per_draft.value, "tokens", [per_draft],
-            "1 + accepted tokens / drafts", (_SPEC,),
+            length,
+            "tokens",
+            [per_draft],
+            "1 + accepted tokens / drafts",
+            (_SPEC,),
         ),
-    )  # fmt: skip
+    )
+
+
+cache = Analysis(
+    name="cache",
+    title="Caches and speculative decoding",
+    entry=_cache,
+    result=CacheResult,
+    settings=NoSettings,
+    summary="Prefix-cache and external-KV hit rates, preemptions, speculative-decoding acceptance.",
+)

@@ -13,23 +13,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
-from inference_obs.deployment import Deployment
+from inference_obs.analyses.unit import Analysis, NoSettings
 from inference_obs.engine.vector import Vector
 from inference_obs.errors import Annotation, NoDataError
 from inference_obs.metrics import builders as b, dcgm
 from inference_obs.metrics.family import Family, resolve_label
 from inference_obs.query import Expr, to_promql
 from inference_obs.reading.alignment import gpu_label_sets
-from inference_obs.reading.joined import instants
-from inference_obs.reading.measurement import Measurement, Status, derive, measure
+from inference_obs.reading.context import Reading
+from inference_obs.reading.measurement import Measurement, Status, derive
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.samples import Labels, Window
-from inference_obs.source.base import Instant, Source
+from inference_obs.samples import Labels
+from inference_obs.source.base import Instant
 from inference_obs.source.remembering import soon, together
 
 __all__ = ["GpuResult", "gpu", "gpu_name"]
 
-ANALYSIS = "gpu"
 #: DCGM families whose series reveal which GPUs exist, util first.
 PRESENCE: tuple[Family, ...] = (
     dcgm.GPU_UTIL,
@@ -92,40 +91,22 @@ def _identity(available: set[str]) -> tuple[str, ...]:
 
 
 def _grouped(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    statistic: str,
-    expr: Expr,
-    name: str,
-    answer: Instant,
+    r: Reading, statistic: str, expr: Expr, name: str, answer: Instant
 ) -> tuple[Measurement, ...]:
     """One Measurement per series of a grouped ``expr`` (percent) as ``answer`` holds them,
     keyed by its labels."""
-    info = source.info()
     out = []
     if isinstance(answer.value, Vector):
         for labels, value in zip(answer.value.labels, answer.value.values.tolist(), strict=True):
             tag = gpu_name(labels) if name == "gpu" else ",".join(labels.values())
             out.append(
-                Measurement.model_validate(
-                    {
-                        "key": f"{deployment.name}/{ANALYSIS}/{statistic}[{tag}]",
-                        "deployment": deployment.name,
-                        "analysis": ANALYSIS,
-                        "statistic": f"{statistic}[{tag}]",
-                        "value": value,
-                        "unit": "percent",
-                        "window_start": window.start,
-                        "window_end": window.end,
-                        "status": Status.OK,
-                        "provenance": {
-                            "promql": (to_promql(expr),),
-                            "engine": info.kind,
-                            "rules": info.rules.value,
-                        },
-                        "caveats": (SAMPLE_WEIGHTED,),
-                    }
+                r.made(
+                    f"{statistic}[{tag}]",
+                    value,
+                    "percent",
+                    Status.OK,
+                    promql=(to_promql(expr),),
+                    caveats=(SAMPLE_WEIGHTED,),
                 )
             )
     return tuple(sorted(out, key=lambda m: m.statistic))
@@ -146,89 +127,53 @@ def _range(
     )
 
 
-def gpu(source: Source, deployment: Deployment, window: Window) -> GpuResult:
-    """GPU utilisation, framebuffer and power of ``deployment``'s GPUs over ``window``.
+def _means(r: Reading) -> list[Measurement]:
+    """Utilisation, framebuffer used and capacity, and power: the whole deployment's means."""
+    m, w = r.deployment.gpu_matchers, r.seconds
+    fb_used = (
+        "Per-GPU sample mean of memory allocated (weights, KV reserve, workspaces); "
+        "not KV-cache occupancy."
+    )
+    capacity = b.sample_mean(dcgm.FB_USED, m, w) + b.sample_mean(dcgm.FB_FREE, m, w)
+    questions: list[tuple[str, Expr, str, str]] = [
+        ("utilization_mean", b.sample_mean(dcgm.GPU_UTIL, m, w), "percent", SAMPLE_WEIGHTED),
+        ("fb_used_mean_mib", b.sample_mean(dcgm.FB_USED, m, w), "MiB", fb_used),
+        ("fb_capacity_mib", capacity, "MiB", DCGM_CAPACITY),
+        ("power_mean_watts", b.sample_mean(dcgm.POWER_USAGE, m, w), "W", BOARD_POWER),
+    ]
+    answers = r.instants([q[1] for q in questions])
+    return together(
+        r.source,
+        [
+            partial(r.measure, statistic, expr, unit, caveats=(note,), answer=answer)
+            for (statistic, expr, unit, note), answer in zip(questions, answers, strict=True)
+        ],
+    )
 
-    Parameters
-    ----------
-    source
-        Where the samples come from.
-    deployment
-        The deployment; its GPU matchers select the DCGM series.
-    window
-        The window; every query is evaluated at its end over its length.
 
-    Returns
-    -------
-    GpuResult
-        Utilisation in percent (0-100), sample-weighted overall and per
-        replica / per GPU with their ranges; the GPUs without utilisation
-        samples by name; framebuffer used and DCGM-reported capacity in MiB
-        (per-GPU sample means); board power mean in W.
+def _gpu(r: Reading, settings: NoSettings) -> GpuResult:
+    """GPU utilisation, framebuffer and power of the deployment's GPUs over the window.
+
+    Utilisation in percent (0-100), sample-weighted overall and per replica /
+    per GPU with their ranges; the GPUs without utilisation samples by name;
+    framebuffer used and DCGM-reported capacity in MiB (per-GPU sample means);
+    board power mean in W. Every query is evaluated at the window's end over its length.
     """
-    m = deployment.gpu_matchers
-    w = window.seconds
-
-    def one(
-        statistic: str,
-        expr: Expr,
-        unit: str,
-        families: Sequence[Family],
-        note: str,
-        answer: Instant,
-    ) -> Measurement:
-        return measure(
-            source,
-            deployment,
-            window,
-            analysis=ANALYSIS,
-            statistic=statistic,
-            expr=expr,
-            unit=unit,
-            families=families,
-            matchers=m,
-            caveats=(note,),
-            answer=answer,
-        )
-
-    util_family = dcgm.GPU_UTIL
-    questions: list[tuple[str, Expr, str, list[Family], str]] = [
-        ("utilization_mean", b.sample_mean(util_family, m, w), "percent", [util_family],
-         SAMPLE_WEIGHTED),
-        ("fb_used_mean_mib", b.sample_mean(dcgm.FB_USED, m, w), "MiB", [dcgm.FB_USED],
-         "Per-GPU sample mean of memory allocated (weights, KV reserve, workspaces); "
-         "not KV-cache occupancy."),
-        ("fb_capacity_mib",
-         b.sample_mean(dcgm.FB_USED, m, w) + b.sample_mean(dcgm.FB_FREE, m, w), "MiB",
-         [dcgm.FB_USED, dcgm.FB_FREE], DCGM_CAPACITY),
-        ("power_mean_watts", b.sample_mean(dcgm.POWER_USAGE, m, w), "W",
-         [dcgm.POWER_USAGE], BOARD_POWER),
-    ]  # fmt: skip
-
-    def means() -> list[Measurement]:
-        answers = instants(source, [q[1] for q in questions], window.end_s)
-        return together(
-            source, [partial(one, *q, a) for q, a in zip(questions, answers, strict=True)]
-        )
-
+    m, w = r.deployment.gpu_matchers, r.seconds
     # The means (one request) alongside the label sets the per-group means need.
-    asked = soon(source, means)
-    seen: dict[Labels, tuple[str, ...]] = {}
-    available: set[str] = set()
+    asked = soon(r.source, partial(_means, r))
     asked_sets = together(
-        source, [partial(gpu_label_sets, source, deployment, f, window) for f in PRESENCE]
+        r.source, [partial(gpu_label_sets, r.source, r.deployment, f, r.window) for f in PRESENCE]
     )
     found = dict(zip(PRESENCE, asked_sets, strict=True))
-    for label_sets in found.values():
-        for labels in label_sets:
-            available.update(labels)
+    available = {name for label_sets in found.values() for labels in label_sets for name in labels}
     ident = _identity(available)
+    seen: dict[Labels, tuple[str, ...]] = {}
     for family, label_sets in found.items():
         for labels in label_sets:
-            key = Labels({k: labels[k] for k in ident if k in labels})
-            seen.setdefault(key, (family.name,))
+            seen.setdefault(Labels({k: labels[k] for k in ident if k in labels}), (family.name,))
     with_util = {
-        Labels({k: labels[k] for k in ident if k in labels}) for labels in found[util_family]
+        Labels({k: labels[k] for k in ident if k in labels}) for labels in found[dcgm.GPU_UTIL]
     }
     missing = tuple(sorted(gpu_name(k) for k in seen if k not in with_util))
     try:
@@ -236,33 +181,30 @@ def gpu(source: Source, deployment: Deployment, window: Window) -> GpuResult:
     except NoDataError:
         pod = "instance"
     grouped = (
-        b.sample_mean(util_family, m, w, by=(pod,)),
-        b.sample_mean(util_family, m, w, by=ident),
+        b.sample_mean(dcgm.GPU_UTIL, m, w, by=(pod,)),
+        b.sample_mean(dcgm.GPU_UTIL, m, w, by=ident),
     )
-    by_replica, by_gpu = instants(source, grouped, window.end_s)
-    per_replica = _grouped(
-        source, deployment, window, "utilization_replica", grouped[0], pod, by_replica
-    )
-    per_gpu = _grouped(source, deployment, window, "utilization_gpu", grouped[1], "gpu", by_gpu)
+    by_replica, by_gpu = r.instants(grouped)
+    per_replica = _grouped(r, "utilization_replica", grouped[0], pod, by_replica)
+    per_gpu = _grouped(r, "utilization_gpu", grouped[1], "gpu", by_gpu)
     mean, fb_used, capacity, power = asked.result()
-    declared = deployment.hardware.gpus_per_replica * len(deployment.replicas)
+    declared = r.deployment.hardware.gpus_per_replica * len(r.deployment.replicas)
     counted = max(len(seen), declared)
-    expected = derive(
+    expected = r.made(
         "gpus_expected",
         float(counted),
         "GPUs",
-        [mean],
-        "max(GPUs seen in any DCGM family, declared replicas x gpus_per_replica)",
-    ).model_copy(update={"status": Status.OK, "value": float(counted), "annotations": ()})
-    having = expected.model_copy(
-        update={
-            "key": f"{deployment.name}/{ANALYSIS}/gpus_with_samples",
-            "statistic": "gpus_with_samples",
-            "value": float(len(with_util)),
-            "provenance": mean.provenance.model_copy(
-                update={"computation": f"distinct ({', '.join(ident)}) with samples"}
-            ),
-        }
+        Status.OK,
+        promql=mean.provenance.promql,
+        computation="max(GPUs seen in any DCGM family, declared replicas x gpus_per_replica)",
+    )
+    having = r.made(
+        "gpus_with_samples",
+        float(len(with_util)),
+        "GPUs",
+        Status.OK,
+        promql=mean.provenance.promql,
+        computation=f"distinct ({', '.join(ident)}) with samples",
     )
     if mean.ok and len(with_util) < counted:
         unnamed = counted - len(with_util) - len(missing)
@@ -290,3 +232,13 @@ def gpu(source: Source, deployment: Deployment, window: Window) -> GpuResult:
         fb_capacity_mib=capacity,
         power_mean_watts=power,
     )
+
+
+gpu = Analysis(
+    name="gpu",
+    title="GPUs",
+    entry=_gpu,
+    result=GpuResult,
+    settings=NoSettings,
+    summary="Sample-weighted GPU utilisation (zeros kept, no data apart), framebuffer, power.",
+)

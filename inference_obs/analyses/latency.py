@@ -9,9 +9,8 @@ estimated, never an average of per-replica quantiles. Each quantile carries
 in ``bounds`` the edges of the bucket that must hold the true quantile: the
 interpolated value inside it is an estimate, the bucket is not.
 
-The shared pieces used by the other analyses (the result base class with
-``to_frame`` and ``_repr_html_``, the merged-bucket fetch and the share of
-observations at or below a threshold) live here too.
+The pieces other analyses share (the merged-bucket fetch, the share of
+observations at or below a threshold, a histogram's summary) live here too.
 """
 
 from __future__ import annotations
@@ -22,36 +21,28 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict
 
-from inference_obs.deployment import Deployment
+from inference_obs.analyses.unit import Analysis, NoSettings
 from inference_obs.engine.histograms import fraction_below, parse_le, quantile_bounds
 from inference_obs.engine.vector import Vector
-from inference_obs.errors import Annotation, QueryError
+from inference_obs.errors import Annotation
 from inference_obs.metrics import builders, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, increase, to_promql
+from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import (
     counter_ratios,
     histogram_mean,
     mean_ratio,
     share_ratio,
 )
-from inference_obs.reading.joined import instants
-from inference_obs.reading.measurement import (
-    Bounds,
-    Measurement,
-    Provenance,
-    Status,
-    measure,
-)
+from inference_obs.reading.measurement import Bounds, Measurement, Status
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.samples import Window
-from inference_obs.source.base import Instant, Source
+from inference_obs.source.base import Instant
 from inference_obs.source.remembering import soon, together
 
 __all__ = [
-    "AnalysisResult",
     "HistogramSummary",
     "LatencyResult",
     "MergedBuckets",
@@ -62,7 +53,6 @@ __all__ = [
     "shares_within",
 ]
 
-ANALYSIS = "latency"
 QUANTILES: tuple[tuple[str, float], ...] = (
     ("p50", 0.5),
     ("p90", 0.9),
@@ -119,37 +109,21 @@ class MergedBuckets(BaseModel):
         )
 
 
-def buckets_query(family: Family, deployment: Deployment, window: Window) -> Expr:
+def buckets_query(r: Reading, family: Family) -> Expr:
     """``sum by (le) (increase(h_bucket{m}[w]))``: the merged buckets' query."""
-    expr: Expr = increase(family.select(deployment.matchers, "bucket").over(window.seconds))
+    expr: Expr = increase(family.select(r.matchers, "bucket").over(r.seconds))
     return expr.sum(by=("le",))
 
 
-def merged_buckets(
-    source: Source,
-    family: Family,
-    deployment: Deployment,
-    window: Window,
-    *,
-    answer: Instant | None = None,
-) -> MergedBuckets:
+def merged_buckets(r: Reading, family: Family, *, answer: Instant | None = None) -> MergedBuckets:
     """Fetch ``sum by (le) (increase(h_bucket{m}[w]))`` and parse ``le``.
 
-    Parameters
-    ----------
-    source, family, deployment, window
-        Where, which histogram, whose series and over which window (seconds).
-    answer
-        The query's answer at the window's end, when asked already.
-
-    Returns
-    -------
-    MergedBuckets
-        The merged cumulative counts (observations), bounds in the family's unit.
+    ``answer`` is the query's answer at the window's end, when asked
+    already. Counts are observations; bounds are in the family's unit.
     """
-    expr = buckets_query(family, deployment, window)
+    expr = buckets_query(r, family)
     if answer is None:
-        answer = source.instant(expr, window.end_s)
+        answer = r.instant(expr)
     les: list[str] = []
     values: list[float] = []
     if isinstance(answer.value, Vector):
@@ -164,20 +138,17 @@ def merged_buckets(
     )
 
 
-def _no_buckets(m: Measurement, family: Family, deployment: Deployment) -> Measurement:
-    note = Annotation("no_data", f"no series of {family.name}_bucket for {deployment.name}")
+def _no_buckets(m: Measurement, family: Family, deployment: str) -> Measurement:
+    note = Annotation("no_data", f"no series of {family.name}_bucket for {deployment}")
     kept = tuple(a for a in m.annotations if a.message != "no observation in the window")
     return m.model_copy(update={"annotations": (*kept, note)})
 
 
 def share_within(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
+    r: Reading,
     family: Family,
     threshold: float,
     *,
-    analysis: str = ANALYSIS,
     statistic: str | None = None,
     caveats: Sequence[str] = (),
 ) -> Measurement:
@@ -186,89 +157,51 @@ def share_within(
     Exact when ``threshold`` is a bucket bound (``histogram_share``,
     ``bounds`` equal to the value). Otherwise ``bounds`` hold the shares at
     the bucket bounds around it and the value is interpolated linearly
-    inside that bucket (an estimate).
-
-    Parameters
-    ----------
-    source, deployment, window
-        Where, whose series, and the window.
-    family
-        A histogram family.
-    threshold
-        The bound, in the family's unit (seconds, tokens).
-    analysis, statistic, caveats
-        Labels of the Measurement (``statistic`` defaults to ``share_le_<threshold>``).
-
-    Returns
-    -------
-    Measurement
-        Unit ``ratio``; ``no_data`` naming the family when it has no buckets.
+    inside that bucket (an estimate). ``threshold`` is in the family's unit
+    (seconds, tokens); ``statistic`` defaults to ``<family>_share_le_<threshold>``.
+    A family without buckets gives ``no_data`` naming it.
     """
     statistic = statistic or f"{family.name.split(':')[-1]}_share_le_{threshold:g}"
-    return shares_within(
-        source, deployment, window, family, [threshold], analysis=analysis,
-        statistics=[statistic], caveats=caveats,
-    )[0]  # fmt: skip
+    return shares_within(r, family, [threshold], [statistic], caveats=caveats)[0]
 
 
 def shares_within(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
+    r: Reading,
     family: Family,
     thresholds: Sequence[float],
-    *,
-    analysis: str,
     statistics: Sequence[str],
+    *,
     caveats: Sequence[str] = (),
 ) -> list[Measurement]:
     """:func:`share_within` at each of ``thresholds`` (named ``statistics``), from one read of
     the merged buckets and one set of requests for the exact shares at bucket bounds."""
-    buckets = merged_buckets(source, family, deployment, window)
-    out: dict[int, Measurement] = {}
+    buckets = merged_buckets(r, family)
     if not buckets.upper:
-        exprs = [
-            builders.share_at_or_below(family, t, deployment.matchers, window.seconds)
-            for t in thresholds
-        ]
-        answers = instants(source, exprs, window.end_s)
-        asked = together(source, [
-            partial(
-                measure, source, deployment, window, analysis=analysis, statistic=statistic,
-                expr=expr, unit="ratio", families=[family], matchers=deployment.matchers,
-                caveats=caveats, answer=answer,
-            )
-            for statistic, expr, answer in zip(statistics, exprs, answers, strict=True)
-        ])  # fmt: skip
-        return [_no_buckets(m, family, deployment) for m in asked]
+        exprs = [builders.share_at_or_below(family, t, r.matchers, r.seconds) for t in thresholds]
+        asked = together(
+            r.source,
+            [
+                partial(r.measure, statistic, expr, "ratio", caveats=caveats, answer=answer)
+                for statistic, expr, answer in zip(
+                    statistics, exprs, r.instants(exprs), strict=True
+                )
+            ],
+        )
+        return [_no_buckets(m, family, r.deployment.name) for m in asked]
     edges = [i for i, threshold in enumerate(thresholds) if threshold in buckets.upper]
-    ratios = [
-        share_ratio(deployment, window, family, thresholds[i], analysis=analysis,
-                    statistic=statistics[i], caveats=caveats)
-        for i in edges
-    ]  # fmt: skip
-    for i, m in zip(edges, counter_ratios(source, deployment, window, ratios), strict=True):
+    ratios = [share_ratio(r, family, thresholds[i], statistics[i], caveats=caveats) for i in edges]
+    out: dict[int, Measurement] = {}
+    for i, m in zip(edges, counter_ratios(r, ratios), strict=True):
         exact = Bounds(lower=m.value, upper=m.value) if m.value is not None else None
         out[i] = m.model_copy(update={"bounds": exact}) if exact else m
     return [
-        out[i] if i in out else _interpolated(
-            source, deployment, window, family, threshold, buckets, analysis, statistics[i],
-            caveats,
-        )
+        out[i] if i in out else _interpolated(r, threshold, buckets, statistics[i], caveats)
         for i, threshold in enumerate(thresholds)
-    ]  # fmt: skip
+    ]
 
 
 def _interpolated(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    family: Family,
-    threshold: float,
-    buckets: MergedBuckets,
-    analysis: str,
-    statistic: str,
-    caveats: Sequence[str],
+    r: Reading, threshold: float, buckets: MergedBuckets, statistic: str, caveats: Sequence[str]
 ) -> Measurement:
     """The share at ``threshold`` (not a bucket bound), between the shares at the bounds
     around it."""
@@ -282,29 +215,21 @@ def _interpolated(
         span = upper[above] - below
         frac = (threshold - below) / span if math.isfinite(span) and span > 0 else 0.0
         value = bounds.lower + (bounds.upper - bounds.lower) * min(max(frac, 0.0), 1.0)
-    info = source.info()
-    return Measurement(
-        key=f"{deployment.name}/{analysis}/{statistic}",
-        deployment=deployment.name,
-        analysis=analysis,
-        statistic=statistic,
-        value=value,
-        unit="ratio",
-        window_start=window.start,
-        window_end=window.end,
-        status=status,
+    how = (
+        f"{threshold:g} is not a bucket bound: bounds are the shares at the bucket "
+        "bounds around it (fraction_below); value interpolated linearly between them"
+    )
+    notes = () if value is not None else (Annotation("no_data", "no observation"),)
+    return r.made(
+        statistic,
+        value,
+        "ratio",
+        status,
+        promql=(buckets.promql,),
+        computation=how,
         bounds=bounds,
-        provenance=Provenance(
-            promql=(buckets.promql,),
-            engine=info.kind,
-            rules=info.rules.value,
-            computation=(
-                f"{threshold:g} is not a bucket bound: bounds are the shares at the bucket "
-                "bounds around it (fraction_below); value interpolated linearly between them"
-            ),
-        ),
-        annotations=(() if value is not None else (Annotation("no_data", "no observation"),)),
-        caveats=tuple(caveats),
+        annotations=notes,
+        caveats=caveats,
     )
 
 
@@ -320,23 +245,19 @@ class HistogramSummary(BaseModel):
     p99: Measurement
 
 
-def questions(family: Family, deployment: Deployment, window: Window) -> list[Expr]:
+def questions(r: Reading, family: Family) -> list[Expr]:
     """What :func:`summarise` asks in one query: the merged buckets, then each quantile's."""
-    matchers, seconds = deployment.matchers, window.seconds
     quantiles = [
-        builders.histogram_quantile_merged(family, q, matchers, seconds) for _, q in QUANTILES
+        builders.histogram_quantile_merged(family, q, r.matchers, r.seconds) for _, q in QUANTILES
     ]
-    return [buckets_query(family, deployment, window), *quantiles]
+    return [buckets_query(r, family), *quantiles]
 
 
 def summarise(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
+    r: Reading,
     family: Family,
-    *,
     name: str,
-    analysis: str,
+    *,
     caveats: Sequence[str] = (),
     mean: Measurement | None = None,
     answers: Sequence[Instant] | None = None,
@@ -346,25 +267,15 @@ def summarise(
     ``mean`` and ``answers`` (to :func:`questions`, in order) when asked
     already, with other histograms'.
     """
-    common: dict[str, Any] = {
-        "analysis": analysis,
-        "unit": family.unit,
-        "families": [family],
-        "matchers": deployment.matchers,
-        "caveats": caveats,
-    }
-    exprs = questions(family, deployment, window)
+    exprs = questions(r, family)
     if mean is None:
         # The mean alongside one query for the buckets and every quantile.
-        asked = soon(source, partial(
-            histogram_mean, source, deployment, window, family, analysis=analysis,
-            statistic=f"{name}_mean", caveats=caveats,
-        ))  # fmt: skip
-        answers = instants(source, exprs, window.end_s)
+        asked = soon(r.source, partial(histogram_mean, r, family, f"{name}_mean", caveats=caveats))
+        answers = r.instants(exprs)
         mean = asked.result()
     elif answers is None:
-        answers = instants(source, exprs, window.end_s)
-    buckets = merged_buckets(source, family, deployment, window, answer=answers[0])
+        answers = r.instants(exprs)
+    buckets = merged_buckets(r, family, answer=answers[0])
     upper, counts, groups = buckets.arrays()
     out: dict[str, Measurement] = {"mean": mean}
     for (label, q), expr, answer in zip(QUANTILES, exprs[1:], answers[1:], strict=True):
@@ -373,11 +284,10 @@ def summarise(
             low, high = quantile_bounds(q, upper, counts, groups, 1)
             if not math.isnan(low[0]):
                 bounds = Bounds(lower=float(low[0]), upper=float(high[0]))
-        m = measure(
-            source, deployment, window, statistic=f"{name}_{label}", bounds=bounds,
-            expr=expr, answer=answer, **common,
-        )  # fmt: skip
-        out[label] = _no_buckets(m, family, deployment) if not buckets.upper else m
+        m = r.measure(
+            f"{name}_{label}", expr, family.unit, caveats=caveats, bounds=bounds, answer=answer
+        )
+        out[label] = _no_buckets(m, family, r.deployment.name) if not buckets.upper else m
     return HistogramSummary(**out)
 
 
@@ -398,67 +308,42 @@ class LatencyResult(AnalysisResult):
     prefill: HistogramSummary
     decode: HistogramSummary
     caveats: tuple[str, ...]
-    _context: tuple[Source, Deployment, Window] | None = PrivateAttr(default=None)
-
-    def share_within(self, threshold: float, metric: str = "e2e") -> Measurement:
-        """Share (ratio 0-1) of requests of ``metric`` at or below ``threshold`` seconds.
-
-        Exact at bucket bounds; otherwise an interval in ``bounds``
-        (see :func:`share_within`).
-
-        Raises
-        ------
-        QueryError
-            If ``metric`` is not one of the result's fields.
-        """
-        if metric not in METRICS:
-            raise QueryError(f"unknown latency metric {metric!r}: use one of {', '.join(METRICS)}")
-        if self._context is None:
-            raise QueryError("this result was not made by latency(): it has no source to query")
-        source, deployment, window = self._context
-        family, caveats = METRICS[metric]
-        return share_within(
-            source, deployment, window, family, threshold,
-            statistic=f"{metric}_share_le_{threshold:g}", caveats=caveats,
-        )  # fmt: skip
 
 
-def latency(source: Source, deployment: Deployment, window: Window) -> LatencyResult:
+def _latency(r: Reading, settings: NoSettings) -> LatencyResult:
     """Request-weighted means and merged-bucket P50/P90/P95/P99 of every latency histogram.
 
-    Parameters
-    ----------
-    source
-        Where the series come from.
-    deployment
-        Whose series (all replicas are merged).
-    window
-        The window; every statistic covers observations recorded inside it.
-
-    Returns
-    -------
-    LatencyResult
-        Values in seconds; a family the deployment does not export is
-        ``no_data`` with the family named, never 0.
+    All replicas are merged; every statistic covers observations recorded
+    inside the window. Values in seconds; a family the deployment does not
+    export is ``no_data`` with the family named, never 0.
     """
     # Every histogram's mean in one set of requests, alongside one query for every
     # histogram's buckets and quantiles.
     ratios = [
-        mean_ratio(deployment, window, family, analysis=ANALYSIS, statistic=f"{key}_mean",
-                   caveats=caveats)
+        mean_ratio(r, family, f"{key}_mean", caveats=caveats)
         for key, (family, caveats) in METRICS.items()
-    ]  # fmt: skip
-    means = soon(source, partial(counter_ratios, source, deployment, window, ratios))
-    asked = [questions(family, deployment, window) for family, _ in METRICS.values()]
-    answers = instants(source, [expr for exprs in asked for expr in exprs], window.end_s)
+    ]
+    means = soon(r.source, partial(counter_ratios, r, ratios))
+    asked = [questions(r, family) for family, _ in METRICS.values()]
+    answers = r.instants([expr for exprs in asked for expr in exprs])
     size = len(asked[0])
-    summaries = together(source, [
-        partial(summarise, source, deployment, window, family, name=key, analysis=ANALYSIS,
-                caveats=caveats, mean=mean, answers=answers[i * size : (i + 1) * size])
-        for i, ((key, (family, caveats)), mean) in enumerate(
-            zip(METRICS.items(), means.result(), strict=True)
-        )
-    ])  # fmt: skip
+    summaries = together(
+        r.source,
+        [
+            partial(
+                summarise,
+                r,
+                family,
+                key,
+                caveats=caveats,
+                mean=mean,
+                answers=answers[i * size : (i + 1) * size],
+            )
+            for i, ((key, (family, caveats)), mean) in enumerate(
+                zip(METRICS.items(), means.result(), strict=True)
+            )
+        ],
+    )
     fields = dict(zip(METRICS, summaries, strict=True))
     caveats = (
         _TPOT,
@@ -467,6 +352,14 @@ def latency(source: Source, deployment: Deployment, window: Window) -> LatencyRe
         "Quantiles are interpolated inside the bucket holding them; only the bucket "
         "(bounds) is certain. Replicas' buckets are merged before the quantile is taken.",
     )
-    result = LatencyResult(**fields, caveats=caveats)
-    result._context = (source, deployment, window)
-    return result
+    return LatencyResult(**fields, caveats=caveats)
+
+
+latency = Analysis(
+    name="latency",
+    title="Latency",
+    entry=_latency,
+    result=LatencyResult,
+    settings=NoSettings,
+    summary="Request-weighted means and merged-bucket quantiles of every latency histogram.",
+)

@@ -13,22 +13,19 @@ from functools import partial
 from pydantic import Field
 
 from inference_obs.analyses.latency import shares_within
-from inference_obs.deployment import Deployment
+from inference_obs.analyses.unit import Analysis, NoSettings
 from inference_obs.engine.vector import Vector
 from inference_obs.metrics import builders, vllm
-from inference_obs.metrics.family import Family
-from inference_obs.query import Expr, Matcher
+from inference_obs.query import Matcher
+from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import Ratio, counter_ratios, mean_ratio
-from inference_obs.reading.joined import instants
-from inference_obs.reading.measurement import Measurement, derive, measure
+from inference_obs.reading.measurement import Measurement, derive
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.samples import Window
-from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon, together
 
 __all__ = ["MAX_TOKENS_THRESHOLDS", "ShapesResult", "shapes"]
 
-ANALYSIS = "shapes"
+_REASON = "finished_reason"
 #: Output limits (tokens) whose shares of requests are reported.
 MAX_TOKENS_THRESHOLDS = (20, 50, 100, 500)
 _REASONS = (
@@ -70,114 +67,103 @@ class ShapesResult(AnalysisResult):
     caveats: tuple[str, ...] = (_REASONS,)
 
 
-def _reasons(source: Source, deployment: Deployment, window: Window) -> list[str]:
-    expr = builders.increase_total(
-        vllm.REQUEST_SUCCESS, deployment.matchers, window.seconds, by=("finished_reason",)
-    )
-    answer = source.instant(expr, window.end_s)
+def _reasons(r: Reading) -> list[str]:
+    success = vllm.REQUEST_SUCCESS
+    answer = r.instant(builders.increase_total(success, r.matchers, r.seconds, by=(_REASON,)))
     if not isinstance(answer.value, Vector):
         return []
-    return sorted({labels.get("finished_reason", "") for labels in answer.value.labels})
+    return sorted({labels.get(_REASON, "") for labels in answer.value.labels})
 
 
-def shapes(source: Source, deployment: Deployment, window: Window) -> ShapesResult:
+def _shapes(r: Reading, settings: NoSettings) -> ShapesResult:
     """Prompt and output lengths, requested limits, and the finish-reason mix.
 
-    Parameters
-    ----------
-    source
-        Where the series come from.
-    deployment
-        Whose series (all replicas together).
-    window
-        The window; counts are (extrapolated, fractional) increases over it.
-
-    Returns
-    -------
-    ShapesResult
-        Token means in tokens, shares as ratios (0-1), counts in requests;
-        a missing family gives ``no_data`` with the family named, never 0.
+    All replicas together. Token means in tokens, shares as ratios (0-1),
+    counts in requests (extrapolated, fractional increases over the window);
+    a missing family gives ``no_data`` with the family named, never 0.
     """
-    m, seconds = deployment.matchers, window.seconds
-
-    def one(
-        statistic: str,
-        expr: Expr,
-        unit: str,
-        families: list[Family],
-        caveats: tuple[str, ...] = (),
-        matchers: tuple[Matcher, ...] = m,
-    ) -> Measurement:
-        return measure(
-            source, deployment, window, analysis=ANALYSIS, statistic=statistic, expr=expr,
-            unit=unit, families=families, matchers=matchers, caveats=caveats,
-        )  # fmt: skip
-
+    m, seconds = r.matchers, r.seconds
     prompt, output = vllm.REQUEST_PROMPT_TOKENS, vllm.REQUEST_GENERATION_TOKENS
     limit, success = vllm.REQUEST_PARAMS_MAX_TOKENS, vllm.REQUEST_SUCCESS
     total = builders.increase_total(success, m, seconds)
 
     # Every part is asked at once; only the finish reasons wait for their list.
-    shares_asked = soon(source, partial(
-        shares_within, source, deployment, window, limit,
-        [float(bound) for bound in MAX_TOKENS_THRESHOLDS], analysis=ANALYSIS,
-        statistics=[f"max_tokens_share_le_{bound}" for bound in MAX_TOKENS_THRESHOLDS],
-    ))  # fmt: skip
+    bounds = [float(bound) for bound in MAX_TOKENS_THRESHOLDS]
+    names = [f"max_tokens_share_le_{bound}" for bound in MAX_TOKENS_THRESHOLDS]
+    shares_asked = soon(r.source, partial(shares_within, r, limit, bounds, names))
+    limit_note = "The limit requested (max_tokens), not the context left for the request."
     means = [
-        mean_ratio(deployment, window, family, analysis=ANALYSIS, statistic=statistic,
-                   caveats=(caveat,))
-        for statistic, family, caveat in (
-            ("prompt_tokens_mean", prompt, _LENGTH_MEAN),
-            ("output_tokens_mean", output, _LENGTH_MEAN),
-            ("max_tokens_mean", limit,
-             "The limit requested (max_tokens), not the context left for the request."),
-        )
-    ]  # fmt: skip
-    means_asked = soon(source, partial(counter_ratios, source, deployment, window, means))
-    finished = soon(source, partial(one, "finished", total, "requests", [success], (_REASONS,)))
+        mean_ratio(r, prompt, "prompt_tokens_mean", caveats=(_LENGTH_MEAN,)),
+        mean_ratio(r, output, "output_tokens_mean", caveats=(_LENGTH_MEAN,)),
+        mean_ratio(r, limit, "max_tokens_mean", caveats=(limit_note,)),
+    ]
+    means_asked = soon(r.source, partial(counter_ratios, r, means))
+    finished = soon(
+        r.source, partial(r.measure, "finished", total, "requests", caveats=(_REASONS,))
+    )
 
-    reasons = _reasons(source, deployment, window)
-    only = [(*m, Matcher.equal("finished_reason", r)) for r in reasons]
+    reasons = _reasons(r)
+    only = [(*m, Matcher.equal(_REASON, reason)) for reason in reasons]
     count = [builders.increase_total(success, matchers, seconds) for matchers in only]
     # Every reason's share in one set of requests, alongside one query for every count.
     shares = [
         Ratio(
-            numerator=success.select(matchers), denominator=success.select(m),
-            promql=expr / total, families=(success,), analysis=ANALYSIS,
-            statistic=f"finished_{reason}_share", unit="ratio", paired=False,
+            success.select(matchers),
+            success.select(m),
+            expr / total,
+            f"finished_{reason}_share",
+            "ratio",
+            paired=False,
             caveats=(_REASONS,),
         )
         for reason, matchers, expr in zip(reasons, only, count, strict=True)
-    ]  # fmt: skip
-    sharing = soon(source, partial(counter_ratios, source, deployment, window, shares))
-    answers = instants(source, count, window.end_s)
-    counted = together(source, [
-        partial(
-            measure, source, deployment, window, analysis=ANALYSIS,
-            statistic=f"finished_{reason}", expr=expr, unit="requests", families=[success],
-            matchers=matchers, caveats=(_REASONS,), answer=answer,
-        )
-        for reason, matchers, expr, answer in zip(reasons, only, count, answers, strict=True)
-    ])  # fmt: skip
-    counts = dict(zip(reasons, counted, strict=True))
-    reason_shares = dict(zip(reasons, sharing.result(), strict=True))
+    ]
+    sharing = soon(r.source, partial(counter_ratios, r, shares))
+    counted = together(
+        r.source,
+        [
+            partial(
+                r.measure,
+                f"finished_{reason}",
+                expr,
+                "requests",
+                caveats=(_REASONS,),
+                answer=answer,
+            )
+            for reason, expr, answer in zip(reasons, count, r.instants(count), strict=True)
+        ],
+    )
     prompt_mean, output_mean, limit_mean = means_asked.result()
     ratio = (
         output_mean.value / limit_mean.value
         if output_mean.value is not None and limit_mean.value
         else None
     )
+    cut = "Near 1 with every request ending on 'length': outputs were cut at the limit."
     return ShapesResult(
         prompt_tokens_mean=prompt_mean,
         output_tokens_mean=output_mean,
         max_tokens_mean=limit_mean,
         output_to_limit=derive(
-            "output_to_limit", ratio, "ratio", [output_mean, limit_mean],
+            "output_to_limit",
+            ratio,
+            "ratio",
+            [output_mean, limit_mean],
             "output_tokens_mean / max_tokens_mean",
-            ("Near 1 with every request ending on 'length': outputs were cut at the limit.",),
+            (cut,),
         ),
         max_tokens_share=dict(zip(MAX_TOKENS_THRESHOLDS, shares_asked.result(), strict=True)),
         finished=finished.result(),
-        finish_counts=counts,
-        finish_shares=reason_shares,
-    )  # fmt: skip
+        finish_counts=dict(zip(reasons, counted, strict=True)),
+        finish_shares=dict(zip(reasons, sharing.result(), strict=True)),
+    )
+
+
+shapes = Analysis(
+    name="shapes",
+    title="Request shapes",
+    entry=_shapes,
+    result=ShapesResult,
+    settings=NoSettings,
+    summary="Prompt and output lengths, requested limits and the finish-reason mix.",
+)

@@ -15,27 +15,27 @@ from collections.abc import Sequence
 from enum import StrEnum
 from functools import partial
 
-from inference_obs.deployment import Deployment
+from pydantic import Field
+
+from inference_obs.analyses.unit import Analysis, Settings
 from inference_obs.errors import NoDataError
 from inference_obs.metrics import builders as b, dcgm, vllm
 from inference_obs.metrics.family import Family, resolve_label
-from inference_obs.query import Matcher, count_over_time
-from inference_obs.reading.joined import instants
-from inference_obs.reading.measurement import (
-    Measurement,
-    derive,
-    local_measurement,
-    measure,
-)
+from inference_obs.query import count_over_time
+from inference_obs.reading.context import Reading
+from inference_obs.reading.measurement import Measurement, derive
 from inference_obs.reading.resolution import positive_share
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.samples import Window
-from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon
 
-__all__ = ["Regime", "ThroughputResult", "replicas_seen", "throughput"]
+__all__ = [
+    "Regime",
+    "ThroughputResult",
+    "ThroughputSettings",
+    "replicas_seen",
+    "throughput",
+]
 
-ANALYSIS = "throughput"
 EXTRAPOLATED = (
     "Prometheus increase() extrapolates to the window edges: the value is fractional and "
     "an estimate, not an audited count."
@@ -53,38 +53,20 @@ class Regime(StrEnum):
     UNKNOWN = "unknown"
 
 
-def replicas_seen(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    family: Family,
-    matchers: Sequence[Matcher],
-    analysis: str,
-) -> Measurement:
+def replicas_seen(r: Reading, family: Family) -> Measurement:
     """Number of distinct pods with samples of ``family`` in the window (unit: replicas).
 
     The pod label is resolved among :data:`~inference_obs.metrics.dcgm.POD_LABELS`
     (falling back to ``instance``); ``no_data`` when the family has no series.
     """
-    selector = family.select(matchers)
-    labels = source.series(selector, window)
-    available = {name for one in labels for name in one}
+    selector = family.select(r.matchers)
+    available = {name for one in r.source.series(selector, r.window) for name in one}
     try:
         pod = resolve_label((*dcgm.POD_LABELS, "instance"), available)
     except NoDataError:
         pod = "instance"
-    expr = count_over_time(selector.over(window.seconds)).count(by=(pod,)).count()
-    return measure(
-        source,
-        deployment,
-        window,
-        analysis=analysis,
-        statistic="replicas_seen",
-        expr=expr,
-        unit="replicas",
-        families=[family],
-        matchers=matchers,
-    )
+    expr = count_over_time(selector.over(r.seconds)).count(by=(pod,)).count()
+    return r.measure("replicas_seen", expr, "replicas")
 
 
 class ThroughputResult(AnalysisResult):
@@ -110,68 +92,55 @@ class ThroughputResult(AnalysisResult):
     regime_reason: str
 
 
-def _waiting_share(
-    source: Source, deployment: Deployment, window: Window, step: float | None
-) -> Measurement:
+def _waiting_share(r: Reading) -> Measurement:
     """Share (0-1) of waiting-queue samples above 0: raw per scrape, or per tile by the server."""
     family = vllm.NUM_REQUESTS_WAITING
-    share, asked, how = positive_share(source, family.select(deployment.matchers), window, step)
+    share, asked, how = positive_share(r.source, family.select(r.matchers), r.window, r.step)
     caveat = (
         "Sampled every scrape: a queue between two scrapes is not seen."
-        if step is None
-        else f"Per {step:g} s tile: a tile counts once, however many of its scrapes saw a queue."
+        if r.step is None
+        else f"Per {r.step:g} s tile: a tile counts once, however many of its scrapes saw a queue."
     )
-    return local_measurement(
-        source, deployment, window, analysis=ANALYSIS, statistic="waiting_sample_share",
-        value=share, unit="ratio", selectors=asked, computation=how, caveats=(caveat,),
-        missing=[family.name],
-    )  # fmt: skip
+    return r.local(
+        "waiting_sample_share",
+        share,
+        "ratio",
+        reads=asked,
+        computation=how,
+        caveats=(caveat,),
+        missing=[family],
+    )
 
 
-def throughput(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    *,
-    queue_share_threshold: float = 0.05,
-    kv_full: float = 0.99,
-    step: float | None = None,
-) -> ThroughputResult:
-    """Throughput of ``deployment`` over ``window``.
+class ThroughputSettings(Settings):
+    """When the deployment counts as capacity-limited."""
 
-    Parameters
-    ----------
-    source
-        Where the samples come from.
-    deployment
-        The deployment; its engine matchers select the vLLM series.
-    window
-        The window; every query is evaluated at its end over its length.
-    queue_share_threshold
-        Share (0-1) of scrapes (or tiles) with a non-empty waiting queue from
-        which the deployment counts as capacity-limited.
-    kv_full
-        KV-cache usage (0-1) that counts as full.
-    step
-        ``None`` (default) to count the waiting queue's raw samples; else the
-        width, seconds, of the tiles to count it in (see
-        :mod:`~inference_obs.reading.resolution`).
+    queue_share_threshold: float = Field(
+        0.05,
+        ge=0,
+        le=1,
+        description="Share (ratio 0-1) of scrapes (or tiles) with a non-empty waiting queue "
+        "from which the deployment counts as capacity-limited.",
+    )
+    kv_full: float = Field(
+        0.99, gt=0, le=1, description="KV-cache usage (ratio 0-1) that counts as full."
+    )
 
-    Returns
-    -------
-    ThroughputResult
-        Increases in tokens and requests (fractional estimates), the wall-clock
-        output rate in tokens/s, its per-replica mean, tokens per GPU-hour, and
-        the demand/capacity classification with its evidence.
+
+def _throughput(r: Reading, settings: ThroughputSettings) -> ThroughputResult:
+    """Throughput of the deployment over the window.
+
+    Every query is evaluated at the window's end over its length; the
+    waiting queue is counted over raw samples, or over tiles of ``r.step``
+    seconds (see :mod:`~inference_obs.reading.resolution`). Increases in
+    tokens and requests (fractional estimates), the wall-clock output rate in
+    tokens/s, its per-replica mean, tokens per GPU-hour, and the
+    demand/capacity classification with its evidence.
     """
-    m = deployment.matchers
-    w = window.seconds
-
+    m, w = r.matchers, r.seconds
     # The replicas and the waiting share alongside one request for every other number.
-    replicas_asked = soon(source, partial(
-        replicas_seen, source, deployment, window, vllm.GENERATION_TOKENS, m, ANALYSIS
-    ))  # fmt: skip
-    share_asked = soon(source, partial(_waiting_share, source, deployment, window, step))
+    replicas_asked = soon(r.source, partial(replicas_seen, r, vllm.GENERATION_TOKENS))
+    share_asked = soon(r.source, partial(_waiting_share, r))
     totals = {
         family: b.increase_total(family, m, w)
         for family in (vllm.GENERATION_TOKENS, vllm.PROMPT_TOKENS, vllm.REQUEST_SUCCESS)
@@ -180,41 +149,21 @@ def throughput(
         family: b.maximum(family, m, w)
         for family in (vllm.NUM_REQUESTS_WAITING, vllm.KV_CACHE_USAGE)
     }
-    answers = dict(
-        zip(
-            (*totals.values(), *maxima.values()),
-            instants(source, [*totals.values(), *maxima.values()], window.end_s),
-            strict=True,
-        )
-    )
+    exprs = [*totals.values(), *maxima.values()]
+    answers = dict(zip(exprs, r.instants(exprs), strict=True))
 
-    def run(statistic: str, expr_family: Family, unit: str, caveats: Sequence[str]) -> Measurement:
-        expr = totals[expr_family]
-        return measure(
-            source,
-            deployment,
-            window,
-            analysis=ANALYSIS,
-            statistic=statistic,
-            expr=expr,
-            unit=unit,
-            families=[expr_family],
-            matchers=m,
-            caveats=caveats,
-            answer=answers[expr],
-        )
+    def run(statistic: str, family: Family, unit: str, caveats: Sequence[str]) -> Measurement:
+        expr = totals[family] if family in totals else maxima[family]
+        return r.measure(statistic, expr, unit, caveats=caveats, answer=answers[expr])
 
     output = run("output_tokens", vllm.GENERATION_TOKENS, "tokens", (EXTRAPOLATED,))
     prompt = run("prompt_tokens", vllm.PROMPT_TOKENS, "tokens", (EXTRAPOLATED,))
+    engine_finished = (
+        "Requests the engine finished for any reason (stop, length, abort, error); "
+        "not validated client success."
+    )
     finished = run(
-        "finished_requests",
-        vllm.REQUEST_SUCCESS,
-        "requests",
-        (
-            EXTRAPOLATED,
-            "Requests the engine finished for any reason (stop, length, abort, error); "
-            "not validated client success.",
-        ),
+        "finished_requests", vllm.REQUEST_SUCCESS, "requests", (EXTRAPOLATED, engine_finished)
     )
     out = output.value or 0.0
     rate = derive(
@@ -235,45 +184,25 @@ def throughput(
         f"output_tokens / {w:g} s / replicas_seen",
         (WALL_CLOCK, "A mean over the replicas seen, not any one replica's rate."),
     )
-    gpus = deployment.hardware.gpus_per_replica * n
+    hardware = r.deployment.hardware
     per_gpu_hour = derive(
         "output_tokens_per_gpu_hour",
-        out / (gpus * w / 3600.0),
+        out / (hardware.gpus_per_replica * n * w / 3600.0),
         "tokens/GPU-hour",
         [output, replicas],
-        f"output_tokens / ({deployment.hardware.gpus_per_replica} GPUs/replica x "
+        f"output_tokens / ({hardware.gpus_per_replica} GPUs/replica x "
         f"replicas_seen x {w / 3600.0:g} h)",
         (WALL_CLOCK, "GPUs are as declared per replica, not verified from DCGM."),
     )
     share = share_asked.result()
-    waiting_max = measure(
-        source,
-        deployment,
-        window,
-        analysis=ANALYSIS,
-        statistic="waiting_max",
-        expr=maxima[vllm.NUM_REQUESTS_WAITING],
-        answer=answers[maxima[vllm.NUM_REQUESTS_WAITING]],
-        unit="requests",
-        families=[vllm.NUM_REQUESTS_WAITING],
-        matchers=m,
-        caveats=("A sampled maximum: a peak between two scrapes is not seen.",),
+    sampled = "A sampled maximum: a peak between two scrapes is not seen."
+    waiting_max = run("waiting_max", vllm.NUM_REQUESTS_WAITING, "requests", (sampled,))
+    in_use = "Fraction of logical KV blocks in use (1 = full), sampled."
+    kv_max = run("kv_cache_usage_max", vllm.KV_CACHE_USAGE, "ratio", (in_use,))
+    counted = "scrapes" if r.step is None else f"{r.step:g} s tiles"
+    regime, reason = _classify(
+        share, kv_max, settings.queue_share_threshold, settings.kv_full, counted
     )
-    kv_max = measure(
-        source,
-        deployment,
-        window,
-        analysis=ANALYSIS,
-        statistic="kv_cache_usage_max",
-        expr=maxima[vllm.KV_CACHE_USAGE],
-        answer=answers[maxima[vllm.KV_CACHE_USAGE]],
-        unit="ratio",
-        families=[vllm.KV_CACHE_USAGE],
-        matchers=m,
-        caveats=("Fraction of logical KV blocks in use (1 = full), sampled.",),
-    )
-    counted = "scrapes" if step is None else f"{step:g} s tiles"
-    regime, reason = _classify(share, kv_max, queue_share_threshold, kv_full, counted)
     if regime is Regime.DEMAND_LIMITED:
         rate = rate.model_copy(update={"caveats": (*rate.caveats, FLOOR)})
         per_replica = per_replica.model_copy(update={"caveats": (*per_replica.caveats, FLOOR)})
@@ -313,3 +242,13 @@ def _classify(
         f"the waiting queue was > 0 in {share.value:.1%} of {counted} (threshold "
         f"{threshold:.0%}) and KV-cache usage peaked at {kv_max.value:.3f}: {FLOOR}"
     )
+
+
+throughput = Analysis(
+    name="throughput",
+    title="Throughput",
+    entry=_throughput,
+    result=ThroughputResult,
+    settings=ThroughputSettings,
+    summary="Tokens and requests served, rates per replica and GPU-hour, demand or capacity.",
+)

@@ -37,16 +37,15 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from inference_obs.deployment import Deployment
 from inference_obs.errors import Annotation
 from inference_obs.metrics import builders
 from inference_obs.metrics.family import Family
-from inference_obs.query import Expr, Matcher, Selector, to_promql
+from inference_obs.query import Binary, Expr, Matcher, Selector, to_promql
+from inference_obs.reading.context import Reading, missing_families
 from inference_obs.reading.counter_resets import series_change
-from inference_obs.reading.counter_totals import Pair, totals
-from inference_obs.reading.measurement import Measurement, Status, local_measurement
-from inference_obs.samples import Labels, SampleSet, Window
-from inference_obs.source.base import Source
+from inference_obs.reading.counter_totals import Pair, Totals, totals
+from inference_obs.reading.measurement import Measurement, Status
+from inference_obs.samples import Labels, SampleSet
 
 __all__ = [
     "EXTRAPOLATION_NOTE_ABOVE",
@@ -86,66 +85,11 @@ def counter_change(samples: SampleSet) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Ratio:
-    """One exact counter ratio to ask, as :func:`counter_ratio`'s arguments name its parts."""
+    """One exact counter ratio to ask: the total change of ``numerator``'s series over that
+    of ``denominator``'s.
 
-    numerator: Selector
-    denominator: Selector
-    promql: Expr
-    families: tuple[Family, ...]
-    analysis: str
-    statistic: str
-    unit: str
-    ignoring: tuple[str, ...] = ()
-    paired: bool = True
-    caveats: tuple[str, ...] = ()
-
-
-def counter_ratios(
-    source: Source, deployment: Deployment, window: Window, ratios: Sequence[Ratio]
-) -> list[Measurement]:
-    """:func:`counter_ratio` of each of ``ratios``, in order, in a fixed number of requests.
-
-    However many ratios: one joined query and one series request, asked
-    together (:func:`~inference_obs.reading.counter_totals.totals`), so an
-    analysis that needs several ratios asks them as one.
-    """
-    whole = Labels(())
-    pairs = [
-        Pair(r.numerator, r.denominator, frozenset(r.ignoring), r.paired, (), r.promql)
-        for r in ratios
-    ]
-    return [
-        _ratio_measurement(
-            source, deployment, window, *found.groups.get(whole, (0.0, 0.0)),
-            whole in found.present, found.unpaired, found.check.get(whole), r.promql,
-            r.numerator, r.denominator, r.families, r.analysis, r.statistic, r.unit, r.caveats,
-        )
-        for r, found in zip(ratios, totals(source, window, pairs), strict=True)
-    ]  # fmt: skip
-
-
-def counter_ratio(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    *,
-    numerator: Selector,
-    denominator: Selector,
-    promql: Expr,
-    families: Sequence[Family],
-    analysis: str,
-    statistic: str,
-    unit: str,
-    ignoring: Sequence[str] = (),
-    paired: bool = True,
-    caveats: Sequence[str] = (),
-) -> Measurement:
-    """Total change of ``numerator``'s series over that of ``denominator``'s, exactly.
-
-    Parameters
+    Attributes
     ----------
-    source, deployment, window
-        Where, whose series and the window.
     numerator, denominator
         Counter selectors. With ``paired``, each series of one must have a
         partner in the other with the same labels, except the ``ignoring``
@@ -155,14 +99,41 @@ def counter_ratio(
     promql
         The PromQL expression of the same ratio (extrapolated), run for the
         record and listed in the provenance.
-    families
-        The families the ratio needs, named when it has no data.
-    analysis, statistic, unit, caveats
+    statistic, unit, caveats
         Labels of the Measurement.
+    """
+
+    numerator: Selector
+    denominator: Selector
+    promql: Expr
+    statistic: str
+    unit: str
+    ignoring: tuple[str, ...] = ()
+    paired: bool = True
+    caveats: tuple[str, ...] = ()
+
+    def pair(self, by: Sequence[str] = ()) -> Pair:
+        """What :func:`~inference_obs.reading.counter_totals.totals` asks for this ratio."""
+        return Pair(
+            self.numerator,
+            self.denominator,
+            frozenset(self.ignoring),
+            self.paired,
+            tuple(by),
+            self.promql,
+        )
+
+
+def counter_ratios(r: Reading, ratios: Sequence[Ratio]) -> list[Measurement]:
+    """Each of ``ratios``, exactly, in order, in a fixed number of requests.
+
+    However many ratios: one joined query and one series request, asked
+    together (:func:`~inference_obs.reading.counter_totals.totals`), so an
+    analysis that needs several ratios asks them as one.
 
     Returns
     -------
-    Measurement
+    list of Measurement
         ``no_data`` naming the families when the denominator has no series
         or did not change; ``partial`` when a series of one side has no
         partner in the other (named in an annotation; only pairs are used).
@@ -173,83 +144,66 @@ def counter_ratio(
         When two series of one side have the same labels once ``ignoring``
         is left out (the pairing would be ambiguous).
     """
-    ratio = Ratio(
-        numerator, denominator, promql, tuple(families), analysis, statistic, unit,
-        tuple(ignoring), paired, tuple(caveats),
-    )  # fmt: skip
-    return counter_ratios(source, deployment, window, [ratio])[0]
+    whole = Labels(())
+    found = totals(r.source, r.window, [ratio.pair() for ratio in ratios])
+    return [
+        _ratio_measurement(r, ratio, one, whole, ratio.statistic)
+        for ratio, one in zip(ratios, found, strict=True)
+    ]
+
+
+def counter_ratio(r: Reading, ratio: Ratio) -> Measurement:
+    """One exact counter ratio (see :func:`counter_ratios`)."""
+    return counter_ratios(r, [ratio])[0]
 
 
 def counter_ratios_by(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
+    r: Reading,
+    ratio: Ratio,
     *,
-    numerator: Selector,
-    denominator: Selector,
-    promql: Expr,
-    families: Sequence[Family],
-    analysis: str,
-    statistic: Callable[[Labels], str],
-    unit: str,
     by: Sequence[str],
     groups: Sequence[Labels],
-    ignoring: Sequence[str] = (),
-    paired: bool = True,
-    caveats: Sequence[str] = (),
+    statistic: Callable[[Labels], str],
 ) -> dict[Labels, Measurement]:
-    """:func:`counter_ratio` per group of the ``by`` labels, in a fixed number of requests.
+    """``ratio`` per group of the ``by`` labels, in a fixed number of requests.
 
     ``groups`` are the ``by`` label sets wanted (each gets a Measurement,
     ``no_data`` where it has no series); ``statistic`` names each group's
-    Measurement; ``promql`` is the extrapolated ratio grouped ``by`` the
-    same labels, run once for the record.
+    Measurement (``ratio.statistic`` is not used); ``ratio.promql`` is the
+    extrapolated ratio grouped ``by`` the same labels, run once for the record.
     """
-    pair = Pair(numerator, denominator, frozenset(ignoring), paired, tuple(by), promql)
-    (found,) = totals(source, window, [pair])
-    out: dict[Labels, Measurement] = {}
-    for group in groups:
-        top, bottom = found.groups.get(group, (0.0, 0.0))
-        out[group] = _ratio_measurement(
-            source, deployment, window, top, bottom, group in found.present,
-            [u for u in found.unpaired if all(u.get(k) == v for k, v in group.items())],
-            found.check.get(group), promql, numerator, denominator, families, analysis,
-            statistic(group), unit, caveats,
-        )  # fmt: skip
-    return out
+    (found,) = totals(r.source, r.window, [ratio.pair(by)])
+    return {group: _ratio_measurement(r, ratio, found, group, statistic(group)) for group in groups}
 
 
 def _ratio_measurement(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    top: float,
-    bottom: float,
-    present: bool,
-    unpaired: Sequence[Labels],
-    check: float | None,
-    promql: Expr,
-    numerator: Selector,
-    denominator: Selector,
-    families: Sequence[Family],
-    analysis: str,
-    statistic: str,
-    unit: str,
-    caveats: Sequence[str],
+    r: Reading, ratio: Ratio, found: Totals, group: Labels, statistic: str
 ) -> Measurement:
+    top, bottom = found.groups.get(group, (0.0, 0.0))
     value = top / bottom if bottom > 0 else None
-    m = local_measurement(
-        source, deployment, window, analysis=analysis, statistic=statistic, value=value,
-        unit=unit, selectors=[numerator.over(window.seconds), denominator.over(window.seconds)],
-        computation=_COMPUTATION, caveats=caveats,
-        missing=[] if present else [f.name for f in families],
-    )  # fmt: skip
+    sides = [ratio.numerator.over(r.seconds), ratio.denominator.over(r.seconds)]
+    missing = (
+        []
+        if group in found.present
+        else missing_families(r.source, Binary("/", ratio.numerator, ratio.denominator), r.window)
+    )
+    m = r.local(
+        statistic,
+        value,
+        ratio.unit,
+        reads=sides,
+        computation=_COMPUTATION,
+        caveats=ratio.caveats,
+        missing=missing,
+    )
+    unpaired = [u for u in found.unpaired if all(u.get(k) == v for k, v in group.items())]
     notes = list(m.annotations)
     status = m.status
     if unpaired and m.value is not None:
         status = Status.PARTIAL
         names = "; ".join(repr(k) for k in unpaired)
         notes.append(Annotation("unpaired_series", f"no partner series for {names}"))
+    check = found.check.get(group)
     if m.value and check is not None:
         gap = (check - m.value) / m.value
         if math.isfinite(gap) and abs(gap) > EXTRAPOLATION_NOTE_ABOVE:
@@ -260,93 +214,73 @@ def _ratio_measurement(
                     "stretches each counter to the window's edges by its own factor",
                 )
             )
-    return m.model_copy(
-        update={
-            "status": status,
-            "annotations": tuple(notes),
-            "provenance": m.provenance.model_copy(
-                update={"promql": (*m.provenance.promql, to_promql(promql))}
-            ),
-        }
+    return r.made(
+        statistic,
+        m.value,
+        ratio.unit,
+        status,
+        promql=(*m.provenance.promql, to_promql(ratio.promql)),
+        computation=_COMPUTATION,
+        annotations=notes,
+        caveats=ratio.caveats,
     )
 
 
 def mean_ratio(
-    deployment: Deployment,
-    window: Window,
+    r: Reading,
     family: Family,
-    *,
-    analysis: str,
     statistic: str,
+    *,
     matchers: Sequence[Matcher] | None = None,
     caveats: Sequence[str] = (),
 ) -> Ratio:
     """The :class:`Ratio` of :func:`histogram_mean`, to ask with others."""
-    chosen = tuple(deployment.matchers if matchers is None else matchers)
+    chosen = tuple(r.matchers if matchers is None else matchers)
     return Ratio(
         numerator=family.select(chosen, "sum"),
         denominator=family.select(chosen, "count"),
-        promql=builders.histogram_mean(family, chosen, window.seconds),
-        families=(family,), analysis=analysis, statistic=statistic, unit=family.unit,
+        promql=builders.histogram_mean(family, chosen, r.seconds),
+        statistic=statistic,
+        unit=family.unit,
         caveats=tuple(caveats),
-    )  # fmt: skip
+    )
 
 
 def histogram_mean(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
+    r: Reading,
     family: Family,
-    *,
-    analysis: str,
     statistic: str,
+    *,
     matchers: Sequence[Matcher] | None = None,
     caveats: Sequence[str] = (),
 ) -> Measurement:
-    """Exact observation-weighted mean of ``family`` over ``window``, in the family's unit.
+    """Exact observation-weighted mean of ``family`` over the window, in the family's unit.
 
     The change of ``_sum`` over the change of ``_count`` across every
     series of the deployment (or of ``matchers``): the request-weighted mean
-    for request histograms. See :func:`counter_ratio` for the statuses.
+    for request histograms. See :func:`counter_ratios` for the statuses.
     """
-    ratio = mean_ratio(
-        deployment, window, family, analysis=analysis, statistic=statistic, matchers=matchers,
-        caveats=caveats,
-    )  # fmt: skip
-    return counter_ratios(source, deployment, window, [ratio])[0]
+    return counter_ratio(r, mean_ratio(r, family, statistic, matchers=matchers, caveats=caveats))
 
 
 def share_ratio(
-    deployment: Deployment,
-    window: Window,
-    family: Family,
-    bound: float,
-    *,
-    analysis: str,
-    statistic: str,
-    caveats: Sequence[str] = (),
+    r: Reading, family: Family, bound: float, statistic: str, *, caveats: Sequence[str] = ()
 ) -> Ratio:
     """The :class:`Ratio` of :func:`histogram_share`, to ask with others."""
-    m = deployment.matchers
+    m = r.matchers
     return Ratio(
         numerator=family.select((*m, builders.le_matcher(bound)), "bucket"),
         denominator=family.select((*m, builders.le_matcher(math.inf)), "bucket"),
-        promql=builders.share_at_or_below(family, bound, m, window.seconds),
-        families=(family,), analysis=analysis, statistic=statistic, unit="ratio",
-        ignoring=("le",), caveats=tuple(caveats),
-    )  # fmt: skip
+        promql=builders.share_at_or_below(family, bound, m, r.seconds),
+        statistic=statistic,
+        unit="ratio",
+        ignoring=("le",),
+        caveats=tuple(caveats),
+    )
 
 
 def histogram_share(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    family: Family,
-    bound: float,
-    *,
-    analysis: str,
-    statistic: str,
-    caveats: Sequence[str] = (),
+    r: Reading, family: Family, bound: float, statistic: str, *, caveats: Sequence[str] = ()
 ) -> Measurement:
     """Exact share (ratio 0-1) of ``family``'s observations at or below the bucket bound ``bound``.
 
@@ -354,8 +288,4 @@ def histogram_share(
     across every series of the deployment. ``no_data`` when no bucket has
     that bound (the caller interpolates between bounds instead).
     """
-    ratio = share_ratio(
-        deployment, window, family, bound, analysis=analysis, statistic=statistic,
-        caveats=caveats,
-    )  # fmt: skip
-    return counter_ratios(source, deployment, window, [ratio])[0]
+    return counter_ratio(r, share_ratio(r, family, bound, statistic, caveats=caveats))

@@ -34,6 +34,7 @@ __all__ = [
     "local_measurement",
     "measure",
     "measure_by",
+    "no_data_note",
     "number_from_json",
 ]
 
@@ -201,10 +202,10 @@ def _counted(family: Family, matchers: Sequence[Matcher]) -> Selector:
     return Selector(name, tuple(matchers))
 
 
-def _no_data(deployment: Deployment, missing: Sequence[str]) -> Annotation:
+def no_data_note(deployment: str, missing: Sequence[str]) -> Annotation:
     """Why there is no value: the families without series, or no observation in the window."""
     if missing:
-        return Annotation("no_data", f"no series of {', '.join(missing)} for {deployment.name}")
+        return Annotation("no_data", f"no series of {', '.join(missing)} for {deployment}")
     return Annotation("no_data", "no observation in the window")
 
 
@@ -227,7 +228,7 @@ def _wrapped(
     status = Status.OK
     if value is None or math.isnan(value):
         status, value = Status.NO_DATA, None
-        notes.append(_no_data(deployment, missing()))
+        notes.append(no_data_note(deployment.name, missing()))
     return Measurement(
         key=f"{deployment.name}/{analysis}/{statistic}",
         deployment=deployment.name,
@@ -268,7 +269,7 @@ def local_measurement(
     ok = value is not None and math.isfinite(value)
     notes: tuple[Annotation, ...] = ()
     if not ok:
-        notes = (_no_data(deployment, missing),)
+        notes = (no_data_note(deployment.name, missing),)
     return Measurement(
         key=f"{deployment.name}/{analysis}/{statistic}",
         deployment=deployment.name,

@@ -1,0 +1,308 @@
+"""Reading: what one analysis reads (source, deployment, window) and the factory of its numbers.
+
+An analysis receives one :class:`Reading` and makes every
+:class:`~inference_obs.reading.measurement.Measurement` through it:
+:meth:`Reading.measure` (one value of a query), :meth:`Reading.measure_by`
+(one value per group of a query), :meth:`Reading.local` (a value computed
+here from raw samples) and :meth:`Reading.made` (a value computed here from
+answers already read). A value without data is ``no_data`` naming the
+families that have no series, found by walking the query
+(:func:`~inference_obs.query.walk.selectors`), never passed by hand; an
+answer the server marked partial gives a ``partial`` Measurement.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+
+from inference_obs.deployment import Deployment
+from inference_obs.engine.vector import Vector
+from inference_obs.errors import Annotation, QueryError
+from inference_obs.metrics import family as catalogue_family
+from inference_obs.metrics.family import Family, MetricType
+from inference_obs.query import Expr, Matcher, Selector, to_promql
+from inference_obs.query.walk import selectors
+from inference_obs.reading.joined import instants
+from inference_obs.reading.measurement import (
+    Bounds,
+    Measurement,
+    Provenance,
+    Status,
+    no_data_note,
+)
+from inference_obs.samples import Labels, Window
+from inference_obs.source.base import Instant, Source
+
+__all__ = ["Reading", "missing_families"]
+
+#: The annotation kind a source gives an answer the server marked partial.
+PARTIAL_RESPONSE = "partial_response"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One analysis's view of one deployment over one window.
+
+    Attributes
+    ----------
+    source
+        Where the series come from (read-only).
+    deployment
+        Whose series: its matchers select the app series, its GPU matchers the DCGM ones.
+    window
+        The window every number covers.
+    analysis
+        The analysis's name: the middle part of every Measurement key.
+    step
+        Tile width, seconds, the per-scrape questions read at; ``None``: every scrape
+        (see :mod:`~inference_obs.reading.resolution`).
+    gpu_hour_price
+        Rent of one GPU for one hour (any currency), when known.
+    topology_text
+        ``nvidia-smi topo -m`` output of the deployment's boxes, when known.
+    """
+
+    source: Source
+    deployment: Deployment
+    window: Window
+    analysis: str
+    step: float | None = None
+    gpu_hour_price: float | None = None
+    topology_text: str | None = None
+
+    def of(self, analysis: str) -> Reading:
+        """The same reading, for another analysis's numbers."""
+        return replace(self, analysis=analysis)
+
+    @property
+    def matchers(self) -> tuple[Matcher, ...]:
+        """The matchers of the deployment's app (vLLM) series."""
+        return tuple(self.deployment.matchers)
+
+    @property
+    def seconds(self) -> float:
+        """The window's length, seconds."""
+        return self.window.seconds
+
+    def instant(self, expr: Expr) -> Instant:
+        """``expr`` at the window's end."""
+        return self.source.instant(expr, self.window.end_s)
+
+    def instants(self, exprs: Sequence[Expr]) -> list[Instant]:
+        """Each of ``exprs`` at the window's end, in as few requests as the source allows."""
+        return instants(self.source, exprs, self.window.end_s)
+
+    def measure(
+        self,
+        statistic: str,
+        expr: Expr,
+        unit: str,
+        *,
+        caveats: Sequence[str] = (),
+        bounds: Bounds | None = None,
+        answer: Instant | None = None,
+    ) -> Measurement:
+        """The single value ``expr`` gives at the window's end.
+
+        No series, or a NaN (no observation in the window), gives ``no_data``
+        naming the families of ``expr`` that have no series. ``answer`` is
+        ``expr``'s answer when it was asked already (with other questions).
+
+        Raises
+        ------
+        QueryError
+            When ``expr`` gives several series: the analysis asked the wrong question.
+        """
+        if answer is None:
+            answer = self.instant(expr)
+        value: float | None
+        if isinstance(answer.value, Vector):
+            if len(answer.value) > 1:
+                raise QueryError(
+                    f"{to_promql(expr)} returned {len(answer.value)} series, expected 1"
+                )
+            value = float(answer.value.values[0]) if len(answer.value) else None
+        else:
+            value = float(answer.value)
+        missing = partial(missing_families, self.source, expr, self.window)
+        return self._answered(statistic, value, unit, expr, answer, missing, caveats, bounds)
+
+    def measure_by(
+        self,
+        statistics: Mapping[Labels, str],
+        expr: Expr,
+        by: Sequence[str],
+        unit: str,
+        *,
+        caveats: Sequence[str] = (),
+        answer: Instant | None = None,
+    ) -> dict[Labels, Measurement]:
+        """The value of each group of ``expr`` (aggregated ``by`` labels), from one answer.
+
+        ``statistics`` maps each wanted group (its ``by`` labels) to its
+        statistic's name; a group the answer lacks, or whose value is NaN, is
+        ``no_data``, naming the families of ``expr`` without series in that group.
+        """
+        if answer is None:
+            answer = self.instant(expr)
+        found = answer.value.as_dict() if isinstance(answer.value, Vector) else {}
+        keys = tuple(by)
+        present: dict[str, set[Labels]] | None = None
+
+        def missing_in(group: Labels) -> list[str]:
+            nonlocal present
+            if present is None:  # asked once, only if some group has no value
+                series = {
+                    name: self.source.series(p, self.window) for name, p in _probes(expr).items()
+                }
+                present = {
+                    name: {_group(one, keys) for one in found} for name, found in series.items()
+                }
+            return [name for name, groups in present.items() if group not in groups]
+
+        return {
+            group: self._answered(
+                statistic,
+                found.get(group),
+                unit,
+                expr,
+                answer,
+                partial(missing_in, group),
+                caveats,
+                None,
+            )
+            for group, statistic in statistics.items()
+        }
+
+    def local(
+        self,
+        statistic: str,
+        value: float | None,
+        unit: str,
+        *,
+        reads: Sequence[Expr],
+        computation: str,
+        caveats: Sequence[str] = (),
+        missing: Sequence[Family | str] = (),
+    ) -> Measurement:
+        """A value computed here from the raw samples of ``reads`` (selectors or ranges).
+
+        ``value`` None or not finite gives ``no_data``; ``missing`` names the
+        families without series, in its annotation.
+        """
+        names = [m if isinstance(m, str) else m.name for m in missing]
+        ok = value is not None and math.isfinite(value)
+        return self.made(
+            statistic,
+            value if ok else None,
+            unit,
+            Status.OK if ok else Status.NO_DATA,
+            promql=tuple(to_promql(e) for e in reads),
+            computation=computation,
+            annotations=() if ok else (no_data_note(self.deployment.name, names),),
+            caveats=caveats,
+        )
+
+    def made(
+        self,
+        statistic: str,
+        value: float | None,
+        unit: str,
+        status: Status,
+        *,
+        promql: Sequence[str],
+        computation: str | None = None,
+        bounds: Bounds | None = None,
+        annotations: Sequence[Annotation] = (),
+        caveats: Sequence[str] = (),
+    ) -> Measurement:
+        """The Measurement ``statistic`` of this reading: every other method ends here.
+
+        A value is kept only where the status is ``ok`` or ``partial``; an
+        ``ok`` whose answer the server marked partial becomes ``partial``.
+        """
+        if status is Status.OK and any(a.kind == PARTIAL_RESPONSE for a in annotations):
+            status = Status.PARTIAL
+        readable = status in (Status.OK, Status.PARTIAL)
+        info = self.source.info()
+        return Measurement(
+            key=f"{self.deployment.name}/{self.analysis}/{statistic}",
+            deployment=self.deployment.name,
+            analysis=self.analysis,
+            statistic=statistic,
+            value=value if readable else None,
+            unit=unit,
+            window_start=self.window.start,
+            window_end=self.window.end,
+            status=status,
+            bounds=bounds if readable else None,
+            provenance=Provenance(
+                promql=tuple(promql),
+                engine=info.kind,
+                rules=info.rules.value,
+                computation=computation,
+            ),
+            annotations=tuple(annotations),
+            caveats=tuple(caveats),
+        )
+
+    def _answered(
+        self,
+        statistic: str,
+        value: float | None,
+        unit: str,
+        expr: Expr,
+        answer: Instant,
+        missing: Callable[[], list[str]],
+        caveats: Sequence[str],
+        bounds: Bounds | None,
+    ) -> Measurement:
+        notes = list(answer.annotations)
+        status = Status.OK
+        if value is None or math.isnan(value):
+            status, value = Status.NO_DATA, None
+            notes.append(no_data_note(self.deployment.name, missing()))
+        return self.made(
+            statistic,
+            value,
+            unit,
+            status,
+            promql=(to_promql(expr),),
+            bounds=bounds,
+            annotations=notes,
+            caveats=caveats,
+        )
+
+
+def _group(labels: Labels, by: tuple[str, ...]) -> Labels:
+    return Labels((k, v) for k, v in labels.items() if k in by)
+
+
+def _probes(expr: Expr) -> dict[str, Selector]:
+    """Per family read by ``expr`` (as named there, in the order written), the series that
+    show it exists: a histogram's ``_count`` (its buckets may be dropped by relabelling
+    while the family is there), with the selector's own matchers but not ``le``."""
+    out: dict[str, Selector] = {}
+    for sel in selectors(expr):
+        if sel.metric is None:  # selected by labels alone: no family to name
+            continue
+        name = probe = sel.metric
+        try:
+            histogram = catalogue_family(name).type is MetricType.HISTOGRAM
+        except QueryError:  # not in the catalogue: nothing to strip
+            histogram = False
+        if histogram:
+            for part in ("_bucket", "_sum", "_count"):
+                name = name.removesuffix(part)
+            probe = f"{name}_count"
+        if name not in out:
+            out[name] = Selector(probe, tuple(m for m in sel.matchers if m.label != "le"))
+    return out
+
+
+def missing_families(source: Source, expr: Expr, window: Window) -> list[str]:
+    """The families ``expr`` reads that have no series in ``window``, in the order written."""
+    return [name for name, probe in _probes(expr).items() if not source.series(probe, window)]
