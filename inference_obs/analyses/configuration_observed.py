@@ -20,7 +20,8 @@ from inference_obs.errors import Annotation
 from inference_obs.metrics import builders, dcgm, vllm
 from inference_obs.query import to_promql
 from inference_obs.reading.alignment import gpu_label_query, gpu_label_sets
-from inference_obs.reading.counter_ratios import counter_ratio
+from inference_obs.reading.context import Reading
+from inference_obs.reading.counter_ratios import Ratio, counter_ratio
 from inference_obs.reading.measurement import Measurement, Provenance, Status, local_measurement
 from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Source
@@ -114,14 +115,18 @@ class Observed:
         """Draft tokens per draft over the window, exactly (counter changes)."""
         m, w = self.deployment.matchers, self.window
         drafts, proposed = vllm.SPEC_DECODE_NUM_DRAFTS, vllm.SPEC_DECODE_NUM_DRAFT_TOKENS
-        return counter_ratio(
-            self.source, self.deployment, w, numerator=proposed.select(m),
-            denominator=drafts.select(m), families=[proposed, drafts],
-            promql=builders.increase_total(proposed, m, w.seconds)
-            / builders.increase_total(drafts, m, w.seconds),
-            analysis=ANALYSIS, statistic="draft_tokens_per_draft", unit="tokens",
+        promql = builders.increase_total(proposed, m, w.seconds) / builders.increase_total(
+            drafts, m, w.seconds
+        )
+        ratio = Ratio(
+            proposed.select(m),
+            drafts.select(m),
+            promql,
+            "draft_tokens_per_draft",
+            "tokens",
             caveats=("Mean draft length: num_speculative_tokens unless cut short.",),
-        )  # fmt: skip
+        )
+        return counter_ratio(Reading(self.source, self.deployment, w, ANALYSIS), ratio)
 
     def engines_by_replica(self) -> dict[str, set[str]]:
         """Engine (data-parallel rank) labels per replica; the instance where no pod label."""

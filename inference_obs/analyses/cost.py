@@ -44,6 +44,7 @@ from inference_obs.deployment import Deployment
 from inference_obs.metrics import builders as b, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, Matcher
+from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import histogram_mean
 from inference_obs.reading.measurement import Bounds, Measurement, derive, measure
 from inference_obs.reading.result import AnalysisResult
@@ -182,7 +183,7 @@ def _sla_share(
     """Both SLAs' shares (empty unless both given) and the share counted useful."""
     parts = tuple(
         share_within(
-            source, deployment, window, family, threshold, analysis=ANALYSIS,
+            Reading(source, deployment, window, ANALYSIS), family, threshold,
             statistic=f"{name}_share_le_{threshold:g}", caveats=(USEFUL,),
         )
         for name, family, threshold in (
@@ -284,7 +285,7 @@ def cost(
     per_replica = deployment.hardware.gpus_per_replica
     # Every number asked at once: none waits on another's answer.
     replicas_asked = soon(source, partial(
-        replicas_seen, source, deployment, window, vllm.GENERATION_TOKENS, m, ANALYSIS
+        replicas_seen, Reading(source, deployment, window, ANALYSIS), vllm.GENERATION_TOKENS
     ))  # fmt: skip
     completed_m = (*m, Matcher.regex("finished_reason", _COMPLETED))
     completing = soon(source, partial(
@@ -294,8 +295,8 @@ def cost(
         caveats=(EXTRAPOLATED, "Finished on stop or length: aborts and errors excluded."),
     ))  # fmt: skip
     averaging = soon(source, partial(
-        histogram_mean, source, deployment, window, vllm.REQUEST_GENERATION_TOKENS,
-        analysis=ANALYSIS, statistic="output_tokens_mean",
+        histogram_mean, Reading(source, deployment, window, ANALYSIS),
+        vllm.REQUEST_GENERATION_TOKENS, "output_tokens_mean",
         caveats=("Mean over every finished request.",),
     ))  # fmt: skip
     sharing = soon(source, partial(_sla_share, source, deployment, window, sla_ttft_s, sla_e2e_s))

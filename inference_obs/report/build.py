@@ -343,7 +343,7 @@ def _start_deployment(
         ),
         "bottleneck": start(f"{d.name}: bottleneck", partial(bottleneck, source, d, w)),
         "configuration": start(
-            f"{d.name}: configuration", partial(configuration, source, d, w, topology)
+            f"{d.name}: configuration", partial(configuration, source, d, w, topology_text=topology)
         ),
         "boundaries": start(
             f"{d.name}: stage boundaries", lambda: boundaries(source, d, w, step=tile.result())

@@ -52,7 +52,8 @@ from inference_obs.metrics import builders as b, dcgm, host, host_queries as hq,
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, Matcher, to_promql
 from inference_obs.reading.alignment import gpu_label_sets
-from inference_obs.reading.counter_ratios import counter_ratios_by
+from inference_obs.reading.context import Reading
+from inference_obs.reading.counter_ratios import Ratio, counter_ratios_by
 from inference_obs.reading.joined import instants
 from inference_obs.reading.measurement import (
     Measurement,
@@ -268,16 +269,17 @@ def _per_replica(
     questions = _questions(deployment, window, duty_family, by)
     containers = hq.container_matchers(pod_matchers(deployment.matchers))
     # Every statistic asked at once; each is one query for the whole fleet.
+    throttled = Ratio(
+        host.CONTAINER_CPU_CFS_THROTTLED_PERIODS.select(containers),
+        host.CONTAINER_CPU_CFS_PERIODS.select(containers),
+        hq.container_cpu_throttled_ratio(pod_matchers(deployment.matchers), window.seconds, by),
+        "throttled_ratio",
+        "ratio",
+        caveats=host.CONTAINER_CPU_CFS_THROTTLED_PERIODS.traps[:1],
+    )
     throttling = soon(source, lambda: counter_ratios_by(
-        source, deployment, window,
-        numerator=host.CONTAINER_CPU_CFS_THROTTLED_PERIODS.select(containers),
-        denominator=host.CONTAINER_CPU_CFS_PERIODS.select(containers),
-        promql=hq.container_cpu_throttled_ratio(
-            pod_matchers(deployment.matchers), window.seconds, by
-        ),
-        families=[host.CONTAINER_CPU_CFS_PERIODS], analysis=ANALYSIS,
-        statistic=lambda g: f"throttled_ratio[{groups[g]}]", unit="ratio", by=by,
-        groups=list(groups), caveats=host.CONTAINER_CPU_CFS_THROTTLED_PERIODS.traps[:1],
+        Reading(source, deployment, window, ANALYSIS), throttled, by=by, groups=list(groups),
+        statistic=lambda g: f"throttled_ratio[{groups[g]}]",
     ))  # fmt: skip
     answers = instants(source, [q[0] for q in questions.values()], window.end_s)
     measured = together(source, [

@@ -136,7 +136,9 @@ def profile(
     served_asked = soon(source, partial(throughput, source, deployment, window, step=step))
     cached = soon(source, partial(cache, source, deployment, window))
     gpus = soon(source, partial(gpu, source, deployment, window))
-    configured = soon(source, partial(configuration, source, deployment, window, topology_text))
+    configured = soon(
+        source, partial(configuration, source, deployment, window, topology_text=topology_text)
+    )
     costed = soon(source, partial(
         cost, source, deployment, window, gpu_hour_price=gpu_hour_price or 1.0
     ))  # fmt: skip
