@@ -1,13 +1,15 @@
 """The questions users ask, one module per question, each answering with Measurements.
 
-Every entry function takes a :class:`~inference_obs.source.base.Source`, a
-:class:`~inference_obs.deployment.Deployment` (or several) and a window, and
-returns a result whose numbers are :class:`Measurement`\\ s: value, unit,
-window, status (``no_data`` is never 0), bounds and the PromQL behind them.
+Each analysis is an :class:`~inference_obs.analyses.unit.Analysis` listed in
+:data:`~inference_obs.analyses.registry.ANALYSES`; calling one runs it alone
+(``latency(source, deployment, window)``), and :func:`run` runs them all once
+per deployment. A result's numbers are :class:`Measurement`\\ s: value,
+unit, window, status (``no_data`` is never 0), bounds and the PromQL behind them.
 """
 
 from __future__ import annotations
 
+from inference_obs.analyses.activity import ActivityResult, activity
 from inference_obs.analyses.bottleneck import BottleneckResult, bottleneck
 from inference_obs.analyses.boundaries.stages import BoundariesResult, boundaries
 from inference_obs.analyses.cache import CacheResult, cache
@@ -16,26 +18,34 @@ from inference_obs.analyses.cost import CostResult, TokenPrices, cost
 from inference_obs.analyses.gpu import GpuResult, gpu
 from inference_obs.analyses.latency import LatencyResult, latency
 from inference_obs.analyses.queueing import QueueingResult, queueing
+from inference_obs.analyses.registry import ANALYSES, analysis
 from inference_obs.analyses.rolling import RollingQuantiles, rolling_quantiles
+from inference_obs.analyses.run import DeploymentResults, run
 from inference_obs.analyses.shapes import ShapesResult, shapes
 from inference_obs.analyses.throughput import ThroughputResult, throughput
+from inference_obs.analyses.unit import Analysis, Settings
 from inference_obs.analyses.validity.verdicts import ValidityResult, Verdict, validity
 from inference_obs.analyses.verify import VerifyResult, verify_dataset
 from inference_obs.reading.measurement import Bounds, Measurement, Provenance, Status
 
 __all__ = [
+    "ANALYSES",
+    "ActivityResult",
+    "Analysis",
     "BottleneckResult",
     "BoundariesResult",
     "Bounds",
     "CacheResult",
     "ConfigurationResult",
     "CostResult",
+    "DeploymentResults",
     "GpuResult",
     "LatencyResult",
     "Measurement",
     "Provenance",
     "QueueingResult",
     "RollingQuantiles",
+    "Settings",
     "ShapesResult",
     "Status",
     "ThroughputResult",
@@ -43,6 +53,8 @@ __all__ = [
     "ValidityResult",
     "Verdict",
     "VerifyResult",
+    "activity",
+    "analysis",
     "bottleneck",
     "boundaries",
     "cache",
@@ -52,6 +64,7 @@ __all__ = [
     "latency",
     "queueing",
     "rolling_quantiles",
+    "run",
     "shapes",
     "throughput",
     "validity",

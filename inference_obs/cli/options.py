@@ -284,3 +284,21 @@ def positive_seconds(text: str, option: str) -> float:
     if not math.isfinite(seconds) or seconds <= 0:
         raise InferenceObsError(f"{option} {text!r}: expected seconds above 0, e.g. 600")
     return seconds
+
+
+def analysis_settings(assignments: Sequence[str]) -> dict[str, dict[str, str]]:
+    """``--set analysis.setting=value`` options, checked against each analysis's settings.
+
+    Raises
+    ------
+    InferenceObsError
+        Naming the option when an analysis or setting is unknown or its value invalid.
+    """
+    from inference_obs.analyses.registry import parse_settings, settings_for
+
+    try:
+        overrides = parse_settings(assignments)
+        settings_for(overrides)
+    except ConfigurationError as exc:
+        raise InferenceObsError(f"--set: {exc}") from None
+    return overrides

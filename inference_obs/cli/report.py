@@ -15,7 +15,7 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inference_obs.cli.options import (
     EXIT_BUDGET,
@@ -23,6 +23,7 @@ from inference_obs.cli.options import (
     EXIT_NO_DATA,
     EXIT_OK,
     EXIT_REGRESSION,
+    analysis_settings,
     positive_seconds,
     prices,
     resolution,
@@ -46,6 +47,9 @@ from inference_obs.errors import (
 from inference_obs.reading.resolution import ROWS, Resolution, tile_ms
 from inference_obs.samples import Window
 
+if TYPE_CHECKING:
+    from inference_obs.analyses.run import DeploymentResults
+
 __all__ = ["DEFAULT_DATASET", "register"]
 
 #: What ``report --fail-on`` accepts (comma-separated), and the status each gives.
@@ -64,6 +68,7 @@ class _Checked:
     fail_on: frozenset[str]
     out: Path
     baseline: dict[str, Any] | None
+    settings: dict[str, dict[str, str]]
 
 
 def _fail_on(text: str | None) -> frozenset[str]:
@@ -84,6 +89,7 @@ def _checked(args: argparse.Namespace) -> _Checked:
         None if args.time_budget is None else positive_seconds(args.time_budget, "--time-budget")
     )
     read_at = resolution(args.resolution)
+    settings = analysis_settings(args.settings)
     gpu_hour_prices = prices(args.gpu_hour_price)
     topology_texts = topologies(args.topology)
     fail_on = _fail_on(args.fail_on)
@@ -115,6 +121,7 @@ def _checked(args: argparse.Namespace) -> _Checked:
         fail_on,
         out,
         previous,
+        settings,
     )
 
 
@@ -137,6 +144,13 @@ def _remaining(deadline: float | None) -> float | None:
 
         raise ReportTimeout("the time budget ran out before the analyses started")
     return left
+
+
+def _matched(d: DeploymentResults) -> bool:
+    """Whether both the deployment's app series and its GPU series were found."""
+    from inference_obs.analyses import gpu, throughput
+
+    return d.of(throughput).replicas_seen.ok and bool(d.of(gpu).gpus_with_samples.value)
 
 
 def _unmatched(opened: Opened, names: Collection[str]) -> None:
@@ -173,6 +187,7 @@ def _report(args: argparse.Namespace) -> int:
     # Every option and input is checked: the work starts here.
     from inference_obs.analyses.validity.verdicts import Verdict
     from inference_obs.report import build_report, write_report
+    from inference_obs.report.model import has_data
     from inference_obs.report.write import remove_report
 
     if remove_report(checked.out):
@@ -189,7 +204,7 @@ def _report(args: argparse.Namespace) -> int:
             topologies=checked.topologies,
             scrape_interval_seconds=opened.scrape_interval_seconds,
             methodology=opened.methodology,
-            figures=bool({"md", "html"} & set(checked.formats)),
+            settings=checked.settings,
             progress=say,
             budget_s=_remaining(checked.deadline),
             resolution=checked.read_at,
@@ -210,15 +225,8 @@ def _report(args: argparse.Namespace) -> int:
     if not args.quiet:
         for key in (*checked.formats, *sorted(k for k in written if k.startswith("figure:"))):
             print(f"wrote {written[key]}")
-    _unmatched(
-        opened,
-        [
-            d.deployment.name
-            for d in report.deployments
-            if not d.throughput.replicas_seen.ok or not d.gpu.gpus_with_samples.value
-        ],
-    )
-    empty = [d.deployment for d in report.deployments if not d.has_data]
+    _unmatched(opened, [d.deployment.name for d in report.deployments if not _matched(d)])
+    empty = [d.deployment for d in report.deployments if not has_data(d)]
     if empty:
         print(f"inference-obs: no data for {', '.join(d.name for d in empty)}", file=sys.stderr)
         return EXIT_NO_DATA
@@ -239,8 +247,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from inference_obs.analyses.validity.verdicts import Verdict, validity, windows_by_name
-    from inference_obs.reading.resolution import step_for
+    from inference_obs.analyses.validity.verdicts import Verdict, validity
 
     read_at = resolution(args.resolution)
     gpu_hour_prices = prices(args.gpu_hour_price)
@@ -251,17 +258,13 @@ def _compare(args: argparse.Namespace) -> int:
     named(topology_texts, planned.deployments, "--topology")
     opened = planned.open()
     try:
-        windows = windows_by_name(opened.deployments, opened.window)
-        steps = {
-            d.name: step_for(opened.source, d, windows[d.name], read_at) for d in opened.deployments
-        }
         result = validity(
             opened.source,
             opened.deployments,
-            windows,
+            opened.window,
             gpu_hour_prices=gpu_hour_prices or None,
             topologies=topology_texts,
-            steps={name: step for name, step in steps.items() if step is not None},
+            resolution=read_at,
         )
     except ValueError as exc:
         raise InferenceObsError(str(exc)) from exc
@@ -307,6 +310,15 @@ def _analysis_options(command: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=PRICE",
         help="GPU-hour rent for a deployment, for cost per token (repeatable)",
+    )
+    command.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        dest="settings",
+        metavar="ANALYSIS.SETTING=VALUE",
+        help="an analysis setting, such as queueing.busy_threshold=60 (repeatable; "
+        "`inference-obs analyses` lists them with their units and defaults)",
     )
 
 

@@ -1,23 +1,26 @@
 """Observation reports: analyses gathered once, rendered as Markdown, HTML and JSON.
 
 :func:`with_baseline` adds the comparison with an earlier ``report.json``
-(:mod:`~inference_obs.report.baseline`).
+(:mod:`~inference_obs.report.baseline`); :func:`draw_figures` draws a
+report's figures from its results.
 """
 
 from inference_obs.report.baseline import Baseline, compare_reports, read_report_json
-from inference_obs.report.build import DeploymentReport, Report, ReportTimeout, Scope, build_report
+from inference_obs.report.build import ReportTimeout, build_report
+from inference_obs.report.figures import draw_figures
+from inference_obs.report.model import Report, Scope
 from inference_obs.report.report_json import report_json
 from inference_obs.report.with_baseline import with_baseline
 from inference_obs.report.write import write_report
 
 __all__ = [
     "Baseline",
-    "DeploymentReport",
     "Report",
     "ReportTimeout",
     "Scope",
     "build_report",
     "compare_reports",
+    "draw_figures",
     "read_report_json",
     "report_json",
     "with_baseline",

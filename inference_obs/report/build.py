@@ -1,10 +1,10 @@
-"""Run every analysis a report needs, for every deployment, and keep the results together.
+"""Run every analysis once per deployment, then the comparison checks, and keep the results.
 
 :func:`build_report` is the report's only contact with a source: the
-renderers (:mod:`~.markdown`, :mod:`~.html`, :mod:`~.report_json`) format
-what it returns and query nothing. Progress goes to a callback, and a
-deadline stops the run between analyses with a clear error rather than
-leaving a half-written report.
+renderers (:mod:`~.markdown`, :mod:`~.html`, :mod:`~.report_json`) and the
+figures (:mod:`~.figures`) read what it returns and query nothing.
+Progress goes to a callback, and a deadline stops the run between analyses
+with a clear error rather than leaving a half-written report.
 """
 
 from __future__ import annotations
@@ -12,45 +12,21 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
-import pandas as pd
-from matplotlib.figure import Figure
-from pydantic import BaseModel, ConfigDict, Field
-
-from inference_obs.analyses.bottleneck import BottleneckResult, bottleneck
-from inference_obs.analyses.boundaries.stages import BoundariesResult, boundaries
-from inference_obs.analyses.cache import CacheResult, cache
-from inference_obs.analyses.configuration import ConfigurationResult, configuration
-from inference_obs.analyses.cost import CostResult, cost
-from inference_obs.analyses.figures import (
-    dram_vs_tensor_figure,
-    gpu_heatmap_figure,
-    queue_vs_gpu_figure,
-    rolling_quantiles_figure,
-)
-from inference_obs.analyses.gpu import GpuResult, gpu
-from inference_obs.analyses.latency import LatencyResult, latency
-from inference_obs.analyses.queueing import QueueingResult, queueing
-from inference_obs.analyses.rolling import rolling_quantiles
-from inference_obs.analyses.shapes import ShapesResult, shapes
-from inference_obs.analyses.throughput import ThroughputResult, throughput
-from inference_obs.analyses.validity.verdicts import ValidityResult, validity, windows_by_name
+from inference_obs.analyses.run import run
+from inference_obs.analyses.validity.verdicts import compare, windows_by_name
 from inference_obs.deployment import Deployment
 from inference_obs.errors import InferenceObsError
-from inference_obs.reading.measurement import Measurement
-from inference_obs.reading.resolution import Resolution, step_for
-from inference_obs.reading.result import measurements_frame
-from inference_obs.report.baseline import Baseline
+from inference_obs.reading.resolution import Resolution
+from inference_obs.report.model import Report, Scope
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import Pending, RememberingSource, soon
 
-__all__ = ["WORKERS", "DeploymentReport", "Report", "ReportTimeout", "Scope", "build_report"]
+__all__ = ["WORKERS", "ReportTimeout", "build_report"]
 
 Progress = Callable[[str], None]
-T = TypeVar("T")
 #: Threads a report reading a server runs its analyses and questions in. Many wait on
 #: answers other threads are fetching, so there are more threads than requests in
 #: flight: over a link with 50 ms each way (and a round trip more per connection) the
@@ -64,99 +40,6 @@ class ReportTimeout(InferenceObsError, TimeoutError):
     """The report's time budget ran out before every analysis was done."""
 
 
-class Scope(BaseModel):
-    """What a report read: the source, its engine and rules, and the windows."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    source: str = Field(description="Where the samples came from (no credentials).")
-    engine: str
-    rules: str
-    windows: dict[str, Window] = Field(description="Deployment name -> window.")
-    scrape_interval_seconds: float | None = None
-
-
-class DeploymentReport(BaseModel):
-    """Every analysis of one deployment over its window."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
-
-    deployment: Deployment
-    window: Window
-    step_seconds: float | None = Field(
-        description="Tile width the per-scrape analyses (queueing, stage boundaries, sampled "
-        "shares) read at, seconds; None: every app scrape."
-    )
-    shapes: ShapesResult
-    latency: LatencyResult
-    throughput: ThroughputResult
-    cache: CacheResult
-    gpu: GpuResult
-    queueing: QueueingResult
-    bottleneck: BottleneckResult
-    configuration: ConfigurationResult
-    boundaries: BoundariesResult
-    cost: CostResult | None = Field(None, description="Only with a GPU-hour price.")
-
-    @property
-    def has_data(self) -> bool:
-        """Whether any vLLM replica or GPU of the deployment had series in the window."""
-        return self.throughput.replicas_seen.ok or bool(self.gpu.gpus_with_samples.value)
-
-    def measurements(self) -> tuple[Measurement, ...]:
-        """Every Measurement of every analysis, in report order."""
-        parts = (
-            self.shapes,
-            self.latency,
-            self.throughput,
-            self.cache,
-            self.gpu,
-            self.queueing,
-            self.bottleneck,
-            self.configuration,
-            self.boundaries,
-            self.cost,
-        )
-        return tuple(m for part in parts if part is not None for m in part.measurements())
-
-
-class Report(BaseModel):
-    """A whole observation report: scope, deployments, verdicts and figures."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
-
-    title: str
-    scope: Scope
-    deployments: tuple[DeploymentReport, ...]
-    validity: ValidityResult | None = Field(None, description="With two or more deployments.")
-    figures: dict[str, Figure] = Field(default_factory=dict, exclude=True)
-    methodology: tuple[str, ...] = ()
-    baseline: Baseline | None = Field(None, description="Against an earlier report.json.")
-
-    def to_frame(self) -> pd.DataFrame:
-        """Every Measurement of the report, one row each (see ``measurements_frame``)."""
-        return measurements_frame(self.measurements())
-
-    def _repr_html_(self) -> str:
-        from inference_obs.report.html import html_body
-        from inference_obs.report.sections import sections
-        from inference_obs.report.write import figure_png
-
-        pngs = {name: figure_png(fig) for name, fig in self.figures.items()}
-        return html_body(sections(self), pngs)
-
-    def measurements(self) -> tuple[Measurement, ...]:
-        """Every Measurement of the report (latency at matched load included)."""
-        matched = (
-            m
-            for pair in (self.validity.pairs if self.validity else ())
-            for found in pair.matched
-            for quantiles in found.quantiles.values()
-            for m in quantiles.values()
-        )
-        return (*(m for d in self.deployments for m in d.measurements()), *matched)
-
-
 def build_report(
     source: Source,
     deployments: Sequence[Deployment],
@@ -168,13 +51,13 @@ def build_report(
     topologies: Mapping[str, str] | None = None,
     scrape_interval_seconds: float | None = None,
     methodology: Sequence[str] = (),
-    figures: bool = True,
+    settings: Mapping[str, Mapping[str, Any]] | None = None,
     progress: Progress | None = None,
     budget_s: float | None = None,
     resolution: Resolution = "auto",
     workers: int | None = None,
 ) -> Report:
-    """Run the analyses, the comparison checks and the figures for ``deployments``.
+    """Run every registered analysis once per deployment, and the comparison checks.
 
     Parameters
     ----------
@@ -196,8 +79,10 @@ def build_report(
         The scrape interval, when known (datasets record it).
     methodology
         Notes carried into the report (a dataset's methodology).
-    figures
-        Whether to draw the figures.
+    settings
+        Analysis settings by analysis name, then setting
+        (``{"queueing": {"busy_threshold": 60}}``; see
+        :mod:`~inference_obs.analyses.registry`); checked before anything is read.
     progress
         Called with a short line as each analysis starts (from the thread
         that runs it, one call at a time).
@@ -222,18 +107,17 @@ def build_report(
     Notes
     -----
     Over a slow link a report's time is its round trips, one after another
-    when each question waits for the one before. The analyses of every
-    deployment, the figures and the comparison checks need nothing of each
-    other but the tile width (and the queue figure, the queueing result),
-    so all start at once; inside each, questions that do not depend on each
-    other's answers are asked together, and a question already in flight is
-    waited for, not asked again (:mod:`~inference_obs.source.remembering`).
+    when each question waits for the one before. The deployments' analyses
+    need nothing of each other but the tile width, so all start at once;
+    inside each, questions that do not depend on each other's answers are
+    asked together, and a question already in flight is waited for, not
+    asked again (:mod:`~inference_obs.source.remembering`). The comparison
+    checks read the analyses' results and ask only what those lack.
     """
     started = time.monotonic()
     say = progress or (lambda _: None)
     saying = threading.Lock()
     windows = windows_by_name(deployments, window)
-    prices = dict(gpu_hour_prices or {})
 
     def step(what: str) -> None:
         if budget_s is not None and time.monotonic() - started > budget_s:
@@ -241,62 +125,32 @@ def build_report(
         with saying:
             say(what)
 
-    # Analyses read some series in common, and the comparison checks run them
-    # again: asked once each, a live report makes about half the requests.
     with RememberingSource(source) as asked:
         # The engine is asked first: its kind chooses the default number of threads.
         local = asked.info().kind == "dataset"
         asked.workers = workers if workers is not None else 1 if local else WORKERS
 
-        def start(what: str, run: Callable[[], T]) -> Pending[T]:
-            def stepped() -> T:
+        def start(what: str, work: Callable[[], Any]) -> Pending[Any]:
+            def stepped() -> Any:
                 step(what)
-                return run()
+                return work()
 
             return soon(asked, stepped)
 
-        tiles = {
-            d.name: start(
-                f"{d.name}: resolution",
-                partial(step_for, asked, d, windows[d.name], resolution),
-            )
-            for d in deployments
-        }
-        started_parts = [
-            _start_deployment(start, asked, d, windows[d.name], tiles[d.name], prices, topologies)
-            for d in deployments
-        ]
-        drawing = [
-            _start_figures(start, asked, d, windows[d.name], part["queueing"])
-            for d, part in zip(deployments, started_parts, strict=True)
-            if figures
-        ]
-        checking = (
-            start(
-                "comparison checks",
-                lambda: validity(
-                    asked,
-                    deployments,
-                    windows,
-                    gpu_hour_prices=prices or None,
-                    topologies=topologies,
-                    steps={n: s for n, t in tiles.items() if (s := t.result()) is not None},
-                ),
-            )
-            if len(deployments) > 1
-            else None
+        runs = run(
+            asked,
+            deployments,
+            windows,
+            resolution=resolution,
+            gpu_hour_prices=gpu_hour_prices,
+            topologies=topologies,
+            settings=settings,
+            start=start,
         )
-        parts = [
-            DeploymentReport(
-                deployment=d,
-                window=windows[d.name],
-                step_seconds=tiles[d.name].result(),
-                **{name: one.result() for name, one in part.items()},
-            )
-            for d, part in zip(deployments, started_parts, strict=True)
-        ]
-        drawn = {name: fig.result() for pending in drawing for name, fig in pending.items()}
-        verdicts = checking.result() if checking is not None else None
+        verdicts = None
+        if len(deployments) > 1:
+            step("comparison checks")
+            verdicts = compare(asked, runs)
         info = asked.info()
     scope = Scope(
         source=source_name,
@@ -308,75 +162,7 @@ def build_report(
     return Report(
         title=title,
         scope=scope,
-        deployments=tuple(parts),
+        deployments=tuple(runs),
         validity=verdicts,
-        figures=drawn,
         methodology=tuple(methodology),
     )
-
-
-Start = Callable[[str, Callable[[], T]], Pending[T]]
-
-
-def _start_deployment(
-    start: Start[Any],
-    source: Source,
-    d: Deployment,
-    w: Window,
-    tile: Pending[float | None],
-    prices: Mapping[str, float],
-    topologies: Mapping[str, str] | None,
-) -> dict[str, Pending[Any]]:
-    """Every analysis of one deployment, started; keyed by its DeploymentReport field."""
-    price = prices.get(d.name)
-    topology = (topologies or {}).get(d.name)
-    started = {
-        "latency": start(f"{d.name}: latency", partial(latency, source, d, w)),
-        "shapes": start(f"{d.name}: shapes", partial(shapes, source, d, w)),
-        "throughput": start(
-            f"{d.name}: throughput", lambda: throughput(source, d, w, step=tile.result())
-        ),
-        "cache": start(f"{d.name}: cache", partial(cache, source, d, w)),
-        "gpu": start(f"{d.name}: GPU", partial(gpu, source, d, w)),
-        "queueing": start(
-            f"{d.name}: queueing", lambda: queueing(source, d, w, step=tile.result())
-        ),
-        "bottleneck": start(f"{d.name}: bottleneck", partial(bottleneck, source, d, w)),
-        "configuration": start(
-            f"{d.name}: configuration", partial(configuration, source, d, w, topology_text=topology)
-        ),
-        "boundaries": start(
-            f"{d.name}: stage boundaries", lambda: boundaries(source, d, w, step=tile.result())
-        ),
-    }
-    if price is not None:
-        started["cost"] = start(
-            f"{d.name}: cost", partial(cost, source, d, w, gpu_hour_price=price)
-        )
-    return started
-
-
-def _start_figures(
-    start: Start[Figure],
-    source: Source,
-    d: Deployment,
-    w: Window,
-    queue: Pending[QueueingResult],
-) -> dict[str, Pending[Figure]]:
-    """One deployment's figures, started; keyed by their names in the report."""
-    return {
-        f"{d.name}-rolling-quantiles": start(
-            f"{d.name}: figures (rolling quantiles)",
-            lambda: rolling_quantiles_figure(rolling_quantiles(source, d, w)),
-        ),
-        f"{d.name}-queue-vs-gpu": start(
-            f"{d.name}: figures (queue vs GPU)",
-            lambda: queue_vs_gpu_figure(source, d, w, queue.result()),
-        ),
-        f"{d.name}-gpu-heatmap": start(
-            f"{d.name}: figures (GPU heat map)", partial(gpu_heatmap_figure, source, d, w)
-        ),
-        f"{d.name}-dram-vs-tensor": start(
-            f"{d.name}: figures (DRAM vs tensor)", partial(dram_vs_tensor_figure, source, d, w)
-        ),
-    }

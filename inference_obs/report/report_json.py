@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from inference_obs import analyses
 from inference_obs.reading.measurement import Measurement, json_number
-from inference_obs.report.build import Report
+from inference_obs.report.model import Report
 
 __all__ = ["FORMAT", "measurement_json", "report_json", "to_json"]
 
@@ -63,16 +64,22 @@ def report_json(report: Report) -> dict[str, Any]:
                 "window": {"start": d.window.start.isoformat(), "end": d.window.end.isoformat()},
                 "declared": d.deployment.model_dump(mode="json"),
                 "step_seconds": d.step_seconds,
-                "throughput_regime": d.throughput.regime.value,
-                "bottleneck": d.bottleneck.classification.value,
-                "queue_intervals": [i.model_dump(mode="json") for i in d.queueing.intervals],
-                "gpus_without_samples": list(d.gpu.missing_gpus),
+                "throughput_regime": d.of(analyses.throughput).regime.value,
+                "bottleneck": d.of(analyses.bottleneck).classification.value,
+                "queue_intervals": [
+                    i.model_dump(mode="json") for i in d.of(analyses.queueing).intervals
+                ],
+                "gpus_without_samples": list(d.of(analyses.gpu).missing_gpus),
                 "boundaries": {
-                    "reading": d.boundaries.reading.value,
-                    "reason": d.boundaries.reason,
-                    "intervals": [i.model_dump(mode="json") for i in d.boundaries.intervals],
+                    "reading": d.of(analyses.boundaries).reading.value,
+                    "reason": d.of(analyses.boundaries).reason,
+                    "intervals": [
+                        i.model_dump(mode="json") for i in d.of(analyses.boundaries).intervals
+                    ],
                 },
-                "configuration": [c.model_dump(mode="json") for c in d.configuration.checks],
+                "configuration": [
+                    c.model_dump(mode="json") for c in d.of(analyses.configuration).checks
+                ],
             }
         )
     comparisons = []

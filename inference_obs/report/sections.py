@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from inference_obs import analyses
 from inference_obs.analyses.configuration import CheckStatus
 from inference_obs.analyses.latency import METRICS, QUANTILES
 from inference_obs.analyses.validity.findings import Severity
 from inference_obs.report.baseline_section import baseline_blocks
-from inference_obs.report.build import Report
 from inference_obs.report.document import (
     Block,
     Code,
@@ -27,6 +27,7 @@ from inference_obs.report.document import (
     cell,
     number,
 )
+from inference_obs.report.model import Report, priced_cost
 
 __all__ = ["sections"]
 
@@ -69,13 +70,14 @@ def deployments(report: Report) -> Iterator[Block]:
     for d in report.deployments:
         hw, engine, config = d.deployment.hardware, d.deployment.engine, d.deployment.config
         declared = ", ".join(f"{k}={v}" for k, v in config.model_dump().items() if v is not None)
+        served, gpus = d.of(analyses.throughput), d.of(analyses.gpu)
         rows.append(
             (
                 d.deployment.name,
                 hw.gpu_model,
                 str(hw.gpus_per_replica),
-                f"{len(d.deployment.replicas)} / {cell(d.throughput.replicas_seen)}",
-                f"{cell(d.gpu.gpus_with_samples)} / {cell(d.gpu.gpus_expected)}",
+                f"{len(d.deployment.replicas)} / {cell(served.replicas_seen)}",
+                f"{cell(gpus.gpus_with_samples)} / {cell(gpus.gpus_expected)}",
                 f"{engine.name} {engine.version or ''} {engine.image or ''}".strip(),
                 declared or "—",
             )
@@ -106,7 +108,7 @@ def configurations(report: Report) -> Iterator[Block]:
         "labels): verified, contradicted (both values shown) or unverifiable (why)."
     )
     for d in report.deployments:
-        c = d.configuration
+        c = d.of(analyses.configuration)
         rows = tuple(
             (k.field, k.declared or "—", k.observed or "—", k.status.value, k.reason)
             for k in c.checks
@@ -145,7 +147,7 @@ def request_shapes(report: Report) -> Iterator[Block]:
     yield Paragraph("Read these before any throughput: different shapes are different work.")
     rows = []
     for d in report.deployments:
-        s = d.shapes
+        s = d.of(analyses.shapes)
         mix = ", ".join(
             f"{r} {number((m.value or 0) * 100, 3)}%" for r, m in s.finish_shares.items() if m.value
         )
@@ -183,7 +185,7 @@ def latency(report: Report) -> Iterator[Block]:
     rows = []
     for d in report.deployments:
         for key in METRICS:
-            summary = getattr(d.latency, key)
+            summary = getattr(d.of(analyses.latency), key)
             rows.append(
                 (
                     d.deployment.name,
@@ -195,7 +197,7 @@ def latency(report: Report) -> Iterator[Block]:
     yield Table(
         ("deployment", "metric", "mean", *(label.upper() for label, _ in QUANTILES)), tuple(rows)
     )
-    yield Items(report.deployments[0].latency.caveats if report.deployments else ())
+    yield Items(report.deployments[0].of(analyses.latency).caveats if report.deployments else ())
     for name in _names(report):
         yield FigureRef(
             f"{name}-rolling-quantiles",
@@ -206,7 +208,7 @@ def latency(report: Report) -> Iterator[Block]:
 def queues(report: Report) -> Iterator[Block]:
     yield Heading(2, "Queues and GPU activity")
     for d in report.deployments:
-        q = d.queueing
+        q = d.of(analyses.queueing)
         yield Heading(3, d.deployment.name)
         if d.step_seconds is not None:
             yield Paragraph(f"Rows are {d.step_seconds:g} s tiles: samples counts tiles.")
@@ -259,11 +261,11 @@ def caches(report: Report) -> Iterator[Block]:
     rows = tuple(
         (
             d.deployment.name,
-            cell(d.cache.prefix_cache_hit_rate),
-            cell(d.cache.external_kv_hit_rate),
-            cell(d.cache.preemptions),
-            cell(d.cache.spec_acceptance_rate),
-            cell(d.cache.spec_mean_acceptance_length),
+            cell(d.of(analyses.cache).prefix_cache_hit_rate),
+            cell(d.of(analyses.cache).external_kv_hit_rate),
+            cell(d.of(analyses.cache).preemptions),
+            cell(d.of(analyses.cache).spec_acceptance_rate),
+            cell(d.of(analyses.cache).spec_mean_acceptance_length),
         )
         for d in report.deployments
     )
@@ -288,7 +290,7 @@ def gpus(report: Report) -> Iterator[Block]:
     yield Heading(2, "GPU activity and bottleneck")
     rows = []
     for d in report.deployments:
-        g, b = d.gpu, d.bottleneck
+        g, b = d.of(analyses.gpu), d.of(analyses.bottleneck)
         rows.append(
             (
                 d.deployment.name,
@@ -315,11 +317,11 @@ def gpus(report: Report) -> Iterator[Block]:
         tuple(rows),
     )
     for d in report.deployments:
-        if d.gpu.missing_gpus:
+        if d.of(analyses.gpu).missing_gpus:
             yield Paragraph(
-                f"{d.deployment.name}: GPUs without samples: {', '.join(d.gpu.missing_gpus)}."
+                f"{d.deployment.name}: GPUs without samples: {', '.join(d.of(analyses.gpu).missing_gpus)}."
             )
-        yield Paragraph(f"{d.deployment.name} bottleneck: {d.bottleneck.reason}")
+        yield Paragraph(f"{d.deployment.name} bottleneck: {d.of(analyses.bottleneck).reason}")
         yield FigureRef(
             f"{d.deployment.name}-gpu-heatmap",
             f"{d.deployment.name}: utilisation per GPU over time.",
@@ -340,16 +342,16 @@ def stage_boundaries(report: Report) -> Iterator[Block]:
     rows = tuple(
         (
             d.deployment.name,
-            d.boundaries.reading.value,
-            cell(d.boundaries.duty_cycle),
-            cell(d.boundaries.tokens_per_gpu_hour),
-            d.boundaries.reason,
+            d.of(analyses.boundaries).reading.value,
+            cell(d.of(analyses.boundaries).duty_cycle),
+            cell(d.of(analyses.boundaries).tokens_per_gpu_hour),
+            d.of(analyses.boundaries).reason,
         )
         for d in report.deployments
     )
     yield Table(("deployment", "reading", "duty cycle", "tokens per GPU-hour", "why"), rows)
     for d in report.deployments:
-        if not d.boundaries.intervals:
+        if not d.of(analyses.boundaries).intervals:
             continue
         yield Heading(3, d.deployment.name)
         if d.step_seconds is not None:
@@ -361,14 +363,14 @@ def stage_boundaries(report: Report) -> Iterator[Block]:
                 (i.replica, i.cause.value, i.start.isoformat(), i.end.isoformat(),
                  str(i.samples), number(i.duty), number(i.server_cpu_cores),
                  number(i.throttled_ratio), number(i.pcie_limit_share), i.reason)
-                for i in d.boundaries.intervals
+                for i in d.of(analyses.boundaries).intervals
             ),
         )  # fmt: skip
 
 
 def costs(report: Report) -> Iterator[Block]:
     yield Heading(2, "Cost")
-    priced = [d for d in report.deployments if d.cost is not None]
+    priced = [(d, c) for d in report.deployments if (c := priced_cost(d)) is not None]
     if not priced:
         yield Paragraph(
             "No GPU-hour price was given: pass --gpu-hour-price NAME=PRICE for cost "
@@ -377,14 +379,13 @@ def costs(report: Report) -> Iterator[Block]:
     rows = tuple(
         (
             d.deployment.name,
-            cell(d.cost.gpu_hours),
-            cell(d.cost.cost),
-            cell(d.cost.useful_output_tokens),
-            cell(d.cost.cost_per_million_useful_output_tokens),
-            cell(d.cost.useful_output_tokens_per_gpu_hour),
+            cell(c.gpu_hours),
+            cell(c.cost),
+            cell(c.useful_output_tokens),
+            cell(c.cost_per_million_useful_output_tokens),
+            cell(c.useful_output_tokens_per_gpu_hour),
         )
-        for d in priced
-        if d.cost is not None
+        for d, c in priced
     )
     if rows:
         yield Table(

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from inference_obs.report.baseline import compare_reports, read_report_json
-from inference_obs.report.build import Report
+from inference_obs.report.model import Report
 from inference_obs.report.report_json import report_json
 
 __all__ = ["with_baseline"]

@@ -29,9 +29,10 @@ from pathlib import Path
 import matplotlib
 
 from inference_obs.errors import ConfigurationError
-from inference_obs.report.build import Report
+from inference_obs.report.figures import draw_figures
 from inference_obs.report.html import to_html
 from inference_obs.report.markdown import to_markdown
+from inference_obs.report.model import Report
 from inference_obs.report.report_json import to_json
 from inference_obs.report.sections import sections
 
@@ -139,7 +140,7 @@ def _render(report: Report, formats: Collection[str]) -> dict[str, bytes]:
     """Relative path -> bytes of every file of the report."""
     blocks = sections(report)
     pngs = (
-        {name: figure_png(fig) for name, fig in report.figures.items()}
+        {name: figure_png(fig) for name, fig in draw_figures(report).items()}
         if ({"md", "html"} & set(formats))
         else {}
     )

@@ -26,7 +26,8 @@ from inference_obs.errors import Annotation
 from inference_obs.metrics import vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import avg_over_time, increase, to_promql
-from inference_obs.reading.measurement import Bounds, Measurement, Provenance, Status
+from inference_obs.reading.context import Reading
+from inference_obs.reading.measurement import Bounds, Measurement, Status
 from inference_obs.samples import Window
 from inference_obs.source.base import Matrix, Source
 
@@ -104,7 +105,8 @@ def _quantiles(
     computation: str,
     matched_with: str,
 ) -> dict[str, Measurement]:
-    info = source.info()
+    reading = Reading(source, d, window, ANALYSIS)
+    rules = source.info().rules
     upper = np.array(sorted(counts), dtype=np.float64)
     totals = np.array([counts[u] for u in sorted(counts)], dtype=np.float64)
     groups = np.zeros(upper.size, dtype=np.int64)
@@ -114,26 +116,18 @@ def _quantiles(
         value: float | None = None
         bounds = None
         if upper.size and totals[-1] > 0:
-            value = float(
-                histogram_quantile(q, upper, totals, groups, 1, rules=info.rules).values[0]
-            )
+            value = float(histogram_quantile(q, upper, totals, groups, 1, rules=rules).values[0])
             low, high = quantile_bounds(q, upper, totals, groups, 1)
             bounds = Bounds(lower=float(low[0]), upper=float(high[0]))
         ok = value is not None and not math.isnan(value)
-        out[label] = Measurement(
-            key=f"{d.name}/{ANALYSIS}/{statistic}",
-            deployment=d.name,
-            analysis=ANALYSIS,
-            statistic=statistic,
-            value=value if ok else None,
-            unit=family.unit,
-            window_start=window.start,
-            window_end=window.end,
-            status=Status.OK if ok else Status.NO_DATA,
-            bounds=bounds if ok else None,
-            provenance=Provenance(
-                promql=promql, engine=info.kind, rules=info.rules.value, computation=computation
-            ),
+        out[label] = reading.made(
+            statistic,
+            value if ok else None,
+            family.unit,
+            Status.OK if ok else Status.NO_DATA,
+            promql=promql,
+            computation=computation,
+            bounds=bounds,
             annotations=() if ok else (Annotation("no_data", "no observation in the band"),),
         )
     return out

@@ -1,10 +1,10 @@
 """What the validity checks know of one deployment: its analyses and a few load figures.
 
-:func:`profile` runs the analyses a comparison rests on (shapes, latency,
-throughput, cache, GPU) for one deployment and window, and adds what they
-do not report: how many requests were in flight on average, the share of
-scrapes with work running, the observations behind each latency histogram
-and the KV-cache capacity the server exposes.
+:func:`profile` takes one deployment's run of the analyses a comparison rests
+on (:data:`NEEDED`) and adds what they do not report: how many requests were
+in flight on average, the share of scrapes with work running, the
+observations behind each latency histogram and the KV-cache capacity the
+server exposes.
 """
 
 from __future__ import annotations
@@ -19,24 +19,20 @@ from inference_obs.analyses.configuration import ConfigurationResult, configurat
 from inference_obs.analyses.cost import CostResult, cost
 from inference_obs.analyses.gpu import GpuResult, gpu
 from inference_obs.analyses.latency import METRICS, LatencyResult, latency
+from inference_obs.analyses.run import DeploymentResults
 from inference_obs.analyses.shapes import ShapesResult, shapes
 from inference_obs.analyses.throughput import ThroughputResult, throughput
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import builders, vllm
 from inference_obs.query import avg_over_time
-from inference_obs.reading.joined import instants
-from inference_obs.reading.measurement import (
-    Measurement,
-    derive,
-    local_measurement,
-    measure,
-)
+from inference_obs.reading.context import Reading
+from inference_obs.reading.measurement import Measurement, derive
 from inference_obs.reading.resolution import positive_share
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon, together
 
-__all__ = ["Profile", "profile"]
+__all__ = ["NEEDED", "Profile", "profile"]
 
 ANALYSIS = "validity"
 
@@ -93,107 +89,83 @@ def _per_replica(config: ConfigurationResult) -> Measurement:
     return config.kv_capacity_tokens  # no_data, with the family named
 
 
-def profile(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    *,
-    gpu_hour_price: float | None = None,
-    topology_text: str | None = None,
-    step: float | None = None,
-) -> Profile:
-    """Run the analyses a comparison rests on, for one deployment and window.
+#: The analyses a comparison rests on: a run for the comparison checks includes them.
+NEEDED = (shapes, latency, throughput, cache, gpu, configuration, cost)
+
+
+def profile(source: Source, ran: DeploymentResults) -> Profile:
+    """The profile of one deployment: its run's results and the load figures they lack.
 
     Parameters
     ----------
     source
-        Where the series come from.
-    deployment
-        Whose series.
-    window
-        The deployment's window (deployments may be compared across windows).
-    gpu_hour_price
-        Rent of one GPU for an hour (any currency), for cost per token; without
-        it cost is left out and only tokens per GPU-hour are compared.
-    topology_text
-        ``nvidia-smi topo -m`` output of the deployment's boxes, if known.
-    step
-        ``None`` to count the sampled shares (requests running, waiting) over
-        raw samples; else over tiles of ``step`` seconds (see
-        :mod:`~inference_obs.reading.resolution`).
+        Where the series come from (for the load figures only).
+    ran
+        The deployment's run, with at least the :data:`NEEDED` analyses; its
+        tile width counts the sampled share of scrapes with work running.
 
     Returns
     -------
     Profile
         Every figure the validity checks read.
     """
-    m, seconds = deployment.matchers, window.seconds
-    running = vllm.NUM_REQUESTS_RUNNING
-    # Every analysis at once (in a report, each is the report's own, asked already:
-    # its questions are answered from memory or waited for, not asked again).
-    shaped = soon(source, partial(shapes, source, deployment, window))
-    timed = soon(source, partial(latency, source, deployment, window))
-    served_asked = soon(source, partial(throughput, source, deployment, window, step=step))
-    cached = soon(source, partial(cache, source, deployment, window))
-    gpus = soon(source, partial(gpu, source, deployment, window))
-    configured = soon(
-        source, partial(configuration, source, deployment, window, topology_text=topology_text)
-    )
-    costed = soon(source, partial(
-        cost, source, deployment, window, gpu_hour_price=gpu_hour_price or 1.0
-    ))  # fmt: skip
-    sharing = soon(source, partial(positive_share, source, running.select(m), window, step))
-    in_flight = avg_over_time(running.select(m).over(seconds)).sum()
+    d, w = ran.deployment, ran.window
+    r = Reading(source, d, w, ANALYSIS, step=ran.step_seconds)
+    running = vllm.NUM_REQUESTS_RUNNING.select(r.matchers)
+    sharing = soon(source, partial(positive_share, source, running, w, r.step))
+    in_flight = avg_over_time(running.over(r.seconds)).sum()
     counts = {
-        key: builders.histogram_count(family, m, seconds) for key, (family, _) in METRICS.items()
+        key: builders.histogram_count(family, r.matchers, r.seconds)
+        for key, (family, _) in METRICS.items()
     }
     # The in-flight mean and every histogram's observations in one request.
-    flight_answer, *count_answers = instants(source, [in_flight, *counts.values()], window.end_s)
-    flight = measure(
-        source, deployment, window, analysis=ANALYSIS, statistic="in_flight_mean",
-        expr=in_flight, unit="requests", families=[running], matchers=m,
-        caveats=("Sum over engines of each engine's sample mean of requests running.",),
-        answer=flight_answer,
-    )  # fmt: skip
+    flight_answer, *count_answers = r.instants([in_flight, *counts.values()])
+    summed = "Sum over engines of each engine's sample mean of requests running."
+    flight = r.measure(
+        "in_flight_mean", in_flight, "requests", caveats=(summed,), answer=flight_answer
+    )
     # Together: a count without data looks up which families have series.
-    observed = together(source, [
-        partial(
-            measure, source, deployment, window, analysis=ANALYSIS,
-            statistic=f"{key}_observations", expr=expr, unit="observations",
-            families=[METRICS[key][0]], matchers=m, answer=answer,
-        )
-        for (key, expr), answer in zip(counts.items(), count_answers, strict=True)
-    ])  # fmt: skip
-    observations = dict(zip(counts, observed, strict=True))
+    observed = together(
+        source,
+        [
+            partial(r.measure, f"{key}_observations", expr, "observations", answer=answer)
+            for (key, expr), answer in zip(counts.items(), count_answers, strict=True)
+        ],
+    )
     share, asked, how = sharing.result()
-    active = local_measurement(
-        source, deployment, window, analysis=ANALYSIS, statistic="active_share",
-        value=share, unit="ratio", selectors=asked, computation=how, missing=[running.name],
-    )  # fmt: skip
-    served = served_asked.result()
+    active = r.local(
+        "active_share",
+        share,
+        "ratio",
+        reads=asked,
+        computation=how,
+        missing=[vllm.NUM_REQUESTS_RUNNING],
+    )
+    served = ran.of(throughput)
     replicas = served.replicas_seen.value or math.nan
     finished = served.finished_requests.value
     per_replica = derive(
         "requests_per_second_per_replica",
-        None if finished is None else finished / seconds / replicas,
-        "requests/s", [served.finished_requests, served.replicas_seen],
+        None if finished is None else finished / r.seconds / replicas,
+        "requests/s",
+        [served.finished_requests, served.replicas_seen],
         "finished_requests / window seconds / replicas_seen",
-    )  # fmt: skip
-    config = configured.result()
+    )
+    config = ran.of(configuration)
     return Profile(
-        deployment=deployment,
-        window=window,
-        shapes=shaped.result(),
-        latency=timed.result(),
+        deployment=d,
+        window=w,
+        shapes=ran.of(shapes),
+        latency=ran.of(latency),
         throughput=served,
-        cache=cached.result(),
-        gpu=gpus.result(),
+        cache=ran.of(cache),
+        gpu=ran.of(gpu),
         in_flight=flight,
         active_share=active,
         requests_per_second_per_replica=per_replica,
-        observations=observations,
+        observations=dict(zip(counts, observed, strict=True)),
         configuration=config,
         kv_capacity_tokens=_per_replica(config),
-        cost=costed.result(),
-        priced=gpu_hour_price is not None,
+        cost=ran.of(cost),
+        priced=ran.gpu_hour_price is not None,
     )

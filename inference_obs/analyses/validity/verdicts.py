@@ -27,15 +27,17 @@ from functools import partial
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from inference_obs.analyses.run import DeploymentResults, run
 from inference_obs.analyses.validity import checks, checks_setup
 from inference_obs.analyses.validity.checks import Thresholds, comparison_value
 from inference_obs.analyses.validity.findings import COMPARISONS, Finding, Severity
 from inference_obs.analyses.validity.matched_load import MatchedConcurrency, matched_concurrency
-from inference_obs.analyses.validity.profile import Profile, profile
+from inference_obs.analyses.validity.profile import NEEDED, Profile, profile
 from inference_obs.deployment import Deployment
-from inference_obs.errors import QueryError
+from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import vllm
 from inference_obs.reading.measurement import Measurement
+from inference_obs.reading.resolution import Resolution
 from inference_obs.reading.result import format_number
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
@@ -46,6 +48,7 @@ __all__ = [
     "PairValidity",
     "ValidityResult",
     "Verdict",
+    "compare",
     "compare_profiles",
     "validity",
     "windows_by_name",
@@ -110,22 +113,23 @@ class ValidityResult(BaseModel):
 
         Raises
         ------
-        QueryError
+        ConfigurationError
             If the pair was not compared.
         """
         for p in self.pairs:
             if {p.a, p.b} == {a, b}:
                 return p
         compared = ", ".join(f"{p.a}/{p.b}" for p in self.pairs)
-        raise QueryError(f"{a} and {b} were not compared; pairs: {compared}")
+        raise ConfigurationError(f"{a} and {b} were not compared; pairs: {compared}")
 
     def verdict(self, comparison: str, a: str | None = None, b: str | None = None) -> Verdict:
         """The verdict on ``comparison`` (for the only pair, or for ``a`` and ``b``)."""
         if comparison not in COMPARISONS:
-            raise QueryError(f"unknown comparison {comparison!r}; use one of {list(COMPARISONS)}")
+            known = list(COMPARISONS)
+            raise ConfigurationError(f"unknown comparison {comparison!r}; use one of {known}")
         if a is None or b is None:
             if len(self.pairs) != 1:
-                raise QueryError("several pairs were compared: name the two deployments")
+                raise ConfigurationError("several pairs were compared: name the two deployments")
             pair = self.pairs[0]
         else:
             pair = self.pair(a, b)
@@ -191,14 +195,14 @@ def windows_by_name(
 
     Raises
     ------
-    QueryError
+    ConfigurationError
         A deployment has no window in the mapping (named).
     """
     if isinstance(window, Window):
         return {d.name: window for d in deployments}
     absent = [d.name for d in deployments if d.name not in window]
     if absent:
-        raise QueryError(f"no window for deployment(s) {absent}: give one window per name")
+        raise ConfigurationError(f"no window for deployment(s) {absent}: give one window per name")
     return {d.name: window[d.name] for d in deployments}
 
 
@@ -237,9 +241,13 @@ def validity(
     thresholds: Thresholds | None = None,
     gpu_hour_prices: Mapping[str, float] | None = None,
     topologies: Mapping[str, str] | None = None,
-    steps: Mapping[str, float] | None = None,
+    resolution: Resolution = "scrape",
 ) -> ValidityResult:
     """Verdicts on every comparison between every pair of ``deployments``.
+
+    Runs the analyses a comparison rests on (:data:`~.profile.NEEDED`) once
+    per deployment, then :func:`compare`; a report compares the runs it made
+    already instead.
 
     Parameters
     ----------
@@ -257,58 +265,67 @@ def validity(
     topologies
         ``nvidia-smi topo -m`` text per deployment name, for the
         configuration checks (declared parallelism against the wiring).
-    steps
-        Tile width, seconds, per deployment name, to count its sampled
-        shares (requests running, waiting) in tiles; a deployment not named
-        counts raw samples (see :mod:`~inference_obs.reading.resolution`).
+    resolution
+        How the sampled shares (requests running, waiting) are counted:
+        ``scrape`` (every raw sample, the default), ``auto`` or a tile width
+        in seconds (see :mod:`~inference_obs.reading.resolution`).
+
+    Raises
+    ------
+    ConfigurationError
+        Fewer than two deployments, repeated names, or a deployment without a window.
+    """
+    _comparable([d.name for d in deployments])
+    windows = windows_by_name(deployments, window)
+    runs = run(
+        source,
+        deployments,
+        windows,
+        resolution=resolution,
+        gpu_hour_prices=gpu_hour_prices,
+        topologies=topologies,
+        analyses=NEEDED,
+    )
+    return compare(source, runs, thresholds)
+
+
+def _comparable(names: Sequence[str]) -> None:
+    if len(names) < 2:
+        raise ConfigurationError(f"comparison needs at least two deployments, got {names}")
+    if len(set(names)) != len(names):
+        raise ConfigurationError(f"deployment names must be distinct: {names}")
+
+
+def compare(
+    source: Source, runs: Sequence[DeploymentResults], thresholds: Thresholds | None = None
+) -> ValidityResult:
+    """Verdicts on every comparison between every pair of deployments' runs.
+
+    Each run must hold the analyses of :data:`~.profile.NEEDED`; ``source``
+    answers the load figures they lack, and the latency at matched load
+    where a pair's concurrency differs.
 
     Returns
     -------
     ValidityResult
         One :class:`PairValidity` per pair, in the order given.
-
-    Raises
-    ------
-    QueryError
-        Fewer than two deployments, repeated names, or a deployment without a window.
     """
-    names = [d.name for d in deployments]
-    if len(names) < 2:
-        raise QueryError(f"comparison needs at least two deployments, got {names}")
-    if len(set(names)) != len(names):
-        raise QueryError(f"deployment names must be distinct: {names}")
-    windows = windows_by_name(deployments, window)
-    prices = dict(gpu_hour_prices or {})
-    profiles = together(
-        source,
-        [
-            partial(
-                profile,
-                source,
-                d,
-                windows[d.name],
-                gpu_hour_price=prices.get(d.name),
-                topology_text=(topologies or {}).get(d.name),
-                step=(steps or {}).get(d.name),
-            )
-            for d in deployments
-        ],
-    )
+    _comparable([one.deployment.name for one in runs])
+    profiles = together(source, [partial(profile, source, one) for one in runs])
+    windows = {one.deployment.name: one.window for one in runs}
     t = thresholds or Thresholds()
     pairs = []
     for a, b in itertools.combinations(profiles, 2):
         pair = compare_profiles(a, b, t)
         if pair.finding("concurrency_differs") is not None:
             both = (a.deployment, b.deployment)
-            matched = tuple(
-                together(
-                    source,
-                    [
-                        partial(matched_concurrency, source, both, windows, family)
-                        for family in (vllm.INTER_TOKEN_LATENCY, vllm.TIME_TO_FIRST_TOKEN)
-                    ],
-                )
+            matched = together(
+                source,
+                [
+                    partial(matched_concurrency, source, both, windows, family)
+                    for family in (vllm.INTER_TOKEN_LATENCY, vllm.TIME_TO_FIRST_TOKEN)
+                ],
             )
-            pair = pair.model_copy(update={"matched": matched})
+            pair = pair.model_copy(update={"matched": tuple(matched)})
         pairs.append(pair)
     return ValidityResult(pairs=tuple(pairs), thresholds=t)

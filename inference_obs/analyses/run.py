@@ -1,0 +1,192 @@
+"""A run: every registered analysis, once per deployment, its results kept for every reader.
+
+:func:`run` reads each deployment's tile width (:mod:`~inference_obs.reading.resolution`),
+then starts every analysis of the registry for it; the comparison checks,
+the published aggregates, the figures and the report all read the
+:class:`DeploymentResults` it returns instead of asking the source again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from inference_obs.analyses.registry import ANALYSES, settings_for
+from inference_obs.analyses.unit import Analysis, Settings
+from inference_obs.deployment import Deployment
+from inference_obs.errors import ConfigurationError
+from inference_obs.reading.context import Reading
+from inference_obs.reading.measurement import Measurement
+from inference_obs.reading.resolution import Resolution, step_for
+from inference_obs.reading.result import AnalysisResult
+from inference_obs.samples import Window
+from inference_obs.source.base import Source
+from inference_obs.source.remembering import Pending, soon
+
+__all__ = ["DeploymentResults", "Start", "run", "run_one"]
+
+T = TypeVar("T")
+R = TypeVar("R", bound=AnalysisResult)
+#: How a run starts a piece of work: a name for progress, and the work.
+Start = Callable[[str, Callable[[], Any]], Pending[Any]]
+
+
+class DeploymentResults(BaseModel):
+    """Every analysis's result for one deployment over its window.
+
+    Attributes
+    ----------
+    deployment, window
+        Whose, and when.
+    step_seconds
+        Tile width the per-scrape analyses read at, seconds; None: every app scrape.
+    gpu_hour_price, topology_text
+        What was known of the deployment besides its series.
+    results
+        Analysis name -> its result, in registry order.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    deployment: Deployment
+    window: Window
+    step_seconds: float | None
+    gpu_hour_price: float | None = None
+    topology_text: str | None = None
+    results: dict[str, AnalysisResult]
+
+    def of(self, analysis: Analysis[Any, R]) -> R:
+        """The result of ``analysis``, typed as its result model.
+
+        Raises
+        ------
+        ConfigurationError
+            When the run did not include it.
+        """
+        found = self.results.get(analysis.name)
+        if not isinstance(found, analysis.result):
+            ran = ", ".join(self.results)
+            raise ConfigurationError(
+                f"the run of {self.deployment.name} has no {analysis.name} result (ran: {ran})"
+            )
+        return found
+
+    def measurements(self) -> tuple[Measurement, ...]:
+        """Every Measurement of every result, in registry order."""
+        return tuple(m for result in self.results.values() for m in result.measurements())
+
+
+def _plain(source: Source) -> Start:
+    return lambda _what, work: soon(source, work)
+
+
+def run_one(
+    source: Source,
+    deployment: Deployment,
+    window: Window,
+    *,
+    step: float | None = None,
+    gpu_hour_price: float | None = None,
+    topology_text: str | None = None,
+    settings: Mapping[str, Settings] | None = None,
+    analyses: Sequence[Analysis[Any, Any]] = ANALYSES,
+    start: Start | None = None,
+) -> DeploymentResults:
+    """Run ``analyses`` (default: all registered) once each on ``deployment``.
+
+    ``settings`` are by analysis name (default: each one's defaults);
+    ``start`` runs each analysis (default: alongside, where the source can).
+    """
+    chosen = dict(settings or {})
+    begin = start or _plain(source)
+    reading = Reading(
+        source,
+        deployment,
+        window,
+        "",
+        step=step,
+        gpu_hour_price=gpu_hour_price,
+        topology_text=topology_text,
+    )
+    started = {
+        a.name: begin(
+            f"{deployment.name}: {a.title.lower()}",
+            partial(a.entry, reading.of(a.name), chosen.get(a.name) or a.settings()),
+        )
+        for a in analyses
+    }
+    return DeploymentResults(
+        deployment=deployment,
+        window=window,
+        step_seconds=step,
+        gpu_hour_price=gpu_hour_price,
+        topology_text=topology_text,
+        results={name: pending.result() for name, pending in started.items()},
+    )
+
+
+def run(
+    source: Source,
+    deployments: Sequence[Deployment],
+    windows: Mapping[str, Window],
+    *,
+    resolution: Resolution = "auto",
+    gpu_hour_prices: Mapping[str, float] | None = None,
+    topologies: Mapping[str, str] | None = None,
+    settings: Mapping[str, Mapping[str, Any]] | None = None,
+    analyses: Sequence[Analysis[Any, Any]] = ANALYSES,
+    start: Start | None = None,
+) -> list[DeploymentResults]:
+    """Every analysis once per deployment, each deployment over ``windows[name]``.
+
+    Parameters
+    ----------
+    source
+        Where the series come from (read-only).
+    deployments
+        Whose.
+    windows
+        Deployment name -> its window.
+    resolution
+        How the per-scrape analyses read each deployment (``auto``,
+        ``scrape``, or a tile width in seconds; see
+        :mod:`~inference_obs.reading.resolution`).
+    gpu_hour_prices, topologies
+        Per deployment name: GPU-hour rent; ``nvidia-smi topo -m`` text.
+    settings
+        Overrides by analysis name, then setting (``{"queueing":
+        {"busy_threshold": 60}}``); checked before anything is read.
+    analyses
+        What to run (default: every registered analysis).
+    start
+        Runs each piece of work, given a short name for progress (default:
+        alongside, where the source can).
+    """
+    chosen = settings_for(settings or {})
+    begin = start or _plain(source)
+    steps = {
+        d.name: begin(
+            f"{d.name}: resolution", partial(step_for, source, d, windows[d.name], resolution)
+        )
+        for d in deployments
+    }
+    prices, texts = gpu_hour_prices or {}, topologies or {}
+
+    def one(d: Deployment) -> DeploymentResults:
+        return run_one(
+            source,
+            d,
+            windows[d.name],
+            step=steps[d.name].result(),
+            gpu_hour_price=prices.get(d.name),
+            topology_text=texts.get(d.name),
+            settings=chosen,
+            analyses=analyses,
+            start=begin,
+        )
+
+    ran = [begin(f"{d.name}: analyses", partial(one, d)) for d in deployments]
+    return [pending.result() for pending in ran]

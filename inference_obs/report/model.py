@@ -1,0 +1,88 @@
+"""What a report holds: its scope, each deployment's run, the verdicts, the baseline.
+
+Built by :func:`~inference_obs.report.build.build_report`; rendered by
+:mod:`~.sections` (Markdown and HTML), :mod:`~.report_json` and the figures
+(:mod:`~.figures`), none of which reads a source.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from inference_obs.analyses.cost import CostResult, cost
+from inference_obs.analyses.gpu import gpu
+from inference_obs.analyses.run import DeploymentResults
+from inference_obs.analyses.throughput import throughput
+from inference_obs.analyses.validity.verdicts import ValidityResult
+from inference_obs.reading.measurement import Measurement
+from inference_obs.reading.result import measurements_frame
+from inference_obs.report.baseline import Baseline
+from inference_obs.samples import Window
+
+__all__ = ["Report", "Scope", "has_data", "priced_cost"]
+
+
+class Scope(BaseModel):
+    """What a report read: the source, its engine and rules, and the windows."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: str = Field(description="Where the samples came from (no credentials).")
+    engine: str
+    rules: str
+    windows: dict[str, Window] = Field(description="Deployment name -> window.")
+    scrape_interval_seconds: float | None = None
+
+
+def priced_cost(run: DeploymentResults) -> CostResult | None:
+    """The deployment's cost, where its GPU-hour price was given (else no cost to show)."""
+    return run.of(cost) if run.gpu_hour_price is not None else None
+
+
+def has_data(run: DeploymentResults) -> bool:
+    """Whether any vLLM replica or GPU of the deployment had series in the window."""
+    return run.of(throughput).replicas_seen.ok or bool(run.of(gpu).gpus_with_samples.value)
+
+
+class Report(BaseModel):
+    """A whole observation report: scope, each deployment's run, verdicts and baseline."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    title: str
+    scope: Scope
+    deployments: tuple[DeploymentResults, ...]
+    validity: ValidityResult | None = Field(None, description="With two or more deployments.")
+    methodology: tuple[str, ...] = ()
+    baseline: Baseline | None = Field(None, description="Against an earlier report.json.")
+
+    def to_frame(self) -> pd.DataFrame:
+        """Every Measurement of the report, one row each (see ``measurements_frame``)."""
+        return measurements_frame(self.measurements())
+
+    def measurements(self) -> tuple[Measurement, ...]:
+        """Every Measurement of the report (latency at matched load included).
+
+        A deployment's cost appears only where its GPU-hour price was given.
+        """
+        matched = (
+            m
+            for pair in (self.validity.pairs if self.validity else ())
+            for found in pair.matched
+            for quantiles in found.quantiles.values()
+            for m in quantiles.values()
+        )
+        shown = (
+            m
+            for d in self.deployments
+            for name, result in d.results.items()
+            if name != cost.name or d.gpu_hour_price is not None
+            for m in result.measurements()
+        )
+        return (*shown, *matched)
+
+    def _repr_html_(self) -> str:
+        from inference_obs.report.notebook import report_html
+
+        return report_html(self)
