@@ -37,7 +37,13 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from inference_obs.analyses.published import SCHEMA, measurements, published_aggregates
+from inference_obs.analyses.published import (
+    ANALYSES,
+    FIRST_SCHEMA,
+    SCHEMA,
+    published_aggregates,
+)
+from inference_obs.analyses.run import run_one
 from inference_obs.deployment import Deployment
 from inference_obs.engine.rules import Rules
 from inference_obs.errors import DatasetError
@@ -201,7 +207,7 @@ def verify_dataset(path: str | Path, *, rel_tol: float = 1e-9) -> VerifyResult:
     if published is None:
         return VerifyResult(path=str(dataset.path), layout="none", rules="", rows=())
     window = dataset.manifest.window.window()
-    if published.get("schema") == SCHEMA:
+    if published.get("schema") in (SCHEMA, FIRST_SCHEMA):
         rules = _rules(published.get("rules"), where)
         window = _window(published.get("window"), where)
         source = DatasetSource(dataset, rules=rules)
@@ -246,16 +252,32 @@ def _verify_measurements(
             )
             continue
         other = again[key]
-        row = _compare(key, number_from_json(entry.get("value")), other["value"], rel_tol, 0.0)
+        value, value_again = number_from_json(entry.get("value")), number_from_json(other["value"])
+        row = _compare(key, value, value_again, rel_tol, 0.0)
         if row.status is RowStatus.OK and entry.get("status") != other["status"]:
             why = f"status published {entry.get('status')!r}, recomputed {other['status']!r}"
             row = row.model_copy(update={"status": RowStatus.DIFFERS, "reason": why})
         rows.append(row)
-        bounds, bounds_again = entry.get("bounds") or [None, None], other["bounds"] or [None, None]
+        bounds, bounds_again = _bounds(entry.get("bounds")), _bounds(other["bounds"])
         for name, a, b in zip(("lower", "upper"), bounds, bounds_again, strict=True):
             if a is not None or b is not None:
-                rows.append(_compare(f"{key}.{name}", number_from_json(a), b, rel_tol, 0.0))
+                rows.append(_compare(f"{key}.{name}", a, b, rel_tol, 0.0))
     return rows
+
+
+def _bounds(written: object) -> tuple[float | None, float | None]:
+    """Bounds as written: ``{"lower", "upper"}``, ``[lower, upper]`` (the first layout), or null."""
+    if isinstance(written, dict):
+        return number_from_json(written.get("lower")), number_from_json(written.get("upper"))
+    if isinstance(written, list) and len(written) == 2:
+        return number_from_json(written[0]), number_from_json(written[1])
+    return None, None
+
+
+def _measured(source: Source, deployment: Deployment, window: Window) -> dict[str, float | None]:
+    """The published analyses' values for ``deployment``, by Measurement key."""
+    ran = run_one(source, deployment, window, analyses=ANALYSES)
+    return {m.key: m.value for m in ran.measurements()}
 
 
 def _verify_simulated(
@@ -271,15 +293,15 @@ def _verify_simulated(
     by_name = {d.name: d for d in deployments}
     for name, numbers in sorted(published["realised"].items()):
         deployment = by_name.get(name)
-        measured = measurements(source, deployment, window) if deployment else {}
+        measured = _measured(source, deployment, window) if deployment else {}
         prefix = f"realised.{name}"
         for key, value in _leaves(numbers, prefix):
             statistic = key[len(prefix) + 1 :].split(".")[0]
             if deployment is None:
                 rows.append(_unrecomputable(key, value, f"no deployment {name} in the manifest"))
             elif statistic in FROM_ANALYSES:
-                m = measured[f"{name}/{FROM_ANALYSES[statistic]}"]
-                rows.append(_compare(key, value, m.value, rel_tol, _rounding(value)))
+                again = measured[f"{name}/{FROM_ANALYSES[statistic]}"]
+                rows.append(_compare(key, value, again, rel_tol, _rounding(value)))
             elif statistic in FROM_SAMPLES:
                 again = _sampled(source, deployment, window, *FROM_SAMPLES[statistic])
                 rows.append(_compare(key, value, again, rel_tol, _rounding(value)))

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from functools import partial
+from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
@@ -34,6 +35,7 @@ __all__ = [
     "local_measurement",
     "measure",
     "measure_by",
+    "measurement_json",
     "no_data_note",
     "number_from_json",
 ]
@@ -345,6 +347,39 @@ def derive(
         annotations=tuple(dict.fromkeys(notes)),
         caveats=tuple(caveats),
     )
+
+
+def measurement_json(m: Measurement) -> dict[str, Any]:
+    """One Measurement as a JSON object: the one way a Measurement is written.
+
+    ``report.json`` and the published aggregates write it so; infinite values
+    and bounds (a quantile in the ``+Inf`` bucket) are the strings ``"+Inf"``
+    and ``"-Inf"`` (JSON has no infinity), NaN and None are null.
+    """
+    return {
+        "key": m.key,
+        "deployment": m.deployment,
+        "analysis": m.analysis,
+        "statistic": m.statistic,
+        "value": json_number(m.value),
+        "unit": m.unit,
+        "status": m.status.value,
+        "bounds": None
+        if m.bounds is None
+        else {
+            "lower": json_number(m.bounds.lower),
+            "upper": json_number(m.bounds.upper),
+        },
+        "window": {"start": m.window_start.isoformat(), "end": m.window_end.isoformat()},
+        "provenance": {
+            "promql": list(m.provenance.promql),
+            "engine": m.provenance.engine,
+            "rules": m.provenance.rules,
+            "computation": m.provenance.computation,
+        },
+        "annotations": [{"kind": a.kind, "message": a.message} for a in m.annotations],
+        "caveats": list(m.caveats),
+    }
 
 
 def json_number(value: float | None) -> float | str | None:

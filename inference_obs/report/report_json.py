@@ -16,41 +16,13 @@ import json
 from typing import Any
 
 from inference_obs import analyses
-from inference_obs.reading.measurement import Measurement, json_number
+from inference_obs.reading.measurement import json_number, measurement_json
 from inference_obs.report.model import Report
 
-__all__ = ["FORMAT", "measurement_json", "report_json", "to_json"]
+__all__ = ["FORMAT", "report_json", "to_json"]
 
 #: Bumped on any change a reader must know about.
 FORMAT = "inference-obs-report/1"
-
-
-def measurement_json(m: Measurement) -> dict[str, Any]:
-    """One Measurement as a JSON object (see the module docstring for infinities)."""
-    return {
-        "key": m.key,
-        "deployment": m.deployment,
-        "analysis": m.analysis,
-        "statistic": m.statistic,
-        "value": json_number(m.value),
-        "unit": m.unit,
-        "status": m.status.value,
-        "bounds": None
-        if m.bounds is None
-        else {
-            "lower": json_number(m.bounds.lower),
-            "upper": json_number(m.bounds.upper),
-        },
-        "window": {"start": m.window_start.isoformat(), "end": m.window_end.isoformat()},
-        "provenance": {
-            "promql": list(m.provenance.promql),
-            "engine": m.provenance.engine,
-            "rules": m.provenance.rules,
-            "computation": m.provenance.computation,
-        },
-        "annotations": [{"kind": a.kind, "message": a.message} for a in m.annotations],
-        "caveats": list(m.caveats),
-    }
 
 
 def report_json(report: Report) -> dict[str, Any]:

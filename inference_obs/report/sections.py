@@ -317,10 +317,8 @@ def gpus(report: Report) -> Iterator[Block]:
         tuple(rows),
     )
     for d in report.deployments:
-        if d.of(analyses.gpu).missing_gpus:
-            yield Paragraph(
-                f"{d.deployment.name}: GPUs without samples: {', '.join(d.of(analyses.gpu).missing_gpus)}."
-            )
+        if missing := d.of(analyses.gpu).missing_gpus:
+            yield Paragraph(f"{d.deployment.name}: GPUs without samples: {', '.join(missing)}.")
         yield Paragraph(f"{d.deployment.name} bottleneck: {d.of(analyses.bottleneck).reason}")
         yield FigureRef(
             f"{d.deployment.name}-gpu-heatmap",
