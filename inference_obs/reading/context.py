@@ -303,6 +303,14 @@ def _probes(expr: Expr) -> dict[str, Selector]:
     return out
 
 
-def missing_families(source: Source, expr: Expr, window: Window) -> list[str]:
-    """The families ``expr`` reads that have no series in ``window``, in the order written."""
-    return [name for name, probe in _probes(expr).items() if not source.series(probe, window)]
+def missing_families(
+    source: Source, expr: Expr, window: Window, group: Labels | None = None
+) -> list[str]:
+    """The families ``expr`` reads that have no series in ``window`` (with ``group``'s labels,
+    when given), in the order written."""
+    within = tuple(Matcher.equal(k, v) for k, v in (group or Labels(())).items())
+    return [
+        name
+        for name, probe in _probes(expr).items()
+        if not source.series(Selector(probe.metric, (*probe.matchers, *within)), window)
+    ]

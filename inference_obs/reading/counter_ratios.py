@@ -182,11 +182,8 @@ def _ratio_measurement(
     top, bottom = found.groups.get(group, (0.0, 0.0))
     value = top / bottom if bottom > 0 else None
     sides = [ratio.numerator.over(r.seconds), ratio.denominator.over(r.seconds)]
-    missing = (
-        []
-        if group in found.present
-        else missing_families(r.source, Binary("/", ratio.numerator, ratio.denominator), r.window)
-    )
+    both = Binary("/", ratio.numerator, ratio.denominator)
+    missing = [] if group in found.present else missing_families(r.source, both, r.window, group)
     m = r.local(
         statistic,
         value,

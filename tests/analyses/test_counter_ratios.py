@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 from inference_obs.metrics import vllm
-from inference_obs.reading.counter_ratios import counter_change, counter_ratio, histogram_mean
+from inference_obs.reading.context import Reading
+from inference_obs.reading.counter_ratios import (
+    Ratio,
+    counter_change,
+    counter_ratio,
+    histogram_mean,
+)
 from inference_obs.reading.measurement import Status
 from inference_obs.samples import STALE_NAN, SampleSet, Series, Window
 from inference_obs.source.dataset import write_dataset
@@ -49,14 +55,12 @@ def test_a_series_without_its_partner_makes_the_mean_partial_and_is_named(
         if not (s.name == f"{family.name}_count" and s.labels.get("pod") == dropped)
     ]  # fmt: skip
     without = write_dataset(tmp_path / "unpaired", source.dataset.manifest, kept)
-    mean = histogram_mean(
-        DatasetSource(without), h20, window, family, analysis="t", statistic="queue_mean"
-    )
+    mean = histogram_mean(Reading(DatasetSource(without), h20, window, "t"), family, "queue_mean")
     assert mean.status is Status.PARTIAL
     (note,) = [a for a in mean.annotations if a.kind == "unpaired_series"]
     assert dropped in note.message
     # The mean pools the three replicas that have both series, exactly.
-    pooled = histogram_mean(source, h20, window, family, analysis="t", statistic="queue_mean")
+    pooled = histogram_mean(Reading(source, h20, window, "t"), family, "queue_mean")
     assert mean.value is not None
     assert pooled.value is not None
     assert not math.isclose(mean.value, pooled.value, rel_tol=1e-6)
@@ -69,10 +73,7 @@ def test_series_that_collide_once_labels_are_ignored_are_refused(
 ) -> None:
     success = vllm.REQUEST_SUCCESS
     h20 = deployment(source, "H20")
+    every = success.select(h20.matchers)
+    ratio = Ratio(every, every, every, "s", "ratio", ignoring=("finished_reason",))
     with pytest.raises(ValueError, match="finished_reason"):
-        counter_ratio(
-            source, h20, window, numerator=success.select(h20.matchers),
-            denominator=success.select(h20.matchers), promql=success.select(h20.matchers),
-            families=[success], analysis="t", statistic="s", unit="ratio",
-            ignoring=("finished_reason",),
-        )  # fmt: skip
+        counter_ratio(Reading(source, h20, window, "t"), ratio)

@@ -11,7 +11,9 @@ import pytest
 
 from inference_obs.metrics import builders, vllm
 from inference_obs.query import Selector, to_promql
+from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import (
+    Ratio,
     counter_ratios_by,
     histogram_mean,
     histogram_share,
@@ -49,14 +51,14 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> DatasetSource:
 
 
 def test_mean_counts_the_restart_exactly(source: DatasetSource) -> None:
-    mean = histogram_mean(source, DEPLOYMENT, WINDOW, FAMILY, analysis="t", statistic="m")
+    mean = histogram_mean(Reading(source, DEPLOYMENT, WINDOW, "t"), FAMILY, "m")
     assert mean.status is Status.OK
     assert mean.value == pytest.approx(30 / 55, rel=1e-12)
 
 
 def test_only_the_restarted_replica_is_read_raw(source: DatasetSource) -> None:
     reads = RawReads(source)
-    histogram_mean(reads, DEPLOYMENT, WINDOW, FAMILY, analysis="t", statistic="m")
+    histogram_mean(Reading(reads, DEPLOYMENT, WINDOW, "t"), FAMILY, "m")
     assert reads.reads
     for promql, got in reads.reads:
         assert 'pod="a-1"' in promql
@@ -66,13 +68,13 @@ def test_only_the_restarted_replica_is_read_raw(source: DatasetSource) -> None:
 def test_nothing_is_read_raw_without_a_restart(source: DatasetSource) -> None:
     calm = DEPLOYMENT.model_copy(update={"selector": {"pod": "~a-[02]"}})
     reads = RawReads(source)
-    mean = histogram_mean(reads, calm, WINDOW, FAMILY, analysis="t", statistic="m")
+    mean = histogram_mean(Reading(reads, calm, WINDOW, "t"), FAMILY, "m")
     assert reads.reads == []
     assert mean.value == pytest.approx(15 / 30, rel=1e-12)
 
 
 def test_share_pairs_buckets_across_the_restart(source: DatasetSource) -> None:
-    share = histogram_share(source, DEPLOYMENT, WINDOW, FAMILY, 0.5, analysis="t", statistic="s")
+    share = histogram_share(Reading(source, DEPLOYMENT, WINDOW, "t"), FAMILY, 0.5, "s")
     assert share.status is Status.OK
     assert share.value == pytest.approx(32 / 55, rel=1e-12)
 
@@ -82,13 +84,20 @@ def test_groups_get_their_own_ratio_and_an_empty_group_has_no_data(
 ) -> None:
     m, w = DEPLOYMENT.matchers, WINDOW.seconds
     pods = [Labels({"pod": p}) for p in ("a-0", "a-1", "a-9")]
+    mean = Ratio(
+        FAMILY.select(m, "sum"),
+        FAMILY.select(m, "count"),
+        builders.histogram_mean(FAMILY, m, w, by=("pod",)),
+        "mean",
+        "seconds",
+    )
     got = counter_ratios_by(
-        source, DEPLOYMENT, WINDOW, numerator=FAMILY.select(m, "sum"),
-        denominator=FAMILY.select(m, "count"),
-        promql=builders.histogram_mean(FAMILY, m, w, by=("pod",)), families=[FAMILY],
-        analysis="t", statistic=lambda g: f"mean[{g['pod']}]", unit="seconds",
-        by=("pod",), groups=pods,
-    )  # fmt: skip
+        Reading(source, DEPLOYMENT, WINDOW, "t"),
+        mean,
+        by=("pod",),
+        groups=pods,
+        statistic=lambda g: f"mean[{g['pod']}]",
+    )
     assert got[pods[0]].value == pytest.approx(0.5, rel=1e-12)
     assert got[pods[1]].value == pytest.approx(0.6, rel=1e-12)
     assert got[pods[2]].status is Status.NO_DATA
@@ -99,8 +108,8 @@ def test_groups_get_their_own_ratio_and_an_empty_group_has_no_data(
 def test_asked_in_threads_a_restart_gives_the_same_measurements(source: DatasetSource) -> None:
     # The restarted side asks its stretches, edges and cleaned sums together.
     def both(on: Source) -> tuple[str, str]:
-        mean = histogram_mean(on, DEPLOYMENT, WINDOW, FAMILY, analysis="t", statistic="m")
-        share = histogram_share(on, DEPLOYMENT, WINDOW, FAMILY, 0.5, analysis="t", statistic="s")
+        mean = histogram_mean(Reading(on, DEPLOYMENT, WINDOW, "t"), FAMILY, "m")
+        share = histogram_share(Reading(on, DEPLOYMENT, WINDOW, "t"), FAMILY, 0.5, "s")
         return mean.model_dump_json(), share.model_dump_json()
 
     with RememberingSource(source, workers=4) as threaded:

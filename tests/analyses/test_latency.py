@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inference_obs.analyses.latency import LatencyResult, latency
-from inference_obs.errors import QueryError
+from inference_obs.analyses.latency import LatencyResult, latency, share_within
 from inference_obs.metrics import vllm
+from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Status
 from inference_obs.samples import Window
 from inference_obs.source.dataset_source import DatasetSource
@@ -116,24 +116,25 @@ def test_dropped_families_are_no_data_with_the_family_named(
 
 
 def test_share_within_exact_at_edges_and_bounded_elsewhere(
-    source: DatasetSource, results: dict[str, LatencyResult]
+    source: DatasetSource, window: Window
 ) -> None:
+    (pro,) = [d for d in source.dataset.manifest.deployments if d.name == "PRO"]
+    r = Reading(source, pro, window, "latency")
     values = truth(source, "PRO", "e2e")
-    exact = results["PRO"].share_within(5.0)
+    exact = share_within(r, vllm.E2E_REQUEST_LATENCY, 5.0)
     assert exact.status is Status.OK
     assert exact.bounds is not None
     assert exact.bounds.lower == exact.bounds.upper == exact.value
     assert math.isclose(exact.value, float(np.mean(values <= 5.0)), rel_tol=1e-9)
-    between = results["PRO"].share_within(3.0)
+    between = share_within(r, vllm.E2E_REQUEST_LATENCY, 3.0)
     assert between.bounds is not None
     assert between.bounds.lower < between.bounds.upper
     assert between.bounds.lower <= float(np.mean(values <= 3.0)) <= between.bounds.upper
     assert between.provenance.computation is not None
-    ttft = results["PRO"].share_within(1.0, "ttft")
-    assert math.isclose(ttft.value or 0.0, float(np.mean(truth(source, "PRO", "ttft",
-        "first_token", False) <= 1.0)), rel_tol=1e-9)  # fmt: skip
-    with pytest.raises(QueryError, match="unknown latency metric"):
-        results["PRO"].share_within(1.0, "latency")
+    assert between.statistic == "e2e_request_latency_seconds_share_le_3"
+    ttft = share_within(r, vllm.TIME_TO_FIRST_TOKEN, 1.0)
+    first = truth(source, "PRO", "ttft", "first_token", False)
+    assert math.isclose(ttft.value or 0.0, float(np.mean(first <= 1.0)), rel_tol=1e-9)
 
 
 def test_caveats_frame_and_html(results: dict[str, LatencyResult]) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from inference_obs.metrics import vllm
+from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import histogram_mean, histogram_share
 from inference_obs.samples import Window
 from inference_obs.source.dataset import SAMPLES
@@ -46,12 +47,12 @@ def test_mean_and_share_match_the_hand_worked_values(
 ) -> None:
     offline, server = sources
     reads = RawReads(server)
-    mean = histogram_mean(reads, DEPLOYMENT, WINDOW, FAMILY, analysis="t", statistic="m")
-    share = histogram_share(server, DEPLOYMENT, WINDOW, FAMILY, 0.5, analysis="t", statistic="s")
+    mean = histogram_mean(Reading(reads, DEPLOYMENT, WINDOW, "t"), FAMILY, "m")
+    share = histogram_share(Reading(server, DEPLOYMENT, WINDOW, "t"), FAMILY, 0.5, "s")
     assert mean.value == pytest.approx(30 / 55, rel=1e-12)
     assert share.value == pytest.approx(32 / 55, rel=1e-12)
     assert {labels["pod"] for _, got in reads.reads for labels in got.labels} == {"a-1"}
-    here = histogram_mean(offline, DEPLOYMENT, WINDOW, FAMILY, analysis="t", statistic="m")
+    here = histogram_mean(Reading(offline, DEPLOYMENT, WINDOW, "t"), FAMILY, "m")
     assert here.value == pytest.approx(mean.value, rel=1e-12)
 
 
@@ -74,8 +75,8 @@ def test_victoria_metrics_gives_the_hand_worked_values(
     deployment = DEPLOYMENT.model_copy(update={"selector": {"pod": "~vm-a-.*"}})
     server = PrometheusSource(victoria_metrics.base_url)
     reads = RawReads(server)
-    mean = histogram_mean(reads, deployment, window, FAMILY, analysis="t", statistic="m")
-    share = histogram_share(server, deployment, window, FAMILY, 0.5, analysis="t", statistic="s")
+    mean = histogram_mean(Reading(reads, deployment, window, "t"), FAMILY, "m")
+    share = histogram_share(Reading(server, deployment, window, "t"), FAMILY, 0.5, "s")
     assert mean.value == pytest.approx(30 / 55, rel=1e-12)
     assert share.value == pytest.approx(32 / 55, rel=1e-12)
     assert {labels["pod"] for _, got in reads.reads for labels in got.labels} == {"vm-a-1"}
