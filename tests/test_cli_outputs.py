@@ -116,9 +116,8 @@ def test_write_report_moves_nothing_when_a_target_is_in_the_way(tmp_path: Path) 
     source = DatasetSource(DATASET)
     manifest = source.dataset.manifest
     report = build_report(
-        source, manifest.deployments, manifest.window.window(), title="t", source_name="d",
-        figures=False,
-    )  # fmt: skip
+        source, manifest.deployments, manifest.window.window(), title="t", source_name="d"
+    )
     out = tmp_path / "out"
     write_report(report, out, ["md", "json"])
     (out / "report.json").unlink()

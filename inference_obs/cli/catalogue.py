@@ -102,6 +102,17 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _analyses(args: argparse.Namespace) -> int:
+    """Every registered analysis, what it answers, and its settings with their defaults."""
+    from inference_obs.analyses.registry import ANALYSES
+
+    for analysis in ANALYSES:
+        print(f"{analysis.name}: {analysis.summary}")
+        for name, field in analysis.settings.model_fields.items():
+            print(f"  --set {analysis.name}.{name}={field.default}  {field.description or ''}")
+    return 0
+
+
 def _scenarios() -> str:
     """The bundled scenarios, one line each, for ``simulate --help``."""
     from inference_obs.simulate import load_scenario, scenario_names
@@ -113,7 +124,8 @@ def _scenarios() -> str:
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``simulate``, ``catalogue`` and ``queries`` to the top-level subparsers."""
+    """Add ``simulate``, ``analyses``, ``catalogue`` and ``queries`` to the top-level
+    subparsers."""
     simulate = commands.add_parser(
         "simulate",
         help="write a synthetic dataset from a scenario",
@@ -133,6 +145,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="multiply every arrival rate by FACTOR (e.g. 1.5 for a heavier week)",
     )
     simulate.set_defaults(run=_simulate)
+
+    analyses = commands.add_parser(
+        "analyses", help="list the analyses a report runs, and their settings (for --set)"
+    )
+    analyses.set_defaults(run=_analyses)
 
     catalogue = commands.add_parser("catalogue", help="list the metric families known")
     catalogue.add_argument("--exporter", choices=sorted({family.exporter for family in FAMILIES}))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from inference_obs.analyses import boundaries, queueing, throughput
 from inference_obs.analyses.validity.findings import FINDINGS
 from inference_obs.reading import resolution
 from inference_obs.report import Report, build_report, report_json, write_report
@@ -123,7 +124,7 @@ def test_the_same_report_gives_the_same_bytes(tmp_path: Path) -> None:
 
 
 def test_formats_are_chosen_and_checked(tmp_path: Path) -> None:
-    report = make(DatasetSource(DATASET), figures=False)
+    report = make(DatasetSource(DATASET))
     written = write_report(report, tmp_path, ["json"])
     assert set(written) == {"json"}
     assert not (tmp_path / "figures").exists()
@@ -147,21 +148,20 @@ def test_a_starved_fleet_reads_starved_with_each_cause_in_the_report(tmp_path: P
     manifest = source.dataset.manifest
     report = build_report(
         source, manifest.deployments, manifest.window.window(), title=manifest.title,
-        source_name="gpu-boundaries", figures=False,
+        source_name="gpu-boundaries",
     )  # fmt: skip
     text = write_report(report, tmp_path / "r", ["md"])["md"].read_text()
     section = text.split("## Stage boundaries: what the GPUs wait on")[1].split("\n## ")[0]
     # The scenario injects a CPU-throttled, a PCIe-bound and a CPU-saturated replica.
     assert "| starved |" in section
-    causes = {c.value for d in report.deployments for i in d.boundaries.intervals
-              for c in (i.cause,)}  # fmt: skip
+    causes = {i.cause.value for d in report.deployments for i in d.of(boundaries).intervals}
     assert {"host", "transfer"} <= causes
     for cause in ("host", "transfer"):
         assert f"| {cause} |" in section
 
 
 def test_in_jupyter_a_report_is_a_frame_and_an_html_fragment() -> None:
-    report = make(DatasetSource(DATASET), figures=False)
+    report = make(DatasetSource(DATASET))
     frame = report.to_frame()
     assert list(frame["key"]) == [m.key for m in report.measurements()]
     assert {"value", "unit", "status", "lower", "upper", "promql"} <= set(frame.columns)
@@ -173,14 +173,14 @@ def test_in_jupyter_a_report_is_a_frame_and_an_html_fragment() -> None:
 
 
 def test_a_deployment_without_a_window_is_named() -> None:
-    from inference_obs.errors import QueryError
+    from inference_obs.errors import ConfigurationError
 
     source = DatasetSource(DATASET)
     manifest = source.dataset.manifest
-    with pytest.raises(QueryError, match="H20"):
+    with pytest.raises(ConfigurationError, match="H20"):
         build_report(
             source, manifest.deployments, {"PRO": manifest.window.window()},
-            title="t", source_name="s", figures=False,
+            title="t", source_name="s",
         )  # fmt: skip
 
 
@@ -192,12 +192,12 @@ def test_past_its_row_budget_a_deployment_is_read_in_tiles(
     # 144 s is not a whole number of 60 s scrapes, while 20 tiles of 180 s are (and 20 is
     # at least half of 25).
     monkeypatch.setattr(resolution, "ROWS", 100)
-    report = make(DatasetSource(DATASET), figures=False)
+    report = make(DatasetSource(DATASET))
     steps = {d.deployment.name: d.step_seconds for d in report.deployments}
     assert steps == {"PRO": None, "H20": 180.0}
     h20 = report.deployments[1]
-    assert h20.queueing.step_seconds == h20.boundaries.step_seconds == 180.0
-    assert "180 s tile" in h20.throughput.waiting_sample_share.caveats[0]
+    assert h20.of(queueing).step_seconds == h20.of(boundaries).step_seconds == 180.0
+    assert "180 s tile" in h20.of(throughput).waiting_sample_share.caveats[0]
     assert report_json(report)["deployments"][1]["step_seconds"] == 180.0
     text = to_markdown(sections(report))
     assert "PRO: every app scrape; H20: 180 s tiles" in text

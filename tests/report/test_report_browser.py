@@ -14,7 +14,7 @@ from pathlib import Path
 
 from playwright.sync_api import ConsoleMessage, sync_playwright
 
-from inference_obs.report import build_report, write_report
+from inference_obs.report import build_report, draw_figures, write_report
 from inference_obs.source.dataset_source import DatasetSource
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,7 +63,7 @@ def test_report_html_renders_every_figure_without_console_errors(tmp_path: Path)
         page.screenshot(path=str(ARTIFACTS / "report-html.png"), full_page=True)
         browser.close()
     assert errors == []
-    assert sorted(name for name, *_ in images) == sorted(report.figures)
+    assert sorted(name for name, *_ in images) == sorted(draw_figures(report))
     for name, complete, width, height, data in images:
         assert complete, name
         expected = _png_size(base64.b64decode(data))
