@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from inference_obs import analyses
+from inference_obs.analyses.registry import ANALYSES
 from inference_obs.analyses.configuration import CheckStatus
 from inference_obs.analyses.latency import METRICS, QUANTILES
 from inference_obs.analyses.validity.findings import Severity
@@ -463,6 +464,41 @@ def baseline(report: Report) -> Iterator[Block]:
         yield from baseline_blocks(report.baseline)
 
 
+#: The analyses the sections above show; any other registered analysis gets a table.
+SHOWN = frozenset(
+    {
+        "shapes",
+        "latency",
+        "throughput",
+        "cache",
+        "gpu",
+        "queueing",
+        "bottleneck",
+        "configuration",
+        "boundaries",
+        "cost",
+        "rolling_quantiles",
+        "activity",
+    }
+)
+
+
+def other_analyses(report: Report) -> Iterator[Block]:
+    """A table of Measurements per registered analysis without a section of its own."""
+    for one in ANALYSES:
+        if one.name in SHOWN:
+            continue
+        rows = tuple(
+            (d.deployment.name, m.statistic, number(m.value), m.unit, m.status.value)
+            for d in report.deployments
+            if one.name in d.results
+            for m in d.results[one.name].measurements()
+        )
+        yield Heading(2, one.title)
+        yield Paragraph(one.summary)
+        yield Table(("deployment", "statistic", "value", "unit", "status"), rows)
+
+
 def appendix(report: Report) -> Iterator[Block]:
     yield Heading(2, "Appendix: recheck these numbers")
     yield Paragraph(
@@ -493,6 +529,7 @@ def sections(report: Report) -> tuple[Block, ...]:
         gpus,
         stage_boundaries,
         costs,
+        other_analyses,
         verdicts,
         baseline,
         appendix,
