@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from inference_obs import analyses
-from inference_obs.analyses.registry import ANALYSES
 from inference_obs.analyses.configuration import CheckStatus
 from inference_obs.analyses.latency import METRICS, QUANTILES
+from inference_obs.analyses.registry import ANALYSES
 from inference_obs.analyses.validity.findings import Severity
 from inference_obs.report.baseline_section import baseline_blocks
 from inference_obs.report.document import (
