@@ -75,31 +75,57 @@ FROM_ANALYSES: Mapping[str, str] = {
 FROM_SAMPLES: Mapping[str, tuple[Family, tuple[tuple[str, str], ...], str]] = {
     "max_sampled_running": (vllm.NUM_REQUESTS_RUNNING, (), "max"),
     "max_sampled_waiting_capacity": (
-        vllm.NUM_REQUESTS_WAITING_BY_REASON, (("reason", "capacity"),), "max"),
+        vllm.NUM_REQUESTS_WAITING_BY_REASON,
+        (("reason", "capacity"),),
+        "max",
+    ),
     "max_sampled_waiting_deferred": (
-        vllm.NUM_REQUESTS_WAITING_BY_REASON, (("reason", "deferred"),), "max"),
+        vllm.NUM_REQUESTS_WAITING_BY_REASON,
+        (("reason", "deferred"),),
+        "max",
+    ),
     "gpu_dram_active_mean": (dcgm.PROF_DRAM_ACTIVE, (), "mean"),
     "gpu_tensor_active_mean": (dcgm.PROF_PIPE_TENSOR_ACTIVE, (), "mean"),
-}  # fmt: skip
+}
 _GROUND_TRUTH = "from the ground-truth request records, which the samples do not hold"
 _ENGINE_EVENTS = (
     "counts engine events up to the window's edges; counters are sampled only at the scrapes"
 )
 _NOT_RECOMPUTABLE: Mapping[str, str] = {
     **dict.fromkeys(
-        ("requests_finished", "finish_reason_shares", "client_aborts_unrecorded",
-         "ttft_seconds", "tpot_seconds", "e2e_seconds", "queue_seconds", "prefill_seconds",
-         "decode_seconds", "mean_prompt_tokens", "mean_output_tokens", "mean_max_tokens",
-         "share_max_tokens_le_20", "share_max_tokens_le_50", "prefix_cache_hit_rate",
-         "external_cache_hit_rate", "mean_in_flight_requests"),
+        (
+            "requests_finished",
+            "finish_reason_shares",
+            "client_aborts_unrecorded",
+            "ttft_seconds",
+            "tpot_seconds",
+            "e2e_seconds",
+            "queue_seconds",
+            "prefill_seconds",
+            "decode_seconds",
+            "mean_prompt_tokens",
+            "mean_output_tokens",
+            "mean_max_tokens",
+            "share_max_tokens_le_20",
+            "share_max_tokens_le_50",
+            "prefix_cache_hit_rate",
+            "external_cache_hit_rate",
+            "mean_in_flight_requests",
+        ),
         _GROUND_TRUTH,
     ),
     **dict.fromkeys(
-        ("generated_tokens", "output_tokens_per_second", "output_tokens_per_second_per_replica",
-         "mean_acceptance_length", "preemptions", "inter_token_latency_seconds"),
+        (
+            "generated_tokens",
+            "output_tokens_per_second",
+            "output_tokens_per_second_per_replica",
+            "mean_acceptance_length",
+            "preemptions",
+            "inter_token_latency_seconds",
+        ),
         _ENGINE_EVENTS,
     ),
-}  # fmt: skip
+}
 _TARGETS = "a target of the scenario (the observation it is shaped after), not of the samples"
 # Significant digits the simulator keeps in aggregates.json.
 _SIMULATED_DIGITS = 6
@@ -336,31 +362,63 @@ def _compare(
         recomputed = None
     if published is not None and recomputed is not None and math.isinf(published + recomputed):
         status = RowStatus.OK if published == recomputed else RowStatus.DIFFERS
-        return VerifyRow(key=key, published=published, recomputed=recomputed, difference=None,
-                         tolerance=None, status=status)  # fmt: skip
+        return VerifyRow(
+            key=key,
+            published=published,
+            recomputed=recomputed,
+            difference=None,
+            tolerance=None,
+            status=status,
+        )
     if published is None or recomputed is None:
         if published is None and recomputed is None:
-            return VerifyRow(key=key, published=None, recomputed=None, difference=None,
-                             tolerance=None, status=RowStatus.OK)  # fmt: skip
+            return VerifyRow(
+                key=key,
+                published=None,
+                recomputed=None,
+                difference=None,
+                tolerance=None,
+                status=RowStatus.OK,
+            )
         side = "published" if published is None else "recomputed"
         return _missing(key, published, f"no {side} number", recomputed)
     difference = recomputed - published
     tolerance = rel_tol * max(abs(published), abs(recomputed)) + rounding
     status = RowStatus.OK if abs(difference) <= tolerance else RowStatus.DIFFERS
-    return VerifyRow(key=key, published=published, recomputed=recomputed, difference=difference,
-                     tolerance=tolerance, status=status)  # fmt: skip
+    return VerifyRow(
+        key=key,
+        published=published,
+        recomputed=recomputed,
+        difference=difference,
+        tolerance=tolerance,
+        status=status,
+    )
 
 
 def _missing(
     key: str, published: float | None, reason: str, recomputed: float | None = None
 ) -> VerifyRow:
-    return VerifyRow(key=key, published=published, recomputed=recomputed, difference=None,
-                     tolerance=None, status=RowStatus.MISSING, reason=reason)  # fmt: skip
+    return VerifyRow(
+        key=key,
+        published=published,
+        recomputed=recomputed,
+        difference=None,
+        tolerance=None,
+        status=RowStatus.MISSING,
+        reason=reason,
+    )
 
 
 def _unrecomputable(key: str, published: float | None, reason: str) -> VerifyRow:
-    return VerifyRow(key=key, published=published, recomputed=None, difference=None,
-                     tolerance=None, status=RowStatus.NOT_RECOMPUTABLE, reason=reason)  # fmt: skip
+    return VerifyRow(
+        key=key,
+        published=published,
+        recomputed=None,
+        difference=None,
+        tolerance=None,
+        status=RowStatus.NOT_RECOMPUTABLE,
+        reason=reason,
+    )
 
 
 def _rounding(value: float | None) -> float:

@@ -5,6 +5,15 @@ renderers (:mod:`~.markdown`, :mod:`~.html`, :mod:`~.report_json`) and the
 figures (:mod:`~.figures`) read what it returns and query nothing.
 Progress goes to a callback, and a deadline stops the run between analyses
 with a clear error rather than leaving a half-written report.
+
+Over a slow link a report's time is its round trips, one after another when
+each question waits for the one before. The deployments' analyses need
+nothing of each other but the tile width, so all start at once; inside each,
+questions that do not depend on each other's answers are asked together,
+and a question already in flight is waited for, not asked again
+(:mod:`~inference_obs.source.remembering`). The comparison checks read the
+analyses' results and ask only what those lack. Results are assembled in a
+fixed order; how many requests reach a server at once is the source's to bound.
 """
 
 from __future__ import annotations
@@ -38,6 +47,22 @@ WORKERS = 32
 
 class ReportTimeout(InferenceObsError, TimeoutError):
     """The report's time budget ran out before every analysis was done."""
+
+
+def _stepper(progress: Progress | None, budget_s: float | None) -> Callable[[str], None]:
+    """What runs as each piece of work starts: the time budget checked, its progress line said
+    (one at a time, from whichever thread)."""
+    started = time.monotonic()
+    say = progress or (lambda _: None)
+    saying = threading.Lock()
+
+    def step(what: str) -> None:
+        if budget_s is not None and time.monotonic() - started > budget_s:
+            raise ReportTimeout(f"the report's time budget of {budget_s:g} s ran out before {what}")
+        with saying:
+            say(what)
+
+    return step
 
 
 def build_report(
@@ -95,36 +120,14 @@ def build_report(
         ``scrape``, or a tile width in seconds (see
         :mod:`~inference_obs.reading.resolution`).
     workers
-        Threads the report runs its analyses, deployments, figures and their
-        independent questions in; 1 runs everything in order in the calling
-        thread. Default: :data:`WORKERS` for a server, 1 for a source whose
-        engine answers in this process (:class:`~inference_obs.source.base.EngineInfo`
-        kind ``dataset``), where threads would only take turns at the
-        interpreter. Results are assembled in a fixed order, so the report
-        is the same for any number. How many requests reach a server at
-        once is the source's to bound.
-
-    Notes
-    -----
-    Over a slow link a report's time is its round trips, one after another
-    when each question waits for the one before. The deployments' analyses
-    need nothing of each other but the tile width, so all start at once;
-    inside each, questions that do not depend on each other's answers are
-    asked together, and a question already in flight is waited for, not
-    asked again (:mod:`~inference_obs.source.remembering`). The comparison
-    checks read the analyses' results and ask only what those lack.
+        Threads the analyses and their independent questions run in (module
+        docs); 1 runs everything in order in the calling thread. Default:
+        :data:`WORKERS` for a server, 1 for an engine in this process (kind
+        ``dataset``), where threads would only take turns at the interpreter.
+        The report is the same for any number.
     """
-    started = time.monotonic()
-    say = progress or (lambda _: None)
-    saying = threading.Lock()
     windows = windows_by_name(deployments, window)
-
-    def step(what: str) -> None:
-        if budget_s is not None and time.monotonic() - started > budget_s:
-            raise ReportTimeout(f"the report's time budget of {budget_s:g} s ran out before {what}")
-        with saying:
-            say(what)
-
+    step = _stepper(progress, budget_s)
     with RememberingSource(source) as asked:
         # The engine is asked first: its kind chooses the default number of threads.
         local = asked.info().kind == "dataset"

@@ -356,15 +356,34 @@ def stage_boundaries(report: Report) -> Iterator[Block]:
         if d.step_seconds is not None:
             yield Paragraph(f"Rows are {d.step_seconds:g} s tiles: samples counts tiles.")
         yield Table(
-            ("replica", "cause", "start", "end", "samples", "duty", "server CPU cores",
-             "throttled", "PCIe share of link", "why"),
+            (
+                "replica",
+                "cause",
+                "start",
+                "end",
+                "samples",
+                "duty",
+                "server CPU cores",
+                "throttled",
+                "PCIe share of link",
+                "why",
+            ),
             tuple(
-                (i.replica, i.cause.value, i.start.isoformat(), i.end.isoformat(),
-                 str(i.samples), number(i.duty), number(i.server_cpu_cores),
-                 number(i.throttled_ratio), number(i.pcie_limit_share), i.reason)
+                (
+                    i.replica,
+                    i.cause.value,
+                    i.start.isoformat(),
+                    i.end.isoformat(),
+                    str(i.samples),
+                    number(i.duty),
+                    number(i.server_cpu_cores),
+                    number(i.throttled_ratio),
+                    number(i.pcie_limit_share),
+                    i.reason,
+                )
                 for i in d.of(analyses.boundaries).intervals
             ),
-        )  # fmt: skip
+        )
 
 
 def costs(report: Report) -> Iterator[Block]:

@@ -216,7 +216,7 @@ def workload(a: Profile, b: Profile, t: Thresholds) -> list[Finding]:
 
 
 def load(a: Profile, b: Profile, t: Thresholds) -> list[Finding]:
-    """Traffic volume and activity, requests in flight, queueing, demand and windows."""
+    """Traffic volume and activity, and requests in flight."""
     out: list[Finding] = []
     ra, rb = (
         value_of(a.requests_per_second_per_replica),
@@ -271,6 +271,12 @@ def load(a: Profile, b: Profile, t: Thresholds) -> list[Finding]:
                 how_to_compare="Compare latency over intervals of matched concurrency.",
             )
         )
+    return out
+
+
+def demand(a: Profile, b: Profile, t: Thresholds) -> list[Finding]:
+    """Queueing on one side only, demand-limited throughput, and windows of other lengths."""
+    out: list[Finding] = []
     qa, qb = (
         value_of(a.throughput.waiting_sample_share),
         value_of(b.throughput.waiting_sample_share),
@@ -413,4 +419,4 @@ def caches(a: Profile, b: Profile, t: Thresholds) -> list[Finding]:
 
 
 #: The checks of this module, in report order.
-CHECKS: tuple[Check, ...] = (workload, load, caches)
+CHECKS: tuple[Check, ...] = (workload, load, demand, caches)

@@ -63,8 +63,11 @@ class Verdict(StrEnum):
     INVALID = "invalid"
 
 
-_VERDICT = {Severity.INFO: Verdict.VALID, Severity.CAVEAT: Verdict.CAVEATED,
-            Severity.INVALID: Verdict.INVALID}  # fmt: skip
+_VERDICT = {
+    Severity.INFO: Verdict.VALID,
+    Severity.CAVEAT: Verdict.CAVEATED,
+    Severity.INVALID: Verdict.INVALID,
+}
 
 
 class ComparisonVerdict(BaseModel):
@@ -144,11 +147,18 @@ class ValidityResult(BaseModel):
         rows = []
         for p in self.pairs:
             for v in p.verdicts.values():
-                rows.append({
-                    "a": p.a, "b": p.b, "comparison": v.comparison, "verdict": v.verdict.value,
-                    "value_a": v.values.get(p.a), "value_b": v.values.get(p.b), "unit": v.unit,
-                    "findings": ", ".join(v.findings),
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "a": p.a,
+                        "b": p.b,
+                        "comparison": v.comparison,
+                        "verdict": v.verdict.value,
+                        "value_a": v.values.get(p.a),
+                        "value_b": v.values.get(p.b),
+                        "unit": v.unit,
+                        "findings": ", ".join(v.findings),
+                    }
+                )
         return pd.DataFrame(rows)
 
     def findings_frame(self) -> pd.DataFrame:
@@ -160,24 +170,39 @@ class ValidityResult(BaseModel):
                     f"{e.statistic}: " + ", ".join(f"{k}={v}" for k, v in e.values.items())
                     for e in f.evidence
                 )
-                rows.append({
-                    "a": p.a, "b": p.b, "code": f.code, "severity": f.severity.value,
-                    "message": f.message, "evidence": evidence,
-                    "affects": ", ".join(f"{k} ({s.value})" for k, s in f.affects.items()),
-                    "how_to_compare": f.how_to_compare,
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "a": p.a,
+                        "b": p.b,
+                        "code": f.code,
+                        "severity": f.severity.value,
+                        "message": f.message,
+                        "evidence": evidence,
+                        "affects": ", ".join(f"{k} ({s.value})" for k, s in f.affects.items()),
+                        "how_to_compare": f.how_to_compare,
+                    }
+                )
         return pd.DataFrame(rows)
 
     def _repr_html_(self) -> str:
         parts = []
         for p in self.pairs:
             rows = "".join(
-                "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in (
-                    v.comparison, v.verdict.value, format_number(v.values.get(p.a)),
-                    format_number(v.values.get(p.b)), v.unit or "", ", ".join(v.findings),
-                )) + "</tr>"
+                "<tr>"
+                + "".join(
+                    f"<td>{html.escape(str(c))}</td>"
+                    for c in (
+                        v.comparison,
+                        v.verdict.value,
+                        format_number(v.values.get(p.a)),
+                        format_number(v.values.get(p.b)),
+                        v.unit or "",
+                        ", ".join(v.findings),
+                    )
+                )
+                + "</tr>"
                 for v in p.verdicts.values()
-            )  # fmt: skip
+            )
             head = (
                 f"<tr><th>comparison</th><th>verdict</th><th>{html.escape(p.a)}</th>"
                 f"<th>{html.escape(p.b)}</th><th>unit</th><th>findings</th></tr>"
@@ -224,13 +249,20 @@ def compare_profiles(a: Profile, b: Profile, thresholds: Thresholds | None = Non
         worst = max((f.affects[key] for f in weighing), key=lambda s: s.rank, default=Severity.INFO)
         unit = ma.unit if ma is not None else mb.unit if mb is not None else None
         verdicts[key] = ComparisonVerdict(
-            comparison=key, description=description, verdict=_VERDICT[worst],
-            values={a.deployment.name: ma.value if ma else None,
-                    b.deployment.name: mb.value if mb else None},
-            unit=unit, findings=tuple(f.code for f in weighing), notes=tuple(notes),
-        )  # fmt: skip
-    return PairValidity(a=a.deployment.name, b=b.deployment.name, findings=findings,
-                        verdicts=verdicts)  # fmt: skip
+            comparison=key,
+            description=description,
+            verdict=_VERDICT[worst],
+            values={
+                a.deployment.name: ma.value if ma else None,
+                b.deployment.name: mb.value if mb else None,
+            },
+            unit=unit,
+            findings=tuple(f.code for f in weighing),
+            notes=tuple(notes),
+        )
+    return PairValidity(
+        a=a.deployment.name, b=b.deployment.name, findings=findings, verdicts=verdicts
+    )
 
 
 def validity(
