@@ -95,15 +95,11 @@ def build_report(
     title, source_name
         The report's title, and how it names its source (a URL without
         credentials, or a dataset path).
-    gpu_hour_prices
-        GPU-hour rent per deployment name; cost per token only with one.
-    topologies
-        ``nvidia-smi topo -m`` text per deployment name, to check declared
-        parallelism against the wiring.
-    scrape_interval_seconds
-        The scrape interval, when known (datasets record it).
-    methodology
-        Notes carried into the report (a dataset's methodology).
+    gpu_hour_prices, topologies
+        Per deployment name: GPU-hour rent (cost per token only with one);
+        ``nvidia-smi topo -m`` text, to check declared parallelism.
+    scrape_interval_seconds, methodology
+        The scrape interval and methodology notes, when known (datasets record them).
     settings
         Analysis settings by analysis name, then setting
         (``{"queueing": {"busy_threshold": 60}}``; see
