@@ -33,11 +33,11 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from inference_obs.analyses.configuration_observed import Observed, Seen, kv_capacity
-from inference_obs.deployment import DeclaredConfig, Deployment
+from inference_obs.analyses.unit import Analysis, NoSettings
+from inference_obs.deployment import DeclaredConfig
+from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Measurement, Provenance
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.samples import Window
-from inference_obs.source.base import Source
 from inference_obs.topology import Shape, Topology, parse_topology
 
 __all__ = ["Check", "CheckStatus", "ConfigurationResult", "configuration"]
@@ -166,9 +166,13 @@ def _compare(
         reason = f"declared {text}, the series show {observed}: {seen.why}"
         status = CheckStatus.CONTRADICTED
     return Check(
-        field=field, declared=text, observed=observed, status=status, reason=reason,
+        field=field,
+        declared=text,
+        observed=observed,
+        status=status,
+        reason=reason,
         provenance=prov,
-    )  # fmt: skip
+    )
 
 
 def _same(a: str, b: str) -> bool:
@@ -209,44 +213,35 @@ def _fit(config: DeclaredConfig, box: Topology) -> tuple[Check, tuple[Shape, ...
     tp, dp = config.tensor_parallel_size or 1, config.data_parallel_size or 1
     groups = box.groups(tp, dp, bool(config.expert_parallel))
     off = [g.text for g in groups if not g.fits]
-    return Check(
-        field=field, declared=f"TP {tp}, DP {dp}" + (", EP" if config.expert_parallel else ""),
+    declared = f"TP {tp}, DP {dp}" + (", EP" if config.expert_parallel else "")
+    reason = "; ".join(off) if off else "every declared group stays on NVLink"
+    check = Check(
+        field=field,
+        declared=declared,
         observed="; ".join(g.text for g in groups),
         status=CheckStatus.CONTRADICTED if off else CheckStatus.VERIFIED,
-        reason=("; ".join(off) if off else "every declared group stays on NVLink")
-        + f" (best placement assumed). {box.description}",
-    ), groups  # fmt: skip
+        reason=f"{reason} (best placement assumed). {box.description}",
+    )
+    return check, groups
 
 
-def configuration(
-    source: Source, deployment: Deployment, window: Window, topology_text: str | None = None
-) -> ConfigurationResult:
-    """Check ``deployment``'s declared hardware, engine and configuration against its series.
+def _configuration(r: Reading, settings: NoSettings) -> ConfigurationResult:
+    """Check the deployment's declared hardware, engine and configuration against its series.
 
-    Parameters
-    ----------
-    source
-        Where the series come from.
-    deployment
-        The deployment and what it declares.
-    window
-        The window whose series are read (label sets of series with samples in it).
-    topology_text
-        The output of ``nvidia-smi topo -m`` on the deployment's boxes, if known.
-
-    Returns
-    -------
-    ConfigurationResult
-        A check per field, KV capacity in tokens and draft tokens per draft
-        as Measurements, and the parsed topology with the declared groups.
+    Reads the label sets of the series with samples in the window, and
+    ``r.topology_text`` (``nvidia-smi topo -m`` on the deployment's boxes)
+    when known. Returns a check per field, KV capacity in tokens and draft
+    tokens per draft (tokens) as Measurements, and the parsed topology with
+    the declared groups.
 
     Raises
     ------
     TopologyError
-        When ``topology_text`` cannot be read (naming the line).
+        When ``r.topology_text`` cannot be read (naming the line).
     """
-    box = parse_topology(topology_text) if topology_text is not None else None
-    seen = Observed(source, deployment, window)
+    deployment = r.deployment
+    box = parse_topology(r.topology_text) if r.topology_text is not None else None
+    seen = Observed(r)
     per_draft = seen.draft_length()
     k = per_draft.value
     observed = {
@@ -294,3 +289,13 @@ def configuration(
         topology=box,
         parallel_groups=groups,
     )
+
+
+configuration = Analysis(
+    name="configuration",
+    title="Declared and verified configuration",
+    entry=_configuration,
+    result=ConfigurationResult,
+    settings=NoSettings,
+    summary="Declared hardware, engine and configuration, field by field, against the series.",
+)

@@ -15,20 +15,17 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from inference_obs.analyses.gpu import PRESENCE, gpu_name
-from inference_obs.deployment import Deployment
 from inference_obs.errors import Annotation
 from inference_obs.metrics import builders, dcgm, vllm
 from inference_obs.query import to_promql
 from inference_obs.reading.alignment import gpu_label_query, gpu_label_sets
 from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import Ratio, counter_ratio
-from inference_obs.reading.measurement import Measurement, Provenance, Status, local_measurement
-from inference_obs.samples import Labels, Window
-from inference_obs.source.base import Source
+from inference_obs.reading.measurement import Measurement, Provenance, Status
+from inference_obs.samples import Labels
 
-__all__ = ["ANALYSIS", "Observed", "Seen", "kv_capacity"]
+__all__ = ["Observed", "Seen", "kv_capacity"]
 
-ANALYSIS = "configuration"
 _INFO = vllm.CACHE_CONFIG_INFO
 _KV = (
     "Tokens the engines' GPU KV pools hold at once: num_gpu_blocks x block_size per engine, "
@@ -63,21 +60,21 @@ def _engine(labels: Labels) -> tuple[str, str]:
 
 
 class Observed:
-    """What the window's series show about one deployment."""
+    """What the window's series show about one deployment, as ``r`` reads it."""
 
-    def __init__(self, source: Source, deployment: Deployment, window: Window) -> None:
-        self.source, self.deployment, self.window = source, deployment, window
-        self.name, self.info = deployment.name, source.info()
-        selector = _INFO.select(deployment.matchers)
-        self.engines = source.series(selector, window)
+    def __init__(self, r: Reading) -> None:
+        self.r = r
+        self.name, self.info = r.deployment.name, r.source.info()
+        selector = _INFO.select(r.matchers)
+        self.engines = r.source.series(selector, r.window)
         self.info_promql = (to_promql(selector),)
         self.gpus: dict[str, set[str]] = defaultdict(set)
         self.models: set[str] = set()
         self.unattributed = 0  # GPU series without a pod label
         self.gpu_promql: tuple[str, ...] = ()
         for family in PRESENCE:
-            found = gpu_label_sets(source, deployment, family, window)
-            asked = gpu_label_query(deployment, family, window.seconds)
+            found = gpu_label_sets(r.source, r.deployment, family, r.window)
+            asked = gpu_label_query(r.deployment, family, r.seconds)
             self.gpu_promql += (to_promql(asked),) if found else ()
             for labels in found:
                 pod = _replica(labels)
@@ -93,9 +90,11 @@ class Observed:
         if not promql:
             return None
         return Provenance(
-            promql=promql, engine=self.info.kind, rules=self.info.rules.value,
+            promql=promql,
+            engine=self.info.kind,
+            rules=self.info.rules.value,
             computation="label values of the series with samples in the window",
-        )  # fmt: skip
+        )
 
     def engine_name(self) -> Seen:
         return (
@@ -106,18 +105,16 @@ class Observed:
 
     def connector(self) -> Seen:
         family = vllm.EXTERNAL_PREFIX_CACHE_QUERIES
-        lookups = family.select(self.deployment.matchers)
-        if self.source.series(lookups, self.window):
+        lookups = family.select(self.r.matchers)
+        if self.r.source.series(lookups, self.r.window):
             return Seen(("a KV connector",), _CONNECTOR, (to_promql(lookups),))
         return Seen((), f"no series of {family.name}: no connector, or the family is dropped")
 
     def draft_length(self) -> Measurement:
         """Draft tokens per draft over the window, exactly (counter changes)."""
-        m, w = self.deployment.matchers, self.window
+        m, w = self.r.matchers, self.r.seconds
         drafts, proposed = vllm.SPEC_DECODE_NUM_DRAFTS, vllm.SPEC_DECODE_NUM_DRAFT_TOKENS
-        promql = builders.increase_total(proposed, m, w.seconds) / builders.increase_total(
-            drafts, m, w.seconds
-        )
+        promql = builders.increase_total(proposed, m, w) / builders.increase_total(drafts, m, w)
         ratio = Ratio(
             proposed.select(m),
             drafts.select(m),
@@ -126,7 +123,7 @@ class Observed:
             "tokens",
             caveats=("Mean draft length: num_speculative_tokens unless cut short.",),
         )
-        return counter_ratio(Reading(self.source, self.deployment, w, ANALYSIS), ratio)
+        return counter_ratio(self.r, ratio)
 
     def engines_by_replica(self) -> dict[str, set[str]]:
         """Engine (data-parallel rank) labels per replica; the instance where no pod label."""
@@ -202,15 +199,18 @@ def kv_capacity(seen: Observed) -> tuple[Measurement, tuple[Measurement, ...]]:
 
     def one(statistic: str, keys: Collection[tuple[str, str]]) -> Measurement:
         changed = [k for k in keys if len(per_engine[k]) > 1]
-        value = None if unreadable or changed or not keys else sum(
-            next(iter(per_engine[k])) for k in keys
-        )  # fmt: skip
-        m = local_measurement(
-            seen.source, seen.deployment, seen.window, analysis=ANALYSIS, statistic=statistic,
-            value=value, unit="tokens", selectors=[_INFO.select(seen.deployment.matchers)],
+        value: float | None = None
+        if keys and not (unreadable or changed):
+            value = sum(next(iter(per_engine[k])) for k in keys)
+        m = seen.r.local(
+            statistic,
+            value,
+            "tokens",
+            reads=[_INFO.select(seen.r.matchers)],
             computation="sum over engines of num_gpu_blocks x block_size (labels)",
-            caveats=(_KV,), missing=[] if seen.engines else [_INFO.name],
-        )  # fmt: skip
+            caveats=(_KV,),
+            missing=[] if seen.engines else [_INFO],
+        )
         if unreadable:
             note = f"{_INFO.name} lacks integer num_gpu_blocks and block_size labels"
             return m.model_copy(update={"annotations": (Annotation("no_label", note),)})

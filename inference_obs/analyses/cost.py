@@ -28,33 +28,34 @@ Cost per million useful output tokens is total cost over total useful tokens
 (never a mean of per-replica or per-interval ratios). Every number is a
 :class:`~inference_obs.reading.measurement.Measurement`; a family the
 deployment does not export gives ``no_data`` naming it, never 0.
+
+Without a GPU-hour price the rent is unknown: ``cost`` and the cost per
+million useful output tokens are ``no_data`` with an annotation saying no
+price was given, while GPU-hours, tokens per GPU-hour and, with token prices,
+revenue and the break-even GPU-hour price are still reported.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from functools import partial
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.latency import share_within
 from inference_obs.analyses.throughput import replicas_seen
-from inference_obs.deployment import Deployment
+from inference_obs.analyses.unit import Analysis, Settings
+from inference_obs.errors import Annotation
 from inference_obs.metrics import builders as b, vllm
-from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, Matcher
 from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import histogram_mean
-from inference_obs.reading.measurement import Bounds, Measurement, derive, measure
+from inference_obs.reading.measurement import Bounds, Measurement, Status, derive
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.samples import Window
-from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon
 
-__all__ = ["CostResult", "TokenPrices", "cost"]
+__all__ = ["CostResult", "CostSettings", "TokenPrices", "cost"]
 
-ANALYSIS = "cost"
 SCOPE = (
     "GPU (board) rental only: gpu_hour_price x GPU-hours. Excludes CPU, host memory, "
     "network, storage, power and staff."
@@ -72,6 +73,11 @@ USEFUL = (
 REVENUE = (
     "Revenue if every prompt and output token in the window is billed at the given prices, "
     "tokens of aborted or slow requests included; not invoiced revenue."
+)
+#: Why the money numbers have no value when no GPU-hour price was given.
+NO_PRICE = Annotation(
+    "no_data",
+    "no GPU-hour price was given: money per token needs the rent of one GPU for one hour",
 )
 _COMPLETED = "stop|length"
 _CACHED = "local_cache_hit|external_kv_transfer"
@@ -97,6 +103,28 @@ class TokenPrices(BaseModel):
     output_per_million: float = Field(ge=0)
 
 
+class CostSettings(Settings):
+    """The latency SLA a useful output token meets, and the prices revenue is counted at."""
+
+    sla_ttft_s: float | None = Field(
+        None,
+        gt=0,
+        description="Time-to-first-token SLA, seconds: a request counts as useful only if its "
+        "first token came within it; None: no such limit.",
+    )
+    sla_e2e_s: float | None = Field(
+        None,
+        gt=0,
+        description="End-to-end latency SLA, seconds: a request counts as useful only if it "
+        "finished within it; None: no such limit.",
+    )
+    prices: TokenPrices | None = Field(
+        None,
+        description="Per-million-token prices (currency of the GPU-hour price); with them, "
+        "revenue and the break-even GPU-hour price are reported.",
+    )
+
+
 class CostResult(AnalysisResult):
     """Cost and token economics of one deployment over one window.
 
@@ -105,7 +133,8 @@ class CostResult(AnalysisResult):
     replicas_seen, gpus, gpu_hours
         Replicas with output-token samples (replicas), GPUs (GPUs), GPU-hours.
     cost
-        ``gpu_hour_price`` x GPU-hours, in the price's currency.
+        ``gpu_hour_price`` x GPU-hours, in the price's currency; ``no_data``
+        without a price.
     output_tokens
         Every output token generated (tokens).
     completed_requests
@@ -119,7 +148,8 @@ class CostResult(AnalysisResult):
     useful_output_tokens
         Estimated useful output tokens (tokens), interval in ``bounds``.
     cost_per_million_useful_output_tokens
-        Cost / useful output tokens x 1e6 (currency per million tokens).
+        Cost / useful output tokens x 1e6 (currency per million tokens);
+        ``no_data`` without a price.
     output_tokens_per_gpu_hour, useful_output_tokens_per_gpu_hour
         Tokens per GPU-hour.
     prompt_tokens_uncached, prompt_tokens_cached
@@ -130,6 +160,9 @@ class CostResult(AnalysisResult):
         Revenue / GPU-hours (currency per GPU-hour); only with prices.
     blended_price_per_million_tokens
         Revenue / (prompt + output tokens) x 1e6 (currency per million tokens).
+    gpu_hour_price, prices
+        The GPU-hour price (currency per GPU-hour; ``None``: none given) and the
+        token prices the numbers were computed with.
     """
 
     replicas_seen: Measurement
@@ -150,7 +183,7 @@ class CostResult(AnalysisResult):
     revenue: Measurement | None = None
     break_even_gpu_hour_price: Measurement | None = None
     blended_price_per_million_tokens: Measurement | None = None
-    gpu_hour_price: float
+    gpu_hour_price: float | None = None
     prices: TokenPrices | None = None
     caveats: tuple[str, ...] = (SCOPE, GPU_HOURS, USEFUL)
 
@@ -178,19 +211,17 @@ def _interval(m: Measurement) -> tuple[float, float]:
 
 
 def _sla_share(
-    source: Source, deployment: Deployment, window: Window, ttft: float | None, e2e: float | None
+    r: Reading, ttft: float | None, e2e: float | None
 ) -> tuple[tuple[Measurement, ...], Measurement | None]:
     """Both SLAs' shares (empty unless both given) and the share counted useful."""
+    limits = (("ttft", vllm.TIME_TO_FIRST_TOKEN, ttft), ("e2e", vllm.E2E_REQUEST_LATENCY, e2e))
     parts = tuple(
         share_within(
-            Reading(source, deployment, window, ANALYSIS), family, threshold,
-            statistic=f"{name}_share_le_{threshold:g}", caveats=(USEFUL,),
+            r, family, threshold, statistic=f"{name}_share_le_{threshold:g}", caveats=(USEFUL,)
         )
-        for name, family, threshold in (
-            ("ttft", vllm.TIME_TO_FIRST_TOKEN, ttft), ("e2e", vllm.E2E_REQUEST_LATENCY, e2e)
-        )
+        for name, family, threshold in limits
         if threshold is not None
-    )  # fmt: skip
+    )
     if len(parts) < 2:
         return (), (parts[0] if parts else None)
     (a_lo, a_hi), (b_lo, b_hi) = _interval(parts[0]), _interval(parts[1])
@@ -205,28 +236,22 @@ def _sla_share(
     return parts, _bounded(joint, max(0.0, a_lo + b_lo - 1.0), min(a_hi, b_hi))
 
 
-def _prompt_split(
-    source: Source, deployment: Deployment, window: Window
-) -> tuple[Measurement, Measurement]:
+def _prompt_split(r: Reading) -> tuple[Measurement, Measurement]:
     """Uncached and cached prompt tokens: by source, else prompt total minus prefix-cache hits."""
-    m, w = deployment.matchers, window.seconds
+    m, w = r.matchers, r.seconds
 
-    def one(statistic: str, expr: Expr, family: Family, matchers: Sequence[Matcher]) -> Measurement:
-        return measure(
-            source, deployment, window, analysis=ANALYSIS, statistic=statistic, expr=expr,
-            unit="tokens", families=[family], matchers=matchers, caveats=(EXTRAPOLATED,),
-        )  # fmt: skip
+    def one(statistic: str, expr: Expr) -> Measurement:
+        return r.measure(statistic, expr, "tokens", caveats=(EXTRAPOLATED,))
 
     by_source = vllm.PROMPT_TOKENS_BY_SOURCE
     cached_m = (*m, Matcher.regex("source", _CACHED))
     local_m = (*m, Matcher.equal("source", "local_compute"))
-    cached = one("prompt_tokens_cached", b.increase_total(by_source, cached_m, w), by_source, m)
-    uncached = one("prompt_tokens_uncached", b.increase_total(by_source, local_m, w), by_source, m)
+    cached = one("prompt_tokens_cached", b.increase_total(by_source, cached_m, w))
+    uncached = one("prompt_tokens_uncached", b.increase_total(by_source, local_m, w))
     if cached.ok and uncached.ok:
         return uncached, cached
-    hits = one("prompt_tokens_cached", b.increase_total(vllm.PREFIX_CACHE_HITS, m, w),
-               vllm.PREFIX_CACHE_HITS, m)  # fmt: skip
-    prompt = one("prompt_tokens", b.increase_total(vllm.PROMPT_TOKENS, m, w), vllm.PROMPT_TOKENS, m)
+    hits = one("prompt_tokens_cached", b.increase_total(vllm.PREFIX_CACHE_HITS, m, w))
+    prompt = one("prompt_tokens", b.increase_total(vllm.PROMPT_TOKENS, m, w))
     uncached = derive(
         "prompt_tokens_uncached",
         _value(prompt) - _value(hits),
@@ -242,80 +267,49 @@ def _prompt_split(
     return uncached, hits
 
 
-def cost(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    *,
-    gpu_hour_price: float,
-    sla_ttft_s: float | None = None,
-    sla_e2e_s: float | None = None,
-    prices: TokenPrices | None = None,
-) -> CostResult:
-    """GPU cost, cost per million useful output tokens and, with prices, the break-even price.
+def _gpu_hours(r: Reading, replicas: Measurement) -> tuple[Measurement, Measurement, Measurement]:
+    """GPUs, GPU-hours and their rent; the rent is ``no_data`` without a GPU-hour price."""
+    hours = r.seconds / 3600.0
+    per_replica = r.deployment.hardware.gpus_per_replica
+    gpus = derive(
+        "gpus",
+        per_replica * _value(replicas),
+        "GPUs",
+        [replicas],
+        f"{per_replica} GPUs/replica x replicas_seen",
+        (GPU_HOURS,),
+    )
+    gpu_hours = derive(
+        "gpu_hours", _value(gpus) * hours, "GPU-hours", [gpus], f"gpus x {hours:g} h", (GPU_HOURS,)
+    )
+    price = r.gpu_hour_price
+    if price is None:
+        rent = r.made(
+            "cost",
+            None,
+            "currency",
+            Status.NO_DATA,
+            promql=gpu_hours.provenance.promql,
+            computation="gpu_hour_price x gpu_hours (no gpu_hour_price given)",
+            annotations=(*gpu_hours.annotations, NO_PRICE),
+            caveats=(SCOPE, GPU_HOURS),
+        )
+    else:
+        rent = derive(
+            "cost",
+            price * _value(gpu_hours),
+            "currency",
+            [gpu_hours],
+            f"{price:g}/GPU-hour x gpu_hours",
+            (SCOPE, GPU_HOURS),
+        )
+    return gpus, gpu_hours, rent
 
-    Parameters
-    ----------
-    source
-        Where the series come from.
-    deployment
-        Whose series (every replica together); its ``hardware.gpus_per_replica``
-        sets the GPUs per replica.
-    window
-        The window; counters are extrapolated increases over it.
-    gpu_hour_price
-        Rental price of one GPU for one hour (currency per GPU-hour).
-    sla_ttft_s, sla_e2e_s
-        Latency SLA in seconds (time to first token, end to end); a request
-        is useful only within both. ``None``: no such limit.
-    prices
-        Per-million-token prices; when given, revenue and the break-even
-        GPU-hour price are reported.
 
-    Returns
-    -------
-    CostResult
-        GPU-hours, cost (currency), useful output tokens (tokens, estimated:
-        see the module docstring), cost per million useful output tokens
-        (currency per million tokens), tokens per GPU-hour and, with prices,
-        revenue (currency) and the break-even price (currency per GPU-hour).
-    """
-    m, w = deployment.matchers, window.seconds
-    hours = w / 3600.0
-    per_replica = deployment.hardware.gpus_per_replica
-    # Every number asked at once: none waits on another's answer.
-    replicas_asked = soon(source, partial(
-        replicas_seen, Reading(source, deployment, window, ANALYSIS), vllm.GENERATION_TOKENS
-    ))  # fmt: skip
-    completed_m = (*m, Matcher.regex("finished_reason", _COMPLETED))
-    completing = soon(source, partial(
-        measure, source, deployment, window, analysis=ANALYSIS, statistic="completed_requests",
-        expr=b.increase_total(vllm.REQUEST_SUCCESS, completed_m, w), unit="requests",
-        families=[vllm.REQUEST_SUCCESS], matchers=m,
-        caveats=(EXTRAPOLATED, "Finished on stop or length: aborts and errors excluded."),
-    ))  # fmt: skip
-    averaging = soon(source, partial(
-        histogram_mean, Reading(source, deployment, window, ANALYSIS),
-        vllm.REQUEST_GENERATION_TOKENS, "output_tokens_mean",
-        caveats=("Mean over every finished request.",),
-    ))  # fmt: skip
-    sharing = soon(source, partial(_sla_share, source, deployment, window, sla_ttft_s, sla_e2e_s))
-    outputting = soon(source, partial(
-        measure, source, deployment, window, analysis=ANALYSIS, statistic="output_tokens",
-        expr=b.increase_total(vllm.GENERATION_TOKENS, m, w), unit="tokens",
-        families=[vllm.GENERATION_TOKENS], matchers=m, caveats=(EXTRAPOLATED,),
-    ))  # fmt: skip
-    replicas = replicas_asked.result()
-    gpus = derive("gpus", per_replica * _value(replicas), "GPUs", [replicas],
-                  f"{per_replica} GPUs/replica x replicas_seen", (GPU_HOURS,))  # fmt: skip
-    gpu_hours = derive("gpu_hours", _value(gpus) * hours, "GPU-hours", [gpus],
-                       f"gpus x {hours:g} h", (GPU_HOURS,))  # fmt: skip
-    total_cost = derive("cost", gpu_hour_price * _value(gpu_hours), "currency", [gpu_hours],
-                        f"{gpu_hour_price:g}/GPU-hour x gpu_hours", (SCOPE, GPU_HOURS))  # fmt: skip
-
-    output = outputting.result()
-    completed, mean_out = completing.result(), averaging.result()
-    shares, share = sharing.result()
+def _useful(
+    completed: Measurement, mean_out: Measurement, share: Measurement | None
+) -> Measurement:
+    """Useful output tokens: the SLA share (1 without one) x stop/length requests x mean length."""
     candidate = _value(completed) * _value(mean_out)
     inputs = [completed, mean_out, *([share] if share is not None else [])]
     s_lo, s_hi = _interval(share) if share is not None else (1.0, 1.0)
@@ -324,76 +318,175 @@ def cost(
         candidate * (_value(share) if share is not None else 1.0),
         "tokens",
         inputs,
-        "sla_share x completed_requests x output_tokens_mean" if share is not None
+        "sla_share x completed_requests x output_tokens_mean"
+        if share is not None
         else "completed_requests x output_tokens_mean (no SLA)",
         (USEFUL, EXTRAPOLATED),
-    )  # fmt: skip
-    useful = _bounded(useful, s_lo * candidate, s_hi * candidate)
+    )
+    return _bounded(useful, s_lo * candidate, s_hi * candidate)
+
+
+def _per_million(rent: Measurement, useful: Measurement) -> Measurement:
+    """Cost per million useful output tokens, bounded by the useful tokens' interval."""
     u_lo, u_hi = _interval(useful)
-    c = _value(total_cost)
+    c = _value(rent)
     per_million = derive(
         "cost_per_million_useful_output_tokens",
         _div(c, _value(useful)) * 1e6,
         "currency/million tokens",
-        [total_cost, useful],
+        [rent, useful],
         "cost / useful_output_tokens x 1e6 (totals over the window, not a mean of ratios)",
         (SCOPE, USEFUL),
     )
-    per_million = _bounded(
+    return _bounded(
         per_million, c / u_hi * 1e6 if u_hi else math.inf, c / u_lo * 1e6 if u_lo else math.inf
     )
+
+
+def _per_gpu_hour(
+    output: Measurement, useful: Measurement, gpu_hours: Measurement
+) -> tuple[Measurement, Measurement]:
+    """Output and useful output tokens per GPU-hour."""
     g = _value(gpu_hours)
-    out_per_gh = derive("output_tokens_per_gpu_hour", _div(_value(output), g), "tokens/GPU-hour",
-                        [output, gpu_hours], "output_tokens / gpu_hours", (GPU_HOURS,))  # fmt: skip
-    useful_per_gh = derive(
-        "useful_output_tokens_per_gpu_hour", _div(_value(useful), g), "tokens/GPU-hour",
-        [useful, gpu_hours], "useful_output_tokens / gpu_hours", (GPU_HOURS, USEFUL),
-    )  # fmt: skip
-    useful_per_gh = _bounded(useful_per_gh, _div(u_lo, g), _div(u_hi, g))
-    priced: dict[str, Measurement] = {}
-    if prices is not None:
-        uncached, cached = _prompt_split(source, deployment, window)
-        revenue = derive(
-            "revenue",
-            (_value(uncached) * prices.input_per_million
-             + _value(cached) * prices.cached_input_per_million
-             + _value(output) * prices.output_per_million) / 1e6,
-            "currency",
-            [uncached, cached, output],
-            f"(uncached x {prices.input_per_million:g} + cached x "
-            f"{prices.cached_input_per_million:g} + output x {prices.output_per_million:g}) / 1e6",
-            (REVENUE, EXTRAPOLATED),
-        )  # fmt: skip
-        tokens = _value(uncached) + _value(cached) + _value(output)
-        priced = {
-            "prompt_tokens_uncached": uncached,
-            "prompt_tokens_cached": cached,
-            "revenue": revenue,
-            "break_even_gpu_hour_price": derive(
-                "break_even_gpu_hour_price", _div(_value(revenue), g), "currency/GPU-hour",
-                [revenue, gpu_hours], "revenue / gpu_hours", (REVENUE, SCOPE, GPU_HOURS),
-            ),
-            "blended_price_per_million_tokens": derive(
-                "blended_price_per_million_tokens", _div(_value(revenue), tokens) * 1e6,
-                "currency/million tokens", [revenue, uncached, cached, output],
-                "revenue / (uncached + cached + output tokens) x 1e6", (REVENUE,),
-            ),
-        }  # fmt: skip
+    u_lo, u_hi = _interval(useful)
+    out_per_gh, useful_per_gh = (
+        derive(
+            f"{name}_per_gpu_hour",
+            _div(_value(m), g),
+            "tokens/GPU-hour",
+            [m, gpu_hours],
+            f"{name} / gpu_hours",
+            caveats,
+        )
+        for name, m, caveats in (
+            ("output_tokens", output, (GPU_HOURS,)),
+            ("useful_output_tokens", useful, (GPU_HOURS, USEFUL)),
+        )
+    )
+    return out_per_gh, _bounded(useful_per_gh, _div(u_lo, g), _div(u_hi, g))
+
+
+def _priced(
+    r: Reading, prices: TokenPrices, output: Measurement, gpu_hours: Measurement
+) -> dict[str, Measurement]:
+    """Prompt tokens by where they came from, revenue at ``prices`` and the break-even price."""
+    uncached, cached = _prompt_split(r)
+    revenue = derive(
+        "revenue",
+        (
+            _value(uncached) * prices.input_per_million
+            + _value(cached) * prices.cached_input_per_million
+            + _value(output) * prices.output_per_million
+        )
+        / 1e6,
+        "currency",
+        [uncached, cached, output],
+        f"(uncached x {prices.input_per_million:g} + cached x "
+        f"{prices.cached_input_per_million:g} + output x {prices.output_per_million:g}) / 1e6",
+        (REVENUE, EXTRAPOLATED),
+    )
+    tokens = _value(uncached) + _value(cached) + _value(output)
+    return {
+        "prompt_tokens_uncached": uncached,
+        "prompt_tokens_cached": cached,
+        "revenue": revenue,
+        "break_even_gpu_hour_price": derive(
+            "break_even_gpu_hour_price",
+            _div(_value(revenue), _value(gpu_hours)),
+            "currency/GPU-hour",
+            [revenue, gpu_hours],
+            "revenue / gpu_hours",
+            (REVENUE, SCOPE, GPU_HOURS),
+        ),
+        "blended_price_per_million_tokens": derive(
+            "blended_price_per_million_tokens",
+            _div(_value(revenue), tokens) * 1e6,
+            "currency/million tokens",
+            [revenue, uncached, cached, output],
+            "revenue / (uncached + cached + output tokens) x 1e6",
+            (REVENUE,),
+        ),
+    }
+
+
+def _cost(r: Reading, settings: CostSettings) -> CostResult:
+    """GPU cost, cost per million useful output tokens and, with prices, the break-even price.
+
+    GPU-hours are ``hardware.gpus_per_replica`` x replicas seen x the window
+    in hours; cost is ``r.gpu_hour_price`` (currency per GPU-hour) x
+    GPU-hours, in that currency. Useful output tokens (tokens) are estimated
+    (see the module docstring); cost per million of them is in currency per
+    million tokens; tokens per GPU-hour need no price. Without a GPU-hour
+    price, cost and cost per million useful tokens are ``no_data`` saying
+    so. With ``settings.prices``, revenue (currency) and the break-even
+    GPU-hour price (currency per GPU-hour). Counters are extrapolated
+    increases over the window.
+    """
+    m, w = r.matchers, r.seconds
+    # Every number asked at once: none waits on another's answer.
+    replicas_asked = soon(r.source, partial(replicas_seen, r, vllm.GENERATION_TOKENS))
+    completed_m = (*m, Matcher.regex("finished_reason", _COMPLETED))
+    stop_or_length = "Finished on stop or length: aborts and errors excluded."
+    completing = soon(
+        r.source,
+        partial(
+            r.measure,
+            "completed_requests",
+            b.increase_total(vllm.REQUEST_SUCCESS, completed_m, w),
+            "requests",
+            caveats=(EXTRAPOLATED, stop_or_length),
+        ),
+    )
+    averaging = soon(
+        r.source,
+        partial(
+            histogram_mean,
+            r,
+            vllm.REQUEST_GENERATION_TOKENS,
+            "output_tokens_mean",
+            caveats=("Mean over every finished request.",),
+        ),
+    )
+    sharing = soon(r.source, partial(_sla_share, r, settings.sla_ttft_s, settings.sla_e2e_s))
+    output_expr = b.increase_total(vllm.GENERATION_TOKENS, m, w)
+    outputting = soon(
+        r.source,
+        partial(r.measure, "output_tokens", output_expr, "tokens", caveats=(EXTRAPOLATED,)),
+    )
+    replicas = replicas_asked.result()
+    gpus, gpu_hours, rent = _gpu_hours(r, replicas)
+    output = outputting.result()
+    completed, mean_out = completing.result(), averaging.result()
+    shares, share = sharing.result()
+    useful = _useful(completed, mean_out, share)
+    out_per_gh, useful_per_gh = _per_gpu_hour(output, useful, gpu_hours)
+    prices = settings.prices
+    priced = _priced(r, prices, output, gpu_hours) if prices is not None else {}
     return CostResult(
         replicas_seen=replicas,
         gpus=gpus,
         gpu_hours=gpu_hours,
-        cost=total_cost,
+        cost=rent,
         output_tokens=output,
         completed_requests=completed,
         output_tokens_mean=mean_out,
         sla_shares=shares,
         sla_share=share,
         useful_output_tokens=useful,
-        cost_per_million_useful_output_tokens=per_million,
+        cost_per_million_useful_output_tokens=_per_million(rent, useful),
         output_tokens_per_gpu_hour=out_per_gh,
         useful_output_tokens_per_gpu_hour=useful_per_gh,
-        gpu_hour_price=gpu_hour_price,
+        gpu_hour_price=r.gpu_hour_price,
         prices=prices,
         **priced,
     )
+
+
+cost = Analysis(
+    name="cost",
+    title="Cost",
+    entry=_cost,
+    result=CostResult,
+    settings=CostSettings,
+    summary="GPU-hours, cost per million useful output tokens, tokens per GPU-hour, break-even.",
+)

@@ -8,30 +8,42 @@ the buckets of every replica added together::
 
 A rolling P95 answers "how bad was the worst five minutes", not "what was the
 hour's P95": a short burst can lift it far above the whole-window P95, and the
-mean of its samples is not a request-weighted mean.
+mean of its samples is not a request-weighted mean. Each series carries the
+PromQL that produced it.
 """
 
 from __future__ import annotations
 
+import html
 import math
-from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
+from typing import Annotated
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
+from inference_obs.analyses.unit import Analysis, Settings
 from inference_obs.deployment import Deployment
 from inference_obs.errors import Annotation, QueryError
-from inference_obs.metrics import vllm
-from inference_obs.metrics.family import Family
+from inference_obs.metrics import family as catalogue_family, vllm
+from inference_obs.metrics.family import Family, MetricType
 from inference_obs.query import Expr, histogram_quantile, rate, to_promql
+from inference_obs.reading.context import Reading
+from inference_obs.reading.result import AnalysisResult, format_number
 from inference_obs.samples import Window
-from inference_obs.source.base import Source
 from inference_obs.source.remembering import together
 
-__all__ = ["CAVEATS", "QuantileSeries", "RollingQuantiles", "rolling_quantiles"]
+__all__ = [
+    "CAVEATS",
+    "QuantileSeries",
+    "RollingQuantiles",
+    "RollingSettings",
+    "rolling_quantiles",
+]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -69,7 +81,7 @@ class QuantileSeries(BaseModel):
     promql: str
 
 
-class RollingQuantiles(BaseModel):
+class RollingQuantiles(AnalysisResult):
     """Rolling merged-bucket quantiles of one histogram for one deployment.
 
     Attributes
@@ -81,14 +93,13 @@ class RollingQuantiles(BaseModel):
     every, length
         Seconds between evaluations, and the trailing interval each covers.
     series
-        One :class:`QuantileSeries` per requested quantile, in request order.
+        One :class:`QuantileSeries` per requested quantile, in request order,
+        each with the PromQL behind it.
     caveats
         What the series cannot be used for.
     annotations
         Non-fatal conditions reported by the source (each once).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     deployment: str
     family: str
@@ -143,6 +154,23 @@ class RollingQuantiles(BaseModel):
             return pd.DataFrame({"time": [], "quantile": [], "value": []})
         return pd.concat(frames, ignore_index=True)
 
+    def _repr_html_(self) -> str:
+        cells = []
+        for s in self.series:
+            low = float(s.values.min()) if s.values.size else None
+            high = float(s.values.max()) if s.values.size else None
+            row = (
+                f"{s.quantile:g}",
+                str(s.t.size),
+                format_number(low),
+                format_number(high),
+                s.promql,
+            )
+            cells.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>")
+        names = ("quantile", "points", f"min ({self.unit})", f"max ({self.unit})", "promql")
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in names)
+        return f"<table><tr>{head}</tr>{''.join(cells)}</table>"
+
 
 def rolling_expr(family: Family, q: float, deployment: Deployment, length: float) -> Expr:
     """``histogram_quantile(q, sum by (le) (rate(h_bucket{m}[length])))``.
@@ -174,53 +202,86 @@ def rolling_expr(family: Family, q: float, deployment: Deployment, length: float
     return histogram_quantile(q, buckets.sum(by=("le",)))
 
 
-def rolling_quantiles(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    family: Family = vllm.TIME_TO_FIRST_TOKEN,
-    quantiles: Sequence[float] = (0.5, 0.95, 0.99),
-    every: float = 60.0,
-    length: float = 300.0,
-) -> RollingQuantiles:
-    """Merged-bucket quantiles of ``family`` over a trailing interval, every ``every`` seconds.
+Quantile = Annotated[float, Field(ge=0, le=1)]
 
-    Parameters
-    ----------
-    source
-        Where the series come from (one range query per quantile).
-    deployment
-        Whose series; the buckets of all replicas are added before estimating.
-    window
-        Evaluation times run from its start to its end, ``every`` apart.
-    family
-        A histogram family (default: time to first token, seconds).
-    quantiles
-        Quantiles to estimate, each in [0, 1].
-    every
-        Seconds between evaluations (the range query's step), > 0.
-    length
-        Trailing interval of each evaluation, seconds, > 0.
 
-    Returns
-    -------
-    RollingQuantiles
-        One time series per quantile (unix seconds, values in the family's
-        unit); steps with no observation are absent, never zero.
+class RollingSettings(Settings):
+    """Which histogram, which quantiles, and the sliding interval they are taken over."""
 
-    Raises
-    ------
-    QueryError
-        If a quantile is outside [0, 1], or ``every`` or ``length`` is not positive.
+    family: str = Field(
+        vllm.TIME_TO_FIRST_TOKEN.name,
+        description="The histogram family, by an exposed name of the catalogue (an earlier "
+        "version's name reads that version's series); a Family is taken by its name. Its "
+        "unit is the series' unit (time to first token: seconds).",
+    )
+    quantiles: tuple[Quantile, ...] = Field(
+        (0.5, 0.95, 0.99),
+        min_length=1,
+        description="Quantiles (0-1) to estimate, one series each, in this order; as text, "
+        "separated by commas.",
+    )
+    every: float = Field(
+        60.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="Seconds between evaluations (the range query's step).",
+    )
+    length: float = Field(
+        300.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="Trailing interval each evaluation covers, seconds: the rate() range.",
+    )
+
+    @field_validator("family", mode="before")
+    @classmethod
+    def _histogram(cls, value: object) -> object:
+        name = value.name if isinstance(value, Family) else value
+        if not isinstance(name, str):
+            return name  # the str check names what was given
+        try:
+            found = catalogue_family(name)
+        except QueryError as exc:
+            raise PydanticCustomError("family", "{message}", {"message": str(exc)}) from None
+        if found.type is not MetricType.HISTOGRAM or name not in found.names:
+            raise PydanticCustomError(
+                "family", "{name} is not the name of a histogram family", {"name": name}
+            )
+        return name
+
+    @field_validator("quantiles", mode="before")
+    @classmethod
+    def _listed(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(","))
+        return value
+
+
+def _family(name: str) -> Family:
+    """The catalogue's histogram ``name``, spelt as given (an earlier version's name stays)."""
+    found = catalogue_family(name)
+    return found if found.name == name else replace(found, name=name, aliases=())
+
+
+def _rolling_quantiles(r: Reading, settings: RollingSettings) -> RollingQuantiles:
+    """Merged-bucket quantiles of a histogram over a trailing interval, at regular steps.
+
+    One range query per quantile, from the window's start to its end,
+    ``settings.every`` seconds apart, each over the trailing
+    ``settings.length`` seconds; the buckets of every replica are added
+    before estimating. Each series holds times (unix seconds) and values in
+    the family's unit, with its PromQL; steps with no observation are
+    absent, never zero.
     """
-    for name, value in (("every", every), ("length", length)):
-        if not math.isfinite(value) or value <= 0:
-            raise QueryError(f"{name} {value!r} s must be a positive number of seconds")
+    family = _family(settings.family)
+    every, length = settings.every, settings.length
     series: list[QuantileSeries] = []
     notes: dict[Annotation, None] = {}
-    exprs = [rolling_expr(family, q, deployment, length) for q in quantiles]
-    matrices = together(source, [partial(source.range, expr, window, every) for expr in exprs])
-    for q, expr, matrix in zip(quantiles, exprs, matrices, strict=True):
+    exprs = [rolling_expr(family, q, r.deployment, length) for q in settings.quantiles]
+    matrices = together(
+        r.source, [partial(r.source.range, expr, r.window, every) for expr in exprs]
+    )
+    for q, expr, matrix in zip(settings.quantiles, exprs, matrices, strict=True):
         notes.update(dict.fromkeys(matrix.annotations))
         t = np.zeros(0, np.float64)
         values = np.zeros(0, np.float64)
@@ -233,12 +294,22 @@ def rolling_quantiles(
             t, values = t[keep][order], values[keep][order]
         series.append(QuantileSeries(quantile=float(q), t=t, values=values, promql=to_promql(expr)))
     return RollingQuantiles(
-        deployment=deployment.name,
+        deployment=r.deployment.name,
         family=family.name,
         unit=family.unit,
-        window=window,
+        window=r.window,
         every=float(every),
         length=float(length),
         series=tuple(series),
         annotations=tuple(notes),
     )
+
+
+rolling_quantiles = Analysis(
+    name="rolling_quantiles",
+    title="Rolling quantiles",
+    entry=_rolling_quantiles,
+    result=RollingQuantiles,
+    settings=RollingSettings,
+    summary="A histogram's merged-bucket quantiles over a sliding interval, as time series.",
+)

@@ -14,7 +14,7 @@ import pytest
 
 from inference_obs.analyses.configuration import CheckStatus, ConfigurationResult, configuration
 from inference_obs.deployment import Deployment
-from inference_obs.errors import TopologyError
+from inference_obs.errors import ConfigurationError, TopologyError
 from inference_obs.metrics import dcgm, vllm
 from inference_obs.reading.measurement import Status
 from inference_obs.samples import Series, Window
@@ -257,7 +257,7 @@ def test_kv_pool_changed_within_the_window_is_invalid(
 def test_topology_of_the_write_up_flags_tp_beyond_a_pair(h100_h200: DatasetSource) -> None:
     deployment = _deployment(h100_h200, "H100")
     window = _window(h100_h200)
-    result = configuration(h100_h200, deployment, window, H100_PAIRS)
+    result = configuration(h100_h200, deployment, window, topology_text=H100_PAIRS)
     assert result.topology is not None
     assert result.topology.gpu_count == 8
     # "PCIe (PHB), NVLink pairs (NV12)" is what the matrix shows.
@@ -269,27 +269,27 @@ def test_topology_of_the_write_up_flags_tp_beyond_a_pair(h100_h200: DatasetSourc
     tp8 = deployment.model_copy(
         update={"config": deployment.config.model_copy(update={"tensor_parallel_size": 8})}
     )
-    eight = configuration(h100_h200, tp8, window, H100_PAIRS)
+    eight = configuration(h100_h200, tp8, window, topology_text=H100_PAIRS)
     assert eight.check("topology.parallelism").status is CONTRADICTED
     assert [(g.gpus, g.path.value) for g in eight.parallel_groups] == [(8, "pcie")]
     tp2 = deployment.model_copy(
         update={"config": deployment.config.model_copy(update={"tensor_parallel_size": 2})}
     )
-    two = configuration(h100_h200, tp2, window, H100_PAIRS)
+    two = configuration(h100_h200, tp2, window, topology_text=H100_PAIRS)
     assert two.check("topology.parallelism").status is VERIFIED
 
 
 def test_dp_ep_fits_a_mesh_and_not_pairs(h100_h200: DatasetSource) -> None:
     deployment = _deployment(h100_h200, "H200")
     window = _window(h100_h200)
-    mesh = configuration(h100_h200, deployment, window, NV18_MESH)
+    mesh = configuration(h100_h200, deployment, window, topology_text=NV18_MESH)
     assert mesh.check("hardware.interconnect").status is VERIFIED  # declared "NVSwitch"
     assert mesh.check("topology.parallelism").status is VERIFIED
     assert [(g.parallelism.value, g.gpus) for g in mesh.parallel_groups] == [
         ("tensor", 1),
         ("data_expert", 8),
     ]
-    pairs = configuration(h100_h200, deployment, window, H100_PAIRS)
+    pairs = configuration(h100_h200, deployment, window, topology_text=H100_PAIRS)
     assert pairs.check("hardware.interconnect").status is CONTRADICTED
     fit = pairs.check("topology.parallelism")
     assert fit.status is CONTRADICTED
@@ -304,7 +304,9 @@ def test_without_topology_the_interconnect_is_unverifiable(h100_h200: DatasetSou
     assert result.topology is None
     assert "topology.parallelism" not in {c.field for c in result.checks}
     with pytest.raises(TopologyError, match="line 1: no header"):
-        configuration(h100_h200, _deployment(h100_h200, "H100"), _window(h100_h200), "oops")
+        configuration(
+            h100_h200, _deployment(h100_h200, "H100"), _window(h100_h200), topology_text="oops"
+        )
 
 
 def test_frame_and_table(h100_h200: DatasetSource) -> None:
@@ -322,3 +324,9 @@ def test_frame_and_table(h100_h200: DatasetSource) -> None:
         result.check("config.nothing")
     values = [m.value for m in result.measurements() if m.value is not None]
     assert np.all(np.isfinite(values))
+
+
+def test_configuration_has_no_settings(h100_h200: DatasetSource) -> None:
+    deployment = _deployment(h100_h200, "H100")
+    with pytest.raises(ConfigurationError, match=r"configuration\.draft_tolerance"):
+        configuration(h100_h200, deployment, _window(h100_h200), draft_tolerance=0.5)

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from inference_obs.analyses.cost import CostResult, TokenPrices, cost
-from inference_obs.analyses.latency import latency
+from inference_obs.analyses.cost import CostResult, CostSettings, TokenPrices, cost
+from inference_obs.analyses.latency import share_within
 from inference_obs.analyses.shapes import shapes
 from inference_obs.analyses.throughput import throughput
 from inference_obs.deployment import Deployment
+from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import builders as b, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Matcher
+from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Measurement, Status
 from inference_obs.samples import Window
 from inference_obs.source.dataset import write_dataset
@@ -85,9 +88,10 @@ def test_cost_per_useful_token_from_the_other_analyses(
         sla = 10.0
         result = cost(source, d, window, gpu_hour_price=PRICE, sla_e2e_s=sla)
         shape = shapes(source, d, window)
-        lat = latency(source, d, window)
         replicas = _value(throughput(source, d, window).replicas_seen)
-        share = _value(lat.share_within(sla, "e2e"))
+        share = _value(
+            share_within(Reading(source, d, window, "latency"), vllm.E2E_REQUEST_LATENCY, sla)
+        )
         completed = sum(_value(shape.finish_counts[r]) for r in ("stop", "length"))
         useful = share * completed * _value(shape.output_tokens_mean)
         total = PRICE * d.hardware.gpus_per_replica * replicas * window.seconds / 3600.0
@@ -237,3 +241,58 @@ def test_missing_latency_histogram_gives_no_data_naming_it(tmp_path: Path) -> No
         "cost_per_million_useful_output_tokens",
         "useful_output_tokens_per_gpu_hour",
     }
+
+
+def test_without_a_gpu_hour_price_money_is_no_data_and_tokens_per_gpu_hour_stay() -> None:
+    source, window = _open("h100-vs-h200")
+    for d in _deployments(source):
+        priced = cost(source, d, window, gpu_hour_price=PRICE, sla_e2e_s=10.0, prices=PRICES)
+        unpriced = cost(source, d, window, sla_e2e_s=10.0, prices=PRICES)
+        assert unpriced.gpu_hour_price is None
+        for m in (unpriced.cost, unpriced.cost_per_million_useful_output_tokens):
+            assert m.status is Status.NO_DATA
+            assert m.value is None
+            assert m.bounds is None
+            assert "no GPU-hour price was given" in _messages(m)
+        assert priced.cost.ok
+        assert "no GPU-hour price" not in _messages(priced.cost_per_million_useful_output_tokens)
+        # Everything that needs no price is the same number, bounds and all.
+        same = (
+            "gpus",
+            "gpu_hours",
+            "useful_output_tokens",
+            "output_tokens_per_gpu_hour",
+            "useful_output_tokens_per_gpu_hour",
+            "revenue",
+            "break_even_gpu_hour_price",
+            "blended_price_per_million_tokens",
+        )
+        for name in same:
+            a, b_ = getattr(priced, name), getattr(unpriced, name)
+            assert a.status is b_.status is Status.OK, name
+            assert (a.value, a.bounds) == (b_.value, b_.bounds), name
+        assert _value(unpriced.useful_output_tokens_per_gpu_hour) > 0
+
+
+def test_settings_defaults_are_the_former_keyword_defaults() -> None:
+    # Before the settings model: sla_ttft_s=None, sla_e2e_s=None, prices=None.
+    assert CostSettings().model_dump() == {"sla_ttft_s": None, "sla_e2e_s": None, "prices": None}
+    assert cost.settings is CostSettings
+    chosen = cost.configure({"sla_e2e_s": 10.0, "prices": PRICES})
+    assert (chosen.sla_e2e_s, chosen.prices) == (10.0, PRICES)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("sla_ttft_s", 0.0),
+        ("sla_e2e_s", -1.0),
+        ("prices", {"input_per_million": 1.0}),
+        ("sla_p99_s", 1.0),
+    ],
+)
+def test_bad_settings_raise_a_configuration_error_naming_them(setting: str, value: object) -> None:
+    source, window = _open("h100-vs-h200")
+    bad: dict[str, Any] = {setting: value}
+    with pytest.raises(ConfigurationError, match=f"cost\\.{setting}"):
+        cost(source, _deployments(source)[0], window, gpu_hour_price=PRICE, **bad)

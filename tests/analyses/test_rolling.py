@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import html
+import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from inference_obs.analyses.rolling import RollingQuantiles, rolling_quantiles
+from inference_obs.analyses.rolling import (
+    RollingQuantiles,
+    RollingSettings,
+    rolling_expr,
+    rolling_quantiles,
+)
 from inference_obs.deployment import Deployment
 from inference_obs.engine.vector import Vector
-from inference_obs.errors import QueryError
+from inference_obs.errors import ConfigurationError, QueryError
 from inference_obs.metrics import builders, vllm
 from inference_obs.samples import Window
 from inference_obs.source.dataset_source import DatasetSource
@@ -109,9 +117,70 @@ def test_absent_family_gives_empty_series(source: DatasetSource, window: Window)
     assert result.to_frame().empty
 
 
-@pytest.mark.parametrize(("q", "every"), [(1.5, 60.0), (0.5, 0.0)])
-def test_bad_arguments_refused(
-    source: DatasetSource, window: Window, q: float, every: float
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("quantiles", (1.5,)),
+        ("quantiles", ()),
+        ("every", 0.0),
+        ("every", math.inf),
+        ("length", -300.0),
+        ("family", vllm.NUM_REQUESTS_RUNNING),
+        ("family", "vllm:time_to_first_token_seconds_bucket"),
+        ("family", "vllm:no_such_family"),
+        ("window_s", 60.0),
+    ],
+)
+def test_bad_settings_raise_a_configuration_error_naming_them(
+    source: DatasetSource, window: Window, setting: str, value: object
 ) -> None:
-    with pytest.raises(QueryError):
-        rolling_quantiles(source, _deployment(source, "PRO"), window, quantiles=(q,), every=every)
+    bad: dict[str, Any] = {setting: value}
+    with pytest.raises(ConfigurationError, match=f"rolling_quantiles\\.{setting}"):
+        rolling_quantiles(source, _deployment(source, "PRO"), window, **bad)
+
+
+def test_bad_quantile_refused_by_the_expression_too(source: DatasetSource) -> None:
+    with pytest.raises(QueryError, match=r"quantile 1\.5"):
+        rolling_expr(vllm.TIME_TO_FIRST_TOKEN, 1.5, _deployment(source, "PRO"), 300.0)
+
+
+def test_settings_defaults_are_the_former_keyword_defaults() -> None:
+    # Before the settings model: family=TIME_TO_FIRST_TOKEN, quantiles=(0.5, 0.95, 0.99),
+    # every=60.0, length=300.0; the report runs it with these.
+    assert RollingSettings().model_dump() == {
+        "family": vllm.TIME_TO_FIRST_TOKEN.name,
+        "quantiles": (0.5, 0.95, 0.99),
+        "every": 60.0,
+        "length": 300.0,
+    }
+    assert rolling_quantiles.settings is RollingSettings
+
+
+def test_settings_from_text_as_the_command_line_gives_them() -> None:
+    chosen = rolling_quantiles.configure(
+        {"family": "vllm:e2e_request_latency_seconds", "quantiles": "0.5, 0.9", "every": "30"}
+    )
+    assert chosen.quantiles == (0.5, 0.9)
+    assert chosen.every == 30.0
+    assert chosen.family == vllm.E2E_REQUEST_LATENCY.name
+
+
+def test_another_family_by_its_family_object(source: DatasetSource, window: Window) -> None:
+    d = _deployment(source, "PRO")
+    result = rolling_quantiles(source, d, window, family=vllm.E2E_REQUEST_LATENCY, quantiles=(0.9,))
+    assert result.family == vllm.E2E_REQUEST_LATENCY.name
+    assert result.unit == "seconds"
+    (series,) = result.series
+    assert "rate(vllm:e2e_request_latency_seconds_bucket{" in series.promql
+    assert series.t.size > 0
+    # The same numbers as the query the series names, asked directly.
+    matrix = source.range(rolling_expr(vllm.E2E_REQUEST_LATENCY, 0.9, d, 300.0), window, 60.0)
+    kept = np.isfinite(matrix.values)
+    assert np.array_equal(series.values, matrix.values[kept])
+
+
+def test_table_shows_each_series_query(pro: RollingQuantiles) -> None:
+    table = pro._repr_html_()
+    assert table.count("<tr>") == 1 + len(pro.series)
+    for s in pro.series:
+        assert html.escape(s.promql) in table
