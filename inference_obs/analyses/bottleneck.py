@@ -13,25 +13,20 @@ from collections.abc import Sequence
 from enum import StrEnum
 from functools import partial
 
-from inference_obs.deployment import Deployment
+from pydantic import Field
+
+from inference_obs.analyses.unit import Analysis, Settings
 from inference_obs.metrics import builders as b, dcgm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Binary, Number, to_promql
 from inference_obs.reading.alignment import scrape_interval_ms
-from inference_obs.reading.joined import instants
-from inference_obs.reading.measurement import (
-    Measurement,
-    local_measurement,
-    measure,
-)
+from inference_obs.reading.context import Reading
+from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.samples import Window
-from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon, together
 
-__all__ = ["BottleneckClass", "BottleneckResult", "bottleneck"]
+__all__ = ["BottleneckClass", "BottleneckResult", "BottleneckSettings", "bottleneck"]
 
-ANALYSIS = "bottleneck"
 SAMPLE_MEAN = "Sample-weighted mean over every GPU sample of the window; not time-weighted."
 DUTY = (
     "A sampled share of wall time: the share of GPU-steps (each GPU's latest GPU_UTIL sample "
@@ -77,7 +72,38 @@ class BottleneckResult(AnalysisResult):
     duty_cycle: Measurement
 
 
-def _duty_cycle(source: Source, deployment: Deployment, window: Window) -> Measurement:
+class BottleneckSettings(Settings):
+    """Where the profiling ratios and GPU_UTIL draw the lines between the classes."""
+
+    dram_high: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="DRAM active mean (ratio 0-1) at or above which memory bandwidth is busy: "
+        "with light arithmetic (tensor_low), the work is bandwidth-bound decode.",
+    )
+    tensor_low: float = Field(
+        0.3,
+        ge=0,
+        le=1,
+        description="Tensor-pipe active mean (ratio 0-1) at or below which arithmetic is light.",
+    )
+    tensor_high: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Tensor-pipe active mean (ratio 0-1) at or above which the work is "
+        "compute-bound.",
+    )
+    util_low: float = Field(
+        20.0,
+        ge=0,
+        le=100,
+        description="GPU_UTIL mean (percent 0-100) below which the GPUs are starved of work.",
+    )
+
+
+def _duty_cycle(r: Reading) -> Measurement:
     """Share (0-1) of GPU-steps with ``GPU_UTIL > 0``, every GPU pooled, reduced by the source.
 
     Two range queries at the family's scrape interval: ``sum(x > bool 0)``
@@ -85,104 +111,65 @@ def _duty_cycle(source: Source, deployment: Deployment, window: Window) -> Measu
     latest within the look-back); the share is their totals' ratio. A fleet's
     answer is two series, whatever its number of GPUs.
     """
-    selector = dcgm.GPU_UTIL.select(deployment.gpu_matchers)
+    selector = dcgm.GPU_UTIL.select(r.deployment.gpu_matchers)
     busy, every = Binary(">", selector, Number(0), bool_=True).sum(), selector.count()
-    step_ms = scrape_interval_ms(source, selector, window)
+    step_ms = scrape_interval_ms(r.source, selector, r.window)
     totals = [0.0, 0.0]
     if step_ms:
-        asked = [partial(source.range, expr, window, step_ms / 1000) for expr in (busy, every)]
-        totals = [float(answer.values.sum()) for answer in together(source, asked)]
-    return local_measurement(
-        source, deployment, window, analysis=ANALYSIS, statistic="duty_cycle",
-        value=totals[0] / totals[1] if totals[1] else None, unit="ratio",
-        selectors=[busy, every],
+        asked = [partial(r.source.range, expr, r.window, step_ms / 1000) for expr in (busy, every)]
+        totals = [float(answer.values.sum()) for answer in together(r.source, asked)]
+    return r.local(
+        "duty_cycle",
+        totals[0] / totals[1] if totals[1] else None,
+        "ratio",
+        reads=[busy, every],
         computation=(
             f"sum over steps of {to_promql(busy)} / sum over steps of {to_promql(every)}, "
             f"range queries every {step_ms / 1000:g} s (the GPU scrape interval)"
         ),
-        caveats=(DUTY,), missing=[] if totals[1] else [dcgm.GPU_UTIL.name],
-    )  # fmt: skip
-
-
-def bottleneck(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    *,
-    dram_high: float = 0.5,
-    tensor_low: float = 0.3,
-    tensor_high: float = 0.5,
-    util_low: float = 20.0,
-) -> BottleneckResult:
-    """Classify what bounds ``deployment``'s GPUs over ``window``.
-
-    Parameters
-    ----------
-    source
-        Where the samples come from.
-    deployment
-        The deployment; its GPU matchers select the DCGM series.
-    window
-        The window; every query is evaluated at its end over its length.
-    dram_high
-        DRAM active mean (ratio 0-1) at or above which memory bandwidth is busy.
-        Default 0.5.
-    tensor_low
-        Tensor-pipe active mean (ratio 0-1) at or below which arithmetic is
-        light. Default 0.3.
-    tensor_high
-        Tensor-pipe active mean (ratio 0-1) at or above which the work is
-        compute bound. Default 0.5.
-    util_low
-        GPU_UTIL mean (percent 0-100) below which the GPUs are starved of work.
-        Default 20.
-
-    Returns
-    -------
-    BottleneckResult
-        The class and reason, the sample means (ratios 0-1, GPU_UTIL in
-        percent) and the duty cycle (ratio 0-1).
-    """
-    gm = deployment.gpu_matchers
-    w = window.seconds
-
-    duty_asked = soon(source, partial(_duty_cycle, source, deployment, window))
-    families = (
-        dcgm.PROF_DRAM_ACTIVE,
-        dcgm.PROF_PIPE_TENSOR_ACTIVE,
-        dcgm.PROF_SM_ACTIVE,
-        dcgm.PROF_SM_OCCUPANCY,
-        dcgm.GPU_UTIL,
+        caveats=(DUTY,),
+        missing=[] if totals[1] else [dcgm.GPU_UTIL],
     )
-    # Every mean in one request.
-    asked = instants(source, [b.sample_mean(family, gm, w) for family in families], window.end_s)
-    answers = dict(zip(families, asked, strict=True))
 
-    def mean(statistic: str, family: Family, unit: str) -> Measurement:
-        return measure(
-            source,
-            deployment,
-            window,
-            analysis=ANALYSIS,
-            statistic=statistic,
-            expr=b.sample_mean(family, gm, w),
-            unit=unit,
-            families=[family],
-            matchers=gm,
-            caveats=(SAMPLE_MEAN, *family.traps[:1]),
-            answer=answers[family],
-        )
 
-    # Together: a mean without data looks up which families have series.
-    dram, tensor, sm_active, occupancy, util = together(source, [
-        partial(mean, "dram_active", dcgm.PROF_DRAM_ACTIVE, "ratio"),
-        partial(mean, "tensor_active", dcgm.PROF_PIPE_TENSOR_ACTIVE, "ratio"),
-        partial(mean, "sm_active", dcgm.PROF_SM_ACTIVE, "ratio"),
-        partial(mean, "sm_occupancy", dcgm.PROF_SM_OCCUPANCY, "ratio"),
-        partial(mean, "gpu_util", dcgm.GPU_UTIL, "percent"),
-    ])  # fmt: skip
-    duty = duty_asked.result()
-    cls, reason = _classify(dram, tensor, util, dram_high, tensor_low, tensor_high, util_low)
+def _bottleneck(r: Reading, settings: BottleneckSettings) -> BottleneckResult:
+    """Classify what bounds the deployment's GPUs over the window.
+
+    Every query is evaluated at the window's end over its length. The sample
+    means of DRAM, tensor-pipe and SM activity and of SM occupancy (ratios
+    0-1) and of GPU_UTIL (percent 0-100), the duty cycle (ratio 0-1), and the
+    class with its reason, by the lines of ``settings``.
+    """
+    gm, w = r.deployment.gpu_matchers, r.seconds
+    duty_asked = soon(r.source, partial(_duty_cycle, r))
+    questions: tuple[tuple[str, Family, str], ...] = (
+        ("dram_active", dcgm.PROF_DRAM_ACTIVE, "ratio"),
+        ("tensor_active", dcgm.PROF_PIPE_TENSOR_ACTIVE, "ratio"),
+        ("sm_active", dcgm.PROF_SM_ACTIVE, "ratio"),
+        ("sm_occupancy", dcgm.PROF_SM_OCCUPANCY, "ratio"),
+        ("gpu_util", dcgm.GPU_UTIL, "percent"),
+    )
+    exprs = [b.sample_mean(family, gm, w) for _, family, _ in questions]
+    # Every mean in one request; together, as a mean without data looks up which families
+    # have series.
+    answers = r.instants(exprs)
+    dram, tensor, sm_active, occupancy, util = together(
+        r.source,
+        [
+            partial(
+                r.measure,
+                statistic,
+                expr,
+                unit,
+                caveats=(SAMPLE_MEAN, *family.traps[:1]),
+                answer=answer,
+            )
+            for (statistic, family, unit), expr, answer in zip(
+                questions, exprs, answers, strict=True
+            )
+        ],
+    )
+    cls, reason = _classify(dram, tensor, util, settings)
     return BottleneckResult(
         classification=cls,
         reason=reason,
@@ -191,19 +178,15 @@ def bottleneck(
         sm_active=sm_active,
         sm_occupancy=occupancy,
         gpu_util=util,
-        duty_cycle=duty,
+        duty_cycle=duty_asked.result(),
     )
 
 
 def _classify(
-    dram: Measurement,
-    tensor: Measurement,
-    util: Measurement,
-    dram_high: float,
-    tensor_low: float,
-    tensor_high: float,
-    util_low: float,
+    dram: Measurement, tensor: Measurement, util: Measurement, settings: BottleneckSettings
 ) -> tuple[BottleneckClass, str]:
+    dram_high, tensor_low = settings.dram_high, settings.tensor_low
+    tensor_high, util_low = settings.tensor_high, settings.util_low
     missing: Sequence[str] = [
         f.name
         for f, m in ((dcgm.PROF_DRAM_ACTIVE, dram), (dcgm.PROF_PIPE_TENSOR_ACTIVE, tensor))
@@ -234,3 +217,13 @@ def _classify(
         BottleneckClass.MIXED,
         f"DRAM active {dram.value:.3g}, tensor active {tensor.value:.3g}: no threshold crossed",
     )
+
+
+bottleneck = Analysis(
+    name="bottleneck",
+    title="Bottleneck",
+    entry=_bottleneck,
+    result=BottleneckResult,
+    settings=BottleneckSettings,
+    summary="Memory bandwidth, arithmetic or starvation, from the DCGM profiling ratios.",
+)

@@ -26,28 +26,26 @@ matched to replicas by the label names of the deployment's GPU selector (e.g.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from enum import StrEnum
 
 import numpy as np
-from pydantic import AwareDatetime, BaseModel, ConfigDict
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from inference_obs.deployment import Deployment
+from inference_obs.analyses.unit import Analysis, Settings
 from inference_obs.engine.vector import Vector
 from inference_obs.metrics import dcgm, vllm
 from inference_obs.metrics.family import Family
-from inference_obs.query import Expr, max_over_time
+from inference_obs.query import max_over_time
 from inference_obs.reading.alignment import gpu_label_sets
-from inference_obs.reading.measurement import Measurement, local_measurement
+from inference_obs.reading.context import Reading
+from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.reading.rows import align_gpu, app_rows
-from inference_obs.samples import Window
-from inference_obs.source.base import Source
+from inference_obs.reading.rows import AlignedGpu, AppRows, align_gpu, app_rows, tolerance_ms
 
-__all__ = ["QueueClass", "QueueInterval", "QueueingResult", "queueing"]
+__all__ = ["QueueClass", "QueueInterval", "QueueingResult", "QueueingSettings", "queueing"]
 
-ANALYSIS = "queueing"
 LAGS = (-2, -1, 0, 1, 2)
 ALIGNMENT = (
     "App and GPU metrics are scraped independently; a sample is aligned with the replica's "
@@ -67,6 +65,7 @@ CORRELATION = (
     "replicas; correlation is not causation, and a lag is in rows (samples, or tiles), not "
     "seconds."
 )
+BY_REASON = "A scheduler classification, not a diagnosis (e.g. not 'memory full')."
 
 
 class QueueClass(StrEnum):
@@ -146,6 +145,26 @@ class QueueingResult(AnalysisResult):
     best_lag_correlation: Measurement
 
 
+class QueueingSettings(Settings):
+    """When a replica's GPUs count as busy, and how far a GPU reading may be from its scrape."""
+
+    busy_threshold: float = Field(
+        50.0,
+        ge=0,
+        le=100,
+        description="Mean GPU utilisation, percent (0-100), of a replica's GPUs at or above "
+        "which they count as busy: a row with requests waiting is then capacity, else starved.",
+    )
+    tolerance_s: float | None = Field(
+        None,
+        ge=0,
+        description="Per scrape only (refused with a tile step): largest distance, seconds, "
+        "between an app scrape and the GPU step aligned with it; a scrape farther from every "
+        "step is unknown. None: the larger of the app's median scrape interval and the GPU "
+        "scrape interval.",
+    )
+
+
 def _classify(
     waiting: float, running: float, util: float | None, busy_threshold: float
 ) -> QueueClass:
@@ -173,219 +192,231 @@ def _time(t_ms: int, zone: tzinfo | None) -> datetime:
     return datetime.fromtimestamp(t_ms / 1000.0, tz=zone)
 
 
-def queueing(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    *,
-    step: float | None = None,
-    tolerance_s: float | None = None,
-    busy_threshold: float = 50.0,
-) -> QueueingResult:
-    """Classify each app scrape (or tile) of ``deployment`` by queue state and GPU activity.
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """One classified row: its start and time (unix ms), the gauges and the GPU mean."""
 
-    Parameters
-    ----------
-    source
-        Where the samples come from.
-    deployment
-        The deployment; its matchers select the vLLM series, its GPU matchers
-        the DCGM series.
-    window
-        The window; interval times are given in its timezone.
-    step
-        ``None`` (default) to classify every app scrape; else the width,
-        seconds, of the tiles to classify (it must divide the window; see
-        :func:`~inference_obs.reading.resolution.tile_step`).
-    tolerance_s
-        Per scrape only: largest distance, seconds, between an app sample and
-        the GPU step aligned with it. Default: the larger of the app's median
-        scrape interval and the GPU scrape interval (the step).
-    busy_threshold
-        Mean GPU utilisation, percent (0-100), at or above which the GPUs count
-        as busy. Default 50.
+    begin: int
+    t: int
+    waiting: float
+    running: float
+    util: float | None
+    cls: QueueClass
 
-    Returns
-    -------
-    QueueingResult
-        Intervals per class, peak queue (requests) and time, share of rows
-        per class (ratio), GPU alignment count and the best lag correlation.
-    """
-    if step is not None and tolerance_s is not None:
-        raise ValueError(
-            f"tolerance_s={tolerance_s!r} aligns app scrapes with GPU steps; with "
-            f"step={step!r} a row is a tile and its app and GPU readings come from the same "
-            "tile: give one or the other"
-        )
-    sel_gpu = dcgm.GPU_UTIL.select(deployment.gpu_matchers)
-    # Label sets only: the GPU samples themselves are reduced per replica by the server.
-    gpu_labels = gpu_label_sets(source, deployment, dcgm.GPU_UTIL, window)
-    rows = app_rows(source, deployment, window, gpu_labels, step)
-    tolerance = None if tolerance_s is None else tolerance_s * 1000.0
-    gpu = align_gpu(source, rows, sel_gpu, window, tolerance_ms=tolerance)
-    selectors: list[Expr] = [*rows.reads, gpu.query]
 
-    zone = window.start.tzinfo
-    intervals: list[QueueInterval] = []
-    counts = dict.fromkeys(QueueClass, 0)
-    pairs: dict[int, tuple[list[float], list[float]]] = {lag: ([], []) for lag in LAGS}
+@dataclass(slots=True)
+class _Walk:
+    """What classifying every replica's rows found, before it becomes Measurements."""
+
+    intervals: list[QueueInterval] = field(default_factory=list)
+    counts: dict[QueueClass, int] = field(default_factory=lambda: dict.fromkeys(QueueClass, 0))
+    pairs: dict[int, tuple[list[float], list[float]]] = field(
+        default_factory=lambda: {lag: ([], []) for lag in LAGS}
+    )
     peak: tuple[float, int, str] | None = None
-    aligned = 0
-    for replica, times in rows.times.items():
-        classified: list[tuple[int, int, float, float, float | None, QueueClass]] = []
-        for begin, t, w, r, mean in zip(
-            rows.starts(replica).tolist(), times.tolist(), rows.waiting[replica].tolist(),
-            rows.running[replica].tolist(), gpu.means[replica].tolist(), strict=True,
-        ):  # fmt: skip
-            # The mean over the GPUs that reported; a NaN sample makes the step unusable.
-            util = mean if np.isfinite(mean) else None
-            aligned += util is not None
-            cls = _classify(w, r, util, busy_threshold)
-            counts[cls] += 1
-            classified.append((begin, t, w, r, util, cls))
-            if peak is None or w > peak[0]:
-                peak = (w, t, replica)
-        series = [(w, u) for *_, w, _, u, _ in classified]
+    aligned: int = 0
+
+    def add(self, replica: str, rows: list[_Row], zone: tzinfo | None) -> None:
+        """Count ``replica``'s classified rows, pair them for the lags, cut them into intervals."""
+        for row in rows:
+            self.aligned += row.util is not None
+            self.counts[row.cls] += 1
+            if self.peak is None or row.waiting > self.peak[0]:
+                self.peak = (row.waiting, row.t, replica)
         for lag in LAGS:
-            for k, (w, _) in enumerate(series):
-                if 0 <= k + lag < len(series):
-                    u = series[k + lag][1]
-                    if u is not None:
-                        pairs[lag][0].append(w)
-                        pairs[lag][1].append(100.0 - u)
+            for k, row in enumerate(rows):
+                if 0 <= k + lag < len(rows):
+                    util = rows[k + lag].util
+                    if util is not None:
+                        self.pairs[lag][0].append(row.waiting)
+                        self.pairs[lag][1].append(100.0 - util)
         start = 0
-        for k in range(1, len(classified) + 1):
-            if k == len(classified) or classified[k][5] is not classified[start][5]:
-                chunk = classified[start:k]
-                utils = [c[4] for c in chunk if c[4] is not None]
-                intervals.append(
+        for k in range(1, len(rows) + 1):
+            if k == len(rows) or rows[k].cls is not rows[start].cls:
+                chunk = rows[start:k]
+                utils = [c.util for c in chunk if c.util is not None]
+                self.intervals.append(
                     QueueInterval(
-                        classification=chunk[0][5],
+                        classification=chunk[0].cls,
                         replica=replica,
-                        start=_time(chunk[0][0], zone),
-                        end=_time(chunk[-1][1], zone),
+                        start=_time(chunk[0].begin, zone),
+                        end=_time(chunk[-1].t, zone),
                         samples=len(chunk),
-                        max_waiting=max(c[2] for c in chunk),
-                        max_running=max(c[3] for c in chunk),
+                        max_waiting=max(c.waiting for c in chunk),
+                        max_running=max(c.running for c in chunk),
                         mean_gpu_util=sum(utils) / len(utils) if utils else None,
                     )
                 )
                 start = k
-    intervals.sort(key=lambda i: (i.start, i.replica))
-    sampled, aligned_how = (SAMPLED, ALIGNMENT) if step is None else (SAMPLED_TILES, TILED)
 
-    def local(
-        statistic: str,
-        value: float | None,
-        unit: str,
-        computation: str,
-        caveats: Sequence[str],
-        missing: Sequence[Family] = (),
-        used: Sequence[Expr] = selectors,
-    ) -> Measurement:
-        return local_measurement(
-            source,
-            deployment,
-            window,
-            analysis=ANALYSIS,
-            statistic=statistic,
-            value=value,
-            unit=unit,
-            selectors=used,
-            computation=computation,
-            caveats=caveats,
-            missing=[f.name for f in missing],
-        )
+    def best_lag(self) -> tuple[int, float] | None:
+        """The lag with the largest |Pearson r| (the earliest on a tie), and that r."""
+        best: tuple[int, float] | None = None
+        for lag in LAGS:
+            coef = _pearson(*self.pairs[lag])
+            if coef is not None and (best is None or abs(coef) > abs(best[1])):
+                best = (lag, coef)
+        return best
 
-    no_app = [] if rows.found else [vllm.NUM_REQUESTS_WAITING]
-    no_gpu = [] if gpu_labels else [dcgm.GPU_UTIL]
-    unit = "samples" if step is None else "tiles"
-    row = "app samples" if step is None else f"{step:g} s tiles"
-    total = sum(counts.values())
-    shares = {
-        cls.value: local(
-            f"share_{cls.value}",
-            counts[cls] / total if total else None,
-            "ratio",
-            f"{row} classified {cls.value} / all {row}",
-            (sampled, aligned_how),
-            no_app,
+
+def _walk(rows: AppRows, gpu: AlignedGpu, busy_threshold: float, zone: tzinfo | None) -> _Walk:
+    """Classify every row of every replica (see the module)."""
+    walk = _Walk()
+    for replica, times in rows.times.items():
+        columns = (
+            rows.starts(replica),
+            times,
+            rows.waiting[replica],
+            rows.running[replica],
+            gpu.means[replica],
         )
-        for cls in QueueClass
-    }
-    matched = ", ".join(rows.keys) or "nothing: all pooled"
-    if step is None:
-        how_aligned = (
-            f"app samples with a step of the same replica's GPUs (avg by replica, "
-            f"every {gpu.step_ms / 1000:g} s, each GPU's latest sample at or before the step) "
-            f"within {gpu.tolerance_ms / 1000:g} s (replicas matched on {matched})"
-        )
-    else:
-        how_aligned = (
-            f"{row} with a GPU sample of the same replica in the tile (replicas matched on "
-            f"{matched})"
-        )
-    alignment = local(
-        "gpu_aligned_samples", float(aligned) if aligned else None, unit, how_aligned,
-        (aligned_how,), no_app + no_gpu,
-    )  # fmt: skip
-    peak_m = local(
-        "peak_waiting",
-        peak[0] if peak else None,
-        "requests",
-        "max of raw num_requests_waiting samples, per replica (series summed)"
-        if step is None
-        else f"max over {row} of the sum over the replica's engines of each one's largest "
-        "num_requests_waiting sample in the tile",
-        (sampled,),
-        no_app,
-        rows.reads[:1],
-    )
-    sel_reason = vllm.NUM_REQUESTS_WAITING_BY_REASON.select(deployment.matchers)
+        classified = []
+        for begin, t, waiting, running, mean in zip(*(c.tolist() for c in columns), strict=True):
+            # The mean over the GPUs that reported; a NaN sample makes the step unusable.
+            util = mean if np.isfinite(mean) else None
+            cls = _classify(waiting, running, util, busy_threshold)
+            classified.append(_Row(begin, t, waiting, running, util, cls))
+        walk.add(replica, classified, zone)
+    walk.intervals.sort(key=lambda i: (i.start, i.replica))
+    return walk
+
+
+def _peak_by_reason(r: Reading) -> dict[str, Measurement]:
+    """Per ``reason``, the largest ``num_requests_waiting_by_reason`` sample of one series."""
+    selector = vllm.NUM_REQUESTS_WAITING_BY_REASON.select(r.matchers)
     # Each series' largest sample in the window, then the largest per reason: one small answer.
-    top_reason = max_over_time(sel_reason.over(window.seconds)).max(by=("reason",))
-    answer = source.instant(top_reason, window.end_s).value
+    top_reason = max_over_time(selector.over(r.seconds)).max(by=("reason",))
+    answer = r.instant(top_reason).value
     reasons: dict[str, float] = {}
     if isinstance(answer, Vector):
         for labels, top in zip(answer.labels, answer.values.tolist(), strict=True):
             if not np.isnan(top):  # every sample NaN: nothing was sampled
                 reasons[labels.get("reason", "unlabelled")] = top
-    peak_reason = {
-        name: local(
+    return {
+        name: r.local(
             f"peak_waiting[{name}]",
             top,
             "requests",
-            "max by (reason) (max_over_time(num_requests_waiting_by_reason[window])): the largest "
-            "sample of one series of that reason, at the window end",
-            (SAMPLED, "A scheduler classification, not a diagnosis (e.g. not 'memory full')."),
-            (),
-            [top_reason],
+            reads=[top_reason],
+            computation="max by (reason) (max_over_time(num_requests_waiting_by_reason[window])): "
+            "the largest sample of one series of that reason, at the window end",
+            caveats=(SAMPLED, BY_REASON),
         )
         for name, top in sorted(reasons.items())
     }
-    best: tuple[int, float] | None = None
-    for lag in LAGS:
-        coef = _pearson(*pairs[lag])
-        if coef is not None and (best is None or abs(coef) > abs(best[1])):
-            best = (lag, coef)
+
+
+def _alignment_how(r: Reading, rows: AppRows, gpu: AlignedGpu, row: str) -> str:
+    """How the rows were aligned with the GPUs, for the provenance."""
+    matched = ", ".join(rows.keys) or "nothing: all pooled"
+    if r.step is None:
+        return (
+            f"app samples with a step of the same replica's GPUs (avg by replica, "
+            f"every {gpu.step_ms / 1000:g} s, each GPU's latest sample at or before the step) "
+            f"within {gpu.tolerance_ms / 1000:g} s (replicas matched on {matched})"
+        )
+    return (
+        f"{row} with a GPU sample of the same replica in the tile (replicas matched on {matched})"
+    )
+
+
+def _queueing(r: Reading, settings: QueueingSettings) -> QueueingResult:
+    """Classify each app scrape (or tile) of the deployment by queue state and GPU activity.
+
+    Rows are every app scrape (``r.step`` None) or tiles of ``r.step``
+    seconds (see :func:`~inference_obs.reading.resolution.tile_step`); a
+    replica's GPUs are busy at ``settings.busy_threshold`` percent mean
+    utilisation, and per scrape a GPU step is aligned within
+    ``settings.tolerance_s`` seconds. Intervals per class (times in the
+    window's timezone), the peak queue (requests) and when, the share of rows
+    per class (ratio 0-1), the rows with an aligned GPU reading (samples or
+    tiles) and the lag (rows) with the strongest waiting-vs-idle correlation
+    (Pearson r).
+    """
+    tolerance = tolerance_ms(r.analysis, r.step, settings.tolerance_s)
+    # Label sets only: the GPU samples themselves are reduced per replica by the server.
+    gpu_labels = gpu_label_sets(r.source, r.deployment, dcgm.GPU_UTIL, r.window)
+    rows = app_rows(r.source, r.deployment, r.window, gpu_labels, r.step)
+    selector = dcgm.GPU_UTIL.select(r.deployment.gpu_matchers)
+    gpu = align_gpu(r.source, rows, selector, r.window, tolerance_ms=tolerance)
+    walk = _walk(rows, gpu, settings.busy_threshold, r.window.start.tzinfo)
+    reads = [*rows.reads, gpu.query]
+    sampled, aligned_how = (SAMPLED, ALIGNMENT) if r.step is None else (SAMPLED_TILES, TILED)
+    no_app: list[Family] = [] if rows.found else [vllm.NUM_REQUESTS_WAITING]
+    no_gpu: list[Family] = [] if gpu_labels else [dcgm.GPU_UTIL]
+    unit = "samples" if r.step is None else "tiles"
+    row = "app samples" if r.step is None else f"{r.step:g} s tiles"
+    total = sum(walk.counts.values())
+    shares = {
+        cls.value: r.local(
+            f"share_{cls.value}",
+            walk.counts[cls] / total if total else None,
+            "ratio",
+            reads=reads,
+            computation=f"{row} classified {cls.value} / all {row}",
+            caveats=(sampled, aligned_how),
+            missing=no_app,
+        )
+        for cls in QueueClass
+    }
+    alignment = r.local(
+        "gpu_aligned_samples",
+        float(walk.aligned) if walk.aligned else None,
+        unit,
+        reads=reads,
+        computation=_alignment_how(r, rows, gpu, row),
+        caveats=(aligned_how,),
+        missing=no_app + no_gpu,
+    )
+    peak = walk.peak
+    peak_m = r.local(
+        "peak_waiting",
+        peak[0] if peak else None,
+        "requests",
+        reads=rows.reads[:1],
+        computation="max of raw num_requests_waiting samples, per replica (series summed)"
+        if r.step is None
+        else f"max over {row} of the sum over the replica's engines of each one's largest "
+        "num_requests_waiting sample in the tile",
+        caveats=(sampled,),
+        missing=no_app,
+    )
+    best = walk.best_lag()
     how = f"Pearson r of waiting[k] vs 100 - util[k + lag], lags -2..+2 {row}; largest |r|"
-    lag_m = local(
-        "best_lag", None if best is None else float(best[0]), unit, how, (CORRELATION,),
-        no_app + no_gpu,
-    )  # fmt: skip
-    r_m = local(
-        "best_lag_correlation", None if best is None else best[1], "ratio", how, (CORRELATION,),
-        no_app + no_gpu,
-    )  # fmt: skip
+
+    def lagged(statistic: str, value: float | None, unit: str) -> Measurement:
+        return r.local(
+            statistic,
+            value,
+            unit,
+            reads=reads,
+            computation=how,
+            caveats=(CORRELATION,),
+            missing=no_app + no_gpu,
+        )
+
+    zone = r.window.start.tzinfo
     return QueueingResult(
-        step_seconds=step,
-        intervals=tuple(intervals),
+        step_seconds=r.step,
+        intervals=tuple(walk.intervals),
         peak_waiting=peak_m,
         peak_time=_time(peak[1], zone) if peak else None,
         peak_replica=peak[2] if peak else None,
         class_share=shares,
-        peak_waiting_by_reason=peak_reason,
+        peak_waiting_by_reason=_peak_by_reason(r),
         gpu_alignment=alignment,
-        best_lag=lag_m,
-        best_lag_correlation=r_m,
+        best_lag=lagged("best_lag", None if best is None else float(best[0]), unit),
+        best_lag_correlation=lagged(
+            "best_lag_correlation", None if best is None else best[1], "ratio"
+        ),
     )
+
+
+queueing = Analysis(
+    name="queueing",
+    title="Queues and GPU activity",
+    entry=_queueing,
+    result=QueueingResult,
+    settings=QueueingSettings,
+    summary="Each app scrape (or tile) classified by queue and GPU activity: capacity or starved.",
+)

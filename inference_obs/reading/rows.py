@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from inference_obs.deployment import Deployment
+from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import vllm
 from inference_obs.metrics.builders import summed
 from inference_obs.query import (
@@ -63,6 +64,7 @@ __all__ = [
     "names_of",
     "only",
     "tile_mean",
+    "tolerance_ms",
 ]
 
 Ints = npt.NDArray[np.int64]
@@ -216,9 +218,17 @@ def _per_scrape(
         waiting[replica] = np.array([waits[replica][t] for t in at])
         running[replica] = np.array([run.get(t, 0.0) for t in at])
     return AppRows(
-        keys, 0, times, waiting, running, names_of(waiting_raw.labels, keys),
-        interval_ms(waiting_raw), selectors, selectors, len(waiting_raw) > 0,
-    )  # fmt: skip
+        keys=keys,
+        tile_ms=0,
+        times=times,
+        waiting=waiting,
+        running=running,
+        names=names_of(waiting_raw.labels, keys),
+        interval_ms=interval_ms(waiting_raw),
+        selectors=selectors,
+        reads=selectors,
+        found=len(waiting_raw) > 0,
+    )
 
 
 def _per_tile(
@@ -248,9 +258,37 @@ def _per_tile(
         times[replica], waiting[replica] = at, values
         running[replica] = np.nan_to_num(at_rows(runs.get(replica), at), nan=0.0)
     return AppRows(
-        keys, width, times, waiting, running, names_of(labels, keys), 0.0, selectors,
-        (w_expr, r_expr), bool(labels),
-    )  # fmt: skip
+        keys=keys,
+        tile_ms=width,
+        times=times,
+        waiting=waiting,
+        running=running,
+        names=names_of(labels, keys),
+        interval_ms=0.0,
+        selectors=selectors,
+        reads=(w_expr, r_expr),
+        found=bool(labels),
+    )
+
+
+def tolerance_ms(analysis: str, step: float | None, tolerance_s: float | None) -> float | None:
+    """The ``tolerance_s`` setting of ``analysis`` in ms, for :func:`align_gpu` (None: its default).
+
+    Raises
+    ------
+    ConfigurationError
+        When ``tolerance_s`` is given with a tile ``step``: per tile, a row's app
+        and GPU readings come from the same tile, so nothing is aligned by distance.
+    """
+    if tolerance_s is None:
+        return None
+    if step is not None:
+        raise ConfigurationError(
+            f"{analysis}.tolerance_s={tolerance_s:g} aligns app scrapes with GPU steps; with "
+            f"step={step:g} a row is a tile and its app and GPU readings come from the same "
+            "tile: give one or the other"
+        )
+    return tolerance_s * 1000.0
 
 
 def tile_mean(selector: Selector, keys: tuple[str, ...], step: float) -> Expr:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from inference_obs.analyses.bottleneck import BottleneckClass, bottleneck
+from inference_obs.analyses.bottleneck import BottleneckClass, BottleneckSettings, bottleneck
 from inference_obs.deployment import Deployment
+from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import dcgm
 from inference_obs.reading.measurement import Status
 from inference_obs.samples import SampleSet, Series, Window
@@ -42,11 +44,45 @@ def test_decode_bound_reasoning_is_bandwidth_bound() -> None:
     assert result.duty_cycle.provenance.computation
 
 
-def test_thresholds_are_arguments() -> None:
+def test_thresholds_are_settings() -> None:
     source, window = _open("r1-decode")
     deployment = source.dataset.manifest.deployments[0]
     result = bottleneck(source, deployment, window, dram_high=0.99, tensor_high=0.1)
     assert result.classification is BottleneckClass.COMPUTE_BOUND
+    # The same lines given as a settings model; a GPU_UTIL line above its mean reads starved.
+    lines = BottleneckSettings(dram_high=0.99, tensor_high=0.1)
+    assert bottleneck(source, deployment, window, settings=lines) == result
+    starved = bottleneck(source, deployment, window, util_low=100.0)
+    assert starved.classification is BottleneckClass.STARVED
+    assert "< 100 %" in starved.reason
+
+
+def test_settings_default_to_the_old_arguments() -> None:
+    assert BottleneckSettings().model_dump() == {
+        "dram_high": 0.5,
+        "tensor_low": 0.3,
+        "tensor_high": 0.5,
+        "util_low": 20.0,
+    }
+    assert bottleneck.settings is BottleneckSettings
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("dram_high", 1.5),
+        ("tensor_low", -0.1),
+        ("tensor_high", 2.0),
+        ("util_low", 120.0),
+        ("dram", 0.5),
+    ],
+)
+def test_bad_settings_are_refused_naming_them(setting: str, value: float) -> None:
+    source, window = _open("r1-decode")
+    deployment = source.dataset.manifest.deployments[0]
+    overrides: dict[str, Any] = {setting: value}
+    with pytest.raises(ConfigurationError, match=rf"bottleneck\.{setting}"):
+        bottleneck(source, deployment, window, **overrides)
 
 
 @pytest.mark.parametrize("name", ["PRO", "H20"])
@@ -75,9 +111,11 @@ def test_duty_cycle_counts_each_gpu_step_above_zero() -> None:
     source = DatasetSource(dataclasses.replace(bundled, samples=SampleSet.from_series(series)))
     window = Window(datetime.fromtimestamp(0, UTC), datetime.fromtimestamp(600, UTC))
     deployment = Deployment(
-        name="A", selector={"pod": "~a-.*"},
-        hardware={"gpu_model": "NVIDIA H20", "gpus_per_replica": 2}, engine={"name": "vllm"},
-    )  # fmt: skip
+        name="A",
+        selector={"pod": "~a-.*"},
+        hardware={"gpu_model": "NVIDIA H20", "gpus_per_replica": 2},
+        engine={"name": "vllm"},
+    )
     duty = bottleneck(source, deployment, window).duty_cycle
     assert duty.value == pytest.approx(4 / 20, rel=1e-12)
     assert "every 60 s" in (duty.provenance.computation or "")

@@ -21,21 +21,22 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from pydantic import ValidationError
 
 from inference_obs.analyses.boundaries.host import counter_rates, nearest_mean, nearest_total
 from inference_obs.analyses.boundaries.stages import (
     BoundariesResult,
+    BoundariesSettings,
     BoundaryCause,
     CapacityReading,
-    Thresholds,
     boundaries,
 )
+from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import dcgm, host
 from inference_obs.reading.measurement import Status
 from inference_obs.simulate import parse_scenario, simulate
@@ -51,8 +52,11 @@ BUNDLED = Path(__file__).parents[2] / "datasets" / "pro5000-vs-h20"
 #: An interval may outlast its fault by the GPU readings' lag: one collect
 #: interval, one scrape interval and the alignment tolerance (15 s each).
 LAG_S = 45.0
-CAUSES = {HostStarved: BoundaryCause.HOST, TransferBound: BoundaryCause.TRANSFER,
-          Stall: BoundaryCause.UNEXPLAINED}  # fmt: skip
+CAUSES = {
+    HostStarved: BoundaryCause.HOST,
+    TransferBound: BoundaryCause.TRANSFER,
+    Stall: BoundaryCause.UNEXPLAINED,
+}
 
 
 def _run(name: str, seed: int, root: Path) -> tuple[DatasetSource, BoundariesResult]:
@@ -93,11 +97,12 @@ def test_each_fault_is_found_and_attributed(faulty: tuple[DatasetSource, Boundar
         assert isinstance(fault, HostStarved | TransferBound | Stall)
         pod = _pod(scenario, fault.replica)
         found = [
-            i for i in result.intervals
+            i
+            for i in result.intervals
             if i.replica.endswith(pod)
             and _offset(source, i.end) >= fault.start
             and _offset(source, i.start) <= fault.end + LAG_S
-        ]  # fmt: skip
+        ]
         assert found, (fault, result.intervals)
         assert {i.cause for i in found} == {CAUSES[type(fault)]}, [i.reason for i in found]
         covered = sum(i.samples for i in found)
@@ -128,8 +133,11 @@ def test_evidence_matches_the_injected_fault(
     for fault in scenario.faults:
         assert isinstance(fault, HostStarved | TransferBound | Stall)
         pod = _pod(scenario, fault.replica)
-        mine = [i for i in result.intervals if i.replica.endswith(pod)
-                and fault.start <= _offset(source, i.start) <= fault.end]  # fmt: skip
+        mine = [
+            i
+            for i in result.intervals
+            if i.replica.endswith(pod) and fault.start <= _offset(source, i.start) <= fault.end
+        ]
         for found in mine:
             if isinstance(fault, HostStarved) and fault.cause == "throttled":
                 assert found.throttled_ratio == pytest.approx(fault.throttled_share, abs=0.02)
@@ -275,8 +283,10 @@ def test_frame_and_table(faulty: tuple[DatasetSource, BoundariesResult]) -> None
     found = result.intervals_frame()
     assert len(found) == len(result.intervals)
     assert {"cause", "throttled_ratio", "pcie_limit_share"} <= set(found.columns)
-    assert any(q.startswith("container_cpu_cfs_throttled_periods_total{") and 'container!=""' in q
-               for q in result.evidence_promql)  # fmt: skip
+    assert any(
+        q.startswith("container_cpu_cfs_throttled_periods_total{") and 'container!=""' in q
+        for q in result.evidence_promql
+    )
     assert any(q.startswith("node_cpu_seconds_total{node=~") for q in result.evidence_promql)
     html = result._repr_html_()
     assert "re-place work before adding GPUs" in html
@@ -299,13 +309,63 @@ def test_a_deployment_without_series_is_insufficient_data() -> None:
     )
 
 
-def test_bad_arguments_are_refused() -> None:
+def test_settings_default_to_the_lines_drawn_before_they_were_settings() -> None:
+    assert BoundariesSettings().model_dump() == {
+        "idle_below": 0.5,
+        "min_samples": 2,
+        "process_cores": 0.9,
+        "throttled_ratio": 0.25,
+        "limit_share": 0.95,
+        "node_busy_ratio": 0.95,
+        "pcie_share": 0.7,
+        "starved_share": 0.1,
+        "saturated_duty": 0.85,
+        "queued_share": 0.1,
+        "pcie_limit_bytes_per_second": 5.0e10,
+        "tolerance_s": None,
+    }
+    assert boundaries.settings is BoundariesSettings
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("pcie_limit_bytes_per_second", 0),
+        ("idle_below", 1.5),
+        ("min_samples", 0),
+        ("tolerance_s", -1.0),
+        ("idle_threshold", 0.5),  # not a setting of this analysis
+    ],
+)
+def test_bad_settings_are_refused_naming_them(setting: str, value: float) -> None:
     source = DatasetSource(BUNDLED)
     dep = deployment(source, "PRO")
-    with pytest.raises(ValueError, match="pcie_limit_bytes_per_second must be > 0, got 0"):
-        boundaries(source, dep, window_of(source), pcie_limit_bytes_per_second=0)
-    with pytest.raises(ValidationError, match="idle_below"):
-        Thresholds(idle_below=1.5)
+    overrides: dict[str, Any] = {setting: value}
+    with pytest.raises(ConfigurationError, match=rf"boundaries\.{setting}"):
+        boundaries(source, dep, window_of(source), **overrides)
+
+
+def test_a_narrower_link_attributes_to_transfer_what_a_wider_one_leaves(
+    faulty: tuple[DatasetSource, BoundariesResult],
+) -> None:
+    source, result = faulty
+    dep = source.dataset.manifest.deployments[0]
+    # Half the link rate doubles every interval's share of it: the transfer faults stay
+    # transfer, and no interval changes place (the rows and the duty cycle do not move).
+    narrower = boundaries(source, dep, window_of(source), pcie_limit_bytes_per_second=2.5e10)
+    assert [(i.start, i.end) for i in narrower.intervals] == [
+        (i.start, i.end) for i in result.intervals
+    ]
+    for wide, narrow in zip(result.intervals, narrower.intervals, strict=True):
+        if wide.pcie_limit_share is not None:
+            assert narrow.pcie_limit_share == pytest.approx(2 * wide.pcie_limit_share)
+    # A link no transfer comes near: what was transfer is unexplained (nothing on the host
+    # crossed its line in those faults), every other interval keeps its cause.
+    wider = boundaries(source, dep, window_of(source), pcie_limit_bytes_per_second=1e15)
+    assert BoundaryCause.TRANSFER in {i.cause for i in result.intervals}
+    for before, after in zip(result.intervals, wider.intervals, strict=True):
+        moved = BoundaryCause.UNEXPLAINED if before.cause is BoundaryCause.TRANSFER else None
+        assert after.cause is (moved or before.cause), (before.reason, after.reason)
 
 
 def test_counter_rates_follow_segments_and_resets() -> None:

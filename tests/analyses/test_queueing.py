@@ -9,8 +9,14 @@ import numpy as np
 import pytest
 
 from inference_obs.analyses.gpu import gpu
-from inference_obs.analyses.queueing import QueueClass, QueueingResult, queueing
+from inference_obs.analyses.queueing import (
+    QueueClass,
+    QueueingResult,
+    QueueingSettings,
+    queueing,
+)
 from inference_obs.deployment import Deployment
+from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import vllm
 from inference_obs.query import Selector
 from inference_obs.reading.measurement import Status
@@ -118,6 +124,40 @@ def test_no_gpu_data_is_unknown_and_named(source: DatasetSource, window: Window)
 def test_explicit_tolerance_too_small_aligns_nothing(source: DatasetSource, window: Window) -> None:
     result = queueing(source, _deployment(source, "PRO"), window, tolerance_s=1.0)
     assert {i.classification for i in result.intervals} == {QueueClass.UNKNOWN}
+
+
+def test_settings_default_to_the_old_arguments() -> None:
+    assert QueueingSettings().model_dump() == {"busy_threshold": 50.0, "tolerance_s": None}
+    assert queueing.settings is QueueingSettings
+
+
+def test_busy_threshold_decides_capacity_against_starved(
+    source: DatasetSource, window: Window, pro: QueueingResult
+) -> None:
+    # At 0 % every aligned GPU reading counts as busy: each queued row that was starved is
+    # capacity, each idle row busy; inconsistent and unknown rows do not depend on the line.
+    always = queueing(source, _deployment(source, "PRO"), window, busy_threshold=0.0)
+    before = {k: m.value or 0.0 for k, m in pro.class_share.items()}
+    after = {k: m.value or 0.0 for k, m in always.class_share.items()}
+    assert before["starved"]
+    assert before["idle"]
+    assert after["starved"] == after["idle"] == 0.0
+    assert after["capacity"] == pytest.approx(before["capacity"] + before["starved"])
+    assert after["busy"] == pytest.approx(before["busy"] + before["idle"])
+    assert after["inconsistent"] == before["inconsistent"]
+    assert after["unknown"] == before["unknown"]
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [("busy_threshold", 101.0), ("busy_threshold", -1.0), ("tolerance_s", -1.0), ("busy", 60.0)],
+)
+def test_bad_settings_are_refused_naming_them(
+    source: DatasetSource, window: Window, setting: str, value: float
+) -> None:
+    overrides: dict[str, Any] = {setting: value}
+    with pytest.raises(ConfigurationError, match=rf"queueing\.{setting}"):
+        queueing(source, _deployment(source, "PRO"), window, **overrides)
 
 
 def test_peak_by_reason_is_the_largest_raw_sample(

@@ -17,8 +17,10 @@ from inference_obs.analyses.boundaries.stages import boundaries
 from inference_obs.analyses.queueing import queueing
 from inference_obs.analyses.throughput import throughput
 from inference_obs.analyses.validity.profile import profile
+from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import dcgm, vllm
 from inference_obs.query import to_promql
+from inference_obs.reading.context import Reading
 from inference_obs.reading.resolution import (
     positive_share,
     series_count,
@@ -159,10 +161,11 @@ def test_the_same_raw_samples_give_the_tiles_by_hand(source: DatasetSource) -> N
 
 
 def test_tolerance_and_step_are_one_or_the_other(source: DatasetSource) -> None:
-    with pytest.raises(ValueError, match="give one or the other"):
-        queueing(source, DEPLOYMENT, WINDOW, step=STEP, tolerance_s=15)
-    with pytest.raises(ValueError, match="give one or the other"):
-        boundaries(source, DEPLOYMENT, WINDOW, step=STEP, tolerance_s=15)
+    for analysis in (queueing, boundaries):
+        with pytest.raises(
+            ConfigurationError, match=rf"{analysis.name}\.tolerance_s=15 .*give one or the other"
+        ):
+            analysis(source, DEPLOYMENT, WINDOW, step=STEP, tolerance_s=15)
 
 
 # --- analyses per tile --------------------------------------------------------------------
@@ -204,7 +207,8 @@ def test_queueing_per_scrape_still_classifies_scrapes(source: DatasetSource) -> 
 
 
 def test_boundaries_read_evidence_only_where_it_can_matter(source: DatasetSource) -> None:
-    evidence = gather(source, DEPLOYMENT, WINDOW, dcgm.GPU_UTIL, 0.01, step=STEP, idle_below=0.5)
+    reading = Reading(source, DEPLOYMENT, WINDOW, "boundaries", step=STEP)
+    evidence = gather(reading, dcgm.GPU_UTIL, 0.01, tolerance_ms=None, idle_below=0.5)
     track = evidence.tracks["ns/t-0"]
     assert track.tile_ms == 60_000
     # PCIe is asked only for tiles with work while the GPUs computed under half the time:

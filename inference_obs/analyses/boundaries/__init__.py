@@ -9,20 +9,20 @@ from __future__ import annotations
 
 from inference_obs.analyses.boundaries.stages import (
     BoundariesResult,
+    BoundariesSettings,
     BoundaryCause,
     BoundaryInterval,
     CapacityReading,
     ReplicaBoundaries,
-    Thresholds,
     boundaries,
 )
 
 __all__ = [
     "BoundariesResult",
+    "BoundariesSettings",
     "BoundaryCause",
     "BoundaryInterval",
     "CapacityReading",
     "ReplicaBoundaries",
-    "Thresholds",
     "boundaries",
 ]

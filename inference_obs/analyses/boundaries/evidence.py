@@ -28,15 +28,14 @@ import numpy as np
 import numpy.typing as npt
 
 from inference_obs.analyses.boundaries.host import ask_host_evidence, host_evidence
-from inference_obs.deployment import Deployment
 from inference_obs.metrics import dcgm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Binary, Expr, Number, Selector, on
 from inference_obs.reading.alignment import gpu_label_sets, gpu_per_replica, replica_of
+from inference_obs.reading.context import Reading
 from inference_obs.reading.resolution import series_count
 from inference_obs.reading.rows import AppRows, align_gpu, app_rows
-from inference_obs.samples import Labels, Window
-from inference_obs.source.base import Source
+from inference_obs.samples import Labels
 from inference_obs.source.remembering import soon, together
 
 __all__ = ["Evidence", "Track", "gather", "median"]
@@ -160,61 +159,57 @@ def _idle_with_work(rows: AppRows, duty: Expr, scale: float, idle_below: float) 
 
 
 def gather(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    duty: Family,
-    scale: float,
-    *,
-    tolerance_s: float | None = None,
-    step: float | None = None,
-    idle_below: float = 0.5,
+    r: Reading, duty: Family, scale: float, *, tolerance_ms: float | None, idle_below: float
 ) -> Evidence:
     """Read every family the boundary analysis needs and align it per replica.
 
     ``duty`` is the GPU family read as the computing share, times ``scale``
-    (0.01 for GPU_UTIL's percent). Per scrape (``step`` None) the tolerance
-    defaults, as in queueing, to the larger of the app's median scrape
-    interval and the duty family's scrape interval; per tile the rows are
-    tiles of ``step`` seconds and PCIe and host evidence are asked only where
-    the duty share is under ``idle_below`` with work present.
+    (0.01 for GPU_UTIL's percent). Per scrape (``r.step`` None) the
+    tolerance, ms, defaults (None), as in queueing, to the larger of the
+    app's median scrape interval and the duty family's scrape interval; per
+    tile the rows are tiles of ``r.step`` seconds and PCIe and host evidence
+    are asked only where the duty share is under ``idle_below`` with work present.
     """
-    if step is not None and tolerance_s is not None:
-        raise ValueError(
-            f"tolerance_s={tolerance_s!r} aligns app scrapes with GPU steps; with step={step!r} "
-            "a row is a tile and its readings come from the same tile: give one or the other"
-        )
-    gm = deployment.gpu_matchers
-    gpus = {family: family.select(gm) for family in (duty, *PCIE)}
+    source, window = r.source, r.window
+    gpus = {family: family.select(r.deployment.gpu_matchers) for family in (duty, *PCIE)}
     # Label sets only: the GPU samples themselves are reduced per replica by the server.
-    gpu_labels = gpu_label_sets(source, deployment, duty, window)
-    rows = app_rows(source, deployment, window, gpu_labels, step)
+    gpu_labels = gpu_label_sets(source, r.deployment, duty, window)
+    rows = app_rows(source, r.deployment, window, gpu_labels, r.step)
     hosts = _hosts(gpu_labels, rows.keys)
     # What needs only the rows is asked now, alongside the duty family: whether the
     # PCIe families have series, their per-replica means (per scrape, where they do
     # not depend on the duty family's answer) and the host evidence's questions.
     counted = {f: soon(source, partial(series_count, source, gpus[f], window)) for f in PCIE}
-    if step is None:
+    if r.step is None:
         for family in PCIE:
             soon(source, partial(gpu_per_replica, source, gpus[family], rows.keys, window))
-    soon(source, partial(ask_host_evidence, source, deployment, window, rows, hosts))
-    tolerance = None if tolerance_s is None else tolerance_s * 1000.0
-    busy = align_gpu(source, rows, gpus[duty], window, tolerance_ms=tolerance)
-    where = None if step is None else _idle_with_work(rows, busy.query, scale, idle_below)
+    soon(source, partial(ask_host_evidence, r, rows, hosts))
+    busy = align_gpu(source, rows, gpus[duty], window, tolerance_ms=tolerance_ms)
+    where = None if r.step is None else _idle_with_work(rows, busy.query, scale, idle_below)
     # A family without series is not asked: its rows are NaN, and it is named missing.
     present = [family for family in PCIE if counted[family].result() > 0]
-    aligned = together(source, [
-        partial(align_gpu, source, rows, gpus[f], window, tolerance_ms=busy.tolerance_ms,
-                where=where)
-        for f in present
-    ])  # fmt: skip
+    aligned = together(
+        source,
+        [
+            partial(
+                align_gpu,
+                source,
+                rows,
+                gpus[f],
+                window,
+                tolerance_ms=busy.tolerance_ms,
+                where=where,
+            )
+            for f in present
+        ],
+    )
     pcie = dict(zip(present, aligned, strict=True))
 
     def pcie_at(family: Family, replica: str) -> Floats:
         found = pcie.get(family)
         return found.means[replica] if found else np.full(rows.times[replica].size, np.nan)
 
-    found = host_evidence(source, deployment, window, rows, hosts, busy.tolerance_ms, where)
+    found = host_evidence(r, rows, hosts, busy.tolerance_ms, where)
     tracks = {}
     for replica, times in rows.times.items():
         tracks[replica] = Track(
@@ -238,9 +233,9 @@ def gather(
     ]
     # Per scrape the app and host samples are read raw and the GPU families averaged by the
     # server; per tile every family is reduced by the server.
-    read_raw = (*(rows.selectors if step is None else ()), *found.read_raw)
+    read_raw = (*(rows.selectors if r.step is None else ()), *found.read_raw)
     queries = (
-        *(() if step is None else rows.reads),
+        *(() if r.step is None else rows.reads),
         busy.query,
         *(p.query for p in pcie.values()),
         *found.queries,

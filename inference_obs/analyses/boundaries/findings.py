@@ -1,6 +1,6 @@
 """Boundary intervals: app scrapes in a row where work waited or ran while the GPUs idled.
 
-:func:`find_intervals` walks one replica's :class:`~.boundary_evidence.Track`
+:func:`find_intervals` walks one replica's :class:`~.evidence.Track`
 and keeps runs of at least ``min_samples`` scrapes with work present
 (waiting + running > 0) and a duty cycle under ``idle_below``. Each run is
 attributed from the medians, over its scrapes, of the evidence aligned with
@@ -12,7 +12,7 @@ them, so scrapes at its edges (where the GPU readings lag) do not dilute it:
   ``limit_share`` of their CPU limit, or the node's CPUs are
   ``node_busy_ratio`` busy;
 - **transfer** when the larger PCIe direction carries ``pcie_share`` of the
-  link's rate or more;
+  link's rate (``pcie_limit_bytes_per_second``) or more;
 - the cause with the larger margin over its line when both hold;
 - **unexplained** otherwise, naming the evidence that had no data.
 """
@@ -27,9 +27,10 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.boundaries import evidence as ev
 from inference_obs.analyses.boundaries.host import ratio
+from inference_obs.analyses.unit import Settings
 from inference_obs.samples import Window
 
-__all__ = ["BoundaryCause", "BoundaryInterval", "Thresholds", "find_intervals"]
+__all__ = ["BoundariesSettings", "BoundaryCause", "BoundaryInterval", "find_intervals"]
 
 
 class BoundaryCause(StrEnum):
@@ -44,19 +45,89 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Thresholds(_Frozen):
-    """Where the analysis draws its lines (defaults in parentheses)."""
+class BoundariesSettings(Settings):
+    """Where the boundary analysis draws its lines; the link rate and tolerance it reads with."""
 
-    idle_below: float = Field(0.5, gt=0, le=1, description="Duty (ratio) below which GPUs idle.")
-    min_samples: int = Field(2, ge=1, description="App scrapes in a row for an interval.")
-    process_cores: float = Field(0.9, gt=0, description="Server process cores: saturated (GIL).")
-    throttled_ratio: float = Field(0.25, gt=0, le=1, description="Throttled share of periods.")
-    limit_share: float = Field(0.95, gt=0, le=1, description="Container use / its CPU limit.")
-    node_busy_ratio: float = Field(0.95, gt=0, le=1, description="Busy share of node CPUs.")
-    pcie_share: float = Field(0.7, gt=0, le=1, description="PCIe rate / link rate: near limit.")
-    starved_share: float = Field(0.1, gt=0, le=1, description="Boundary share: starved.")
-    saturated_duty: float = Field(0.85, gt=0, le=1, description="Duty cycle (ratio): saturated.")
-    queued_share: float = Field(0.1, gt=0, le=1, description="Share of work scrapes queued.")
+    idle_below: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="Duty cycle (ratio 0-1) below which a replica's GPUs idle: a row with work "
+        "present (waiting + running > 0) and a duty cycle under it is a boundary row.",
+    )
+    min_samples: int = Field(
+        2,
+        ge=1,
+        description="Boundary rows (app scrapes, or tiles) in a row that make a boundary interval.",
+    )
+    process_cores: float = Field(
+        0.9,
+        gt=0,
+        description="Server process CPU, cores, from which it counts as saturated (a Python "
+        "process holds its GIL) and an interval is attributed to the host.",
+    )
+    throttled_ratio: float = Field(
+        0.25,
+        gt=0,
+        le=1,
+        description="Share (ratio 0-1) of the containers' CFS periods throttled from which an "
+        "interval is attributed to the host.",
+    )
+    limit_share: float = Field(
+        0.95,
+        gt=0,
+        le=1,
+        description="The containers' CPU use over their CPU limit (ratio 0-1) from which an "
+        "interval is attributed to the host.",
+    )
+    node_busy_ratio: float = Field(
+        0.95,
+        gt=0,
+        le=1,
+        description="Busy share (ratio 0-1) of the nodes' CPUs from which an interval is "
+        "attributed to the host.",
+    )
+    pcie_share: float = Field(
+        0.7,
+        gt=0,
+        le=1,
+        description="The larger PCIe direction over the link rate (ratio 0-1) from which an "
+        "interval is attributed to transfer.",
+    )
+    starved_share: float = Field(
+        0.1,
+        gt=0,
+        le=1,
+        description="Share (ratio 0-1) of the rows with work that lie in boundary intervals "
+        "from which a replica reads starved.",
+    )
+    saturated_duty: float = Field(
+        0.85,
+        gt=0,
+        le=1,
+        description="Duty cycle (ratio 0-1) from which a replica whose requests wait in "
+        "queued_share of the rows with work reads saturated.",
+    )
+    queued_share: float = Field(
+        0.1,
+        gt=0,
+        le=1,
+        description="Share (ratio 0-1) of the rows with work where requests waited from which "
+        "a replica at saturated_duty reads saturated.",
+    )
+    pcie_limit_bytes_per_second: float = Field(
+        5.0e10,
+        gt=0,
+        description="Usable PCIe rate of one GPU's link, per direction, bytes/s: what "
+        "pcie_share is a share of (5e10: Gen5 x16; about 2.5e10 for Gen4 x16).",
+    )
+    tolerance_s: float | None = Field(
+        None,
+        ge=0,
+        description="Per scrape only (refused with a tile step): largest distance, seconds, "
+        "between an app scrape and the GPU step or host sample aligned with it. None: the "
+        "larger of the app's median scrape interval and the duty family's scrape interval.",
+    )
 
 
 class BoundaryInterval(_Frozen):
@@ -85,10 +156,10 @@ class BoundaryInterval(_Frozen):
 
 
 def _attribute(
-    track: ev.Track, rows: slice, th: Thresholds, pcie_limit: float
+    track: ev.Track, rows: slice, th: BoundariesSettings
 ) -> tuple[BoundaryCause, str, dict[str, float | None]]:
     """Cause of the interval ``rows`` of ``track``, why, and its evidence (medians)."""
-    pcie = np.fmax(track.pcie_rx, track.pcie_tx) / pcie_limit
+    pcie = np.fmax(track.pcie_rx, track.pcie_tx) / th.pcie_limit_bytes_per_second
     found = {
         "server_cpu_cores": ev.median(track.process, rows),
         "container_cpu_cores": ev.median(track.container, rows),
@@ -100,13 +171,13 @@ def _attribute(
         "pcie_limit_share": ev.median(pcie, rows),
     }
     used = ev.median(ratio(track.container, track.limit), rows)
+    throttled = found["throttled_ratio"]
     host_tests = (
         ("server process at {:.3g} cores", found["server_cpu_cores"], th.process_cores),
-        ("containers throttled in {:.0%} of CFS periods", found["throttled_ratio"],
-         th.throttled_ratio),
+        ("containers throttled in {:.0%} of CFS periods", throttled, th.throttled_ratio),
         ("containers at {:.0%} of their CPU limit", used, th.limit_share),
         ("node CPUs {:.0%} busy", found["node_cpu_busy_ratio"], th.node_busy_ratio),
-    )  # fmt: skip
+    )
     transfer_test = ("PCIe at {:.0%} of the link rate", found["pcie_limit_share"], th.pcie_share)
     margins: dict[BoundaryCause, tuple[float, list[str]]] = {}
     for cause, tests in (
@@ -131,12 +202,11 @@ def _attribute(
 
 
 def find_intervals(
-    replica: str, track: ev.Track, th: Thresholds, pcie_limit: float, window: Window
+    replica: str, track: ev.Track, th: BoundariesSettings, window: Window
 ) -> list[BoundaryInterval]:
     """The boundary intervals of one replica, attributed (see the module).
 
-    ``pcie_limit`` is the link's usable rate per direction, bytes/s; interval
-    times are in ``window``'s timezone.
+    Interval times are in ``window``'s timezone.
     """
     flags = track.boundary(th.idle_below)
     out = []
@@ -146,7 +216,7 @@ def find_intervals(
             continue
         if flags[start] and k - start >= th.min_samples:
             rows = slice(start, k)
-            cause, reason, found = _attribute(track, rows, th, pcie_limit)
+            cause, reason, found = _attribute(track, rows, th)
             zone = window.start.tzinfo
             out.append(
                 BoundaryInterval(

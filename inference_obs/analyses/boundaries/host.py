@@ -30,6 +30,7 @@ from inference_obs.metrics.family import Family
 from inference_obs.metrics.host_queries import container_matchers
 from inference_obs.query import Expr, Matcher, Selector, last_over_time, rate
 from inference_obs.reading.alignment import nearest, replica_of
+from inference_obs.reading.context import Reading
 from inference_obs.reading.resolution import series_count, tile_window
 from inference_obs.reading.rows import AppRows, at_rows, by_label, only
 from inference_obs.samples import SampleSet, Window, is_stale
@@ -214,18 +215,13 @@ def _nodes(source: Source, window: Window, hosts: dict[str, set[str]]) -> _Nodes
     return None
 
 
-def ask_host_evidence(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    rows: AppRows,
-    hosts: dict[str, set[str]],
-) -> None:
+def ask_host_evidence(r: Reading, rows: AppRows, hosts: dict[str, set[str]]) -> None:
     """Start the questions :func:`host_evidence` will ask that need nothing but ``rows`` and
     ``hosts`` (which nodes have series; per scrape every raw read, per tile which families
     have series), so that they are in flight before it runs (see
     :func:`~inference_obs.source.remembering.soon`)."""
-    families = list(_selectors(deployment).values())
+    source, window = r.source, r.window
+    families = list(_selectors(r.deployment).values())
     if rows.tile_ms:
         for selector in families:
             soon(source, partial(series_count, source, selector, window))
@@ -248,9 +244,7 @@ def _total(arrays: Sequence[Floats], size: int) -> Floats:
 
 
 def host_evidence(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
+    r: Reading,
     rows: AppRows,
     hosts: dict[str, set[str]],
     tolerance_ms: float,
@@ -263,12 +257,12 @@ def host_evidence(
     at; per tile, ``where`` (by the replica keys) restricts what is asked to
     the tiles it has a value at.
     """
-    families = _selectors(deployment)
-    nodes = _nodes(source, window, hosts)
+    families = _selectors(r.deployment)
+    nodes = _nodes(r.source, r.window, hosts)
     read = (
-        _Scrapes(source, window, rows, tolerance_ms)
+        _Scrapes(r.source, r.window, rows, tolerance_ms)
         if rows.tile_ms == 0
-        else _Tiles(source, window, rows, where)
+        else _Tiles(r.source, r.window, rows, where)
     )
     quota = read.each(families[host.CONTAINER_SPEC_CPU_QUOTA], "total")
     period = read.each(families[host.CONTAINER_SPEC_CPU_PERIOD], "mean")

@@ -33,6 +33,7 @@ replica, for that waiting in monitoring data:
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
 
@@ -41,43 +42,35 @@ from pydantic import BaseModel, ConfigDict
 
 from inference_obs.analyses.boundaries import evidence as ev
 from inference_obs.analyses.boundaries.findings import (
+    BoundariesSettings,
     BoundaryCause,
     BoundaryInterval,
-    Thresholds,
     find_intervals,
 )
 from inference_obs.analyses.boundaries.host import pod_matchers, server_matchers
-from inference_obs.deployment import Deployment
+from inference_obs.analyses.unit import Analysis
 from inference_obs.metrics import builders as b, dcgm, host, host_queries as hq, vllm
 from inference_obs.metrics.family import Family
-from inference_obs.query import Expr, Matcher, to_promql
+from inference_obs.query import Expr, to_promql
 from inference_obs.reading.alignment import gpu_label_sets
 from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import Ratio, counter_ratios_by
-from inference_obs.reading.joined import instants
-from inference_obs.reading.measurement import (
-    Measurement,
-    derive,
-    local_measurement,
-    measure,
-    measure_by,
-)
+from inference_obs.reading.measurement import Measurement, derive
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.samples import Labels, Window
-from inference_obs.source.base import Source
+from inference_obs.reading.rows import tolerance_ms
+from inference_obs.samples import Labels
 from inference_obs.source.remembering import soon, together
 
 __all__ = [
     "BoundariesResult",
+    "BoundariesSettings",
     "BoundaryCause",
     "BoundaryInterval",
     "CapacityReading",
     "ReplicaBoundaries",
-    "Thresholds",
     "boundaries",
 ]
 
-ANALYSIS = "boundaries"
 SAMPLED = "Counts of app scrapes, not of wall time: what happens between scrapes is not seen."
 DUTY = (
     "Sample-weighted mean of the duty family over the replica's GPUs; GR_ENGINE_ACTIVE is busy "
@@ -101,6 +94,15 @@ VERDICTS: dict[CapacityReading, str] = {
     CapacityReading.HEALTHY: "healthy — no boundary findings",
     CapacityReading.INSUFFICIENT_DATA: "insufficient data",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class _Question:
+    """One per-replica statistic's query, its unit and its caveat."""
+
+    expr: Expr
+    unit: str
+    caveat: str
 
 
 class ReplicaBoundaries(BaseModel):
@@ -174,16 +176,16 @@ class BoundariesResult(AnalysisResult):
         return head + table + super()._repr_html_()
 
 
-def _duty_family(source: Source, deployment: Deployment, window: Window) -> Family:
+def _duty_family(r: Reading) -> Family:
     # The fallback's label sets are wanted either way (the GPU analysis reads them).
-    soon(source, partial(gpu_label_sets, source, deployment, dcgm.GPU_UTIL, window))
-    if gpu_label_sets(source, deployment, dcgm.PROF_GR_ENGINE_ACTIVE, window):
+    soon(r.source, partial(gpu_label_sets, r.source, r.deployment, dcgm.GPU_UTIL, r.window))
+    if gpu_label_sets(r.source, r.deployment, dcgm.PROF_GR_ENGINE_ACTIVE, r.window):
         return dcgm.PROF_GR_ENGINE_ACTIVE
     return dcgm.GPU_UTIL
 
 
 def _read(
-    duty: Measurement, boundary: Measurement, queued: Measurement, th: Thresholds
+    duty: Measurement, boundary: Measurement, queued: Measurement, th: BoundariesSettings
 ) -> tuple[CapacityReading, str]:
     if duty.value is None or boundary.value is None:
         return (
@@ -207,56 +209,43 @@ def _read(
     )
 
 
-_Question = tuple[Expr, str, Family, str, tuple[Matcher, ...]]
-
-
-def _questions(
-    deployment: Deployment, window: Window, duty_family: Family, by: tuple[str, ...]
-) -> dict[str, _Question]:
-    """Each per-replica statistic's query, grouped ``by`` the replica labels, with its unit,
-    family, caveat and the matchers that find its series."""
-    m, gm, w = deployment.matchers, deployment.gpu_matchers, window.seconds
+def _questions(r: Reading, duty_family: Family, by: tuple[str, ...]) -> dict[str, _Question]:
+    """Each per-replica statistic's query, grouped ``by`` the replica labels, with its unit
+    and caveat."""
+    m, gm, w = r.matchers, r.deployment.gpu_matchers, r.seconds
     pods = pod_matchers(m)
-    server = server_matchers(m)
     scale = 0.01 if duty_family is dcgm.GPU_UTIL else 1.0
     rate = "Mean per GPU sample; already a rate, never rate() it."
+    extrapolated = "Extrapolated to the window's edges by increase()."
     return {
-        "duty_cycle": (
-            b.sample_mean(duty_family, gm, w, by) * scale, "ratio", duty_family, DUTY, gm,
+        "duty_cycle": _Question(b.sample_mean(duty_family, gm, w, by) * scale, "ratio", DUTY),
+        "output_tokens": _Question(
+            b.increase_total(vllm.GENERATION_TOKENS, m, w, by), "tokens", extrapolated
         ),
-        "output_tokens": (
-            b.increase_total(vllm.GENERATION_TOKENS, m, w, by), "tokens", vllm.GENERATION_TOKENS,
-            "Extrapolated to the window's edges by increase().", m,
+        "server_cpu_cores": _Question(
+            hq.server_process_cpu_cores(server_matchers(m), w, by),
+            "cores",
+            host.PROCESS_CPU_SECONDS.traps[0],
         ),
-        "server_cpu_cores": (
-            hq.server_process_cpu_cores(server, w, by), "cores", host.PROCESS_CPU_SECONDS,
-            host.PROCESS_CPU_SECONDS.traps[0], server,
+        "container_cpu_cores": _Question(
+            hq.container_cpu_cores(pods, w, by), "cores", host.CONTAINER_CPU_USAGE.traps[1]
         ),
-        "container_cpu_cores": (
-            hq.container_cpu_cores(pods, w, by), "cores",
-            host.CONTAINER_CPU_USAGE, host.CONTAINER_CPU_USAGE.traps[1], pods,
+        "cpu_limit_cores": _Question(
+            hq.container_cpu_limit_cores(pods, w, by),
+            "cores",
+            host.CONTAINER_SPEC_CPU_QUOTA.traps[0],
         ),
-        "cpu_limit_cores": (
-            hq.container_cpu_limit_cores(pods, w, by), "cores",
-            host.CONTAINER_SPEC_CPU_QUOTA, host.CONTAINER_SPEC_CPU_QUOTA.traps[0], pods,
+        "pcie_rx_bytes_per_second": _Question(
+            b.sample_mean(dcgm.PROF_PCIE_RX_BYTES, gm, w, by), "bytes/s", rate
         ),
-        "pcie_rx_bytes_per_second": (
-            b.sample_mean(dcgm.PROF_PCIE_RX_BYTES, gm, w, by), "bytes/s",
-            dcgm.PROF_PCIE_RX_BYTES, rate, gm,
+        "pcie_tx_bytes_per_second": _Question(
+            b.sample_mean(dcgm.PROF_PCIE_TX_BYTES, gm, w, by), "bytes/s", rate
         ),
-        "pcie_tx_bytes_per_second": (
-            b.sample_mean(dcgm.PROF_PCIE_TX_BYTES, gm, w, by), "bytes/s",
-            dcgm.PROF_PCIE_TX_BYTES, rate, gm,
-        ),
-    }  # fmt: skip
+    }
 
 
 def _per_replica(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    evidence: ev.Evidence,
-    duty_family: Family,
+    r: Reading, evidence: ev.Evidence, duty_family: Family
 ) -> dict[str, dict[str, Measurement]]:
     """Every per-replica statistic, each asked once for the whole fleet (grouped ``by``
     the replica labels), so the number of requests does not grow with the replicas.
@@ -264,77 +253,91 @@ def _per_replica(
     Returns replica -> statistic -> Measurement.
     """
     by = evidence.keys
-    groups = {Labels(evidence.names[r]): r for r in evidence.tracks}
-    out: dict[str, dict[str, Measurement]] = {r: {} for r in evidence.tracks}
-    questions = _questions(deployment, window, duty_family, by)
-    containers = hq.container_matchers(pod_matchers(deployment.matchers))
+    groups = {Labels(evidence.names[name]): name for name in evidence.tracks}
+    out: dict[str, dict[str, Measurement]] = {name: {} for name in evidence.tracks}
+    questions = _questions(r, duty_family, by)
+    pods = pod_matchers(r.matchers)
+    containers = hq.container_matchers(pods)
     # Every statistic asked at once; each is one query for the whole fleet.
     throttled = Ratio(
         host.CONTAINER_CPU_CFS_THROTTLED_PERIODS.select(containers),
         host.CONTAINER_CPU_CFS_PERIODS.select(containers),
-        hq.container_cpu_throttled_ratio(pod_matchers(deployment.matchers), window.seconds, by),
+        hq.container_cpu_throttled_ratio(pods, r.seconds, by),
         "throttled_ratio",
         "ratio",
         caveats=host.CONTAINER_CPU_CFS_THROTTLED_PERIODS.traps[:1],
     )
-    throttling = soon(source, lambda: counter_ratios_by(
-        Reading(source, deployment, window, ANALYSIS), throttled, by=by, groups=list(groups),
-        statistic=lambda g: f"throttled_ratio[{groups[g]}]",
-    ))  # fmt: skip
-    answers = instants(source, [q[0] for q in questions.values()], window.end_s)
-    measured = together(source, [
+
+    def throttled_of(group: Labels) -> str:
+        return f"throttled_ratio[{groups[group]}]"
+
+    throttling = soon(
+        r.source,
         partial(
-            measure_by, source, deployment, window, analysis=ANALYSIS,
-            statistics={g: f"{key}[{r}]" for g, r in groups.items()}, expr=expr, by=by,
-            unit=unit, families=[family], matchers=where, caveats=(caveat,), answer=answer,
-        )
-        for (key, (expr, unit, family, caveat, where)), answer in zip(
-            questions.items(), answers, strict=True
-        )
-    ])  # fmt: skip
+            counter_ratios_by, r, throttled, by=by, groups=list(groups), statistic=throttled_of
+        ),
+    )
+    answers = r.instants([q.expr for q in questions.values()])
+    measured = together(
+        r.source,
+        [
+            partial(
+                r.measure_by,
+                {group: f"{key}[{name}]" for group, name in groups.items()},
+                q.expr,
+                by,
+                q.unit,
+                caveats=(q.caveat,),
+                answer=answer,
+            )
+            for (key, q), answer in zip(questions.items(), answers, strict=True)
+        ],
+    )
     for key, by_group in zip(questions, measured, strict=True):
-        for group, replica in groups.items():
-            out[replica][key] = by_group[group]
-    throttled = throttling.result()
-    for group, replica in groups.items():
-        out[replica]["throttled_ratio"] = throttled[group]
+        for group, name in groups.items():
+            out[name][key] = by_group[group]
+    ratios = throttling.result()
+    for group, name in groups.items():
+        out[name]["throttled_ratio"] = ratios[group]
     return out
 
 
 def _replica(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
+    r: Reading,
     evidence: ev.Evidence,
     replica: str,
     asked: dict[str, Measurement],
     found: list[BoundaryInterval],
-    th: Thresholds,
+    th: BoundariesSettings,
 ) -> ReplicaBoundaries:
-    w = window.seconds
     got = {k: v for k, v in asked.items() if k != "throttled_ratio"}
     track = evidence.tracks[replica]
     work = track.waiting + track.running > 0
     app = evidence.selectors[:3]  # waiting, running and duty: what the shares count
 
     def share(statistic: str, count: int, what: str) -> Measurement:
-        return local_measurement(
-            source, deployment, window, analysis=ANALYSIS, statistic=f"{statistic}[{replica}]",
-            value=count / int(work.sum()) if work.any() else None, unit="ratio",
-            selectors=app, computation=f"{what} / app scrapes with work (waiting + running > 0)",
+        return r.local(
+            f"{statistic}[{replica}]",
+            count / int(work.sum()) if work.any() else None,
+            "ratio",
+            reads=app,
+            computation=f"{what} / app scrapes with work (waiting + running > 0)",
             caveats=(SAMPLED,),
             missing=[n for n in evidence.missing if n in {s.metric for s in app}],
-        )  # fmt: skip
+        )
 
     boundary = share("boundary_share", sum(i.samples for i in found), "scrapes in intervals")
     queued = share("queued_share", int((work & (track.waiting > 0)).sum()), "scrapes queued")
-    gpus = deployment.hardware.gpus_per_replica
+    gpus = r.deployment.hardware.gpus_per_replica
     tokens = got["output_tokens"]
     per_gpu_hour = derive(
-        f"tokens_per_gpu_hour[{replica}]", (tokens.value or 0.0) / (gpus * w / 3600.0),
-        "tokens/GPU-hour", [tokens], f"output_tokens / ({gpus} GPUs x window hours)",
+        f"tokens_per_gpu_hour[{replica}]",
+        (tokens.value or 0.0) / (gpus * r.seconds / 3600.0),
+        "tokens/GPU-hour",
+        [tokens],
+        f"output_tokens / ({gpus} GPUs x window hours)",
         (GPU_HOURS,),
-    )  # fmt: skip
+    )
     reading, reason = _read(got["duty_cycle"], boundary, queued, th)
     return ReplicaBoundaries(
         replica=replica,
@@ -356,101 +359,72 @@ _SEVERITY = (
 )
 
 
-def boundaries(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    *,
-    pcie_limit_bytes_per_second: float = 5.0e10,
-    thresholds: Thresholds | None = None,
-    step: float | None = None,
-    tolerance_s: float | None = None,
-) -> BoundariesResult:
+def _fleet_tokens(
+    r: Reading, replicas: list[ReplicaBoundaries], evidence: ev.Evidence
+) -> Measurement:
+    """Output tokens per declared GPU-hour over every replica (tokens/GPU-hour)."""
+    outputs = [one.output_tokens for one in replicas]
+    if not outputs:
+        return r.local(
+            "tokens_per_gpu_hour",
+            None,
+            "tokens/GPU-hour",
+            reads=evidence.selectors[:1],
+            computation="no replica has app scrapes",
+            missing=evidence.missing[:1],
+        )
+    gpu_hours = r.deployment.hardware.gpus_per_replica * len(replicas) * r.seconds / 3600.0
+    return derive(
+        "tokens_per_gpu_hour",
+        sum(o.value or 0.0 for o in outputs) / gpu_hours,
+        "tokens/GPU-hour",
+        outputs,
+        "sum of replicas' output_tokens / (GPUs x hours)",
+        (GPU_HOURS,),
+    )
+
+
+def _boundaries(r: Reading, settings: BoundariesSettings) -> BoundariesResult:
     """Duty cycle, boundary intervals and their causes, and a reading, per replica.
 
-    Parameters
-    ----------
-    source
-        Where the samples come from.
-    deployment
-        The deployment: its matchers select the vLLM series and (without the
-        vLLM engine labels) the server process's, its GPU matchers the DCGM
-        series, and its pod and namespace matchers the cAdvisor series.
-        Nodes are found by the GPUs' ``Hostname`` in node_exporter's ``node``
-        label.
-    window
-        The window; interval times are in its timezone.
-    pcie_limit_bytes_per_second
-        Usable PCIe rate of one GPU's link, per direction, bytes/s. Default
-        5e10 (Gen5 x16); use about 2.5e10 for Gen4 x16.
-    thresholds
-        Where the lines are drawn (:class:`Thresholds`).
-    step
-        ``None`` (default) to read every app scrape; else the width, seconds,
-        of the tiles to read (it must divide the window; see
-        :func:`~inference_obs.reading.resolution.tile_step`).
-    tolerance_s
-        Per scrape only: largest distance, seconds, between an app scrape and
-        the GPU step (or host sample) aligned with it; default the larger of
-        the app's median scrape interval and the GPU families' (see
-        :class:`~inference_obs.reading.alignment.GpuSteps`).
+    The deployment's matchers select the vLLM series and (without the vLLM
+    engine labels) the server process's, its GPU matchers the DCGM series,
+    and its pod and namespace matchers the cAdvisor series; nodes are found
+    by the GPUs' ``Hostname`` in node_exporter's ``node`` label. Rows are
+    every app scrape (``r.step`` None) or tiles of ``r.step`` seconds (see
+    :func:`~inference_obs.reading.resolution.tile_step`); ``settings`` draws
+    the lines (:class:`BoundariesSettings`).
 
-    Returns
-    -------
-    BoundariesResult
-        The reading; boundary intervals with their cause and evidence; per
-        replica the duty cycle (ratio 0-1), the share of scrapes with work in
-        boundary intervals and with requests waiting (ratio), output tokens
-        and tokens per GPU-hour, server and container CPU (cores), CPU limit
-        (cores), throttled share (ratio) and PCIe rates (bytes/s).
+    The result holds the reading; boundary intervals with their cause and
+    evidence (times in the window's timezone); per replica the duty cycle
+    (ratio 0-1), the share of scrapes with work in boundary intervals and
+    with requests waiting (ratio), output tokens and tokens per GPU-hour,
+    server and container CPU (cores), CPU limit (cores), throttled share
+    (ratio) and PCIe rates (bytes/s).
     """
-    if not pcie_limit_bytes_per_second > 0:
-        raise ValueError(
-            f"pcie_limit_bytes_per_second must be > 0, got {pcie_limit_bytes_per_second!r}"
-        )
-    th = thresholds or Thresholds()
-    gm = deployment.gpu_matchers
-    duty_family = _duty_family(source, deployment, window)
+    tolerance = tolerance_ms(r.analysis, r.step, settings.tolerance_s)
+    duty_family = _duty_family(r)
     scale = 0.01 if duty_family is dcgm.GPU_UTIL else 1.0
-    duty_asked = soon(source, partial(
-        measure, source, deployment, window, analysis=ANALYSIS, statistic="duty_cycle",
-        expr=b.sample_mean(duty_family, gm, window.seconds) * scale, unit="ratio",
-        families=[duty_family], matchers=gm, caveats=(DUTY,),
-    ))  # fmt: skip
+    duty_expr = b.sample_mean(duty_family, r.deployment.gpu_matchers, r.seconds) * scale
+    duty_asked = soon(
+        r.source, partial(r.measure, "duty_cycle", duty_expr, "ratio", caveats=(DUTY,))
+    )
     evidence = ev.gather(
-        source, deployment, window, duty_family, scale,
-        tolerance_s=tolerance_s, step=step, idle_below=th.idle_below,
-    )  # fmt: skip
+        r, duty_family, scale, tolerance_ms=tolerance, idle_below=settings.idle_below
+    )
     intervals: list[BoundaryInterval] = []
     replicas = []
-    asked = _per_replica(source, deployment, window, evidence, duty_family)
+    asked = _per_replica(r, evidence, duty_family)
     for name, track in evidence.tracks.items():
-        found = find_intervals(name, track, th, pcie_limit_bytes_per_second, window)
+        found = find_intervals(name, track, settings, r.window)
         intervals += found
-        replicas.append(
-            _replica(source, deployment, window, evidence, name, asked[name], found, th)
-        )
-    duty = duty_asked.result()
-    outputs = [r.output_tokens for r in replicas]
-    gpu_hours = deployment.hardware.gpus_per_replica * len(replicas) * window.seconds / 3600.0
-    if outputs:
-        per_gpu_hour = derive(
-            "tokens_per_gpu_hour", sum(o.value or 0.0 for o in outputs) / gpu_hours,
-            "tokens/GPU-hour", outputs, "sum of replicas' output_tokens / (GPUs x hours)",
-            (GPU_HOURS,),
-        )  # fmt: skip
-    else:
-        per_gpu_hour = local_measurement(
-            source, deployment, window, analysis=ANALYSIS, statistic="tokens_per_gpu_hour",
-            value=None, unit="tokens/GPU-hour", selectors=evidence.selectors[:1],
-            computation="no replica has app scrapes", missing=evidence.missing[:1],
-        )  # fmt: skip
+        replicas.append(_replica(r, evidence, name, asked[name], found, settings))
     worst = min(
-        (r.reading for r in replicas),
+        (one.reading for one in replicas),
         key=_SEVERITY.index,
         default=CapacityReading.INSUFFICIENT_DATA,
     )
-    named = [r.replica for r in replicas if r.reading is worst]
+    named = [one.replica for one in replicas if one.reading is worst]
     causes = sorted({i.cause.value for i in intervals if i.replica in named})
     reason = f"{', '.join(named) or 'no replica'}: {VERDICTS[worst]}"
     if causes:
@@ -461,11 +435,21 @@ def boundaries(
         duty_family=duty_family.name,
         intervals=tuple(sorted(intervals, key=lambda i: (i.start, i.replica))),
         replicas=tuple(replicas),
-        duty_cycle=duty,
-        tokens_per_gpu_hour=per_gpu_hour,
-        step_seconds=step,
+        duty_cycle=duty_asked.result(),
+        tokens_per_gpu_hour=_fleet_tokens(r, replicas, evidence),
+        step_seconds=r.step,
         evidence_promql=(
-            *(to_promql(s.over(window.seconds)) for s in evidence.read_raw),
+            *(to_promql(s.over(r.seconds)) for s in evidence.read_raw),
             *(to_promql(q) for q in evidence.queries),
         ),
     )
+
+
+boundaries = Analysis(
+    name="boundaries",
+    title="Stage boundaries: what the GPUs wait on",
+    entry=_boundaries,
+    result=BoundariesResult,
+    settings=BoundariesSettings,
+    summary="Where work waits while the GPUs idle, attributed to the host, transfer or neither.",
+)
