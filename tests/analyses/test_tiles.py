@@ -15,8 +15,9 @@ import pytest
 from inference_obs.analyses.boundaries.evidence import gather
 from inference_obs.analyses.boundaries.stages import boundaries
 from inference_obs.analyses.queueing import queueing
+from inference_obs.analyses.run import run_one
 from inference_obs.analyses.throughput import throughput
-from inference_obs.analyses.validity.profile import profile
+from inference_obs.analyses.validity.profile import NEEDED, profile
 from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import dcgm, vllm
 from inference_obs.query import to_promql
@@ -252,7 +253,8 @@ def test_sampled_shares_per_tile_count_series_tiles(source: DatasetSource) -> No
     share = throughput(source, DEPLOYMENT, WINDOW, step=STEP).waiting_sample_share
     assert share.value == 2 / 20
     assert "60 s tile" in share.caveats[0]
-    assert profile(source, DEPLOYMENT, WINDOW, step=STEP).active_share.value == 14 / 20
+    ran = run_one(source, DEPLOYMENT, WINDOW, step=STEP, analyses=NEEDED)
+    assert profile(source, ran).active_share.value == 14 / 20
     nobody = DEPLOYMENT.model_copy(update={"selector": {"pod": "nobody"}})
     missing = throughput(source, nobody, WINDOW, step=STEP).waiting_sample_share
     assert missing.value is None

@@ -44,7 +44,8 @@ def test_every_analysis_is_registered_once_with_its_parts() -> None:
     names = [a.name for a in ANALYSES]
     assert len(names) == len(set(names))
     for one in ANALYSES:
-        assert one.title and one.summary
+        assert one.title
+        assert one.summary
         assert issubclass(one.result, AnalysisResult)
         one.settings()  # every setting has a default
         for name, field in one.settings.model_fields.items():
@@ -65,7 +66,7 @@ def test_settings_by_name_are_converted_and_checked() -> None:
         settings_for({"queueing": {"busy_thresh": "1"}})
     with pytest.raises(ConfigurationError, match=r"throughput\.kv_full"):
         settings_for({"throughput": {"kv_full": "2"}})
-    with pytest.raises(ConfigurationError, match="analysis.setting=value"):
+    with pytest.raises(ConfigurationError, match=r"analysis\.setting=value"):
         parse_settings(["busy_threshold=60"])
 
 
@@ -138,7 +139,7 @@ def test_the_comparison_reads_results_and_asks_only_what_they_lack(
     source: DatasetSource, runs: list[DeploymentResults]
 ) -> None:
     asked = _Asked(source)
-    verdicts = compare(asked, runs)  # type: ignore[arg-type]
+    verdicts = compare(asked, runs)
     assert verdicts.pairs
     # The analyses' own questions (latency quantiles, token totals) are not asked again.
     assert asked.promql

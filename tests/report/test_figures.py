@@ -208,7 +208,7 @@ def test_per_gpu_series_ask_whole_second_steps_and_only_the_labels_they_read(
     h20 = _deployment(pro_source, "H20")
     recorder = _Ranges(pro_source)
     # 32 GPUs within 3,000 cells: 3600 s x 32 / 3000 = 38.4 s, asked as 39 s.
-    seen = activity(recorder, h20, window, heatmap_cells=3_000)  # type: ignore[arg-type]
+    seen = activity(recorder, h20, window, heatmap_cells=3_000)
     (promql, step) = next(one for one in recorder.asked if one[0].startswith("max by"))
     assert step == 39.0
     assert promql.startswith("max by (Hostname, hostname, gpu, UUID, ")
