@@ -10,20 +10,13 @@ where the value is an estimate inside it (histogram quantiles).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from enum import StrEnum
-from functools import partial
 from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from inference_obs.deployment import Deployment
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import Annotation
-from inference_obs.metrics.family import Family
-from inference_obs.query import Expr, Matcher, Selector, to_promql
-from inference_obs.samples import Labels, Window
-from inference_obs.source.base import Instant, Source
 
 __all__ = [
     "Bounds",
@@ -32,9 +25,6 @@ __all__ = [
     "Status",
     "derive",
     "json_number",
-    "local_measurement",
-    "measure",
-    "measure_by",
     "measurement_json",
     "no_data_note",
     "number_from_json",
@@ -96,201 +86,11 @@ class Measurement(_Model):
         return self.status in (Status.OK, Status.PARTIAL)
 
 
-def _missing_families(
-    source: Source, families: Sequence[Family], matchers: Sequence[Matcher], window: Window
-) -> list[str]:
-    return [f.name for f in families if not source.series(_counted(f, matchers), window)]
-
-
-def measure(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    *,
-    analysis: str,
-    statistic: str,
-    expr: Expr,
-    unit: str,
-    families: Sequence[Family],
-    matchers: Sequence[Matcher],
-    caveats: Sequence[str] = (),
-    bounds: Bounds | None = None,
-    answer: Instant | None = None,
-) -> Measurement:
-    """Run ``expr`` at the window's end and wrap the single value it returns.
-
-    No series, or a NaN (no observation in the window), gives ``no_data``
-    with the missing families named in an annotation; several series where
-    one is expected is a programming error in the analysis (ValueError).
-    ``answer`` is ``expr``'s answer at the window's end when it was asked
-    already (with other questions: :func:`~inference_obs.reading.joined.instants`).
-    """
-    if answer is None:
-        answer = source.instant(expr, window.end_s)
-    value: float | None
-    if isinstance(answer.value, Vector):
-        if len(answer.value) > 1:
-            raise ValueError(f"{to_promql(expr)} returned {len(answer.value)} series, expected 1")
-        value = float(answer.value.values[0]) if len(answer.value) else None
-    else:
-        value = float(answer.value)
-
-    def missing() -> list[str]:
-        return _missing_families(source, families, matchers, window)
-
-    return _wrapped(
-        source, deployment, window, analysis, statistic, value, unit, expr,
-        answer.annotations, missing, caveats, bounds,
-    )  # fmt: skip
-
-
-def measure_by(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    *,
-    analysis: str,
-    statistics: Mapping[Labels, str],
-    expr: Expr,
-    by: Sequence[str],
-    unit: str,
-    families: Sequence[Family],
-    matchers: Sequence[Matcher],
-    caveats: Sequence[str] = (),
-    answer: Instant | None = None,
-) -> dict[Labels, Measurement]:
-    """Run ``expr``, aggregated ``by`` labels, once, and wrap each group's value.
-
-    One request however many groups there are (a fleet's replicas, say).
-    ``statistics`` maps each wanted group (its ``by`` labels) to its
-    statistic's name; a group the answer lacks, or whose value is NaN, is
-    ``no_data``, with the families that have no series in that group named.
-    ``answer`` is ``expr``'s answer when it was asked already
-    (:func:`~inference_obs.reading.joined.instants`).
-    """
-    if answer is None:
-        answer = source.instant(expr, window.end_s)
-    found = answer.value.as_dict() if isinstance(answer.value, Vector) else {}
-    keys = tuple(by)
-    present: dict[str, set[Labels]] | None = None
-
-    def missing_in(group: Labels) -> list[str]:
-        nonlocal present
-        if present is None:  # asked once, only if some group has no value
-            present = {
-                f.name: {
-                    _group(labels, keys) for labels in source.series(_counted(f, matchers), window)
-                }
-                for f in families
-            }
-        return [name for name, groups in present.items() if group not in groups]
-
-    return {
-        group: _wrapped(
-            source, deployment, window, analysis, statistic, found.get(group), unit, expr,
-            answer.annotations, partial(missing_in, group), caveats, None,
-        )
-        for group, statistic in statistics.items()
-    }  # fmt: skip
-
-
-def _group(labels: Labels, by: tuple[str, ...]) -> Labels:
-    return Labels((k, v) for k, v in labels.items() if k in by)
-
-
-def _counted(family: Family, matchers: Sequence[Matcher]) -> Selector:
-    """The series that show whether ``family`` exists: ``_count`` for a histogram."""
-    name = f"{family.name}_count" if family.type.value == "histogram" else family.name
-    return Selector(name, tuple(matchers))
-
-
 def no_data_note(deployment: str, missing: Sequence[str]) -> Annotation:
     """Why there is no value: the families without series, or no observation in the window."""
     if missing:
         return Annotation("no_data", f"no series of {', '.join(missing)} for {deployment}")
     return Annotation("no_data", "no observation in the window")
-
-
-def _wrapped(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    analysis: str,
-    statistic: str,
-    value: float | None,
-    unit: str,
-    expr: Expr,
-    annotations: Sequence[Annotation],
-    missing: Callable[[], list[str]],
-    caveats: Sequence[str],
-    bounds: Bounds | None,
-) -> Measurement:
-    info = source.info()
-    notes = list(annotations)
-    status = Status.OK
-    if value is None or math.isnan(value):
-        status, value = Status.NO_DATA, None
-        notes.append(no_data_note(deployment.name, missing()))
-    return Measurement(
-        key=f"{deployment.name}/{analysis}/{statistic}",
-        deployment=deployment.name,
-        analysis=analysis,
-        statistic=statistic,
-        value=value,
-        unit=unit,
-        window_start=window.start,
-        window_end=window.end,
-        status=status,
-        bounds=bounds if status is Status.OK else None,
-        provenance=Provenance(promql=(to_promql(expr),), engine=info.kind, rules=info.rules.value),
-        annotations=tuple(notes),
-        caveats=tuple(caveats),
-    )
-
-
-def local_measurement(
-    source: Source,
-    deployment: Deployment,
-    window: Window,
-    *,
-    analysis: str,
-    statistic: str,
-    value: float | None,
-    unit: str,
-    selectors: Sequence[Expr],
-    computation: str,
-    caveats: Sequence[str] = (),
-    missing: Sequence[str] = (),
-) -> Measurement:
-    """A Measurement computed locally from raw samples of ``selectors`` (selectors or ranges).
-
-    ``value`` None (or not finite) gives ``no_data``; ``missing`` names the
-    families without series, in an annotation.
-    """
-    info = source.info()
-    ok = value is not None and math.isfinite(value)
-    notes: tuple[Annotation, ...] = ()
-    if not ok:
-        notes = (no_data_note(deployment.name, missing),)
-    return Measurement(
-        key=f"{deployment.name}/{analysis}/{statistic}",
-        deployment=deployment.name,
-        analysis=analysis,
-        statistic=statistic,
-        value=value if ok else None,
-        unit=unit,
-        window_start=window.start,
-        window_end=window.end,
-        status=Status.OK if ok else Status.NO_DATA,
-        provenance=Provenance(
-            promql=tuple(to_promql(s) for s in selectors),
-            engine=info.kind,
-            rules=info.rules.value,
-            computation=computation,
-        ),
-        annotations=notes,
-        caveats=tuple(caveats),
-    )
 
 
 def derive(

@@ -18,7 +18,7 @@ import yaml
 
 from inference_obs.analyses.validity.findings import COMPARISONS, FINDINGS, Severity, latency_keys
 from inference_obs.analyses.validity.verdicts import PairValidity, Verdict, validity
-from inference_obs.errors import QueryError
+from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import vllm
 from inference_obs.samples import Window
 from inference_obs.simulate import simulate
@@ -239,11 +239,11 @@ def test_bad_calls_are_refused_with_the_input_named() -> None:
     source = DatasetSource(DATASETS / "pro5000-vs-h20")
     deployments = source.dataset.manifest.deployments
     window = source.dataset.manifest.window.window()
-    with pytest.raises(QueryError, match="at least two"):
+    with pytest.raises(ConfigurationError, match="at least two"):
         validity(source, deployments[:1], window)
-    with pytest.raises(QueryError, match="distinct"):
+    with pytest.raises(ConfigurationError, match="distinct"):
         validity(source, [deployments[0], deployments[0]], window)
-    with pytest.raises(QueryError, match="H20"):
+    with pytest.raises(ConfigurationError, match="H20"):
         validity(source, deployments, {"PRO": window})
 
 
@@ -269,7 +269,7 @@ def test_frames_and_html_show_every_verdict_and_finding() -> None:
     assert "output_throughput" in page
     assert result.verdict("output_throughput") is Verdict.INVALID
     assert result.verdict("ttft_p50", "H20", "PRO") is Verdict.CAVEATED
-    with pytest.raises(QueryError, match="unknown comparison"):
+    with pytest.raises(ConfigurationError, match="unknown comparison"):
         result.verdict("speed")
 
 

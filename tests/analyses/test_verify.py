@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from inference_obs.analyses.published import SCHEMA, published_aggregates
+from inference_obs.analyses.published import FIRST_SCHEMA, SCHEMA, published_aggregates
 from inference_obs.analyses.verify import (
     FROM_ANALYSES,
     FROM_SAMPLES,
@@ -137,10 +137,10 @@ def test_an_infinite_bound_is_read_as_prometheus_writes_it_and_compared_exactly(
     tmp_path: Path, measured: dict[str, Any]
 ) -> None:
     entry = measured["measurements"]["H20/latency/ttft_p99"]
-    upper = entry["bounds"][1]
+    upper = entry["bounds"]["upper"]
     assert isinstance(upper, float)
     changed = copy.deepcopy(measured)
-    changed["measurements"]["H20/latency/ttft_p99"]["bounds"][1] = "+Inf"
+    changed["measurements"]["H20/latency/ttft_p99"]["bounds"]["upper"] = "+Inf"
     result = verify_dataset(_with_aggregates(BUNDLED, tmp_path / "d", changed))
     (failure,) = result.failures
     assert failure.key == "H20/latency/ttft_p99.upper"
@@ -209,3 +209,17 @@ def test_views_hold_every_row() -> None:
     assert "realised.R1.max_sampled_running" in page
     empty = VerifyResult(path="x", layout="none", rules="", rows=())
     assert list(empty.to_frame().columns) == list(frame.columns)
+
+
+def test_the_first_layout_with_bounds_as_pairs_is_still_read(
+    tmp_path: Path, measured: dict[str, Any]
+) -> None:
+    first = copy.deepcopy(measured)
+    first["schema"] = FIRST_SCHEMA
+    for entry in first["measurements"].values():
+        if entry["bounds"] is not None:
+            entry["bounds"] = [entry["bounds"]["lower"], entry["bounds"]["upper"]]
+    assert verify_dataset(_with_aggregates(BUNDLED, tmp_path / "d", first)).passed
+    first["measurements"]["H20/latency/ttft_p99"]["bounds"][0] = 0.0
+    (failure,) = verify_dataset(_with_aggregates(BUNDLED, tmp_path / "e", first)).failures
+    assert failure.key == "H20/latency/ttft_p99.lower"
