@@ -14,6 +14,10 @@ counts and of finish reasons have the same flaw.
 first to its last sample in the window (a drop is a counter reset: the
 counter restarted from 0), and divides the numerator's total change by the
 denominator's: exact for the observations recorded between those samples.
+A sample exactly at the window's start is one of them on every engine
+(:func:`~inference_obs.reading.counter_resets.closed_range`): an engine
+whose ranges leave their start out would drop the first scrape interval's
+requests from both sides, a bias no annotation would show.
 
 The changes are computed where the samples are, so a fleet's raw samples
 never travel: a series without a reset only grows, so its change is
@@ -42,7 +46,7 @@ from inference_obs.errors import Annotation
 from inference_obs.metrics import builders
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, Matcher, Selector, to_promql
-from inference_obs.reading.counter_resets import series_change
+from inference_obs.reading.counter_resets import closed_range, series_change
 from inference_obs.reading.counter_totals import Pair, totals
 from inference_obs.reading.measurement import Measurement, Status, local_measurement
 from inference_obs.samples import Labels, SampleSet, Window
@@ -238,9 +242,11 @@ def _ratio_measurement(
     caveats: Sequence[str],
 ) -> Measurement:
     value = top / bottom if bottom > 0 else None
+    rules = source.info().rules
+    read = [closed_range(side, window.seconds, rules) for side in (numerator, denominator)]
     m = local_measurement(
         source, deployment, window, analysis=analysis, statistic=statistic, value=value,
-        unit=unit, selectors=[numerator.over(window.seconds), denominator.over(window.seconds)],
+        unit=unit, selectors=read,
         computation=_COMPUTATION, caveats=caveats,
         missing=[] if present else [f.name for f in families],
     )  # fmt: skip
