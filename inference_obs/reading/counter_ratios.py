@@ -14,6 +14,10 @@ counts and of finish reasons have the same flaw.
 first to its last sample in the window (a drop is a counter reset: the
 counter restarted from 0), and divides the numerator's total change by the
 denominator's: exact for the observations recorded between those samples.
+A sample exactly at the window's start is one of them on every engine
+(:func:`~inference_obs.reading.counter_resets.closed_range`): an engine
+whose ranges leave their start out would drop the first scrape interval's
+requests from both sides, a bias no annotation would show.
 
 The changes are computed where the samples are, so a fleet's raw samples
 never travel: a series without a reset only grows, so its change is
@@ -42,7 +46,7 @@ from inference_obs.metrics import builders
 from inference_obs.metrics.family import Family
 from inference_obs.query import Binary, Expr, Matcher, Selector, to_promql
 from inference_obs.reading.context import Reading, missing_families
-from inference_obs.reading.counter_resets import series_change
+from inference_obs.reading.counter_resets import closed_range, series_change
 from inference_obs.reading.counter_totals import Pair, Totals, totals
 from inference_obs.reading.measurement import Measurement, Status
 from inference_obs.samples import Labels, SampleSet
@@ -181,7 +185,8 @@ def _ratio_measurement(
 ) -> Measurement:
     top, bottom = found.groups.get(group, (0.0, 0.0))
     value = top / bottom if bottom > 0 else None
-    sides = [ratio.numerator.over(r.seconds), ratio.denominator.over(r.seconds)]
+    rules = r.source.info().rules
+    sides = [closed_range(side, r.seconds, rules) for side in (ratio.numerator, ratio.denominator)]
     both = Binary("/", ratio.numerator, ratio.denominator)
     missing = [] if group in found.present else missing_families(r.source, both, r.window, group)
     m = r.local(

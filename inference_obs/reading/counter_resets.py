@@ -17,6 +17,9 @@ first and last samples, are read raw. The drops found are checked against
 longer than ``L/2`` across a drop, a NaN between the two samples, an edge
 stretch without a sample) is read whole, as before. So the answer is always
 the exact change, and usually costs a few stretches instead of the window.
+
+Every range these changes read holds its start: :func:`closed_range` decides
+the edges for every engine, in this one place.
 """
 
 from __future__ import annotations
@@ -27,16 +30,55 @@ from functools import partial
 
 import numpy as np
 
+from inference_obs.engine.rules import Rules
 from inference_obs.engine.vector import Vector, without_name
-from inference_obs.query import Binary, Matcher, Number, Selector, resets
+from inference_obs.query import Binary, Matcher, Number, Range, Selector, resets
 from inference_obs.samples import Labels, SampleSet, Window
-from inference_obs.source.base import Source
+from inference_obs.source.base import LEFT_OPEN_MARGIN_S, Source
 from inference_obs.source.remembering import soon, together
 
-__all__ = ["PIECES", "narrowed", "reset_changes", "series_change"]
+__all__ = ["PIECES", "closed_range", "narrowed", "reset_changes", "series_change"]
 
 #: The window is searched for drops in ranges of 1/PIECES of its length.
 PIECES = 32
+
+
+def closed_range(selector: Selector, seconds: float, rules: Rules) -> Range:
+    """``selector``'s samples from ``seconds`` before an evaluation time to it, both included.
+
+    An exact change runs from a series' first sample in the window, so a
+    scrape exactly at the window's start must be read on every engine, or
+    the requests of its first scrape interval are lost (and a mean loses
+    them from ``_sum`` and ``_count`` alike, so nothing shows it).
+
+    Parameters
+    ----------
+    selector
+        The series.
+    seconds
+        The range, seconds (whole milliseconds).
+    rules
+        The rule set of the engine that evaluates the range.
+
+    Returns
+    -------
+    Range
+        ``selector[seconds]`` where ranges are closed (Prometheus 2.x:
+        ``start <= t <= end``), so its answers stay as they are;
+        ``selector[seconds + 1ms]`` where they leave their start out
+        (Prometheus 3.x, VictoriaMetrics: ``start < t <= end``), which holds
+        the sample at the start and none before it (timestamps are whole
+        milliseconds).
+
+    Examples
+    --------
+    >>> from inference_obs.query import to_promql
+    >>> to_promql(closed_range(Selector("x_count"), 60, Rules.PROMETHEUS_2))
+    'x_count[1m]'
+    >>> to_promql(closed_range(Selector("x_count"), 60, Rules.VICTORIAMETRICS))
+    'x_count[1m1ms]'
+    """
+    return selector.over(seconds + LEFT_OPEN_MARGIN_S if rules.left_open else seconds)
 
 
 def series_change(samples: SampleSet, i: int) -> float:
@@ -92,13 +134,14 @@ def reset_changes(source: Source, selector: Selector, window: Window) -> dict[La
     added back, no extrapolation: what :func:`series_change` gives on the
     series' raw samples.
     """
-    seconds = window.seconds
+    seconds, rules = window.seconds, source.info().rules
     # PromQL durations are whole milliseconds: L and the step L/2 are rounded down.
     length_ms = max(2, int(seconds * 1000) // PIECES)
     length, edge = length_ms / 1000, (length_ms // 2) / 1000
-    marked = Binary(">", resets(selector.over(length)), Number(0))
+    marked = Binary(">", resets(closed_range(selector, length, rules)), Number(0))
     # Both asked at once: the stretches are wanted whenever a reset is counted.
-    counting = soon(source, lambda: source.instant(resets(selector.over(seconds)), window.end_s))
+    counted_over = resets(closed_range(selector, seconds, rules))
+    counting = soon(source, lambda: source.instant(counted_over, window.end_s))
     marking = soon(
         source,
         lambda: source.range(marked, _window(window, window.start_s, window.end_s + edge), edge),

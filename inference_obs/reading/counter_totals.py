@@ -5,7 +5,9 @@ the total change of a numerator's series and of a denominator's, each
 series from its first to its last sample in the window (see there why).
 A series without a reset only grows, so its change is ``max_over_time -
 min_over_time``, summed by the source; a restarted series is worked out by
-:mod:`~inference_obs.reading.counter_resets`.
+:mod:`~inference_obs.reading.counter_resets`. Every range holds the sample
+exactly at the window's start, on every engine
+(:func:`~inference_obs.reading.counter_resets.closed_range`).
 
 However many ratios an analysis asks for at once, :func:`totals` makes two
 requests, asked together: one query (:func:`~inference_obs.reading.joined.vectors`)
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import cast
 
+from inference_obs.engine.rules import Rules
 from inference_obs.engine.vector import NAME, Vector
 from inference_obs.query import (
     Binary,
@@ -38,7 +41,7 @@ from inference_obs.query import (
     min_over_time,
     resets,
 )
-from inference_obs.reading.counter_resets import narrowed, reset_changes
+from inference_obs.reading.counter_resets import closed_range, narrowed, reset_changes
 from inference_obs.reading.joined import in_process, vectors
 from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Source
@@ -88,14 +91,14 @@ def _keyed(labels: Sequence[Labels], ignoring_: frozenset[str]) -> dict[Labels, 
     return keyed
 
 
-def _changes(selector: Selector, seconds: float) -> Expr:
+def _changes(selector: Selector, seconds: float, rules: Rules) -> Expr:
     """Per series, ``max_over_time - min_over_time``: the exact change where nothing reset."""
-    window = selector.over(seconds)
+    window = closed_range(selector, seconds, rules)
     return max_over_time(window) - min_over_time(window)
 
 
-def _did_reset(selector: Selector, seconds: float) -> Expr:
-    return Binary(">", resets(selector.over(seconds)), Number(0))
+def _did_reset(selector: Selector, seconds: float, rules: Rules) -> Expr:
+    return Binary(">", resets(closed_range(selector, seconds, rules)), Number(0))
 
 
 def _selects(selector: Selector, labels: Labels) -> bool:
@@ -147,16 +150,20 @@ class _Plan:
     unless: Matching | None
 
     @classmethod
-    def of(cls, pair: Pair, seconds: float) -> _Plan:
+    def of(cls, pair: Pair, seconds: float, rules: Rules) -> _Plan:
+        """The expressions of ``pair`` over ``seconds``, as an engine of ``rules`` needs them."""
         match = ignoring(*pair.ignoring) if pair.ignoring else None
-        top, bottom = _changes(pair.numerator, seconds), _changes(pair.denominator, seconds)
+        top = _changes(pair.numerator, seconds, rules)
+        bottom = _changes(pair.denominator, seconds, rules)
         if pair.paired:
             top, bottom = (
-                Binary("and", top, _changes(pair.denominator, seconds), matching=match),
-                Binary("and", bottom, _changes(pair.numerator, seconds), matching=match),
+                Binary("and", top, bottom, matching=match),
+                Binary("and", bottom, top, matching=match),
             )
         reset = Binary(
-            "or", _did_reset(pair.numerator, seconds), _did_reset(pair.denominator, seconds)
+            "or",
+            _did_reset(pair.numerator, seconds, rules),
+            _did_reset(pair.denominator, seconds, rules),
         )
         unless = ignoring(*pair.ignoring) if pair.paired and pair.ignoring else None
         return cls(pair, top, bottom, reset, unless)
@@ -186,7 +193,8 @@ def totals(source: Source, window: Window, pairs: Sequence[Pair]) -> list[Totals
     """
     if not pairs:
         return []
-    plans = [_Plan.of(pair, window.seconds) for pair in pairs]
+    rules = source.info().rules
+    plans = [_Plan.of(pair, window.seconds, rules) for pair in pairs]
     selectors = [s for pair in pairs for s in (pair.numerator, pair.denominator)]
     questions = [plan.questions() for plan in plans]
     flat = [expr for asked in questions for expr in asked]

@@ -22,7 +22,13 @@ from inference_obs.errors import Annotation
 from inference_obs.query import Expr, Selector
 from inference_obs.samples import Labels, SampleSet, Window
 
-__all__ = ["EngineInfo", "Instant", "Matrix", "Metadata", "Source"]
+__all__ = ["LEFT_OPEN_MARGIN_S", "EngineInfo", "Instant", "Matrix", "Metadata", "Source"]
+
+#: How far before a range's start to reach for the sample exactly at the start
+#: on engines whose ranges leave their start out (Prometheus 3.x,
+#: VictoriaMetrics: ``start < t``): one millisecond, the resolution of sample
+#: timestamps, so that sample comes in and none before it.
+LEFT_OPEN_MARGIN_S = 0.001
 
 EngineKind = Literal["prometheus", "victoriametrics", "thanos", "mimir", "dataset"]
 

@@ -28,7 +28,7 @@ from inference_obs.query import Expr, Range, Selector, to_promql
 from inference_obs.samples import Labels, SampleSet, Window
 from inference_obs.source import frames
 from inference_obs.source.auth import Auth, BasicAuth, BearerToken
-from inference_obs.source.base import EngineInfo, Instant, Matrix, Metadata
+from inference_obs.source.base import LEFT_OPEN_MARGIN_S, EngineInfo, Instant, Matrix, Metadata
 from inference_obs.source.endpoint import Endpoint, parse_base_url
 from inference_obs.source.http import MAX_ANSWER_BYTES, Client, Limits, Reply
 from inference_obs.source.ranges import fetch_pieces, max_points_for, plan
@@ -276,7 +276,7 @@ class PrometheusSource:
         so the extra millisecond makes every engine return the start sample and
         the trim makes the answer the same on all of them.
         """
-        promql = to_promql(Range(selector, round(window.seconds, 3) + 0.001))
+        promql = to_promql(Range(selector, round(window.seconds, 3) + LEFT_OPEN_MARGIN_S))
         fields = {"query": promql, "time": _seconds(window.end_s)}
         reply = self._client.query("/api/v1/query", fields, promql)
         self._annotations(reply, promql)
