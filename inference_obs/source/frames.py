@@ -29,7 +29,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from inference_obs.engine.vector import NAME, Vector
-from inference_obs.errors import Annotation
+from inference_obs.errors import Annotation, MalformedAnswer
 from inference_obs.samples import Labels, SampleSet
 from inference_obs.source.base import Matrix
 
@@ -51,10 +51,6 @@ Ints = npt.NDArray[np.int64]
 
 # Prometheus keeps int64 milliseconds: larger times cannot come from a real server.
 _MAX_ABS_SECONDS = 9.2e15
-
-
-class MalformedAnswer(ValueError):
-    """An answer that parses but cannot be data (a NaN or out-of-range timestamp)."""
 
 
 def _milliseconds(seconds: Floats) -> Ints:
@@ -151,8 +147,10 @@ def parse_matrix_body(
     bodies in Prometheus' compact encoding are read without building a Python
     object per point, any other body goes through ``json.loads``.
 
-    Raises :class:`ValueError` when the body is not JSON or not a successful
-    query response, :class:`TypeError` when its result type is not ``matrix``.
+    Raises :class:`~inference_obs.errors.MalformedAnswer` when the body is JSON
+    but not a successful ``matrix`` answer, or a point cannot be data, and
+    :class:`json.JSONDecodeError` (a ValueError) when it is not JSON (a
+    truncated body, which a client may ask again).
 
     Examples
     --------
@@ -173,14 +171,22 @@ def parse_matrix_body(
 
 
 def _matrix_data(envelope: Any) -> dict[str, Any]:
-    """``envelope["data"]`` of a successful matrix answer, else ValueError/TypeError."""
-    if not isinstance(envelope, dict) or envelope.get("status") != "success":
-        raise ValueError("not a successful Prometheus query response")
+    """``envelope["data"]`` of a successful matrix answer, else MalformedAnswer."""
+    if not isinstance(envelope, dict):
+        raise MalformedAnswer(f"a JSON {type(envelope).__name__}, not a Prometheus API answer")
+    if envelope.get("status") != "success":
+        raise MalformedAnswer(
+            f"not a successful Prometheus query response (status "
+            f"{str(envelope.get('status'))[:40]!r}): only a 'success' answer holds a matrix"
+        )
     data = envelope.get("data")
     if not isinstance(data, dict) or not isinstance(data.get("result"), list):
-        raise ValueError("query response without data.result")
+        raise MalformedAnswer("query response without a data.result list")
     if data.get("resultType") != "matrix":
-        raise TypeError(f"result type {data.get('resultType')!r} is not matrix")
+        raise MalformedAnswer(
+            f"result type {data.get('resultType')!r} is not matrix: "
+            "parse_matrix_body reads the answers of range queries and range selectors"
+        )
     return data
 
 

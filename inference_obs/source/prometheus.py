@@ -23,7 +23,12 @@ from threading import Lock
 from typing import Any
 
 from inference_obs.engine.rules import Rules
-from inference_obs.errors import Annotation, ConfigurationError, SourceUnavailable
+from inference_obs.errors import (
+    Annotation,
+    ConfigurationError,
+    MalformedAnswer,
+    SourceUnavailable,
+)
 from inference_obs.query import Expr, Range, Selector, to_promql
 from inference_obs.samples import Labels, SampleSet, Window
 from inference_obs.source import frames
@@ -235,7 +240,7 @@ class PrometheusSource:
             elif kind == "scalar":
                 value = frames.parse_scalar(result)
             else:
-                raise TypeError(f"result type {kind!r} is not an instant vector or scalar")
+                raise MalformedAnswer(f"result type {kind!r} is not an instant vector or scalar")
         return Instant(value, at, promql, notes)
 
     def range(self, expr: Expr, window: Window, step: float) -> Matrix:
@@ -262,7 +267,7 @@ class PrometheusSource:
                 return replace(reply.matrix, annotations=notes)
             with _parsing(promql):
                 if reply.data["resultType"] != "matrix":
-                    raise TypeError(f"result type {reply.data['resultType']!r} is not matrix")
+                    raise MalformedAnswer(f"result type {reply.data['resultType']!r} is not matrix")
                 return frames.parse_matrix(reply.data["result"], promql, notes)
 
         return fetch_pieces(fetch, pieces, promql)
@@ -285,7 +290,7 @@ class PrometheusSource:
             return frames.raw_samples(reply.matrix, start_ms)
         with _parsing(promql):
             if reply.data["resultType"] != "matrix":
-                raise TypeError(f"result type {reply.data['resultType']!r} is not matrix")
+                raise MalformedAnswer(f"result type {reply.data['resultType']!r} is not matrix")
             return frames.parse_raw(reply.data["result"], start_ms)
 
     def series(self, selector: Selector, window: Window) -> tuple[Labels, ...]:
@@ -353,9 +358,8 @@ class _parsing:  # noqa: N801 - used as a lowercase context manager, like contex
         if exc is not None and isinstance(
             exc, KeyError | TypeError | ValueError | IndexError | AttributeError
         ):
-            raise SourceUnavailable(
-                f"malformed answer ({type(exc).__name__}: {exc})", promql=self._what
-            ) from exc
+            why = str(exc) if isinstance(exc, MalformedAnswer) else f"{type(exc).__name__}: {exc}"
+            raise SourceUnavailable(f"malformed answer ({why})", promql=self._what) from exc
 
 
 def _proxy_endpoint(proxy: str) -> Endpoint:
