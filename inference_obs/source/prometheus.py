@@ -122,6 +122,11 @@ class PrometheusSource:
         transport: Transport | None = None,
     ) -> None:
         endpoint, userinfo = parse_base_url(url)
+        if max_points is not None and not max_points >= 1:
+            raise ConfigurationError(
+                f"max_points {max_points!r} must be at least 1 (points per series per request), "
+                "or None for the engine's default"
+            )
         if auth is not None and userinfo is not None:
             raise ConfigurationError("give credentials either in the URL or as auth=, not both")
         if auth is not None and not isinstance(auth, BearerToken | BasicAuth):
