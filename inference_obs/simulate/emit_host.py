@@ -110,6 +110,7 @@ class _ReplicaCpu:
         spec = scenario.deployments[d]
         profile = spec.host
         if profile is None:
+            # An invariant, not input: host_series returns before this without a profile.
             raise ValueError(f"deployment {spec.name} has no host profile")
         replica = spec.replicas[r]
         self.resets: Floats = np.sort([f.at for f in of_kind(scenario.faults, Restart, replica)])
