@@ -169,7 +169,7 @@ def counter_ratio(
 
     Raises
     ------
-    ValueError
+    QueryError
         When two series of one side have the same labels once ``ignoring``
         is left out (the pairing would be ambiguous).
     """

@@ -25,6 +25,7 @@ from functools import partial
 from typing import cast
 
 from inference_obs.engine.vector import NAME, Vector
+from inference_obs.errors import QueryError
 from inference_obs.query import (
     Binary,
     Expr,
@@ -37,6 +38,7 @@ from inference_obs.query import (
     max_over_time,
     min_over_time,
     resets,
+    to_promql,
 )
 from inference_obs.reading.counter_resets import narrowed, reset_changes
 from inference_obs.reading.joined import in_process, vectors
@@ -80,11 +82,24 @@ def _key(labels: Labels, drop: frozenset[str]) -> Labels:
     return Labels((k, v) for k, v in labels.items() if k not in drop and k != NAME)
 
 
-def _keyed(labels: Sequence[Labels], ignoring_: frozenset[str]) -> dict[Labels, Labels]:
-    """Each series' key (labels less ``ignoring_``) mapped to its label set; collisions refused."""
-    keyed = {_key(one, ignoring_): one for one in labels}
-    if len(keyed) != len(labels):
-        raise ValueError(f"series are not told apart once {sorted(ignoring_)} are ignored")
+def _keyed(
+    labels: Sequence[Labels], ignoring_: frozenset[str], selector: Selector
+) -> dict[Labels, Labels]:
+    """Each series' key (labels less ``ignoring_``) mapped to its label set; collisions refused.
+
+    Two series of ``selector`` with one key would make the pairing ambiguous,
+    as PromQL's one-to-one matching refuses duplicate series in a match group.
+    """
+    keyed: dict[Labels, Labels] = {}
+    for one in labels:
+        key = _key(one, ignoring_)
+        if key in keyed:
+            raise QueryError(
+                f"{to_promql(selector)}: series {dict(keyed[key])} and {dict(one)} are not told "
+                f"apart once {sorted(ignoring_)} are ignored; ignore fewer labels, or select "
+                "fewer series"
+            )
+        keyed[key] = one
     return keyed
 
 
@@ -180,7 +195,7 @@ def totals(source: Source, window: Window, pairs: Sequence[Pair]) -> list[Totals
 
     Raises
     ------
-    ValueError
+    QueryError
         When two series of one side have the same labels once the pair's
         ``ignoring`` labels are left out (the pairing would be ambiguous).
     """
@@ -220,8 +235,8 @@ def _finish(
     top_labels, bottom_labels = labels
     unpaired: list[Labels] = []
     if pair.paired:
-        top_keys = _keyed(top_labels, pair.ignoring)
-        bottom_keys = _keyed(bottom_labels, pair.ignoring)
+        top_keys = _keyed(top_labels, pair.ignoring, pair.numerator)
+        bottom_keys = _keyed(bottom_labels, pair.ignoring, pair.denominator)
         unpaired = sorted(set(top_keys) ^ set(bottom_keys), key=repr)
     # A pair where either side reset is worked out from its drops, both sides.
     restarted = reset_part.labels if top_labels or bottom_labels else ()
