@@ -18,7 +18,7 @@ from inference_obs.engine.vector import Vector
 from inference_obs.metrics import builders, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, Matcher
-from inference_obs.reading.counter_ratios import Ratio, counter_ratios, mean_ratio
+from inference_obs.reading.counter_ratios import Pairing, Ratio, counter_ratios, mean_ratio
 from inference_obs.reading.joined import instants
 from inference_obs.reading.measurement import Measurement, derive, measure
 from inference_obs.reading.result import AnalysisResult
@@ -144,7 +144,7 @@ def shapes(source: Source, deployment: Deployment, window: Window) -> ShapesResu
         Ratio(
             numerator=success.select(matchers), denominator=success.select(m),
             promql=expr / total, families=(success,), analysis=ANALYSIS,
-            statistic=f"finished_{reason}_share", unit="ratio", paired=False,
+            statistic=f"finished_{reason}_share", unit="ratio", pairing=Pairing.PART_OF_WHOLE,
             caveats=(_REASONS,),
         )
         for reason, matchers, expr in zip(reasons, only, count, strict=True)

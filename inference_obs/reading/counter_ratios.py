@@ -43,13 +43,14 @@ from inference_obs.metrics import builders
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, Matcher, Selector, to_promql
 from inference_obs.reading.counter_resets import series_change
-from inference_obs.reading.counter_totals import Pair, totals
+from inference_obs.reading.counter_totals import Pair, Pairing, totals
 from inference_obs.reading.measurement import Measurement, Status, local_measurement
 from inference_obs.samples import Labels, SampleSet, Window
 from inference_obs.source.base import Source
 
 __all__ = [
     "EXTRAPOLATION_NOTE_ABOVE",
+    "Pairing",
     "Ratio",
     "counter_change",
     "counter_ratio",
@@ -96,7 +97,7 @@ class Ratio:
     statistic: str
     unit: str
     ignoring: tuple[str, ...] = ()
-    paired: bool = True
+    pairing: Pairing = Pairing.MATCHED
     caveats: tuple[str, ...] = ()
 
 
@@ -111,7 +112,7 @@ def counter_ratios(
     """
     whole = Labels(())
     pairs = [
-        Pair(r.numerator, r.denominator, frozenset(r.ignoring), r.paired, (), r.promql)
+        Pair(r.numerator, r.denominator, frozenset(r.ignoring), r.pairing, (), r.promql)
         for r in ratios
     ]
     return [
@@ -137,7 +138,7 @@ def counter_ratio(
     statistic: str,
     unit: str,
     ignoring: Sequence[str] = (),
-    paired: bool = True,
+    pairing: Pairing = Pairing.MATCHED,
     caveats: Sequence[str] = (),
 ) -> Measurement:
     """Total change of ``numerator``'s series over that of ``denominator``'s, exactly.
@@ -147,18 +148,24 @@ def counter_ratio(
     source, deployment, window
         Where, whose series and the window.
     numerator, denominator
-        Counter selectors. With ``paired``, each series of one must have a
-        partner in the other with the same labels, except the ``ignoring``
-        ones (``le`` when two buckets are divided); without, the totals are
-        divided as they are (a part over a whole, such as one finish reason
-        over all).
+        Counter selectors.
     promql
         The PromQL expression of the same ratio (extrapolated), run for the
         record and listed in the provenance.
     families
         The families the ratio needs, named when it has no data.
-    analysis, statistic, unit, caveats
+    analysis, statistic, unit
         Labels of the Measurement.
+    ignoring
+        Labels left out when series are paired (``le`` when two buckets are
+        divided).
+    pairing
+        :attr:`Pairing.MATCHED`: each series of one side must have a partner
+        in the other with the same labels, except the ``ignoring`` ones;
+        :attr:`Pairing.PART_OF_WHOLE`: the totals are divided as they are
+        (one finish reason over all).
+    caveats
+        Caveats the Measurement carries.
 
     Returns
     -------
@@ -175,7 +182,7 @@ def counter_ratio(
     """
     ratio = Ratio(
         numerator, denominator, promql, tuple(families), analysis, statistic, unit,
-        tuple(ignoring), paired, tuple(caveats),
+        tuple(ignoring), pairing, tuple(caveats),
     )  # fmt: skip
     return counter_ratios(source, deployment, window, [ratio])[0]
 
@@ -195,7 +202,7 @@ def counter_ratios_by(
     by: Sequence[str],
     groups: Sequence[Labels],
     ignoring: Sequence[str] = (),
-    paired: bool = True,
+    pairing: Pairing = Pairing.MATCHED,
     caveats: Sequence[str] = (),
 ) -> dict[Labels, Measurement]:
     """:func:`counter_ratio` per group of the ``by`` labels, in a fixed number of requests.
@@ -205,7 +212,7 @@ def counter_ratios_by(
     Measurement; ``promql`` is the extrapolated ratio grouped ``by`` the
     same labels, run once for the record.
     """
-    pair = Pair(numerator, denominator, frozenset(ignoring), paired, tuple(by), promql)
+    pair = Pair(numerator, denominator, frozenset(ignoring), pairing, tuple(by), promql)
     (found,) = totals(source, window, [pair])
     out: dict[Labels, Measurement] = {}
     for group in groups:

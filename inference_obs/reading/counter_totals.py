@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 from functools import partial
 from typing import cast
 
@@ -46,22 +47,34 @@ from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon, together
 
-__all__ = ["Pair", "Totals", "series_of", "totals"]
+__all__ = ["Pair", "Pairing", "Totals", "series_of", "totals"]
+
+
+class Pairing(Enum):
+    """How the series of a ratio's numerator meet those of its denominator."""
+
+    #: Each series of one side has a partner in the other with the same labels
+    #: but the ``ignoring`` ones (a bucket over the count, ``le`` ignored); a
+    #: series without one is left out, and named.
+    MATCHED = "matched"
+    #: The sides' totals are divided as they are: a part over a whole (one
+    #: finish reason over all), whose series have no partners to find.
+    PART_OF_WHOLE = "part_of_whole"
 
 
 @dataclass(frozen=True, slots=True)
 class Pair:
     """The two counter sides of one ratio, how their series pair, and its recheck query.
 
-    With ``paired``, each series of one side must have a partner in the
-    other with the same labels but the ``ignoring`` ones; ``by`` groups the
-    totals; ``check`` is the extrapolated PromQL ratio, grouped alike.
+    ``pairing`` says whether each series needs a partner (see
+    :class:`Pairing`); ``by`` groups the totals; ``check`` is the
+    extrapolated PromQL ratio, grouped alike.
     """
 
     numerator: Selector
     denominator: Selector
     ignoring: frozenset[str]
-    paired: bool
+    pairing: Pairing
     by: tuple[str, ...]
     check: Expr
 
@@ -165,7 +178,7 @@ class _Plan:
     def of(cls, pair: Pair, seconds: float) -> _Plan:
         match = ignoring(*pair.ignoring) if pair.ignoring else None
         top, bottom = _changes(pair.numerator, seconds), _changes(pair.denominator, seconds)
-        if pair.paired:
+        if pair.pairing is Pairing.MATCHED:
             top, bottom = (
                 Binary("and", top, _changes(pair.denominator, seconds), matching=match),
                 Binary("and", bottom, _changes(pair.numerator, seconds), matching=match),
@@ -173,7 +186,8 @@ class _Plan:
         reset = Binary(
             "or", _did_reset(pair.numerator, seconds), _did_reset(pair.denominator, seconds)
         )
-        unless = ignoring(*pair.ignoring) if pair.paired and pair.ignoring else None
+        matched = pair.pairing is Pairing.MATCHED
+        unless = ignoring(*pair.ignoring) if matched and pair.ignoring else None
         return cls(pair, top, bottom, reset, unless)
 
     def summed(self, change: Expr, restarted: bool) -> Expr:
@@ -234,13 +248,14 @@ def _finish(
         checked = {Labels(()): float(cast(float, source.instant(pair.check, window.end_s).value))}
     top_labels, bottom_labels = labels
     unpaired: list[Labels] = []
-    if pair.paired:
+    matched = pair.pairing is Pairing.MATCHED
+    if matched:
         top_keys = _keyed(top_labels, pair.ignoring, pair.numerator)
         bottom_keys = _keyed(bottom_labels, pair.ignoring, pair.denominator)
         unpaired = sorted(set(top_keys) ^ set(bottom_keys), key=repr)
     # A pair where either side reset is worked out from its drops, both sides.
     restarted = reset_part.labels if top_labels or bottom_labels else ()
-    drop = pair.ignoring if pair.paired else frozenset()
+    drop = pair.ignoring if matched else frozenset()
     wanted = sorted({_key(one, drop) for one in restarted}, key=repr)
     sides: list[Vector] = [top_part, bottom_part]
     changed: list[dict[Labels, float]] = []
@@ -265,7 +280,7 @@ def _finish(
         keyed = [
             {_key(one, drop): (one, amount) for one, amount in side.items()} for side in changed
         ]
-        both = set(keyed[0]) & set(keyed[1]) if pair.paired else None
+        both = set(keyed[0]) & set(keyed[1]) if matched else None
         for side, entries in enumerate(keyed):
             for key, (one, amount) in entries.items():
                 if key in wanted and (both is None or key in both):

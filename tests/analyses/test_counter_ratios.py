@@ -10,7 +10,13 @@ import pytest
 
 from inference_obs.errors import QueryError
 from inference_obs.metrics import vllm
-from inference_obs.reading.counter_ratios import counter_change, counter_ratio, histogram_mean
+from inference_obs.query import Matcher
+from inference_obs.reading.counter_ratios import (
+    Pairing,
+    counter_change,
+    counter_ratio,
+    histogram_mean,
+)
 from inference_obs.reading.measurement import Status
 from inference_obs.samples import STALE_NAN, SampleSet, Series, Window
 from inference_obs.source.dataset import write_dataset
@@ -79,3 +85,41 @@ def test_series_that_collide_once_labels_are_ignored_are_refused(
             families=[success], analysis="t", statistic="s", unit="ratio",
             ignoring=("finished_reason",),
         )  # fmt: skip
+
+
+def test_a_part_of_a_whole_divides_the_totals_and_matched_series_pair_up(
+    source: DatasetSource, window: Window
+) -> None:
+    success = vllm.REQUEST_SUCCESS
+    h20 = deployment(source, "H20")
+    stop = success.select((*h20.matchers, Matcher.equal("finished_reason", "stop")))
+    every = success.select(h20.matchers)
+    whole = {
+        pairing: counter_ratio(
+            source,
+            h20,
+            window,
+            numerator=stop,
+            denominator=every,
+            promql=stop,
+            families=[success],
+            analysis="t",
+            statistic="stop_share",
+            unit="ratio",
+            pairing=pairing,
+        )
+        for pairing in Pairing
+    }
+    # One reason over all: the changes of the 'stop' series over those of every series.
+    raw = [source.raw(s, window) for s in (stop, every)]
+    share = counter_change(raw[0]) / counter_change(raw[1])
+    assert 0 < share < 1
+    part = whole[Pairing.PART_OF_WHOLE]
+    assert part.status is Status.OK
+    assert part.value == pytest.approx(share, rel=EXACT)
+    # Matched, each 'stop' series meets only itself; the other reasons have no partner.
+    matched = whole[Pairing.MATCHED]
+    assert matched.value == pytest.approx(1.0, rel=EXACT)
+    assert matched.status is Status.PARTIAL
+    (note,) = [a for a in matched.annotations if a.kind == "unpaired_series"]
+    assert "'length'" in note.message
