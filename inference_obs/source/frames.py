@@ -43,6 +43,7 @@ __all__ = [
     "parse_vector",
     "raw_samples",
     "to_frame",
+    "to_wide_frame",
 ]
 
 Floats = npt.NDArray[np.float64]
@@ -321,37 +322,21 @@ def raw_samples(matrix: Matrix, start_ms: int | None = None) -> SampleSet:
     return SampleSet(names, labels, offsets, t_ms, values)
 
 
-def to_frame(matrix: Matrix, *, wide: bool = False) -> pd.DataFrame:
-    """A :class:`Matrix` as a pandas frame.
+def to_frame(matrix: Matrix) -> pd.DataFrame:
+    """A :class:`Matrix` as a long pandas frame: one row per point.
 
-    Long (default): one row per point with a ``timestamp`` column (UTC,
-    timezone-aware), a ``value`` column (float64) and one categorical column
-    per label name (missing labels are NaN). Wide: indexed by ``timestamp``,
-    one column per series, named by its labels as ``{k="v", ...}``.
+    A ``timestamp`` column (UTC, timezone-aware), a ``value`` column
+    (float64) and one categorical column per label name (missing labels are
+    NaN). :func:`to_wide_frame` gives one column per series instead.
 
     Examples
     --------
     >>> m = parse_matrix([{"metric": {"job": "a"}, "values": [[1, "1"], [2, "2"]]}])
     >>> to_frame(m).columns.tolist()
     ['timestamp', 'value', 'job']
-    >>> to_frame(m, wide=True).shape
-    (2, 1)
     """
     timestamps = pd.to_datetime(matrix.t_ms, unit="ms", utc=True)
     sizes = np.diff(matrix.offsets)
-    if wide:
-        names = [_series_name(one) for one in matrix.labels]
-        columns = {
-            name: pd.Series(
-                matrix.values[lo:hi],
-                index=timestamps[lo:hi],
-                dtype=np.float64,
-            )
-            for name, lo, hi in zip(names, matrix.offsets[:-1], matrix.offsets[1:], strict=True)
-        }
-        frame = pd.DataFrame(columns) if columns else pd.DataFrame(index=timestamps[:0])
-        frame.index.name = "timestamp"
-        return frame
     data: dict[str, Any] = {"timestamp": timestamps, "value": matrix.values}
     plain = [dict(one.items()) for one in matrix.labels]  # dict lookups, not Mapping.get
     for name in sorted({k for one in plain for k in one}):
@@ -368,6 +353,30 @@ def to_frame(matrix: Matrix, *, wide: bool = False) -> pd.DataFrame:
             np.repeat(codes, sizes), categories=pd.Index(categories)
         )
     return pd.DataFrame(data)
+
+
+def to_wide_frame(matrix: Matrix) -> pd.DataFrame:
+    """A :class:`Matrix` as a wide pandas frame: one column per series.
+
+    Indexed by ``timestamp`` (UTC, timezone-aware); each column is a series,
+    named by its labels as ``{k='v', ...}``, NaN where it has no point.
+    :func:`to_frame` gives one row per point instead.
+
+    Examples
+    --------
+    >>> m = parse_matrix([{"metric": {"job": "a"}, "values": [[1, "1"], [2, "2"]]}])
+    >>> to_wide_frame(m).columns.tolist(), to_wide_frame(m).shape
+    (["{job='a'}"], (2, 1))
+    """
+    timestamps = pd.to_datetime(matrix.t_ms, unit="ms", utc=True)
+    names = [_series_name(one) for one in matrix.labels]
+    columns = {
+        name: pd.Series(matrix.values[lo:hi], index=timestamps[lo:hi], dtype=np.float64)
+        for name, lo, hi in zip(names, matrix.offsets[:-1], matrix.offsets[1:], strict=True)
+    }
+    frame = pd.DataFrame(columns) if columns else pd.DataFrame(index=timestamps[:0])
+    frame.index.name = "timestamp"
+    return frame
 
 
 def _codes_dtype(categories: int) -> type[np.signedinteger[Any]]:

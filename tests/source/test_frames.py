@@ -18,6 +18,7 @@ from inference_obs.source.frames import (
     parse_raw,
     parse_vector,
     to_frame,
+    to_wide_frame,
 )
 
 RESULT = [
@@ -41,7 +42,7 @@ def test_empty_results() -> None:
     assert parse_matrix([]).offsets.tolist() == [0]
     assert len(parse_vector([])) == 0
     assert to_frame(parse_matrix([])).shape[0] == 0
-    assert to_frame(parse_matrix([]), wide=True).shape == (0, 0)
+    assert to_wide_frame(parse_matrix([])).shape == (0, 0)
 
 
 def test_parse_vector() -> None:
@@ -80,7 +81,7 @@ def test_long_frame() -> None:
 
 
 def test_wide_frame() -> None:
-    frame = to_frame(parse_matrix(RESULT), wide=True)
+    frame = to_wide_frame(parse_matrix(RESULT))
     assert frame.shape == (4, 2)
     assert frame.index.name == "timestamp"
     assert frame.iloc[:, 1].dropna().tolist() == [-np.inf, 2500.0]
