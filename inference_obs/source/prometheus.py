@@ -19,6 +19,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import Mapping
 from dataclasses import replace
+from enum import Enum
 from threading import Lock
 from typing import Any
 
@@ -40,7 +41,16 @@ from inference_obs.source.ranges import fetch_pieces, max_points_for, plan
 from inference_obs.source.tls import TLS
 from inference_obs.source.transport import PooledTransport, Transport
 
-__all__ = ["PrometheusSource"]
+__all__ = ["PartialAnswers", "PrometheusSource"]
+
+
+class PartialAnswers(Enum):
+    """What a source does with a partial answer (Thanos, Mimir: a store did not answer)."""
+
+    #: Keep the answer, with a ``partial_response`` annotation on the result.
+    ANNOTATE = "annotate"
+    #: Refuse it: :class:`~inference_obs.errors.SourceUnavailable`, never a number from it.
+    REFUSE = "refuse"
 
 
 def _seconds(value: float) -> str:
@@ -88,8 +98,10 @@ class PrometheusSource:
         A :func:`time.monotonic` time (a caller's time budget): a request
         still running then stops with
         :class:`~inference_obs.errors.TimeBudgetExceeded`.
-    fail_on_partial
-        Raise on a partial response instead of annotating the result.
+    partial_answers
+        :attr:`PartialAnswers.ANNOTATE` keeps a partial answer and annotates
+        the result; :attr:`PartialAnswers.REFUSE` raises
+        :class:`~inference_obs.errors.SourceUnavailable` instead.
     rules
         Override the local rule set detected by :meth:`info`.
     max_points
@@ -116,7 +128,7 @@ class PrometheusSource:
         max_answer_bytes: int = MAX_ANSWER_BYTES,
         parallel: int = 8,
         deadline: float | None = None,
-        fail_on_partial: bool = False,
+        partial_answers: PartialAnswers = PartialAnswers.ANNOTATE,
         rules: Rules | None = None,
         max_points: int | None = None,
         transport: Transport | None = None,
@@ -154,7 +166,7 @@ class PrometheusSource:
             limits=limits,
             deadline=deadline,
         )
-        self._fail_on_partial = fail_on_partial
+        self._partial_answers = partial_answers
         self._rules = rules
         self._max_points = max_points
         self._info: EngineInfo | None = None
@@ -340,7 +352,7 @@ class PrometheusSource:
         notes = [Annotation("server_warning", text) for text in reply.warnings]
         notes += [Annotation("server_info", text) for text in reply.infos]
         if reply.partial:
-            if self._fail_on_partial:
+            if self._partial_answers is PartialAnswers.REFUSE:
                 raise SourceUnavailable(
                     "the server answered with a partial response", promql=promql
                 )

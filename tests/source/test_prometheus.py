@@ -25,7 +25,7 @@ from inference_obs.query import Matcher, Selector, to_promql
 from inference_obs.samples import Labels, Window
 from inference_obs.source.auth import BasicAuth, BearerToken
 from inference_obs.source.http import ALLOWED_PATHS
-from inference_obs.source.prometheus import PrometheusSource, detect_engine
+from inference_obs.source.prometheus import PartialAnswers, PrometheusSource, detect_engine
 from inference_obs.source.ranges import plan
 from tests.integration.servers import free_port
 from tests.source.test_prometheus_fakes import Answer, FakeServer, envelope, fake_server
@@ -182,13 +182,13 @@ def test_warnings_infos_and_partial_become_annotations(fake: FakeServer) -> None
     )
 
 
-def test_fail_on_partial_raises(fake: FakeServer) -> None:
-    """A Thanos-style partial response with fail_on_partial=True (fake)."""
+def test_a_partial_answer_is_refused_when_asked(fake: FakeServer) -> None:
+    """A Thanos-style partial response with PartialAnswers.REFUSE (fake)."""
     fake.script = [
         Answer(body=envelope({"resultType": "vector", "result": []}, partial_response=True))
     ]
     with pytest.raises(SourceUnavailable, match="partial"):
-        source(fake.url, fail_on_partial=True).instant(UP, 0)
+        source(fake.url, partial_answers=PartialAnswers.REFUSE).instant(UP, 0)
 
 
 def test_redirects_are_not_followed(fake: FakeServer) -> None:
