@@ -43,7 +43,7 @@ from benchmarks.common import BackfilledPrometheus, patient_http
 from benchmarks.fleet import FleetShape, write_fleet
 from benchmarks.proxy import CountingProxy, Exchange, on_the_wire, totals
 from inference_obs.cli import main as cli
-from inference_obs.errors import QueryError
+from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import MetricType, family
 from inference_obs.query import Selector
 from inference_obs.report import build_report
@@ -83,7 +83,7 @@ class TaggingSource:
 def _counter(name: str) -> bool:
     try:
         kind = family(name).type
-    except QueryError:
+    except ConfigurationError:  # a metric the catalogue does not know
         return name.endswith(_COUNTER_SUFFIXES)
     return kind in (MetricType.COUNTER, MetricType.HISTOGRAM)
 

@@ -35,7 +35,7 @@ from inference_obs.engine.functions import RANGE_FUNCTIONS
 from inference_obs.engine.histograms import histogram_fraction, parse_le
 from inference_obs.engine.rules import Rules
 from inference_obs.engine.vector import Vector, group_keys, without_name
-from inference_obs.errors import DatasetError
+from inference_obs.errors import DatasetError, NotSupportedOffline
 from inference_obs.query import (
     Aggregate,
     Call,
@@ -74,12 +74,12 @@ class Case:
 
 def _number(value: object, *, stale: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ValueError(f"{value!r} is not a number")
+        raise DatasetError(f"{value!r} is not a number")
     if isinstance(value, str):
         if stale and value == "stale":
             return STALE_NAN
         if value not in _SPECIAL:
-            raise ValueError(f"{value!r} is not a number, 'NaN', '+Inf' or '-Inf'")
+            raise DatasetError(f"{value!r} is not a number, 'NaN', '+Inf' or '-Inf'")
         return _SPECIAL[value]
     return float(value)
 
@@ -156,7 +156,7 @@ _ALL = Selector(None, (Matcher.regex(NAME, ".+"),))
 
 def _window_end(case: Case) -> float:
     if case.range_ms is None:
-        raise ValueError(f"{case.function} needs a 'range'")
+        raise DatasetError(f"{case.function} needs a 'range' with 'start' and 'end' seconds")
     return case.range_ms[1] / 1000
 
 
@@ -185,7 +185,12 @@ def _expression(case: Case) -> tuple[Expr, float, float]:
     if function == "quantile_over_time":
         return Call(function, (Number(_number(args["q"])), window)), _window_end(case), lookback
     if function not in RANGE_FUNCTIONS:
-        raise ValueError(f"function {function!r} is not supported")
+        supported = ", ".join(sorted(RANGE_FUNCTIONS))
+        raise NotSupportedOffline(
+            f"function {function!r} is not one the runner evaluates; besides "
+            "instant_selector, histogram_*, sum_over_time/count_over_time and "
+            f"quantile_over_time it takes {supported}"
+        )
     return Call(function, (window,)), _window_end(case), lookback
 
 
@@ -211,6 +216,7 @@ def evaluate(case: Case, rules: Rules) -> Result:
     expr, at, lookback = _expression(case)
     value = Evaluator(case.samples, rules=rules, lookback=lookback).evaluate(expr, at)
     if not isinstance(value, Vector):
+        # An invariant, not input: every expression _expression builds selects series.
         raise ValueError(f"{to_promql(expr)} gave a scalar, not a vector")
     if case.function == "histogram_fraction":
         return _fraction(case, value, rules)

@@ -29,7 +29,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from inference_obs.errors import QueryError
+from inference_obs.errors import ConfigurationError, QueryError
 from inference_obs.query import Matcher, MatchOp
 
 __all__ = [
@@ -55,22 +55,22 @@ def compact_value(label: str, value: object) -> str:
 
     Raises
     ------
-    ValueError
+    ConfigurationError
         Naming ``label``: a mapping that is not exactly one explicit form with
         a text value, or plain text that looks like a regex.
     """
     if isinstance(value, dict):
         if len(value) != 1 or next(iter(value)) not in EXPLICIT:
             forms = ", ".join(f"{{{k}: ...}}" for k in EXPLICIT)
-            raise ValueError(f"{label}: expected text or one of {forms}, not {value!r}")
+            raise ConfigurationError(f"{label}: expected text or one of {forms}, not {value!r}")
         ((form, text),) = value.items()
         if not isinstance(text, str):
-            raise ValueError(f"{label}: {form} takes text, not {text!r}")
+            raise ConfigurationError(f"{label}: {form} takes text, not {text!r}")
         return EXPLICIT[form] + text
     if not isinstance(value, str):
-        raise ValueError(f"{label}: expected text or {{regex: ...}}, not {value!r}")
+        raise ConfigurationError(f"{label}: expected text or {{regex: ...}}, not {value!r}")
     if not value.startswith(("~", "!", "=")) and REGEX_LOOKING & set(value):
-        raise ValueError(
+        raise ConfigurationError(
             f"{label}: {value!r} would match only that exact text but looks like a regex; "
             f"write {{regex: {value!r}}} to match it as one, or {{equals: {value!r}}} if "
             "it is literal"
@@ -164,7 +164,8 @@ class Deployment(_Model):
             try:
                 parse_selector(value)
             except QueryError as exc:
-                raise ValueError(str(exc)) from exc
+                # A ValueError: pydantic reports it as this field's error.
+                raise ConfigurationError(str(exc)) from exc
         return value
 
     @property

@@ -14,7 +14,8 @@ that fits it, so callers can catch either::
     ├── SourceError                   carries the expression and PromQL (never credentials)
     │   ├── SourceUnavailable         network, timeout, 429/5xx after bounded retries
     │   │   ├── AnswerTooLarge        an answer past the size limit (names the limit)
-    │   │   └── TimeBudgetExceeded    the caller's time budget ran out inside a request
+    │   │   └── TimeBudgetExceeded(TimeoutError) the caller's time budget ran out in a request
+    │   ├── MalformedAnswer(ValueError) an answer that parses but cannot be data (says why)
     │   ├── QueryFailed               server said bad_data / execution; keeps error_type, error
     │   ├── NotSupportedOffline       the local engine has no rule for this node (names it)
     │   └── DatasetError              missing or corrupt dataset, manifest mismatch
@@ -36,6 +37,7 @@ __all__ = [
     "DatasetError",
     "InferenceObsError",
     "LintInputError",
+    "MalformedAnswer",
     "NoDataError",
     "NotLintable",
     "NotSupportedOffline",
@@ -164,6 +166,16 @@ class AnswerTooLarge(SourceUnavailable):
 
 class TimeBudgetExceeded(SourceUnavailable, TimeoutError):
     """The caller's time budget (a deadline given to the source) ran out during a request."""
+
+
+class MalformedAnswer(SourceError, ValueError):
+    """A server's answer parses but cannot be data; the message says what is wrong.
+
+    A NaN timestamp, a point that is not a ``[time, value]`` pair, a vector
+    where a matrix was asked for. A source turns it into
+    :class:`SourceUnavailable` (never a number from it); the parsers of
+    answer bodies (:mod:`inference_obs.source.frames`) raise it as it is.
+    """
 
 
 class QueryFailed(SourceError):

@@ -12,6 +12,7 @@ arithmetic.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -19,7 +20,7 @@ from datetime import datetime, timedelta
 import numpy as np
 import numpy.typing as npt
 
-from inference_obs.errors import DatasetError, QueryError
+from inference_obs.errors import ConfigurationError, DatasetError, QueryError
 from inference_obs.query.names import LABEL_NAME, METRIC_NAME, parse_duration
 
 __all__ = [
@@ -265,6 +266,24 @@ class SampleSet:
         return SampleSet.from_series(self.series(int(i)) for i in indices)
 
 
+def _length_seconds(length: str | float) -> float:
+    """A window's length, seconds: a PromQL duration text (``1h``) or a finite number."""
+    if isinstance(length, str):
+        try:
+            return parse_duration(length)
+        except QueryError as exc:
+            raise ConfigurationError(f"window length: {exc}") from None
+    try:
+        seconds = float(length)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not math.isfinite(seconds):
+        raise ConfigurationError(
+            f"window length {length!r} is neither seconds nor a duration such as '1h'"
+        )
+    return seconds
+
+
 @dataclass(frozen=True, slots=True)
 class Window:
     """A time window ``[start, end]`` with timezone-aware edges.
@@ -284,26 +303,44 @@ class Window:
 
     def __post_init__(self) -> None:
         for edge, value in (("start", self.start), ("end", self.end)):
-            if not isinstance(value, datetime) or value.utcoffset() is None:
-                raise QueryError(
+            if not isinstance(value, datetime):
+                raise ConfigurationError(
+                    f"window {edge} {value!r} is not a datetime; give a timezone-aware datetime "
+                    "or use Window.parse with text such as '2026-10-19T17:40+08:00'"
+                )
+            if value.utcoffset() is None:
+                raise ConfigurationError(
                     f"window {edge} {value!r} has no timezone; write it as "
                     "'2026-10-19T17:40+08:00' or with 'Z' for UTC"
                 )
         if self.end <= self.start:
-            raise QueryError(
+            raise ConfigurationError(
                 f"window end {self.end.isoformat()} is not after its start {self.start.isoformat()}"
             )
 
     @classmethod
     def parse(cls, start: str | datetime, length: str | float) -> Window:
-        """A window from an ISO start time with offset and a length ('1h' or seconds)."""
+        """A window from an ISO start time with offset and a length ('1h' or seconds).
+
+        Raises
+        ------
+        ConfigurationError
+            Naming the start or the length that cannot make a window.
+        """
         if isinstance(start, str):
             try:
                 start = datetime.fromisoformat(start)
-            except ValueError as exc:
-                raise QueryError(f"window start {start!r} is not an ISO 8601 time") from exc
-        seconds = parse_duration(length) if isinstance(length, str) else float(length)
-        return cls(start, start + timedelta(seconds=seconds))
+            except ValueError:
+                raise ConfigurationError(
+                    f"window start {start!r} is not an ISO 8601 time such as "
+                    "'2026-10-19T17:40+08:00'"
+                ) from None
+        if not isinstance(start, datetime):
+            raise ConfigurationError(
+                f"window start {start!r} is not a datetime, nor ISO 8601 text such as "
+                "'2026-10-19T17:40+08:00'"
+            )
+        return cls(start, start + timedelta(seconds=_length_seconds(length)))
 
     @property
     def start_s(self) -> float:

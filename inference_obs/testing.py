@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from inference_obs.errors import ConfigurationError
 from inference_obs.samples import STALE_NAN
 
 __all__ = ["series"]
@@ -30,7 +31,10 @@ def _expand(token: str) -> list[float | None]:
         return [STALE_NAN] * int(stales["n"] or 1)
     match = _EXPANSION.fullmatch(token)
     if match is None:
-        raise ValueError(f"not series notation: {token!r}")
+        raise ConfigurationError(
+            f"not series notation: {token!r}; write a number, a+bxn, a-bxn, axn, _, _xn, "
+            "stale or stalexn (e.g. '0+10x3')"
+        )
     start = float(match["a"])
     if match["n"] is None:
         return [start]
@@ -64,8 +68,8 @@ def series(notation: str, start: float = 0, step: float = 60) -> tuple[list[floa
 
     Raises
     ------
-    ValueError
-        On a token that is not series notation.
+    ConfigurationError
+        On a token that is not series notation (the message names it).
 
     Examples
     --------

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from inference_obs.cli import main
+from inference_obs.errors import ConfigurationError
 from inference_obs.lint import CODES
+from inference_obs.lint.context import Options
 
 FIXTURES = Path(__file__).parent / "lint" / "fixtures"
 WRONG_QUANTILE = FIXTURES / "OBS103-quantile-averaged" / "wrong.yml"
@@ -84,6 +86,17 @@ def test_version_options(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["lint", str(removed)]) == 1
     assert main(["lint", "--vllm-version", "0.10.0", str(removed)]) == 0
     assert "OBS403" in capsys.readouterr().out
+    assert main(["lint", "--sglang-version", "latest", str(removed)]) == 2
+    assert (
+        "inference-obs: sglang_version (--sglang-version): version 'latest': expected numbers "
+        "separated by dots, e.g. 0.12.0" in capsys.readouterr().err
+    )
+
+
+def test_a_version_that_is_no_version_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match=r"vllm_version \(--vllm-version\): version 'v'"):
+        Options(vllm_version="v")
+    assert Options(vllm_version="vLLM 0.10.1").vllm_version == "vLLM 0.10.1"
 
 
 def test_help_explains_the_codes_and_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from inference_obs.deployment import Deployment, parse_selector
+from inference_obs.deployment import Deployment, compact_value, parse_selector
 from inference_obs.discover import unmatched_selectors
-from inference_obs.errors import QueryError
+from inference_obs.errors import ConfigurationError, QueryError
 from inference_obs.query import MatchOp, Selector
 from inference_obs.samples import Window
 from inference_obs.source.dataset_source import DatasetSource
@@ -73,12 +73,53 @@ def test_window_needs_timezones_and_order() -> None:
     window = Window.parse("2026-10-19T17:40+08:00", "1h")
     assert window.end_s - window.start_s == 3600.0
     assert window.start_s == 1792402800.0  # 2026-10-19 09:40 UTC
-    with pytest.raises(QueryError, match="no timezone"):
-        Window.parse("2026-10-19T17:40", "1h")
-    with pytest.raises(QueryError, match="not after its start"):
-        Window.parse("2026-10-19T17:40Z", 0)
-    with pytest.raises(QueryError, match="not an ISO 8601 time"):
-        Window.parse("yesterday", "1h")
+    assert Window.parse("2026-10-19T17:40Z", 90.5).seconds == 90.5
+
+
+@pytest.mark.parametrize(
+    ("start", "length", "message"),
+    [
+        ("2026-10-19T17:40", "1h", "window start .* has no timezone; write it as"),
+        ("2026-10-19T17:40Z", 0, "window end .* is not after its start"),
+        ("2026-10-19T17:40Z", "-1h", "window length: duration '-1h'"),
+        ("yesterday", "1h", "window start 'yesterday' is not an ISO 8601 time such as"),
+        ("2026-10-19T17:40Z", "an hour", "window length: duration 'an hour': not a PromQL"),
+        ("2026-10-19T17:40Z", float("nan"), "window length nan is neither seconds nor"),
+        ("2026-10-19T17:40Z", None, "window length None is neither seconds nor"),
+        (1792402800, "1h", "window start 1792402800 is not a datetime"),
+    ],
+)
+def test_a_window_that_cannot_be_is_a_configuration_error(
+    start: object, length: object, message: str
+) -> None:
+    # A window is an argument, not a query: the error says which edge or length is wrong.
+    with pytest.raises(ConfigurationError, match=message) as caught:
+        Window.parse(start, length)  # type: ignore[arg-type]
+    assert not isinstance(caught.value, QueryError)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"regex": "a", "not": "b"}, r"pod: expected text or one of \{equals: \.\.\.\}"),
+        ({"regex": 7}, "pod: regex takes text, not 7"),
+        (7, r"pod: expected text or \{regex: \.\.\.\}, not 7"),
+        ("pro-model-.*", r"would match only that exact text but looks like a regex"),
+    ],
+)
+def test_compact_value_refuses_a_bad_selector_value(value: object, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        compact_value("pod", value)
+
+
+def test_a_bad_selector_in_a_deployment_is_reported_as_its_field() -> None:
+    # pydantic reports the ConfigurationError (a ValueError) as the selector's error.
+    with pytest.raises(ValidationError) as caught:
+        Deployment(name="X", selector={"bad-label": "x"}, hardware=HARDWARE, engine=ENGINE)
+    (error,) = caught.value.errors()
+    assert error["loc"] == ("selector",)
+    assert isinstance(error["ctx"]["error"], ConfigurationError)
+    assert "not a valid label name" in str(error["ctx"]["error"])
 
 
 @pytest.mark.parametrize(

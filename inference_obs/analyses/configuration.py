@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 from inference_obs.analyses.configuration_observed import Observed, Seen, kv_capacity
 from inference_obs.analyses.unit import Analysis, NoSettings
 from inference_obs.deployment import DeclaredConfig
+from inference_obs.errors import ConfigurationError
 from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Measurement, Provenance
 from inference_obs.reading.result import AnalysisResult
@@ -108,11 +109,12 @@ class ConfigurationResult(AnalysisResult):
     parallel_groups: tuple[Shape, ...] = ()
 
     def check(self, field: str) -> Check:
-        """The check of ``field`` (``"config.kv_cache_dtype"``, ...); KeyError names it."""
+        """The check of ``field`` (``"config.kv_cache_dtype"``, ...); ConfigurationError names it."""
         for item in self.checks:
             if item.field == field:
                 return item
-        raise KeyError(f"no check of {field!r}; checked: {', '.join(c.field for c in self.checks)}")
+        checked = ", ".join(c.field for c in self.checks)
+        raise ConfigurationError(f"no check of {field!r}; checked: {checked}")
 
     @property
     def contradictions(self) -> tuple[Check, ...]:

@@ -28,7 +28,7 @@ from pydantic_core import PydanticCustomError
 
 from inference_obs.analyses.unit import Analysis, Settings
 from inference_obs.deployment import Deployment
-from inference_obs.errors import Annotation, QueryError
+from inference_obs.errors import Annotation, ConfigurationError, QueryError
 from inference_obs.metrics import family as catalogue_family, vllm
 from inference_obs.metrics.family import Family, MetricType
 from inference_obs.query import Expr, histogram_quantile, rate, to_promql
@@ -121,14 +121,14 @@ class RollingQuantiles(AnalysisResult):
 
         Raises
         ------
-        QueryError
+        ConfigurationError
             If ``quantile`` was not computed.
         """
         for s in self.series:
             if math.isclose(s.quantile, quantile):
                 return s
         have = ", ".join(f"{s.quantile:g}" for s in self.series)
-        raise QueryError(f"quantile {quantile:g} was not computed (have {have})")
+        raise ConfigurationError(f"quantile {quantile:g} was not computed (have {have})")
 
     def to_frame(self) -> pd.DataFrame:
         """A long frame, one row per quantile and time.

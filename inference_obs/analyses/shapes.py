@@ -18,7 +18,7 @@ from inference_obs.engine.vector import Vector
 from inference_obs.metrics import builders, vllm
 from inference_obs.query import Matcher
 from inference_obs.reading.context import Reading
-from inference_obs.reading.counter_ratios import Ratio, counter_ratios, mean_ratio
+from inference_obs.reading.counter_ratios import Pairing, Ratio, counter_ratios, mean_ratio
 from inference_obs.reading.measurement import Measurement, derive
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.source.remembering import soon, together
@@ -113,7 +113,7 @@ def _shapes(r: Reading, settings: NoSettings) -> ShapesResult:
             expr / total,
             f"finished_{reason}_share",
             "ratio",
-            paired=False,
+            pairing=Pairing.PART_OF_WHOLE,
             caveats=(_REASONS,),
         )
         for reason, matchers, expr in zip(reasons, only, count, strict=True)

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from inference_obs.cli.options import EXIT_NO_DATA, EXIT_OK
-from inference_obs.cli.sources import add_source_options, note, plan
+from inference_obs.cli.sources import add_discovery_source_options, note, plan
 from inference_obs.cli.times import started
 from inference_obs.errors import InferenceObsError
 
@@ -114,7 +114,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_source_options(command, deployments=False)
+    add_discovery_source_options(command)
     command.add_argument(
         "--out",
         default="deployments.yaml",

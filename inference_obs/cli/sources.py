@@ -26,7 +26,16 @@ from inference_obs.errors import InferenceObsError
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 
-__all__ = ["DEFAULT_DATASET", "Opened", "Plan", "add_source_options", "named", "note", "plan"]
+__all__ = [
+    "DEFAULT_DATASET",
+    "Opened",
+    "Plan",
+    "add_discovery_source_options",
+    "add_source_options",
+    "named",
+    "note",
+    "plan",
+]
 
 #: The dataset ``inference-obs report`` reads when given no source.
 DEFAULT_DATASET = "pro5000-vs-h20"
@@ -38,22 +47,33 @@ def note(line: str) -> None:
     print(f"inference-obs: {line}", file=sys.stderr)
 
 
-def add_source_options(command: argparse.ArgumentParser, *, deployments: bool = True) -> None:
+def add_source_options(command: argparse.ArgumentParser) -> None:
     """``--dataset``, ``--prometheus``, ``--deployments``, the window and live access."""
+    where = _what_to_read(command)
+    where.add_argument(
+        "--deployments",
+        metavar="FILE",
+        help="deployments YAML/JSON, as `inference-obs discover` writes it (a dataset "
+        "manifest works too); see docs/deployments.md",
+    )
+    add_window_options(command)
+    add_live_options(command)
+
+
+def add_discovery_source_options(command: argparse.ArgumentParser) -> None:
+    """``--dataset``, ``--prometheus``, the window and live access: the deployments are found."""
+    _what_to_read(command)
+    add_window_options(command)
+    add_live_options(command)
+
+
+def _what_to_read(command: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     where = command.add_argument_group("what to read")
     where.add_argument("--dataset", help="an observation dataset directory (offline)")
     where.add_argument(
         "--prometheus", metavar="URL", help="a Prometheus-compatible API, http(s)://... (live)"
     )
-    if deployments:
-        where.add_argument(
-            "--deployments",
-            metavar="FILE",
-            help="deployments YAML/JSON, as `inference-obs discover` writes it (a dataset "
-            "manifest works too); see docs/deployments.md",
-        )
-    add_window_options(command)
-    add_live_options(command)
+    return where
 
 
 def _bundled(name: str, say: Say) -> Path:

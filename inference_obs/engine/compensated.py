@@ -32,6 +32,8 @@ from the Go code.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
@@ -41,7 +43,7 @@ from inference_obs.engine.segments import Floats, Ints, fold_positions, segment_
 from inference_obs.engine.windows import Windows
 from inference_obs.samples import SampleSet
 
-__all__ = ["add_242", "add_254", "compensated_sum", "mean_35", "mean_242", "plain_sum"]
+__all__ = ["add_242", "add_254", "mean_35", "mean_242", "plain_sum", "sum_242", "sum_254"]
 
 
 def add_242(x: Floats, total: Floats, c: Floats) -> tuple[Floats, Floats]:
@@ -108,8 +110,27 @@ def _ways(samples: SampleSet, windows: Windows) -> tuple[Ints, Ints, Ints]:
     return np.flatnonzero(exact), np.flatnonzero(finite), np.flatnonzero(rest)
 
 
-def compensated_sum(samples: SampleSet, windows: Windows, *, v254: bool) -> Floats:
-    """Prometheus ``sum_over_time``: the compensated sum, or the sum alone if it is infinite."""
+def sum_242(samples: SampleSet, windows: Windows) -> Floats:
+    """Prometheus 2.42 ``sum_over_time``: the compensated sum, or the sum alone if infinite."""
+    return _compensated_sum(samples, windows, add_242)
+
+
+def sum_254(samples: SampleSet, windows: Windows) -> Floats:
+    """Prometheus 2.54+ ``sum_over_time``: as :func:`sum_242`, with :func:`add_254`'s step.
+
+    Zeroing the compensation once the sum is infinite cannot change the
+    result (an infinite sum is returned alone), so both give the same bits;
+    each follows its version's code.
+    """
+    return _compensated_sum(samples, windows, add_254)
+
+
+def _compensated_sum(
+    samples: SampleSet,
+    windows: Windows,
+    add: Callable[[Floats, Floats, Floats], tuple[Floats, Floats]],
+) -> Floats:
+    """The compensated sum per window, ``add`` being the version's ``kahanSumInc`` (way 3)."""
     values, lo, hi = samples.values, windows.lo, windows.hi
     exact, finite, rest = _ways(samples, windows)
     out = np.zeros(lo.shape)
@@ -119,7 +140,6 @@ def compensated_sum(samples: SampleSet, windows: Windows, *, v254: bool) -> Floa
         total, c = _running_sums(values, lo[finite], hi[finite])
         out[finite] = total + c
     if rest.size:
-        add = add_254 if v254 else add_242
 
         def step(x: Floats, k: float, state: tuple[Floats, ...]) -> tuple[Floats, ...]:
             return add(x, state[0], state[1])

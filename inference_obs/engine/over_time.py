@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from inference_obs.engine.compensated import compensated_sum, mean_35, mean_242, plain_sum
+from inference_obs.engine.compensated import mean_35, mean_242, plain_sum, sum_242, sum_254
 from inference_obs.engine.result import Evaluation
 from inference_obs.engine.rules import Rules
 from inference_obs.engine.segments import Floats, segment_reduce, without_nan
@@ -83,7 +83,7 @@ def sum_over_time(
     if rules is Rules.VICTORIAMETRICS:
         samples, windows = without_nan(samples, windows)
         return _finish(samples, windows, plain_sum(samples, windows), rules)
-    out = compensated_sum(samples, windows, v254=rules is not Rules.PROMETHEUS_2)
+    out = (sum_242 if rules is Rules.PROMETHEUS_2 else sum_254)(samples, windows)
     return _finish(samples, windows, out, rules)
 
 

@@ -35,6 +35,7 @@ class Evaluation:
 
     def __post_init__(self) -> None:
         if self.values.shape != self.present.shape or self.values.ndim != 1:
+            # An invariant of the engine's own code: no input reaches here unshaped.
             raise ValueError(
                 f"values {self.values.shape} and present {self.present.shape} must be equal 1-D"
             )

@@ -121,7 +121,7 @@ def _lifetime_mean(ctx: Context, found: list[Selector], window: float) -> Expr |
     top = ctx.expr
     if not isinstance(top, Binary) or top.op != "/":
         return None
-    parts = mean_parts(ctx, top, windowed=False)
+    parts = _lifetime_mean_parts(ctx, top)
     if parts is None:
         return None
     total, _count = parts
@@ -132,13 +132,22 @@ def _lifetime_mean(ctx: Context, found: list[Selector], window: float) -> Expr |
     return builders.histogram_mean(known.family, total.matchers, window, by)
 
 
-def mean_parts(
-    ctx: Context, division: Binary, *, windowed: bool = True
-) -> tuple[Selector, Selector] | None:
+def mean_parts(ctx: Context, division: Binary) -> tuple[Selector, Selector] | None:
     """The ``_sum`` and ``_count`` selectors of ``sum-side / count-side``, if it is a mean.
 
-    ``windowed``: only selectors under rate/increase count (else raw selectors).
+    Only selectors under rate() or increase() count: ``rate(x_sum) / rate(x_count)``.
     """
+    return _mean_parts(ctx, division, windowed=True)
+
+
+def _lifetime_mean_parts(ctx: Context, division: Binary) -> tuple[Selector, Selector] | None:
+    """As :func:`mean_parts`, of raw selectors (``x_sum / x_count``): a lifetime mean."""
+    return _mean_parts(ctx, division, windowed=False)
+
+
+def _mean_parts(
+    ctx: Context, division: Binary, *, windowed: bool
+) -> tuple[Selector, Selector] | None:
     if division.op != "/":
         return None
     sums = _parts(ctx, division.lhs, "sum", windowed=windowed)

@@ -13,8 +13,10 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from inference_obs.errors import ConfigurationError
 from inference_obs.lint.inputs import Query
 from inference_obs.lint.resolve import Series, resolve
+from inference_obs.metrics.retired import version_key
 from inference_obs.query import (
     Aggregate,
     Binary,
@@ -43,10 +45,23 @@ class Options:
         catalogue knows, so every removed name is reported as removed.
     sglang_version
         The same for SGLang.
+
+    A version that is not numbers separated by dots raises
+    :class:`~inference_obs.errors.ConfigurationError` naming the setting.
     """
 
     vllm_version: str | None = None
     sglang_version: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("vllm_version", "sglang_version"):
+            text = getattr(self, name)
+            try:
+                if text is not None:
+                    version_key(text)
+            except ConfigurationError as exc:
+                option = "--" + name.replace("_", "-")
+                raise ConfigurationError(f"{name} ({option}): {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from inference_obs.errors import QueryError
+from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import builders, dcgm, host, retired, sglang, vllm, vllm_router
 from inference_obs.metrics.family import Alias, Family, MetricType, resolve_label
 from inference_obs.metrics.standard import STANDARD_QUERIES, StandardQuery, standard_query
@@ -43,6 +43,12 @@ def family(name: str) -> Family:
     """The family exposed as ``name`` now or in an earlier version.
 
     Histogram series names (``_bucket``, ``_sum``, ``_count``) find their family.
+
+    Raises
+    ------
+    ConfigurationError
+        When no family is exposed as ``name``; ``inference-obs catalogue``
+        lists them.
     """
     for candidate in (
         name,
@@ -52,4 +58,6 @@ def family(name: str) -> Family:
     ):
         if candidate in _BY_NAME:
             return _BY_NAME[candidate]
-    raise QueryError(f"{name!r} is not a family of the catalogue; see `inference-obs catalogue`")
+    raise ConfigurationError(
+        f"{name!r} is not a family of the catalogue; see `inference-obs catalogue` for the names"
+    )

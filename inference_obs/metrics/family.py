@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Literal
 
-from inference_obs.errors import NoDataError, QueryError
+from inference_obs.errors import ConfigurationError, NoDataError, QueryError
 from inference_obs.query import Matcher, Selector
 
 __all__ = ["Alias", "Family", "MetricType", "resolve_label"]
@@ -112,7 +112,10 @@ class Family:
 
     def __post_init__(self) -> None:
         if (self.buckets is not None) != (self.type is MetricType.HISTOGRAM):
-            raise QueryError(f"family {self.name}: only histograms have buckets")
+            raise ConfigurationError(
+                f"family {self.name}: only histograms have buckets; give buckets exactly when "
+                f"the type is histogram (it is {self.type.value})"
+            )
         # prometheus_client (vLLM, SGLang) always exposes counters with _total;
         # dcgm-exporter uses the DCGM field name as is.
         if (
@@ -120,9 +123,14 @@ class Family:
             and self.exporter in ("vllm", "sglang")
             and not self.name.endswith("_total")
         ):
-            raise QueryError(f"family {self.name}: counters are exposed with a _total suffix")
+            raise ConfigurationError(
+                f"family {self.name}: {self.exporter} exposes counters with a _total suffix; "
+                f"name it {self.name}_total"
+            )
         if self.buckets is not None and list(self.buckets) != sorted(set(self.buckets)):
-            raise QueryError(f"family {self.name}: buckets must be strictly increasing")
+            raise ConfigurationError(
+                f"family {self.name}: buckets {self.buckets} must be strictly increasing"
+            )
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from inference_obs.errors import QueryError
+from inference_obs.errors import ConfigurationError
 from inference_obs.metrics.family import MetricType
 
 __all__ = ["RETIRED", "Retired", "version_key"]
@@ -152,7 +152,9 @@ def version_key(text: str) -> tuple[int, ...]:
     """
     match = _VERSION.search(text) if isinstance(text, str) else None
     if match is None:
-        raise QueryError(f"version {text!r}: expected numbers separated by dots, e.g. 0.12.0")
+        raise ConfigurationError(
+            f"version {text!r}: expected numbers separated by dots, e.g. 0.12.0"
+        )
     parts = [int(part) for part in match.group().split(".")]
     while len(parts) > 1 and parts[-1] == 0:
         parts.pop()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from functools import singledispatch
 
+from inference_obs.errors import QueryError
 from inference_obs.query.expr import (
     Aggregate,
     At,
@@ -147,11 +148,19 @@ def _grouping(labels: tuple[str, ...]) -> str:
 
 @singledispatch
 def _render(expr: Expr) -> str:
-    raise TypeError(f"cannot render {type(expr).__name__} as PromQL")
+    raise QueryError(
+        f"cannot render {type(expr).__name__} as PromQL: to_promql takes an expression built "
+        "with inference_obs.query (parse() reads PromQL text into one)"
+    )
 
 
 def to_promql(expr: Expr) -> str:
     """Render an expression as PromQL text.
+
+    Raises
+    ------
+    QueryError
+        When ``expr`` is not an expression of :mod:`inference_obs.query`.
 
     Examples
     --------

@@ -47,12 +47,13 @@ from inference_obs.metrics.family import Family
 from inference_obs.query import Binary, Expr, Matcher, Selector, to_promql
 from inference_obs.reading.context import Reading, missing_families
 from inference_obs.reading.counter_resets import closed_range, series_change
-from inference_obs.reading.counter_totals import Pair, Totals, totals
+from inference_obs.reading.counter_totals import Pair, Pairing, Totals, totals
 from inference_obs.reading.measurement import Measurement, Status
 from inference_obs.samples import Labels, SampleSet
 
 __all__ = [
     "EXTRAPOLATION_NOTE_ABOVE",
+    "Pairing",
     "Ratio",
     "counter_change",
     "counter_ratio",
@@ -95,11 +96,11 @@ class Ratio:
     Attributes
     ----------
     numerator, denominator
-        Counter selectors. With ``paired``, each series of one must have a
-        partner in the other with the same labels, except the ``ignoring``
-        ones (``le`` when two buckets are divided); without, the totals are
-        divided as they are (a part over a whole, such as one finish reason
-        over all).
+        Counter selectors. With :attr:`Pairing.MATCHED`, each series of one
+        must have a partner in the other with the same labels, except the
+        ``ignoring`` ones (``le`` when two buckets are divided); with
+        :attr:`Pairing.PART_OF_WHOLE`, the totals are divided as they are (one
+        finish reason over all).
     promql
         The PromQL expression of the same ratio (extrapolated), run for the
         record and listed in the provenance.
@@ -113,7 +114,7 @@ class Ratio:
     statistic: str
     unit: str
     ignoring: tuple[str, ...] = ()
-    paired: bool = True
+    pairing: Pairing = Pairing.MATCHED
     caveats: tuple[str, ...] = ()
 
     def pair(self, by: Sequence[str] = ()) -> Pair:
@@ -122,7 +123,7 @@ class Ratio:
             self.numerator,
             self.denominator,
             frozenset(self.ignoring),
-            self.paired,
+            self.pairing,
             tuple(by),
             self.promql,
         )
@@ -144,7 +145,7 @@ def counter_ratios(r: Reading, ratios: Sequence[Ratio]) -> list[Measurement]:
 
     Raises
     ------
-    ValueError
+    QueryError
         When two series of one side have the same labels once ``ignoring``
         is left out (the pairing would be ambiguous).
     """

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 from functools import partial
 from typing import cast
 
 from inference_obs.engine.rules import Rules
 from inference_obs.engine.vector import NAME, Vector
+from inference_obs.errors import QueryError
 from inference_obs.query import (
     Binary,
     Expr,
@@ -40,6 +42,7 @@ from inference_obs.query import (
     max_over_time,
     min_over_time,
     resets,
+    to_promql,
 )
 from inference_obs.reading.counter_resets import closed_range, narrowed, reset_changes
 from inference_obs.reading.joined import in_process, vectors
@@ -47,22 +50,34 @@ from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon, together
 
-__all__ = ["Pair", "Totals", "series_of", "totals"]
+__all__ = ["Pair", "Pairing", "Totals", "series_of", "totals"]
+
+
+class Pairing(Enum):
+    """How the series of a ratio's numerator meet those of its denominator."""
+
+    #: Each series of one side has a partner in the other with the same labels
+    #: but the ``ignoring`` ones (a bucket over the count, ``le`` ignored); a
+    #: series without one is left out, and named.
+    MATCHED = "matched"
+    #: The sides' totals are divided as they are: a part over a whole (one
+    #: finish reason over all), whose series have no partners to find.
+    PART_OF_WHOLE = "part_of_whole"
 
 
 @dataclass(frozen=True, slots=True)
 class Pair:
     """The two counter sides of one ratio, how their series pair, and its recheck query.
 
-    With ``paired``, each series of one side must have a partner in the
-    other with the same labels but the ``ignoring`` ones; ``by`` groups the
-    totals; ``check`` is the extrapolated PromQL ratio, grouped alike.
+    ``pairing`` says whether each series needs a partner (see
+    :class:`Pairing`); ``by`` groups the totals; ``check`` is the
+    extrapolated PromQL ratio, grouped alike.
     """
 
     numerator: Selector
     denominator: Selector
     ignoring: frozenset[str]
-    paired: bool
+    pairing: Pairing
     by: tuple[str, ...]
     check: Expr
 
@@ -83,11 +98,24 @@ def _key(labels: Labels, drop: frozenset[str]) -> Labels:
     return Labels((k, v) for k, v in labels.items() if k not in drop and k != NAME)
 
 
-def _keyed(labels: Sequence[Labels], ignoring_: frozenset[str]) -> dict[Labels, Labels]:
-    """Each series' key (labels less ``ignoring_``) mapped to its label set; collisions refused."""
-    keyed = {_key(one, ignoring_): one for one in labels}
-    if len(keyed) != len(labels):
-        raise ValueError(f"series are not told apart once {sorted(ignoring_)} are ignored")
+def _keyed(
+    labels: Sequence[Labels], ignoring_: frozenset[str], selector: Selector
+) -> dict[Labels, Labels]:
+    """Each series' key (labels less ``ignoring_``) mapped to its label set; collisions refused.
+
+    Two series of ``selector`` with one key would make the pairing ambiguous,
+    as PromQL's one-to-one matching refuses duplicate series in a match group.
+    """
+    keyed: dict[Labels, Labels] = {}
+    for one in labels:
+        key = _key(one, ignoring_)
+        if key in keyed:
+            raise QueryError(
+                f"{to_promql(selector)}: series {dict(keyed[key])} and {dict(one)} are not told "
+                f"apart once {sorted(ignoring_)} are ignored; ignore fewer labels, or select "
+                "fewer series"
+            )
+        keyed[key] = one
     return keyed
 
 
@@ -155,7 +183,7 @@ class _Plan:
         match = ignoring(*pair.ignoring) if pair.ignoring else None
         top = _changes(pair.numerator, seconds, rules)
         bottom = _changes(pair.denominator, seconds, rules)
-        if pair.paired:
+        if pair.pairing is Pairing.MATCHED:
             top, bottom = (
                 Binary("and", top, bottom, matching=match),
                 Binary("and", bottom, top, matching=match),
@@ -165,7 +193,8 @@ class _Plan:
             _did_reset(pair.numerator, seconds, rules),
             _did_reset(pair.denominator, seconds, rules),
         )
-        unless = ignoring(*pair.ignoring) if pair.paired and pair.ignoring else None
+        matched = pair.pairing is Pairing.MATCHED
+        unless = ignoring(*pair.ignoring) if matched and pair.ignoring else None
         return cls(pair, top, bottom, reset, unless)
 
     def summed(self, change: Expr, restarted: bool) -> Expr:
@@ -187,7 +216,7 @@ def totals(source: Source, window: Window, pairs: Sequence[Pair]) -> list[Totals
 
     Raises
     ------
-    ValueError
+    QueryError
         When two series of one side have the same labels once the pair's
         ``ignoring`` labels are left out (the pairing would be ambiguous).
     """
@@ -227,13 +256,14 @@ def _finish(
         checked = {Labels(()): float(cast(float, source.instant(pair.check, window.end_s).value))}
     top_labels, bottom_labels = labels
     unpaired: list[Labels] = []
-    if pair.paired:
-        top_keys = _keyed(top_labels, pair.ignoring)
-        bottom_keys = _keyed(bottom_labels, pair.ignoring)
+    matched = pair.pairing is Pairing.MATCHED
+    if matched:
+        top_keys = _keyed(top_labels, pair.ignoring, pair.numerator)
+        bottom_keys = _keyed(bottom_labels, pair.ignoring, pair.denominator)
         unpaired = sorted(set(top_keys) ^ set(bottom_keys), key=repr)
     # A pair where either side reset is worked out from its drops, both sides.
     restarted = reset_part.labels if top_labels or bottom_labels else ()
-    drop = pair.ignoring if pair.paired else frozenset()
+    drop = pair.ignoring if matched else frozenset()
     wanted = sorted({_key(one, drop) for one in restarted}, key=repr)
     sides: list[Vector] = [top_part, bottom_part]
     changed: list[dict[Labels, float]] = []
@@ -258,7 +288,7 @@ def _finish(
         keyed = [
             {_key(one, drop): (one, amount) for one, amount in side.items()} for side in changed
         ]
-        both = set(keyed[0]) & set(keyed[1]) if pair.paired else None
+        both = set(keyed[0]) & set(keyed[1]) if matched else None
         for side, entries in enumerate(keyed):
             for key, (one, amount) in entries.items():
                 if key in wanted and (both is None or key in both):

@@ -27,6 +27,7 @@ from functools import partial
 import numpy as np
 
 from inference_obs.engine.vector import Vector
+from inference_obs.errors import QueryError
 from inference_obs.query import Binary, Expr, ValueType, label_replace, to_promql
 from inference_obs.samples import Labels
 from inference_obs.source.base import Instant, Source
@@ -74,7 +75,16 @@ def in_process(source: Source) -> bool:
 
 def vectors(source: Source, exprs: Sequence[Expr], at: float) -> list[Vector]:
     """Each of the instant vectors ``exprs`` at ``at``, annotations aside: one joined query
-    (:func:`joined`), or each alone, all at once, from an engine in this process."""
+    (:func:`joined`), or each alone, all at once, from an engine in this process.
+
+    A scalar or range expression among ``exprs`` raises
+    :class:`~inference_obs.errors.QueryError` naming it, before anything is asked."""
+    for expr in exprs:
+        if expr.type is not ValueType.VECTOR:
+            raise QueryError(
+                f"{to_promql(expr)} is a {expr.type.value}; vectors() asks instant-vector "
+                "expressions only (ask a scalar with Source.instant)"
+            )
     if not in_process(source):
         return split(joined(source, exprs, at), len(exprs))
     found = []
@@ -82,6 +92,7 @@ def vectors(source: Source, exprs: Sequence[Expr], at: float) -> list[Vector]:
         exprs, together(source, [partial(source.instant, e, at) for e in exprs]), strict=True
     ):
         if not isinstance(answer.value, Vector):
+            # An invariant, not input: a source answers a vector expression with a Vector.
             raise TypeError(f"expected an instant vector from {to_promql(expr)}")
         found.append(answer.value)
     return found

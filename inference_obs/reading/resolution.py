@@ -29,7 +29,7 @@ import numpy as np
 
 from inference_obs.deployment import Deployment
 from inference_obs.engine.vector import Vector
-from inference_obs.errors import SourceUnavailable
+from inference_obs.errors import ConfigurationError, SourceUnavailable
 from inference_obs.metrics import vllm
 from inference_obs.query import (
     Binary,
@@ -76,17 +76,21 @@ def tile_ms(window: Window, step: float) -> int:
         widths that do).
     """
     if isinstance(step, bool) or not isinstance(step, int | float) or not math.isfinite(step):
-        raise ValueError(f"tile step must be a number of seconds, got {step!r}")
+        raise ConfigurationError(f"tile step must be a number of seconds, got {step!r}")
     ms = round(step * 1000)
     if ms <= 0 or abs(step * 1000 - ms) > 1e-6:
-        raise ValueError(f"tile step must be a positive whole number of milliseconds, got {step!r}")
+        raise ConfigurationError(
+            f"tile step must be a positive whole number of milliseconds, got {step!r}"
+        )
     span = round(window.seconds * 1000)
     if ms > span:
-        raise ValueError(f"tile step {step:g} s is longer than the {window.seconds:g} s window")
+        raise ConfigurationError(
+            f"tile step {step:g} s is longer than the {window.seconds:g} s window"
+        )
     if span % ms:
         wider = next(n for n in range(span // ms, 0, -1) if span % n == 0)
         narrower = next(n for n in range(span // ms + 1, span + 1) if span % n == 0)
-        raise ValueError(
+        raise ConfigurationError(
             f"tile step {step:g} s does not cut the {window.seconds:g} s window into equal "
             f"tiles; {span / narrower / 1000:g} s or {span / wider / 1000:g} s would"
         )
@@ -143,7 +147,7 @@ def tile_step(
         Largest number of app series x rows to read (>= 1).
     """
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
-        raise ValueError(f"rows must be a whole number >= 1, got {rows!r}")
+        raise ConfigurationError(f"rows must be a whole number >= 1, got {rows!r}")
     selector = vllm.NUM_REQUESTS_WAITING.select(deployment.matchers)
     interval = scrape_interval_ms(source, selector, window)
     series = series_count(source, selector, window)
@@ -173,7 +177,9 @@ def step_for(
     if resolution == "scrape":
         return None
     if isinstance(resolution, str):
-        raise ValueError(f"resolution must be 'auto', 'scrape' or seconds, got {resolution!r}")
+        raise ConfigurationError(
+            f"resolution must be 'auto', 'scrape' or seconds, got {resolution!r}"
+        )
     tile_ms(window, resolution)
     return float(resolution)
 

@@ -199,7 +199,9 @@ def write_report(report: Report, out: Path, formats: Collection[str] = FORMATS) 
     """
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:
-        raise ValueError(f"unknown report format(s) {unknown}: use any of {', '.join(FORMATS)}")
+        raise ConfigurationError(
+            f"unknown report format(s) {unknown}: use any of {', '.join(FORMATS)}"
+        )
     files = _render(report, formats)
     stage = _staging(out)
     try:

@@ -20,6 +20,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from inference_obs.errors import ScenarioError
+
 __all__ = ["Beta", "Choice", "Constant", "Distribution", "LogNormal", "Uniform", "draw"]
 
 Floats = npt.NDArray[np.float64]
@@ -46,7 +48,7 @@ class Uniform(_Model):
     @model_validator(mode="after")
     def _ordered(self) -> Uniform:
         if self.high < self.low:
-            raise ValueError(f"high {self.high} is below low {self.low}")
+            raise ScenarioError(f"high {self.high} is below low {self.low}; swap them")
         return self
 
 
@@ -62,7 +64,7 @@ class LogNormal(_Model):
     @model_validator(mode="after")
     def _ordered(self) -> LogNormal:
         if self.min is not None and self.max is not None and self.max < self.min:
-            raise ValueError(f"max {self.max} is below min {self.min}")
+            raise ScenarioError(f"max {self.max} is below min {self.min}; swap them")
         return self
 
 
@@ -77,11 +79,13 @@ class Choice(_Model):
     def _weights(self) -> Choice:
         if self.weights is not None:
             if len(self.weights) != len(self.values):
-                raise ValueError(
+                raise ScenarioError(
                     f"{len(self.weights)} weights for {len(self.values)} values; give one each"
                 )
             if min(self.weights) < 0 or sum(self.weights) <= 0:
-                raise ValueError("weights must be non-negative with a positive sum")
+                raise ScenarioError(
+                    f"weights {list(self.weights)} must be non-negative with a positive sum"
+                )
         return self
 
 

@@ -11,14 +11,18 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BeforeValidator
 
-from inference_obs.errors import QueryError
+from inference_obs.errors import QueryError, ScenarioError
 from inference_obs.query import parse_duration
 
 __all__ = ["Offset", "Seconds", "to_seconds"]
 
 
 def to_seconds(value: object) -> object:
-    """Seconds from a duration text or a number; anything else is left for pydantic to refuse."""
+    """Seconds from a duration text or a number; anything else is left for pydantic to refuse.
+
+    Bad text raises :class:`~inference_obs.errors.ScenarioError` (a ValueError,
+    which pydantic reports as the field's error).
+    """
     if not isinstance(value, str):
         return value
     text = value.strip()
@@ -29,12 +33,12 @@ def to_seconds(value: object) -> object:
     try:
         return sign * parse_duration(text)
     except QueryError as exc:
-        raise ValueError(str(exc)) from exc
+        raise ScenarioError(f"{exc}; or give a number of seconds") from None
 
 
 def _not_negative(seconds: float) -> float:
     if seconds < 0:
-        raise ValueError(f"a duration cannot be negative, got {seconds} s")
+        raise ScenarioError(f"a duration cannot be negative, got {seconds} s")
     return seconds
 
 

@@ -33,7 +33,13 @@ import pandas as pd
 from inference_obs.metrics import host
 from inference_obs.samples import Series
 from inference_obs.simulate.faults import HostStarved, Restart, of_kind
-from inference_obs.simulate.labels import Node, app_labels, cadvisor_labels, node_labels
+from inference_obs.simulate.labels import (
+    Node,
+    app_labels,
+    cadvisor_labels,
+    cadvisor_pod_labels,
+    node_labels,
+)
 from inference_obs.simulate.scenario import Scenario
 from inference_obs.simulate.scrape import ScrapePlan, Target
 from inference_obs.simulate.trace import Activity, EngineRun, Floats, Records
@@ -110,6 +116,7 @@ class _ReplicaCpu:
         spec = scenario.deployments[d]
         profile = spec.host
         if profile is None:
+            # An invariant, not input: host_series returns before this without a profile.
             raise ValueError(f"deployment {spec.name} has no host profile")
         replica = spec.replicas[r]
         self.resets: Floats = np.sort([f.at for f in of_kind(scenario.faults, Restart, replica)])
@@ -172,7 +179,7 @@ def _cadvisor(
     profile = spec.host
     assert profile is not None
     own = cadvisor_labels(spec, node, r, scenario.name)
-    pod = cadvisor_labels(spec, node, r, scenario.name, pod_level=True)
+    pod = cadvisor_pod_labels(spec, node, r, scenario.name)
     period_us = profile.cfs_period_s * 1e6
     periods = cpu.up / profile.cfs_period_s
     memory = np.rint(profile.memory_working_set_bytes * (1.0 + 0.01 * rng.standard_normal(at.size)))

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import vllm
 from inference_obs.metrics.builders import bucket_bound_spellings
 from inference_obs.metrics.family import Family
@@ -81,7 +82,10 @@ def histogram_buckets(spec: DeploymentSpec, family: Family) -> tuple[float, ...]
     """
     key = next((k for k, bounds in _BUCKET_FAMILIES.items() if bounds == family.buckets), None)
     if key is None or family.buckets is None:
-        raise ValueError(f"{family.name}: not a histogram with one of vLLM's bucket sets")
+        raise ConfigurationError(
+            f"{family.name}: not a histogram with one of vLLM's bucket sets; give a vLLM "
+            "histogram family of the catalogue"
+        )
     if key in spec.custom_histogram_buckets:
         return spec.custom_histogram_buckets[key]
     if key == "request_tokens" and spec.config.max_model_len is not None:

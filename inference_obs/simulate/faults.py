@@ -37,7 +37,7 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from inference_obs.errors import QueryError
+from inference_obs.errors import ScenarioError
 from inference_obs.metrics import family as catalogue_family
 from inference_obs.simulate.durations import Offset, Seconds
 
@@ -84,7 +84,7 @@ class _Stretch(_OneReplica):
     @model_validator(mode="after")
     def _ordered(self) -> _Stretch:
         if self.end <= self.start:
-            raise ValueError(f"end {self.end} s is not after start {self.start} s")
+            raise ScenarioError(f"end {self.end} s is not after start {self.start} s")
         return self
 
 
@@ -157,10 +157,8 @@ class MissingFamily(_Model):
     @field_validator("family")
     @classmethod
     def _known(cls, name: str) -> str:
-        try:
-            return catalogue_family(name).name
-        except QueryError as exc:
-            raise ValueError(str(exc)) from exc
+        # Its ConfigurationError, a ValueError, is reported by pydantic as this field's error.
+        return catalogue_family(name).name
 
 
 Fault = Annotated[

@@ -32,6 +32,7 @@ __all__ = [
     "Node",
     "app_labels",
     "cadvisor_labels",
+    "cadvisor_pod_labels",
     "engine_labels",
     "gpu_labels",
     "node_labels",
@@ -141,25 +142,43 @@ def gpu_labels(spec: DeploymentSpec, node: Node, slot: GpuSlot, scenario: str) -
 
 
 def cadvisor_labels(
-    spec: DeploymentSpec, node: Node, replica: int, scenario: str, *, pod_level: bool = False
+    spec: DeploymentSpec, node: Node, replica: int, scenario: str
 ) -> dict[str, str]:
-    """cAdvisor labels of a replica's server container, or of its pod's own cgroup.
+    """cAdvisor labels of a replica's server container (:func:`cadvisor_pod_labels`: its pod's)."""
+    pod, cgroup = _pod_cgroup(spec, replica, scenario)
+    runtime_id = uuid.uuid5(_NAMESPACE, f"{scenario}/{pod}/{_CONTAINER}").hex
+    labels = {
+        "pod": pod,
+        "namespace": spec.namespace,
+        "id": f"{cgroup}/{runtime_id}",
+        "container": _CONTAINER,
+        "image": spec.engine.image or f"vllm/vllm-openai:v{spec.engine.version or 'latest'}",
+        "name": runtime_id,
+    }
+    return _kubelet(node, labels)
+
+
+def cadvisor_pod_labels(
+    spec: DeploymentSpec, node: Node, replica: int, scenario: str
+) -> dict[str, str]:
+    """cAdvisor labels of a replica's pod's own cgroup.
 
     The pod-level cgroup has no container, image or name: cAdvisor exports
     ``container=""``, which Prometheus stores as no ``container`` label.
     """
+    pod, cgroup = _pod_cgroup(spec, replica, scenario)
+    return _kubelet(node, {"pod": pod, "namespace": spec.namespace, "id": cgroup})
+
+
+def _pod_cgroup(spec: DeploymentSpec, replica: int, scenario: str) -> tuple[str, str]:
+    """A replica's pod name and the cgroup path of its pod."""
     pod = spec.pod(replica)
     pod_uid = uuid.uuid5(_NAMESPACE, f"{scenario}/{pod}")
-    cgroup = f"/kubepods/burstable/pod{pod_uid}"
-    labels = {"pod": pod, "namespace": spec.namespace, "id": cgroup}
-    if not pod_level:
-        runtime_id = uuid.uuid5(_NAMESPACE, f"{scenario}/{pod}/{_CONTAINER}").hex
-        labels |= {
-            "container": _CONTAINER,
-            "id": f"{cgroup}/{runtime_id}",
-            "image": spec.engine.image or f"vllm/vllm-openai:v{spec.engine.version or 'latest'}",
-            "name": runtime_id,
-        }
+    return pod, f"/kubepods/burstable/pod{pod_uid}"
+
+
+def _kubelet(node: Node, labels: dict[str, str]) -> dict[str, str]:
+    """cAdvisor ``labels`` as the kubelet's scrape of ``node`` adds to them."""
     if not set(labels) <= set(host.CADVISOR_LABELS):
         raise AssertionError(f"cAdvisor labels {sorted(labels)} are not the catalogue's")
     instance = node.instance.replace(".20:9400", ".21:10250")

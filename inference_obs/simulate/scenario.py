@@ -44,7 +44,7 @@ from pydantic import (
 )
 
 from inference_obs.deployment import DeclaredConfig, Deployment, Engine, Hardware
-from inference_obs.errors import QueryError, ScenarioError
+from inference_obs.errors import ScenarioError
 from inference_obs.metrics import Family, MetricType, dcgm, family as catalogue_family
 from inference_obs.samples import Window
 from inference_obs.simulate.durations import Seconds
@@ -92,10 +92,8 @@ DEFAULT_GPU_FAMILIES: tuple[Family, ...] = GPU_FAMILIES[:-2]
 
 
 def _known(name: str) -> Family:
-    try:
-        return catalogue_family(name)
-    except QueryError as exc:
-        raise ValueError(str(exc)) from exc
+    # Its ConfigurationError, a ValueError, is reported by pydantic as the field's error.
+    return catalogue_family(name)
 
 
 class _Model(BaseModel):
@@ -135,7 +133,7 @@ class DeploymentSpec(_Model):
     ) -> dict[BucketFamily, tuple[float, ...]]:
         for key, bounds in value.items():
             if not bounds or list(bounds) != sorted(set(bounds)) or bounds[0] <= 0:
-                raise ValueError(f"{key}: bounds must be positive and strictly increasing")
+                raise ScenarioError(f"{key}: bounds must be positive and strictly increasing")
         return value
 
     @model_validator(mode="after")
@@ -143,16 +141,16 @@ class DeploymentSpec(_Model):
         config = self.config
         for field in ("max_num_seqs", "max_num_batched_tokens"):
             if getattr(config, field) is None:
-                raise ValueError(f"config.{field} must be set: the simulated scheduler obeys it")
+                raise ScenarioError(f"config.{field} must be set: the simulated scheduler obeys it")
         if self.engine.name != "vllm":
-            raise ValueError("engine.name: only 'vllm' can be simulated")
+            raise ScenarioError("engine.name: only 'vllm' can be simulated")
         if self.hardware.gpus_per_replica % self.engines_per_replica:
-            raise ValueError(
+            raise ScenarioError(
                 f"hardware.gpus_per_replica {self.hardware.gpus_per_replica} is not a multiple "
                 f"of config.data_parallel_size {self.engines_per_replica}"
             )
         if (config.speculative_method is None) != (config.num_speculative_tokens is None):
-            raise ValueError(
+            raise ScenarioError(
                 "config.speculative_method and config.num_speculative_tokens go together"
             )
         return self
@@ -217,7 +215,7 @@ class Scrape(_Model):
         families = [_known(name) for name in names]
         for f in families:
             if f.exporter != "vllm":
-                raise ValueError(f"{f.name} is not a vLLM family")
+                raise ScenarioError(f"{f.name} is not a vLLM family")
         return tuple(f.name for f in families)
 
     @field_validator("drop_buckets")
@@ -226,7 +224,7 @@ class Scrape(_Model):
         families = [_known(name) for name in names]
         for f in families:
             if f.type is not MetricType.HISTOGRAM or f.exporter != "vllm":
-                raise ValueError(f"{f.name} is not a vLLM histogram")
+                raise ScenarioError(f"{f.name} is not a vLLM histogram")
         return tuple(f.name for f in families)
 
     @field_validator("gpu_families")
@@ -236,13 +234,13 @@ class Scrape(_Model):
         for f in families:
             if f not in GPU_FAMILIES:
                 simulated = ", ".join(g.name for g in GPU_FAMILIES)
-                raise ValueError(f"{f.name} is not simulated; choose from {simulated}")
+                raise ScenarioError(f"{f.name} is not simulated; choose from {simulated}")
         return tuple(f.name for f in families)
 
     @model_validator(mode="after")
     def _warm(self) -> Scrape:
         if self.warmup < self.lead_in:
-            raise ValueError(f"warmup {self.warmup} s is shorter than lead_in {self.lead_in} s")
+            raise ScenarioError(f"warmup {self.warmup} s is shorter than lead_in {self.lead_in} s")
         return self
 
 
@@ -278,12 +276,12 @@ class Scenario(_Model):
     def _consistent(self) -> Scenario:
         names = [r for d in self.deployments for r in d.replicas]
         if len(set(names)) != len(names):
-            raise ValueError(f"replica names repeat across deployments: {names}")
+            raise ScenarioError(f"replica names repeat across deployments: {names}")
         for i, deployment in enumerate(self.deployments):
             for j, traffic in enumerate(deployment.workload):
                 for k, cluster in enumerate(traffic.clusters):
                     if cluster.replica is not None and cluster.replica not in deployment.replicas:
-                        raise ValueError(
+                        raise ScenarioError(
                             f"deployments[{i}].workload[{j}].clusters[{k}].replica: "
                             f"{cluster.replica!r} is not a replica of {deployment.name}"
                         )
@@ -291,16 +289,16 @@ class Scenario(_Model):
             named = (fault.replica,) if hasattr(fault, "replica") else fault.replicas
             unknown = [r for r in named if r not in names]
             if unknown:
-                raise ValueError(f"faults[{i}]: unknown replica(s) {unknown}; replicas: {names}")
+                raise ScenarioError(f"faults[{i}]: unknown replica(s) {unknown}; replicas: {names}")
             if isinstance(fault, GpuStops):
                 spec = self.deployment_of(fault.replica)
                 if fault.gpu >= spec.hardware.gpus_per_replica:
-                    raise ValueError(
+                    raise ScenarioError(
                         f"faults[{i}].gpu: {fault.gpu} but {fault.replica} has "
                         f"{spec.hardware.gpus_per_replica} GPUs"
                     )
             if isinstance(fault, HostStarved) and self.deployment_of(fault.replica).host is None:
-                raise ValueError(
+                raise ScenarioError(
                     f"faults[{i}]: host_starved on {fault.replica}, whose deployment has no "
                     "host profile: set deployments[].host so its CPUs are simulated"
                 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from inference_obs.errors import ScenarioError
 from inference_obs.simulate.distributions import Constant, Distribution
 from inference_obs.simulate.durations import Offset, Seconds
 
@@ -24,7 +25,7 @@ class Burst(_Model):
     @model_validator(mode="after")
     def _ordered(self) -> Burst:
         if self.end <= self.start:
-            raise ValueError(f"end {self.end} s is not after start {self.start} s")
+            raise ScenarioError(f"end {self.end} s is not after start {self.start} s")
         return self
 
 

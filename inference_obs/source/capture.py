@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from inference_obs.deployment import Deployment, Engine, Hardware
-from inference_obs.errors import DatasetError, InferenceObsError
+from inference_obs.errors import ConfigurationError, DatasetError, InferenceObsError
 from inference_obs.samples import Labels, Series
 from inference_obs.source.dataset import Dataset, write_dataset
 from inference_obs.source.exposition import Exposition, ExpositionFormat, parse_exposition
@@ -377,11 +377,20 @@ def capture(
     Dataset
         As written (``synthetic: false``; the methodology names the targets,
         the interval and every target's failures).
+
+    Raises
+    ------
+    ConfigurationError
+        Without a target, or when ``interval_s`` or ``duration_s`` is not
+        above 0 seconds.
     """
     if not clients:
-        raise InferenceObsError("capture needs at least one target")
+        raise ConfigurationError("capture needs at least one target: give one ScrapeClient each")
     if not (interval_s > 0 and duration_s > 0):
-        raise InferenceObsError("the interval and the duration must be above 0 seconds")
+        raise ConfigurationError(
+            f"the interval ({interval_s!r} s) and the duration ({duration_s!r} s) of a capture "
+            "must both be above 0 seconds"
+        )
     stop = stop if stop is not None else threading.Event()
     recording = Recording()
     started, wall = time.monotonic(), time.time()

@@ -29,7 +29,7 @@ from inference_obs.engine.evaluate import Evaluator
 from inference_obs.engine.rules import Rules
 from inference_obs.engine.vector import NAME, Vector
 from inference_obs.engine.windows import TimeIndex, Windows
-from inference_obs.errors import Annotation, QueryError
+from inference_obs.errors import Annotation, ConfigurationError, QueryError
 from inference_obs.metrics import MetricType, family
 from inference_obs.query import Expr, Selector, to_promql
 from inference_obs.samples import Labels, SampleSet, Window
@@ -60,6 +60,8 @@ class DatasetSource:
     ------
     DatasetError
         If ``dataset`` is a path that does not hold a valid dataset.
+    ConfigurationError
+        If ``rules`` is not a :class:`~inference_obs.engine.rules.Rules` member.
     TimeBudgetExceeded
         If ``deadline`` passed while the dataset was read.
 
@@ -82,7 +84,8 @@ class DatasetSource:
         if not isinstance(dataset, Dataset):
             dataset = read_dataset(Path(dataset), deadline=deadline)
         if not isinstance(rules, Rules):
-            raise QueryError(f"rules must be a Rules member, not {rules!r}")
+            choices = ", ".join(f"Rules.{r.name}" for r in Rules)
+            raise ConfigurationError(f"rules must be one of {choices}, not {rules!r}")
         self.dataset = dataset
         self.rules = rules
         self._evaluator = Evaluator(dataset.samples, rules=rules)
@@ -118,7 +121,7 @@ class DatasetSource:
 
         Raises
         ------
-        QueryError
+        ConfigurationError
             If ``at`` is not a finite number.
         NotSupportedOffline
             If the engine has no rule for a node of ``expr`` under these rules.
@@ -149,14 +152,18 @@ class DatasetSource:
 
         Raises
         ------
-        QueryError
+        ConfigurationError
             If ``step`` is not a positive number of milliseconds.
+        QueryError
+            If ``expr`` gives two values for one label set at a step.
         NotSupportedOffline
             If the engine has no rule for a node of ``expr`` under these rules.
         """
-        step_ms = round(_finite(step, "step") * 1000)
+        step_ms = round(_finite(step, "range query step") * 1000)
         if step_ms <= 0:
-            raise QueryError(f"step {step!r} s is not positive (whole milliseconds)")
+            raise ConfigurationError(
+                f"range query step {step!r} s is below 1 ms; give a positive number of seconds"
+            )
         start_ms, end_ms = _ms(window.start_s), _ms(window.end_s)
         times = np.arange(start_ms, end_ms + 1, step_ms, dtype=np.int64)
         index: dict[Labels, int] = {}
@@ -280,7 +287,7 @@ class DatasetSource:
         for name in sorted(set(self.samples.names)):
             try:
                 known = family(name)
-            except QueryError:
+            except ConfigurationError:  # a metric the catalogue does not know
                 continue
             # The family's name as exposed here (a histogram's without its part suffix).
             parts = ("_bucket", "_sum", "_count") if known.type is MetricType.HISTOGRAM else ()
@@ -309,9 +316,9 @@ def _finite(value: float, what: str) -> float:
     try:
         seconds = float(value)
     except (TypeError, ValueError):
-        raise QueryError(f"{what} {value!r} is not a number of seconds") from None
+        raise ConfigurationError(f"{what} {value!r} is not a number of seconds") from None
     if not math.isfinite(seconds):
-        raise QueryError(f"{what} {value!r} is not a finite number of seconds")
+        raise ConfigurationError(f"{what} {value!r} is not a finite number of seconds")
     return seconds
 
 

@@ -112,6 +112,10 @@ _ESCAPE = re.compile(r"\\(.)")
 _MAX_ABS_MS = 10**14
 
 
+class _LineProblem(Exception):
+    """What is wrong with one line; :func:`parse_exposition` names the source and line."""
+
+
 def parse_exposition(
     data: bytes, *, source: str, form: ExpositionFormat = ExpositionFormat.TEXT
 ) -> Exposition:
@@ -169,7 +173,7 @@ def parse_exposition(
                     _meta(text_line, types)
                 continue
             sample = _sample(text_line, form)
-        except ValueError as exc:
+        except _LineProblem as exc:
             raise DatasetError(f"{source}:{number}: {exc}") from None
         key = (sample.name, sample.labels)
         if key in seen:
@@ -186,12 +190,12 @@ def _meta(line: str, types: dict[str, str]) -> None:
     if len(words) < 2 or words[0] != "TYPE":
         return
     if len(words) != 3:
-        raise ValueError(f"{line[:80]!r}: expected '# TYPE name type'")
+        raise _LineProblem(f"{line[:80]!r}: expected '# TYPE name type'")
     _, family, kind = words
     if not re.fullmatch(_NAME, family):
-        raise ValueError(f"# TYPE names an invalid metric name {family!r}")
+        raise _LineProblem(f"# TYPE names an invalid metric name {family!r}")
     if kind not in _TYPES:
-        raise ValueError(f"unknown metric type {kind!r} for {family}")
+        raise _LineProblem(f"unknown metric type {kind!r} for {family}")
     types[family] = _TYPES[kind]
 
 
@@ -199,7 +203,7 @@ def _sample(line: str, form: ExpositionFormat) -> Sample:
     """One sample line: ``name[{labels}] value [timestamp]``."""
     match = _SERIES.match(line)
     if match is None:
-        raise ValueError(f"invalid metric name at the start of {line[:60]!r}")
+        raise _LineProblem(f"invalid metric name at the start of {line[:60]!r}")
     name, pos = match.group(1), match.end()
     labels: dict[str, str] = {}
     brace = _blanks(line, pos)
@@ -210,12 +214,12 @@ def _sample(line: str, form: ExpositionFormat) -> Sample:
         rest = rest.partition(" # ")[0]  # an exemplar follows " # "
     fields = rest.split()
     if not rest[:1].isspace() or not 1 <= len(fields) <= 2:
-        raise ValueError(f"series {name}: expected ' value [timestamp]', got {rest[:60]!r}")
+        raise _LineProblem(f"series {name}: expected ' value [timestamp]', got {rest[:60]!r}")
     if not _FLOAT.fullmatch(fields[0]):
-        raise ValueError(f"series {name}: bad value {fields[0][:40]!r}")
+        raise _LineProblem(f"series {name}: bad value {fields[0][:40]!r}")
     value = float(fields[0])
     if math.isinf(value) and "inf" not in fields[0].lower():
-        raise ValueError(f"series {name}: value {fields[0][:40]!r} is out of range")
+        raise _LineProblem(f"series {name}: value {fields[0][:40]!r} is out of range")
     t_ms = _timestamp(fields[1], name, form) if len(fields) == 2 else None
     return Sample(name, Labels(labels), value, t_ms)
 
@@ -229,12 +233,12 @@ def _labels(line: str, pos: int, name: str, labels: dict[str, str]) -> int:
             return close + 1
         pair = _LABEL.match(line, pos)
         if pair is None:
-            raise ValueError(f'series {name}: expected label="value" at {line[pos : pos + 40]!r}')
+            raise _LineProblem(f'series {name}: expected label="value" at {line[pos : pos + 40]!r}')
         label, raw = pair.groups()
         if label in names:
-            raise ValueError(f"series {name}: label {label} appears twice")
+            raise _LineProblem(f"series {name}: label {label} appears twice")
         if label == "__name__":
-            raise ValueError(f"series {name}: __name__ is not allowed as a label")
+            raise _LineProblem(f"series {name}: __name__ is not allowed as a label")
         names.add(label)
         value = _ESCAPE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(0)), raw)
         if value:  # Prometheus drops a label with an empty value
@@ -243,7 +247,7 @@ def _labels(line: str, pos: int, name: str, labels: dict[str, str]) -> int:
         if line.startswith(",", pos):
             pos += 1
         elif not line.startswith("}", pos):
-            raise ValueError(f"series {name}: expected ',' or '}}' at {line[pos : pos + 40]!r}")
+            raise _LineProblem(f"series {name}: expected ',' or '}}' at {line[pos : pos + 40]!r}")
 
 
 def _blanks(line: str, pos: int) -> int:
@@ -254,12 +258,12 @@ def _blanks(line: str, pos: int) -> int:
 def _timestamp(text: str, name: str, form: ExpositionFormat) -> int:
     if form is ExpositionFormat.TEXT:
         if not _INTEGER.fullmatch(text):
-            raise ValueError(f"series {name}: bad timestamp {text[:40]!r}; expected whole ms")
+            raise _LineProblem(f"series {name}: bad timestamp {text[:40]!r}; expected whole ms")
         millis = int(text)
     else:
         if not _FLOAT.fullmatch(text) or not math.isfinite(float(text)):
-            raise ValueError(f"series {name}: bad timestamp {text[:40]!r}; expected seconds")
+            raise _LineProblem(f"series {name}: bad timestamp {text[:40]!r}; expected seconds")
         millis = round(float(text) * 1000)
     if abs(millis) > _MAX_ABS_MS:
-        raise ValueError(f"series {name}: timestamp {text[:40]!r} is out of range")
+        raise _LineProblem(f"series {name}: timestamp {text[:40]!r} is out of range")
     return millis

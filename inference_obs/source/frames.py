@@ -29,7 +29,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from inference_obs.engine.vector import NAME, Vector
-from inference_obs.errors import Annotation
+from inference_obs.errors import Annotation, MalformedAnswer
 from inference_obs.samples import Labels, SampleSet
 from inference_obs.source.base import Matrix
 
@@ -43,6 +43,7 @@ __all__ = [
     "parse_vector",
     "raw_samples",
     "to_frame",
+    "to_wide_frame",
 ]
 
 Floats = npt.NDArray[np.float64]
@@ -51,10 +52,6 @@ Ints = npt.NDArray[np.int64]
 
 # Prometheus keeps int64 milliseconds: larger times cannot come from a real server.
 _MAX_ABS_SECONDS = 9.2e15
-
-
-class MalformedAnswer(ValueError):
-    """An answer that parses but cannot be data (a NaN or out-of-range timestamp)."""
 
 
 def _milliseconds(seconds: Floats) -> Ints:
@@ -151,8 +148,10 @@ def parse_matrix_body(
     bodies in Prometheus' compact encoding are read without building a Python
     object per point, any other body goes through ``json.loads``.
 
-    Raises :class:`ValueError` when the body is not JSON or not a successful
-    query response, :class:`TypeError` when its result type is not ``matrix``.
+    Raises :class:`~inference_obs.errors.MalformedAnswer` when the body is JSON
+    but not a successful ``matrix`` answer, or a point cannot be data, and
+    :class:`json.JSONDecodeError` (a ValueError) when it is not JSON (a
+    truncated body, which a client may ask again).
 
     Examples
     --------
@@ -173,14 +172,22 @@ def parse_matrix_body(
 
 
 def _matrix_data(envelope: Any) -> dict[str, Any]:
-    """``envelope["data"]`` of a successful matrix answer, else ValueError/TypeError."""
-    if not isinstance(envelope, dict) or envelope.get("status") != "success":
-        raise ValueError("not a successful Prometheus query response")
+    """``envelope["data"]`` of a successful matrix answer, else MalformedAnswer."""
+    if not isinstance(envelope, dict):
+        raise MalformedAnswer(f"a JSON {type(envelope).__name__}, not a Prometheus API answer")
+    if envelope.get("status") != "success":
+        raise MalformedAnswer(
+            f"not a successful Prometheus query response (status "
+            f"{str(envelope.get('status'))[:40]!r}): only a 'success' answer holds a matrix"
+        )
     data = envelope.get("data")
     if not isinstance(data, dict) or not isinstance(data.get("result"), list):
-        raise ValueError("query response without data.result")
+        raise MalformedAnswer("query response without a data.result list")
     if data.get("resultType") != "matrix":
-        raise TypeError(f"result type {data.get('resultType')!r} is not matrix")
+        raise MalformedAnswer(
+            f"result type {data.get('resultType')!r} is not matrix: "
+            "parse_matrix_body reads the answers of range queries and range selectors"
+        )
     return data
 
 
@@ -315,37 +322,21 @@ def raw_samples(matrix: Matrix, start_ms: int | None = None) -> SampleSet:
     return SampleSet(names, labels, offsets, t_ms, values)
 
 
-def to_frame(matrix: Matrix, *, wide: bool = False) -> pd.DataFrame:
-    """A :class:`Matrix` as a pandas frame.
+def to_frame(matrix: Matrix) -> pd.DataFrame:
+    """A :class:`Matrix` as a long pandas frame: one row per point.
 
-    Long (default): one row per point with a ``timestamp`` column (UTC,
-    timezone-aware), a ``value`` column (float64) and one categorical column
-    per label name (missing labels are NaN). Wide: indexed by ``timestamp``,
-    one column per series, named by its labels as ``{k="v", ...}``.
+    A ``timestamp`` column (UTC, timezone-aware), a ``value`` column
+    (float64) and one categorical column per label name (missing labels are
+    NaN). :func:`to_wide_frame` gives one column per series instead.
 
     Examples
     --------
     >>> m = parse_matrix([{"metric": {"job": "a"}, "values": [[1, "1"], [2, "2"]]}])
     >>> to_frame(m).columns.tolist()
     ['timestamp', 'value', 'job']
-    >>> to_frame(m, wide=True).shape
-    (2, 1)
     """
     timestamps = pd.to_datetime(matrix.t_ms, unit="ms", utc=True)
     sizes = np.diff(matrix.offsets)
-    if wide:
-        names = [_series_name(one) for one in matrix.labels]
-        columns = {
-            name: pd.Series(
-                matrix.values[lo:hi],
-                index=timestamps[lo:hi],
-                dtype=np.float64,
-            )
-            for name, lo, hi in zip(names, matrix.offsets[:-1], matrix.offsets[1:], strict=True)
-        }
-        frame = pd.DataFrame(columns) if columns else pd.DataFrame(index=timestamps[:0])
-        frame.index.name = "timestamp"
-        return frame
     data: dict[str, Any] = {"timestamp": timestamps, "value": matrix.values}
     plain = [dict(one.items()) for one in matrix.labels]  # dict lookups, not Mapping.get
     for name in sorted({k for one in plain for k in one}):
@@ -362,6 +353,30 @@ def to_frame(matrix: Matrix, *, wide: bool = False) -> pd.DataFrame:
             np.repeat(codes, sizes), categories=pd.Index(categories)
         )
     return pd.DataFrame(data)
+
+
+def to_wide_frame(matrix: Matrix) -> pd.DataFrame:
+    """A :class:`Matrix` as a wide pandas frame: one column per series.
+
+    Indexed by ``timestamp`` (UTC, timezone-aware); each column is a series,
+    named by its labels as ``{k='v', ...}``, NaN where it has no point.
+    :func:`to_frame` gives one row per point instead.
+
+    Examples
+    --------
+    >>> m = parse_matrix([{"metric": {"job": "a"}, "values": [[1, "1"], [2, "2"]]}])
+    >>> to_wide_frame(m).columns.tolist(), to_wide_frame(m).shape
+    (["{job='a'}"], (2, 1))
+    """
+    timestamps = pd.to_datetime(matrix.t_ms, unit="ms", utc=True)
+    names = [_series_name(one) for one in matrix.labels]
+    columns = {
+        name: pd.Series(matrix.values[lo:hi], index=timestamps[lo:hi], dtype=np.float64)
+        for name, lo, hi in zip(names, matrix.offsets[:-1], matrix.offsets[1:], strict=True)
+    }
+    frame = pd.DataFrame(columns) if columns else pd.DataFrame(index=timestamps[:0])
+    frame.index.name = "timestamp"
+    return frame
 
 
 def _codes_dtype(categories: int) -> type[np.signedinteger[Any]]:

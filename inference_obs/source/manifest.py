@@ -15,6 +15,7 @@ import pydantic
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from inference_obs.deployment import Deployment
+from inference_obs.errors import ConfigurationError
 from inference_obs.samples import Window
 
 __all__ = ["FORMAT", "WHOLE", "Generator", "Manifest", "ManifestWindow", "validation_problems"]
@@ -38,7 +39,9 @@ class ManifestWindow(_Model):
     @model_validator(mode="after")
     def _ordered(self) -> ManifestWindow:
         if self.end <= self.start:
-            raise ValueError(f"end {self.end.isoformat()} is not after start")
+            raise ConfigurationError(
+                f"end {self.end.isoformat()} is not after start {self.start.isoformat()}"
+            )
         return self
 
     def window(self) -> Window:
@@ -79,9 +82,13 @@ class Manifest(_Model):
     def _consistent(self) -> Manifest:
         names = [d.name for d in self.deployments]
         if len(set(names)) != len(names):
-            raise ValueError(f"deployment names repeat: {names}")
+            raise ConfigurationError(f"deployment names repeat: {names}; give each its own")
         if self.synthetic != (self.generator is not None):
-            raise ValueError("synthetic datasets name their generator, observed ones do not")
+            raise ConfigurationError(
+                "synthetic datasets name their generator, observed ones do not: "
+                f"synthetic is {str(self.synthetic).lower()}, generator is "
+                f"{'set' if self.generator is not None else 'missing'}"
+            )
         return self
 
 

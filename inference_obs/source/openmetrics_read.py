@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from enum import Enum
 
 import numpy as np
 import numpy.typing as npt
@@ -78,7 +79,7 @@ from inference_obs.source.openmetrics_tokens import (
     row_tokens,
 )
 
-__all__ = ["BLOCK_BYTES", "OpenMetricsReader", "read_openmetrics"]
+__all__ = ["BLOCK_BYTES", "OpenMetricsReader", "Parsing", "read_openmetrics"]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -168,16 +169,29 @@ class _Columns:
     values: list[npt.NDArray[np.float64]] = field(default_factory=list)
 
 
+class Parsing(Enum):
+    """How :class:`OpenMetricsReader` reads each block; both give the same samples and errors."""
+
+    #: :func:`~inference_obs.source.openmetrics_scan.scan_block` first, the regular
+    #: expression only for a block the scan cannot vouch for (the fast way).
+    SCAN_FIRST = "scan_first"
+    #: Every block through the regular expression: the reference the scan is tested against.
+    REGEX_ONLY = "regex_only"
+
+
 class OpenMetricsReader:
     """OpenMetrics text fed in pieces of any size, parsed :data:`BLOCK_BYTES` at a time.
 
     :meth:`feed` the text in order (any split), then :meth:`finish` checks
     the final ``# EOF`` and returns the sample set. Problems raise
     :class:`~inference_obs.errors.DatasetError` as soon as their block is
-    parsed: the first problem in the text, block by block.
+    parsed: the first problem in the text, block by block. ``parsing`` says
+    how each block is read (:class:`Parsing`).
     """
 
-    def __init__(self, source: str, *, block_bytes: int = BLOCK_BYTES, fast: bool = True) -> None:
+    def __init__(
+        self, source: str, *, block_bytes: int = BLOCK_BYTES, parsing: Parsing = Parsing.SCAN_FIRST
+    ) -> None:
         self.source = source
         self._block = block_bytes
         self._carry = b""
@@ -190,7 +204,7 @@ class OpenMetricsReader:
         self._labels: list[Labels] = []
         self._columns = _Columns()
         self._buffer = np.zeros(0, dtype=np.uint8)
-        self._fast = fast
+        self._scan = parsing is Parsing.SCAN_FIRST
 
     def feed(self, data: bytes) -> None:
         """Take the next piece of the text; parse every whole block it completes."""
@@ -236,7 +250,7 @@ class OpenMetricsReader:
         buf = self._buffer[: TAIL + size + BACK]
         text.copy_to(buf[TAIL : TAIL + size], start)
         buf[TAIL + size :] = 0
-        scan = scan_block(buf, TAIL, TAIL + size) if self._fast else None
+        scan = scan_block(buf, TAIL, TAIL + size) if self._scan else None
         if scan is None:
             self._parse_slowly(buf[TAIL : TAIL + size].tobytes(), more=more)
         else:

@@ -19,11 +19,17 @@ from __future__ import annotations
 import ssl
 from collections.abc import Mapping
 from dataclasses import replace
+from enum import Enum
 from threading import Lock
 from typing import Any
 
 from inference_obs.engine.rules import Rules
-from inference_obs.errors import Annotation, ConfigurationError, SourceUnavailable
+from inference_obs.errors import (
+    Annotation,
+    ConfigurationError,
+    MalformedAnswer,
+    SourceUnavailable,
+)
 from inference_obs.query import Expr, Range, Selector, to_promql
 from inference_obs.samples import Labels, SampleSet, Window
 from inference_obs.source import frames
@@ -35,7 +41,16 @@ from inference_obs.source.ranges import fetch_pieces, max_points_for, plan
 from inference_obs.source.tls import TLS
 from inference_obs.source.transport import PooledTransport, Transport
 
-__all__ = ["PrometheusSource"]
+__all__ = ["PartialAnswers", "PrometheusSource"]
+
+
+class PartialAnswers(Enum):
+    """What a source does with a partial answer (Thanos, Mimir: a store did not answer)."""
+
+    #: Keep the answer, with a ``partial_response`` annotation on the result.
+    ANNOTATE = "annotate"
+    #: Refuse it: :class:`~inference_obs.errors.SourceUnavailable`, never a number from it.
+    REFUSE = "refuse"
 
 
 def _seconds(value: float) -> str:
@@ -83,8 +98,10 @@ class PrometheusSource:
         A :func:`time.monotonic` time (a caller's time budget): a request
         still running then stops with
         :class:`~inference_obs.errors.TimeBudgetExceeded`.
-    fail_on_partial
-        Raise on a partial response instead of annotating the result.
+    partial_answers
+        :attr:`PartialAnswers.ANNOTATE` keeps a partial answer and annotates
+        the result; :attr:`PartialAnswers.REFUSE` raises
+        :class:`~inference_obs.errors.SourceUnavailable` instead.
     rules
         Override the local rule set detected by :meth:`info`.
     max_points
@@ -111,12 +128,17 @@ class PrometheusSource:
         max_answer_bytes: int = MAX_ANSWER_BYTES,
         parallel: int = 8,
         deadline: float | None = None,
-        fail_on_partial: bool = False,
+        partial_answers: PartialAnswers = PartialAnswers.ANNOTATE,
         rules: Rules | None = None,
         max_points: int | None = None,
         transport: Transport | None = None,
     ) -> None:
         endpoint, userinfo = parse_base_url(url)
+        if max_points is not None and not max_points >= 1:
+            raise ConfigurationError(
+                f"max_points {max_points!r} must be at least 1 (points per series per request), "
+                "or None for the engine's default"
+            )
         if auth is not None and userinfo is not None:
             raise ConfigurationError("give credentials either in the URL or as auth=, not both")
         if auth is not None and not isinstance(auth, BearerToken | BasicAuth):
@@ -144,7 +166,7 @@ class PrometheusSource:
             limits=limits,
             deadline=deadline,
         )
-        self._fail_on_partial = fail_on_partial
+        self._partial_answers = partial_answers
         self._rules = rules
         self._max_points = max_points
         self._info: EngineInfo | None = None
@@ -235,7 +257,7 @@ class PrometheusSource:
             elif kind == "scalar":
                 value = frames.parse_scalar(result)
             else:
-                raise TypeError(f"result type {kind!r} is not an instant vector or scalar")
+                raise MalformedAnswer(f"result type {kind!r} is not an instant vector or scalar")
         return Instant(value, at, promql, notes)
 
     def range(self, expr: Expr, window: Window, step: float) -> Matrix:
@@ -262,7 +284,7 @@ class PrometheusSource:
                 return replace(reply.matrix, annotations=notes)
             with _parsing(promql):
                 if reply.data["resultType"] != "matrix":
-                    raise TypeError(f"result type {reply.data['resultType']!r} is not matrix")
+                    raise MalformedAnswer(f"result type {reply.data['resultType']!r} is not matrix")
                 return frames.parse_matrix(reply.data["result"], promql, notes)
 
         return fetch_pieces(fetch, pieces, promql)
@@ -285,7 +307,7 @@ class PrometheusSource:
             return frames.raw_samples(reply.matrix, start_ms)
         with _parsing(promql):
             if reply.data["resultType"] != "matrix":
-                raise TypeError(f"result type {reply.data['resultType']!r} is not matrix")
+                raise MalformedAnswer(f"result type {reply.data['resultType']!r} is not matrix")
             return frames.parse_raw(reply.data["result"], start_ms)
 
     def series(self, selector: Selector, window: Window) -> tuple[Labels, ...]:
@@ -330,7 +352,7 @@ class PrometheusSource:
         notes = [Annotation("server_warning", text) for text in reply.warnings]
         notes += [Annotation("server_info", text) for text in reply.infos]
         if reply.partial:
-            if self._fail_on_partial:
+            if self._partial_answers is PartialAnswers.REFUSE:
                 raise SourceUnavailable(
                     "the server answered with a partial response", promql=promql
                 )
@@ -353,9 +375,8 @@ class _parsing:  # noqa: N801 - used as a lowercase context manager, like contex
         if exc is not None and isinstance(
             exc, KeyError | TypeError | ValueError | IndexError | AttributeError
         ):
-            raise SourceUnavailable(
-                f"malformed answer ({type(exc).__name__}: {exc})", promql=self._what
-            ) from exc
+            why = str(exc) if isinstance(exc, MalformedAnswer) else f"{type(exc).__name__}: {exc}"
+            raise SourceUnavailable(f"malformed answer ({why})", promql=self._what) from exc
 
 
 def _proxy_endpoint(proxy: str) -> Endpoint:

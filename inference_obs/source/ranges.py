@@ -18,7 +18,7 @@ from threading import Lock
 
 import numpy as np
 
-from inference_obs.errors import QueryError
+from inference_obs.errors import ConfigurationError
 from inference_obs.samples import Labels
 from inference_obs.source.base import Matrix
 
@@ -44,9 +44,13 @@ def plan(start: float, end: float, step: float, limit: int) -> list[tuple[float,
     [(0.0, 30.0), (40.0, 70.0), (80.0, 100.0)]
     """
     if not step > 0 or not math.isfinite(step):
-        raise QueryError(f"range query step {step!r} must be a positive number of seconds")
+        raise ConfigurationError(
+            f"range query step {step!r} must be a positive, finite number of seconds"
+        )
     if limit < 1:
-        raise QueryError(f"max points {limit!r} must be at least 1")
+        raise ConfigurationError(
+            f"max points {limit!r} per series per request must be at least 1 (max_points=)"
+        )
     points = math.floor((end - start) / step + 1e-9) + 1
     pieces = []
     for first in range(0, points, limit):

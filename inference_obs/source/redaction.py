@@ -45,6 +45,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from inference_obs.errors import ConfigurationError
 from inference_obs.query.names import LABEL_NAME
 
 __all__ = [
@@ -99,7 +100,10 @@ class ValueRule(_Model):
         try:
             re.compile(value)
         except re.error as exc:
-            raise ValueError(f"{value!r} is not a regular expression ({exc})") from None
+            raise ConfigurationError(
+                f"{value!r} is not a regular expression ({exc}); write a Python regex, "
+                "escaping literal characters such as '.' and '('"
+            ) from None
         return value
 
 
@@ -151,9 +155,13 @@ class RedactionRules(_Model):
         for where in _LISTS:
             for label in getattr(self, where):
                 if not LABEL_NAME.fullmatch(label):
-                    raise ValueError(f"{where}: {label!r} is not a label name")
+                    raise ConfigurationError(
+                        f"{where}: {label!r} is not a label name ([a-zA-Z_][a-zA-Z0-9_]*)"
+                    )
                 if label in seen:
-                    raise ValueError(f"label {label!r} is in both {seen[label]} and {where}")
+                    raise ConfigurationError(
+                        f"label {label!r} is in both {seen[label]} and {where}; list it in one"
+                    )
                 seen[label] = where
         return self
 

@@ -34,6 +34,7 @@ from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar
 
+from inference_obs.errors import ConfigurationError
 from inference_obs.query import Expr, Selector
 from inference_obs.samples import Labels, SampleSet, Window
 from inference_obs.source.base import EngineInfo, Instant, Matrix, Metadata, Source
@@ -100,7 +101,9 @@ class RememberingSource:
 
     def __init__(self, source: Source, *, workers: int = 1) -> None:
         if workers < 1:
-            raise ValueError(f"workers must be at least 1, not {workers!r}")
+            raise ConfigurationError(
+                f"workers must be at least 1 (requests asked at once), not {workers!r}"
+            )
         self.source = source
         self.workers = workers
         self._answers: dict[Hashable, object] = {}

@@ -320,7 +320,7 @@ def test_frame_and_table(h100_h200: DatasetSource) -> None:
     table = result._repr_html_()
     assert table.count("<tr>") == len(result.checks) + 1 + len(result.measurements()) + 1
     assert "contradicted" in table
-    with pytest.raises(KeyError, match=r"no check of 'config\.nothing'"):
+    with pytest.raises(ConfigurationError, match=r"no check of 'config\.nothing'"):
         result.check("config.nothing")
     values = [m.value for m in result.measurements() if m.value is not None]
     assert np.all(np.isfinite(values))

@@ -8,9 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from inference_obs.errors import QueryError
 from inference_obs.metrics import vllm
+from inference_obs.query import Matcher
 from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import (
+    Pairing,
     Ratio,
     counter_change,
     counter_ratio,
@@ -75,5 +78,34 @@ def test_series_that_collide_once_labels_are_ignored_are_refused(
     h20 = deployment(source, "H20")
     every = success.select(h20.matchers)
     ratio = Ratio(every, every, every, "s", "ratio", ignoring=("finished_reason",))
-    with pytest.raises(ValueError, match="finished_reason"):
+    # As PromQL refuses duplicate series in a one-to-one match group: the query must change.
+    collide = r"vllm:request_success_total\{.*\}: series .* and .* are not told apart once "
+    with pytest.raises(QueryError, match=collide + r"\['finished_reason'\] are ignored; ignore"):
         counter_ratio(Reading(source, h20, window, "t"), ratio)
+
+
+def test_a_part_of_a_whole_divides_the_totals_and_matched_series_pair_up(
+    source: DatasetSource, window: Window
+) -> None:
+    success = vllm.REQUEST_SUCCESS
+    h20 = deployment(source, "H20")
+    stop = success.select((*h20.matchers, Matcher.equal("finished_reason", "stop")))
+    every = success.select(h20.matchers)
+    r = Reading(source, h20, window, "t")
+    whole = {
+        pairing: counter_ratio(r, Ratio(stop, every, stop, "stop_share", "ratio", pairing=pairing))
+        for pairing in Pairing
+    }
+    # One reason over all: the changes of the 'stop' series over those of every series.
+    raw = [source.raw(s, window) for s in (stop, every)]
+    share = counter_change(raw[0]) / counter_change(raw[1])
+    assert 0 < share < 1
+    part = whole[Pairing.PART_OF_WHOLE]
+    assert part.status is Status.OK
+    assert part.value == pytest.approx(share, rel=EXACT)
+    # Matched, each 'stop' series meets only itself; the other reasons have no partner.
+    matched = whole[Pairing.MATCHED]
+    assert matched.value == pytest.approx(1.0, rel=EXACT)
+    assert matched.status is Status.PARTIAL
+    (note,) = [a for a in matched.annotations if a.kind == "unpaired_series"]
+    assert "'length'" in note.message

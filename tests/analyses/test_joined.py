@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from inference_obs.errors import Annotation
+from inference_obs.errors import Annotation, QueryError
 from inference_obs.query import Expr, Matcher, Number, Selector, increase, to_promql
 from inference_obs.reading.counter_totals import series_of
 from inference_obs.reading.joined import PART, instants, joined, split, vectors
@@ -94,6 +94,19 @@ def test_a_scalar_question_is_asked_alone(source: DatasetSource) -> None:
     got = instants(counting, [Number(2.0), Selector("vllm:num_requests_running").sum()], at)
     assert counting.asked == Counter({"alone": 2})
     assert got[0].value == 2.0
+
+
+@pytest.mark.parametrize("in_this_process", [False, True])
+def test_vectors_refuses_a_scalar_before_asking(
+    source: DatasetSource, in_this_process: bool
+) -> None:
+    counting = Counting(source)
+    if in_this_process:
+        counting.info = source.info  # type: ignore[method-assign]
+    questions = [Selector("vllm:num_requests_running").sum(), Number(2.0)]
+    with pytest.raises(QueryError, match=r"^2 is a scalar; vectors\(\) asks instant-vector"):
+        vectors(counting, questions, source.dataset.manifest.window.window().end_s)
+    assert not counting.asked
 
 
 def test_split_removes_the_part_label_and_keeps_the_order(source: DatasetSource) -> None:

@@ -53,7 +53,7 @@ from inference_obs.metrics.family import Family
 from inference_obs.query import Matcher, Selector
 from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import mean_ratio
-from inference_obs.reading.counter_totals import Pair, totals
+from inference_obs.reading.counter_totals import Pair, Pairing, totals
 from inference_obs.samples import SampleSet, Series, Window
 from inference_obs.source.base import Source
 from inference_obs.source.dataset import Dataset, write_dataset
@@ -218,7 +218,7 @@ def finished_count(source: Source, deployment: Deployment, window: Window) -> fl
     """The exact change of every finished-request counter of ``deployment`` over ``window``."""
     success, m = vllm.REQUEST_SUCCESS, deployment.matchers
     check = builders.increase_total(success, m, window.seconds)
-    pair = Pair(success.select(m), success.select(m), frozenset(), False, (), check)
+    pair = Pair(success.select(m), success.select(m), frozenset(), Pairing.PART_OF_WHOLE, (), check)
     return _pair_totals(source, window, pair)[1]
 
 

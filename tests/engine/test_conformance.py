@@ -12,6 +12,7 @@ import pytest
 
 from inference_obs.conformance import evaluate, load_cases, main
 from inference_obs.engine.rules import Rules
+from inference_obs.errors import DatasetError, NotSupportedOffline
 from inference_obs.samples import Labels
 
 REPO = Path(__file__).resolve().parents[2]
@@ -103,6 +104,18 @@ def test_several_files_are_read(tmp_path: Path, capsys: pytest.CaptureFixture[st
         ('{"format": "other/1", "cases": []}', "format is 'other/1'"),
         ('{"format": "promql-conformance/1"}', "'cases' list"),
         (json.dumps(_document({"id": "broken", "function": "rate"})), "case broken: missing"),
+        (
+            json.dumps(
+                _document({**_case("word", []), "expected": [{"labels": {}, "value": "x"}]})
+            ),
+            "case word: 'x' is not a number, 'NaN', '+Inf' or '-Inf'",
+        ),
+        (
+            json.dumps(
+                _document({**_case("flag", []), "expected": [{"labels": {}, "value": True}]})
+            ),
+            "case flag: True is not a number",
+        ),
     ],
 )
 def test_bad_files_exit_2_naming_the_file(
@@ -116,6 +129,29 @@ def test_bad_files_exit_2_naming_the_file(
     assert status == 2
     assert str(path) in err
     assert message in err
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "message"),
+    [
+        ({"function": "holt_winters"}, NotSupportedOffline, "function 'holt_winters' is not one"),
+        ({"range": None}, DatasetError, "increase needs a 'range' with 'start' and 'end' seconds"),
+    ],
+)
+def test_a_case_the_runner_cannot_evaluate_says_why(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    change: dict[str, Any],
+    error: type[Exception],
+    message: str,
+) -> None:
+    path = _write(tmp_path, _document({**_case("odd", []), **change}))
+    (case,) = load_cases(path)
+    with pytest.raises(error, match=message):
+        evaluate(case, Rules.PROMETHEUS_3)
+    # The runner lists it as failed, with the same reason, and goes on.
+    assert main([str(path)]) == 1
+    assert f"FAIL odd: cannot evaluate: {error.__name__}: {message}" in capsys.readouterr().out
 
 
 def test_runs_as_a_module(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ VictoriaMetrics). Samples are one step (60 s unless stated) apart from t=0;
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -34,6 +35,7 @@ from inference_obs.engine.functions import (
 from inference_obs.engine.result import Evaluation
 from inference_obs.engine.rules import Rules
 from inference_obs.engine.windows import TimeIndex, drop_stale
+from inference_obs.errors import ConfigurationError
 from inference_obs.samples import SampleSet, Series
 from inference_obs.testing import series
 
@@ -49,6 +51,13 @@ def sample_set(
         Series("x", {"i": str(i), **(labels or {})}, *series(text, step=step))
         for i, text in enumerate(notations)
     )
+
+
+@pytest.mark.parametrize("text", ["1 2x", "0+x3", "stale2", "1,2"])
+def test_series_notation_names_a_token_it_cannot_read(text: str) -> None:
+    token = next(t for t in text.split() if t not in ("1", "2"))
+    with pytest.raises(ConfigurationError, match=re.escape(f"not series notation: '{token}'; w")):
+        series(text)
 
 
 def evaluation(

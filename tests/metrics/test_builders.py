@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from inference_obs.errors import QueryError
-from inference_obs.metrics import FAMILIES, builders as b, dcgm, vllm
+from inference_obs.errors import ConfigurationError, QueryError
+from inference_obs.metrics import FAMILIES, builders as b, dcgm, family as find_family, vllm
 from inference_obs.metrics.family import Family, MetricType
 from inference_obs.query import Matcher, to_promql
 
@@ -175,12 +175,21 @@ def test_label_schemes_resolve_against_available_labels() -> None:
 
 
 def test_family_rules() -> None:
-    with pytest.raises(QueryError, match="only histograms have buckets"):
+    # A family is a definition, not a query: a bad one is a ConfigurationError.
+    with pytest.raises(ConfigurationError, match=r"only histograms .* \(it is gauge\)"):
         Family("x", MetricType.GAUGE, "ratio", "h", "vllm", buckets=(1.0,))
-    with pytest.raises(QueryError, match="_total suffix"):
+    with pytest.raises(ConfigurationError, match=r"vllm exposes counters .*; name it vllm:x_total"):
         Family("vllm:x", MetricType.COUNTER, "tokens", "h", "vllm")
-    with pytest.raises(QueryError, match="strictly increasing"):
+    with pytest.raises(ConfigurationError, match=r"buckets \(2\.0, 1\.0\) must be strictly"):
         Family("x", MetricType.HISTOGRAM, "s", "h", "vllm", buckets=(2.0, 1.0))
+
+
+def test_an_unknown_family_name_is_a_configuration_error() -> None:
+    assert find_family("vllm:e2e_request_latency_seconds_bucket").name == (
+        "vllm:e2e_request_latency_seconds"
+    )
+    with pytest.raises(ConfigurationError, match="'vllm:nope' is not a family of the catalogue"):
+        find_family("vllm:nope")
 
 
 def _every_builder(family: Family) -> list[object]:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from inference_obs.errors import QueryError
+from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import FAMILIES, family, retired, vllm, vllm_router
 from inference_obs.metrics.family import MetricType
 
@@ -62,5 +62,5 @@ def test_version_key(text: str, key: tuple[int, ...]) -> None:
 
 
 def test_version_key_refuses_words() -> None:
-    with pytest.raises(QueryError, match="expected numbers separated by dots"):
+    with pytest.raises(ConfigurationError, match="version 'latest': expected numbers separated"):
         retired.version_key("latest")

@@ -187,3 +187,9 @@ def test_literal_matchers_escape_regex_metacharacters() -> None:
 )
 def test_literal_matchers_avoid_server_misreadings(matcher: Matcher, text: str) -> None:
     assert to_promql(Selector("x", (matcher,))) == text
+
+
+@pytest.mark.parametrize("thing", ['up{job="a"}', 3, None])
+def test_only_expressions_render(thing: object) -> None:
+    with pytest.raises(QueryError, match=f"cannot render {type(thing).__name__} as PromQL: "):
+        to_promql(thing)  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
+from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import dcgm, vllm
 from inference_obs.metrics.builders import bucket_bound_spellings
 from inference_obs.simulate import Scenario, run_scenario
@@ -157,3 +158,5 @@ def test_declared_max_model_len_and_overrides_change_the_buckets() -> None:
     assert histogram_buckets(spec, vllm.REQUEST_PROMPT_TOKENS) == vllm.request_tokens_buckets(8192)
     assert histogram_buckets(spec, vllm.TIME_TO_FIRST_TOKEN) == (0.5, 1, 2)
     assert histogram_buckets(spec, vllm.E2E_REQUEST_LATENCY) == vllm.REQUEST_LATENCY_BUCKETS
+    with pytest.raises(ConfigurationError, match="vllm:num_requests_running: not a histogram"):
+        histogram_buckets(spec, vllm.NUM_REQUESTS_RUNNING)

@@ -9,10 +9,14 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
+from pydantic import BaseModel, ValidationError
 
+from inference_obs.errors import ConfigurationError
 from inference_obs.simulate import ScenarioError, load_scenario, parse_scenario, scenario_names
 from inference_obs.simulate.distributions import Beta, Choice, Constant, LogNormal, Uniform, draw
 from inference_obs.simulate.durations import to_seconds
+from inference_obs.simulate.scenario import Scrape
+from inference_obs.simulate.workload import Burst
 
 from .conftest import SHIPPED, SMALL
 
@@ -128,8 +132,49 @@ def test_durations_and_offsets() -> None:
     assert to_seconds("-2m") == -120.0
     assert to_seconds("0s") == 0.0
     assert to_seconds(12.5) == 12.5
-    with pytest.raises(ValueError, match="not a PromQL duration"):
+    with pytest.raises(ScenarioError, match=r"'3 minutes': not a PromQL .*; or give a number of"):
         to_seconds("3 minutes")
+
+
+@pytest.mark.parametrize(
+    ("model", "data", "error", "message"),
+    [
+        (Uniform, {"kind": "uniform", "low": 2, "high": 1}, ScenarioError, "high 1.0 is below low"),
+        (
+            LogNormal,
+            {"kind": "lognormal", "median": 1, "sigma": 1, "min": 3, "max": 2},
+            ScenarioError,
+            "max 2.0 is below min 3.0; swap them",
+        ),
+        (Choice, {"kind": "choice", "values": [1, 2], "weights": [1]}, ScenarioError, "1 weights"),
+        (
+            Choice,
+            {"kind": "choice", "values": [1], "weights": [0]},
+            ScenarioError,
+            "weights [0.0] must be non-negative with a positive sum",
+        ),
+        (Burst, {"start": "2m", "end": "1m", "multiplier": 2}, ScenarioError, "end 60.0 s is not"),
+        (Burst, {"start": 0, "end": "-1m", "multiplier": 2}, ScenarioError, "end -60.0 s is not"),
+        (Scrape, {"warmup": "1m", "lead_in": "2m"}, ScenarioError, "warmup 60.0 s is shorter"),
+        (Scrape, {"jitter": "-1s"}, ScenarioError, "a duration cannot be negative, got -1.0 s"),
+        (
+            Scrape,
+            {"drop_families": ["vllm:nope"]},
+            ConfigurationError,
+            "'vllm:nope' is not a family of the catalogue",
+        ),
+    ],
+)
+def test_scenario_checks_raise_scenario_errors(
+    model: type[BaseModel], data: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    # pydantic reports each (a ValueError) as the field's error; parse_scenario
+    # then raises one ScenarioError naming every field.
+    with pytest.raises(ValidationError) as caught:
+        model.model_validate(data)
+    (problem,) = caught.value.errors()
+    assert type(problem["ctx"]["error"]) is error
+    assert message in str(problem["ctx"]["error"])
 
 
 def test_distributions_draw_what_they_say() -> None:

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from inference_obs.cli import main
-from inference_obs.errors import DatasetError
+from inference_obs.errors import ConfigurationError, DatasetError
 from inference_obs.samples import Labels
 from inference_obs.source.capture import Recording, capture, propose_deployments
 from inference_obs.source.dataset import Dataset, read_dataset
@@ -263,6 +263,24 @@ def test_options_are_checked_before_any_scrape(
     status = main(["capture", *argv, "--out", str(tmp_path / "ds"), "--duration", "1s"])
     assert status == 2
     assert problem in capsys.readouterr().err
+    assert not (tmp_path / "ds").exists()
+
+
+@pytest.mark.parametrize(
+    ("targets", "interval_s", "duration_s", "message"),
+    [
+        (0, 1.0, 1.0, "capture needs at least one target"),
+        (1, 0.0, 1.0, r"the interval \(0\.0 s\) and the duration \(1\.0 s\) of a capture"),
+        (1, 1.0, math.nan, r"the interval \(1\.0 s\) and the duration \(nan s\)"),
+    ],
+)
+def test_bad_capture_arguments_are_refused_before_any_scrape(
+    tmp_path: Path, targets: int, interval_s: float, duration_s: float, message: str
+) -> None:
+    target, _ = parse_target("vllm=http://127.0.0.1:9/metrics")
+    clients = [ScrapeClient(target, PooledTransport(target.endpoint))] * targets
+    with pytest.raises(ConfigurationError, match=message):
+        capture(clients, tmp_path / "ds", interval_s=interval_s, duration_s=duration_s)
     assert not (tmp_path / "ds").exists()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from pydantic import ValidationError
 
-from inference_obs.errors import DatasetError, TimeBudgetExceeded
+from inference_obs.errors import ConfigurationError, DatasetError, TimeBudgetExceeded
 from inference_obs.samples import STALE_NAN, Series
 from inference_obs.source.dataset import Dataset, read_dataset, write_dataset
 from inference_obs.source.manifest import Manifest
@@ -219,6 +221,35 @@ def test_manifest_that_is_not_strict_json(tmp_path: Path, text: str, problem: st
     path = _write(tmp_path / "ds").path
     (path / "manifest.json").write_text(text, encoding="utf-8")
     with pytest.raises(DatasetError, match=problem):
+        read_dataset(path)
+
+
+LATER, EARLIER = "2026-10-19T18:40:00+08:00", "2026-10-19T17:40:00+08:00"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"window": {"start": LATER, "end": EARLIER}}, f"end {EARLIER} is not after start {LATER}"),
+        (
+            {"deployments": [MANIFEST["deployments"][0]] * 2},
+            "deployment names repeat: ['PRO', 'PRO']; give each its own",
+        ),
+        ({"generator": None}, "synthetic is true, generator is missing"),
+    ],
+)
+def test_an_inconsistent_manifest_names_what_disagrees(
+    tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        Manifest.model_validate({**MANIFEST, **change})
+    (error,) = caught.value.errors()
+    assert isinstance(error["ctx"]["error"], ConfigurationError)
+    assert message in str(error["ctx"]["error"])
+    # Read from a file, the same words name the manifest.
+    path = _write(tmp_path / "ds").path
+    _edit_manifest(path, **change)
+    with pytest.raises(DatasetError, match=r"manifest\.json: .*" + re.escape(message)):
         read_dataset(path)
 
 

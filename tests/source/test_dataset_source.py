@@ -12,7 +12,7 @@ import pytest
 
 from inference_obs.engine.rules import Rules
 from inference_obs.engine.vector import Vector
-from inference_obs.errors import DatasetError, NotSupportedOffline, QueryError
+from inference_obs.errors import ConfigurationError, DatasetError, NotSupportedOffline, QueryError
 from inference_obs.query import (
     Matcher,
     Number,
@@ -102,7 +102,7 @@ def test_reads_a_path(dataset: Dataset) -> None:
 def test_refuses_a_missing_dataset_and_bad_rules(tmp_path: Path, dataset: Dataset) -> None:
     with pytest.raises(DatasetError, match="no dataset directory"):
         DatasetSource(tmp_path / "nothing")
-    with pytest.raises(QueryError, match="Rules"):
+    with pytest.raises(ConfigurationError, match=r"rules must be one of Rules\.PROMETHEUS_2, "):
         DatasetSource(dataset, rules="prometheus-2")  # type: ignore[arg-type]
 
 
@@ -160,7 +160,7 @@ def _vector_annotations(value: Vector | float) -> tuple[object, ...]:
 def test_instant_refuses_bad_times_and_unsupported_nodes(dataset: Dataset) -> None:
     source = DatasetSource(dataset)
     for at in (math.nan, math.inf, "soon"):
-        with pytest.raises(QueryError, match="evaluation time"):
+        with pytest.raises(ConfigurationError, match=r"evaluation time .* is not a"):
             source.instant(Selector(RUNNING), at)  # type: ignore[arg-type]
     quantile = histogram_quantile(0.5, increase(Selector(f"{E2E}_bucket").over(60)).sum(by=("le",)))
     with pytest.raises(NotSupportedOffline, match="VictoriaMetrics"):
@@ -217,9 +217,18 @@ def test_range_without_data_is_empty(source: DatasetSource) -> None:
     assert matrix.t_ms.size == matrix.values.size == 0
 
 
-@pytest.mark.parametrize("step", [0.0, -15.0, 0.0001, math.nan])
-def test_range_refuses_bad_steps(source: DatasetSource, step: float) -> None:
-    with pytest.raises(QueryError, match="step"):
+@pytest.mark.parametrize(
+    ("step", "message"),
+    [
+        (0.0, "range query step 0.0 s is below 1 ms"),
+        (-15.0, "range query step -15.0 s is below 1 ms"),
+        (0.0001, "range query step 0.0001 s is below 1 ms"),
+        (math.nan, "range query step nan is not a finite number of seconds"),
+    ],
+)
+def test_range_refuses_bad_steps(source: DatasetSource, step: float, message: str) -> None:
+    # A step is an argument of the request, not part of the query.
+    with pytest.raises(ConfigurationError, match=message):
         source.range(Selector(RUNNING), _window(START, 60.0), step)
 
 

@@ -196,6 +196,18 @@ def test_a_point_that_is_no_pair_is_a_malformed_answer(
         source(fake.url).instant(UP, 0)
 
 
+@pytest.mark.parametrize("kind", ["string", "matrix"])
+def test_an_instant_answer_of_another_type_is_a_malformed_answer(
+    fake: FakeServer, kind: str
+) -> None:
+    fake.script = [Answer(body=envelope({"resultType": kind, "result": []}))]
+    with pytest.raises(
+        SourceUnavailable,
+        match=f"malformed answer \\(result type '{kind}' is not an instant vector or scalar\\)",
+    ):
+        source(fake.url).instant(UP, 0)
+
+
 # --- counts that are no count ----------------------------------------------------
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from inference_obs.errors import MalformedAnswer, SourceError
 from inference_obs.samples import Labels
 from inference_obs.source.base import Matrix
 from inference_obs.source.frames import (
@@ -17,6 +18,7 @@ from inference_obs.source.frames import (
     parse_raw,
     parse_vector,
     to_frame,
+    to_wide_frame,
 )
 
 RESULT = [
@@ -40,7 +42,7 @@ def test_empty_results() -> None:
     assert parse_matrix([]).offsets.tolist() == [0]
     assert len(parse_vector([])) == 0
     assert to_frame(parse_matrix([])).shape[0] == 0
-    assert to_frame(parse_matrix([]), wide=True).shape == (0, 0)
+    assert to_wide_frame(parse_matrix([])).shape == (0, 0)
 
 
 def test_parse_vector() -> None:
@@ -79,7 +81,7 @@ def test_long_frame() -> None:
 
 
 def test_wide_frame() -> None:
-    frame = to_frame(parse_matrix(RESULT), wide=True)
+    frame = to_wide_frame(parse_matrix(RESULT))
     assert frame.shape == (4, 2)
     assert frame.index.name == "timestamp"
     assert frame.iloc[:, 1].dropna().tolist() == [-np.inf, 2500.0]
@@ -169,14 +171,27 @@ def test_body_path_falls_back_for_other_layouts() -> None:
 
 
 def test_body_path_rejects_non_matrices() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(MalformedAnswer, match="result type 'vector' is not matrix"):
         parse_matrix_body(b'{"status":"success","data":{"resultType":"vector","result":[]}}')
-    with pytest.raises(ValueError, match="not a successful"):
+    with pytest.raises(MalformedAnswer, match=r"not a successful .* \(status 'error'\)"):
         parse_matrix_body(b'{"status":"error","errorType":"bad_data","error":"x"}')
-    with pytest.raises(ValueError, match="Expecting value"):
+    with pytest.raises(MalformedAnswer, match=r"without a data\.result list"):
+        parse_matrix_body(b'{"status":"success","data":{"resultType":"matrix"}}')
+    with pytest.raises(MalformedAnswer, match="a JSON list, not a Prometheus API answer"):
+        parse_matrix_body(b"[1, 2]")
+    # Not JSON at all (a truncated body, say) stays json's own error: a client may ask again.
+    with pytest.raises(json.JSONDecodeError, match="Expecting value"):
         parse_matrix_body(b"not json")
-    with pytest.raises(ValueError, match="Expecting"):
+    with pytest.raises(json.JSONDecodeError, match="Expecting"):
         parse_matrix_body(b'{"status":"success","data":{"resultType":"matrix","result":[')
+
+
+def test_a_malformed_answer_is_a_source_error_and_a_value_error() -> None:
+    with pytest.raises(MalformedAnswer) as info:
+        parse_matrix([{"metric": {}, "values": [[float("nan"), "1"]]}])
+    assert isinstance(info.value, SourceError)
+    assert isinstance(info.value, ValueError)
+    assert "is not a time a server can hold" in str(info.value)
 
 
 def test_matrix_points_are_each_series_times_and_values() -> None:

@@ -1,7 +1,7 @@
 """The reader's fast path: bit-identical numbers, and the regular expression's answer otherwise.
 
-The fast path (``OpenMetricsReader(fast=True)``, the default) must read
-every text exactly as the regular-expression path (``fast=False``) does:
+The fast path (``Parsing.SCAN_FIRST``, the default) must read every text
+exactly as the regular-expression path (``Parsing.REGEX_ONLY``) does:
 the same samples, or the same error. Its converters must give ``float()``'s
 bits, and hand every token they cannot read exactly to the general ones.
 """
@@ -18,7 +18,7 @@ import inference_obs.source.openmetrics_read as reader_module
 from inference_obs.errors import DatasetError
 from inference_obs.samples import Series
 from inference_obs.source.openmetrics import write_openmetrics
-from inference_obs.source.openmetrics_read import OpenMetricsReader
+from inference_obs.source.openmetrics_read import OpenMetricsReader, Parsing
 from inference_obs.source.openmetrics_scan import scan_block
 from inference_obs.source.openmetrics_tokens import cut, decimals, floats, millis, writer_millis
 
@@ -109,8 +109,8 @@ def test_floats_still_refuses_what_decimals_declines() -> None:
         floats(chars, lengths, "value", fail, specials=True)
 
 
-def _outcome(data: bytes, *, fast: bool, block_bytes: int = 1 << 20) -> object:
-    reader = OpenMetricsReader("s.om", block_bytes=block_bytes, fast=fast)
+def _outcome(data: bytes, parsing: Parsing, block_bytes: int = 1 << 20) -> object:
+    reader = OpenMetricsReader("s.om", block_bytes=block_bytes, parsing=parsing)
     try:
         reader.feed(data)
         got = reader.finish()
@@ -126,8 +126,8 @@ def _outcome(data: bytes, *, fast: bool, block_bytes: int = 1 << 20) -> object:
 
 
 def _same_both_ways(data: bytes, block_bytes: int = 1 << 20) -> object:
-    fast = _outcome(data, fast=True, block_bytes=block_bytes)
-    assert fast == _outcome(data, fast=False, block_bytes=block_bytes)
+    fast = _outcome(data, Parsing.SCAN_FIRST, block_bytes)
+    assert fast == _outcome(data, Parsing.REGEX_ONLY, block_bytes)
     return fast
 
 
@@ -155,6 +155,9 @@ def test_writer_output_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> N
     assert not isinstance(got, str)
     assert scans
     assert all(scan is not None for scan in scans)
+    scans.clear()
+    assert _outcome(_written(series), Parsing.REGEX_ONLY) == got
+    assert not scans  # the reference path never scans
 
 
 @pytest.mark.parametrize(

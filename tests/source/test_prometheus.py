@@ -20,12 +20,12 @@ import pytest
 
 from inference_obs.engine.rules import Rules
 from inference_obs.engine.vector import Vector
-from inference_obs.errors import Annotation, QueryFailed, SourceUnavailable
+from inference_obs.errors import Annotation, ConfigurationError, QueryFailed, SourceUnavailable
 from inference_obs.query import Matcher, Selector, to_promql
 from inference_obs.samples import Labels, Window
 from inference_obs.source.auth import BasicAuth, BearerToken
 from inference_obs.source.http import ALLOWED_PATHS
-from inference_obs.source.prometheus import PrometheusSource, detect_engine
+from inference_obs.source.prometheus import PartialAnswers, PrometheusSource, detect_engine
 from inference_obs.source.ranges import plan
 from tests.integration.servers import free_port
 from tests.source.test_prometheus_fakes import Answer, FakeServer, envelope, fake_server
@@ -182,13 +182,13 @@ def test_warnings_infos_and_partial_become_annotations(fake: FakeServer) -> None
     )
 
 
-def test_fail_on_partial_raises(fake: FakeServer) -> None:
-    """A Thanos-style partial response with fail_on_partial=True (fake)."""
+def test_a_partial_answer_is_refused_when_asked(fake: FakeServer) -> None:
+    """A Thanos-style partial response with PartialAnswers.REFUSE (fake)."""
     fake.script = [
         Answer(body=envelope({"resultType": "vector", "result": []}, partial_response=True))
     ]
     with pytest.raises(SourceUnavailable, match="partial"):
-        source(fake.url, fail_on_partial=True).instant(UP, 0)
+        source(fake.url, partial_answers=PartialAnswers.REFUSE).instant(UP, 0)
 
 
 def test_redirects_are_not_followed(fake: FakeServer) -> None:
@@ -328,6 +328,26 @@ def test_plan_is_step_aligned_and_covers_every_point() -> None:
     grid = [t for lo, hi in pieces for t in np.arange(lo, hi + 1e-9, 7.0)]
     assert grid == [5.0 + 7.0 * i for i in range(100)]
     assert plan(0.0, 10.0, 10.0, 11_000) == [(0.0, 10.0)]
+
+
+@pytest.mark.parametrize(
+    ("step", "limit", "message"),
+    [
+        (0.0, 10, "range query step 0.0 must be a positive, finite number of seconds"),
+        (float("inf"), 10, "range query step inf must be"),
+        (15.0, 0, r"max points 0 per series per request must be at least 1 \(max_points=\)"),
+    ],
+)
+def test_plan_refuses_bad_arguments(step: float, limit: int, message: str) -> None:
+    # A step or a limit is an argument of the request, not a part of the query.
+    with pytest.raises(ConfigurationError, match=message):
+        plan(0.0, 60.0, step, limit)
+
+
+@pytest.mark.parametrize("max_points", [0, -5])
+def test_max_points_below_one_is_refused_when_the_source_is_made(max_points: int) -> None:
+    with pytest.raises(ConfigurationError, match=f"max_points {max_points} must be at least 1"):
+        PrometheusSource("http://127.0.0.1:9", max_points=max_points)
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from inference_obs.errors import QueryFailed
+from inference_obs.errors import ConfigurationError, QueryFailed
 from inference_obs.query import Expr, Selector
 from inference_obs.report import build_report
 from inference_obs.samples import SampleSet, Window
@@ -61,6 +61,12 @@ def test_a_repeated_question_is_asked_once(dataset_source: DatasetSource) -> Non
     assert source.info() is source.info()
     source.raw(selector, Window.parse(window.start, 60.0))
     assert counting.calls == Counter({"raw": 2, "info": 1})
+
+
+@pytest.mark.parametrize("workers", [0, -1])
+def test_workers_below_one_are_refused(dataset_source: DatasetSource, workers: int) -> None:
+    with pytest.raises(ConfigurationError, match=f"workers must be at least 1 .*not {workers}"):
+        RememberingSource(dataset_source, workers=workers)
 
 
 def test_a_failure_is_not_remembered(dataset_source: DatasetSource) -> None:

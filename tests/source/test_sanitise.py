@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from inference_obs.deployment import Deployment
-from inference_obs.errors import DatasetError
+from inference_obs.errors import ConfigurationError, DatasetError
 from inference_obs.metrics import FAMILIES
 from inference_obs.query import Selector
 from inference_obs.samples import Labels, SampleSet, Series
@@ -222,19 +224,32 @@ def test_a_deployment_that_selects_nothing_is_refused() -> None:
         sanitise(samples, [_deployment("H20", {"pod": "~h20-.*"})])
 
 
-def test_given_lists_win_over_defaults_and_may_not_overlap() -> None:
+def test_given_lists_win_over_defaults() -> None:
     keep_namespace = RedactionRules(keep=(*KEEP, "namespace"))
     assert keep_namespace.action("namespace") == "keep"
     assert "namespace" not in keep_namespace.pseudonymise
     assert RedactionRules(drop=("le",)).action("le") == "drop"
-    with pytest.raises(ValueError, match="label 'le' is in both drop and keep"):
-        RedactionRules(drop=("le",), keep=("le",))
-    with pytest.raises(ValueError, match="label 'pod' is in both replica_labels and keep"):
-        RedactionRules(keep=("pod",), replica_labels=("pod",))
-    with pytest.raises(ValueError, match="keep: 'bad-label' is not a label name"):
-        RedactionRules(keep=("bad-label",))
-    with pytest.raises(ValueError, match="is not a regular expression"):
-        ValueRule(description="bad", pattern="(")
+
+
+@pytest.mark.parametrize(
+    ("rules", "message"),
+    [
+        (lambda: RedactionRules(drop=("le",), keep=("le",)), "'le' is in both drop and keep; list"),
+        (
+            lambda: RedactionRules(keep=("pod",), replica_labels=("pod",)),
+            "label 'pod' is in both replica_labels and keep",
+        ),
+        (lambda: RedactionRules(keep=("bad-label",)), "keep: 'bad-label' is not a label name"),
+        (lambda: ValueRule(description="bad", pattern="("), "'(' is not a regular expression"),
+    ],
+)
+def test_bad_rules_are_configuration_errors(rules: Callable[[], object], message: str) -> None:
+    # pydantic reports the ConfigurationError (a ValueError) as the field's error.
+    with pytest.raises(ValidationError) as caught:
+        rules()
+    (error,) = caught.value.errors()
+    assert isinstance(error["ctx"]["error"], ConfigurationError)
+    assert message in str(error["ctx"]["error"])
 
 
 def test_every_catalogue_label_is_classified() -> None:

@@ -325,6 +325,8 @@ def demand(a: Profile, b: Profile, t: Thresholds) -> list[Finding]:
 
 
 def declared_value(p: Profile, field: str) -> object:
+    """A declared field of the deployment (config, hardware or engine); the checks name
+    only fields that exist, so an unknown one is a programming error (KeyError)."""
     for part in (p.deployment.config, p.deployment.hardware, p.deployment.engine):
         if field in type(part).model_fields:
             return getattr(part, field)

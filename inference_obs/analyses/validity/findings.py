@@ -148,6 +148,8 @@ class Finding(BaseModel):
     how_to_compare: str | None = Field(None, description="How a fair comparison can be made.")
 
     def model_post_init(self, context: object, /) -> None:
+        # Findings are made by the checks in this package, never from input: a code or
+        # comparison missing from the tables is a programming error.
         if self.code not in FINDINGS:
             raise ValueError(f"unknown finding code {self.code!r}: add it to FINDINGS")
         unknown = sorted(set(self.affects) - set(COMPARISONS))
