@@ -20,7 +20,6 @@ from typing import Any, cast
 
 import matplotlib.dates as mdates
 import numpy as np
-import numpy.typing as npt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -32,8 +31,8 @@ from inference_obs.metrics import builders, dcgm, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr
 from inference_obs.reading.alignment import gpu_label_sets
-from inference_obs.samples import Labels, Window
-from inference_obs.source.base import Matrix, Source
+from inference_obs.samples import Floats as FloatArray, Labels, Matrix, Window
+from inference_obs.source.base import Source
 from inference_obs.source.remembering import together
 
 __all__ = [
@@ -43,7 +42,6 @@ __all__ = [
     "rolling_quantiles_figure",
 ]
 
-FloatArray = npt.NDArray[np.float64]
 #: Held while a figure is drawn: figures may be read in several threads, drawn in one.
 DRAWING = threading.Lock()
 NO_PROFILING = "no profiling counters"

@@ -26,7 +26,6 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from inference_obs.deployment import Deployment
 from inference_obs.engine.histograms import fraction_below, parse_le, quantile_bounds
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import Annotation, QueryError
 from inference_obs.metrics import builders, vllm
 from inference_obs.metrics.family import Family
@@ -46,8 +45,8 @@ from inference_obs.reading.measurement import (
     measure,
 )
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.samples import Window
-from inference_obs.source.base import Instant, Source
+from inference_obs.samples import Instant, Vector, Window
+from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon, together
 
 __all__ = [

@@ -34,7 +34,6 @@ import numpy as np
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
 from inference_obs.deployment import Deployment
-from inference_obs.engine.vector import Vector
 from inference_obs.metrics import dcgm, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, max_over_time
@@ -42,7 +41,7 @@ from inference_obs.reading.alignment import gpu_label_sets
 from inference_obs.reading.measurement import Measurement, local_measurement
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.reading.rows import align_gpu, app_rows
-from inference_obs.samples import Window
+from inference_obs.samples import Vector, Window
 from inference_obs.source.base import Source
 
 __all__ = ["QueueClass", "QueueInterval", "QueueingResult", "queueing"]

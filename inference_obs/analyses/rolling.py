@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from functools import partial
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
@@ -27,13 +26,11 @@ from inference_obs.errors import Annotation, QueryError
 from inference_obs.metrics import vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, histogram_quantile, rate, to_promql
-from inference_obs.samples import Window
+from inference_obs.samples import Floats as FloatArray, Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import together
 
 __all__ = ["CAVEATS", "QuantileSeries", "RollingQuantiles", "rolling_quantiles"]
-
-FloatArray = npt.NDArray[np.float64]
 
 CAVEATS: tuple[str, ...] = (
     "A rolling P95 is the P95 of the requests in each trailing interval, not the whole-window "

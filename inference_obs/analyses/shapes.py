@@ -14,7 +14,6 @@ from pydantic import Field
 
 from inference_obs.analyses.latency import shares_within
 from inference_obs.deployment import Deployment
-from inference_obs.engine.vector import Vector
 from inference_obs.metrics import builders, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, Matcher
@@ -22,7 +21,7 @@ from inference_obs.reading.counter_ratios import Ratio, counter_ratios, mean_rat
 from inference_obs.reading.joined import instants
 from inference_obs.reading.measurement import Measurement, derive, measure
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.samples import Window
+from inference_obs.samples import Vector, Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon, together
 

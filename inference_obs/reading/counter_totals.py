@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import cast
 
-from inference_obs.engine.vector import NAME, Vector
 from inference_obs.query import (
     Binary,
     Expr,
@@ -40,7 +39,7 @@ from inference_obs.query import (
 )
 from inference_obs.reading.counter_resets import narrowed, reset_changes
 from inference_obs.reading.joined import in_process, vectors
-from inference_obs.samples import Labels, Window
+from inference_obs.samples import NAME, Labels, Vector, Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon, together
 

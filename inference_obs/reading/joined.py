@@ -26,10 +26,9 @@ from functools import partial
 
 import numpy as np
 
-from inference_obs.engine.vector import Vector
 from inference_obs.query import Binary, Expr, ValueType, label_replace, to_promql
-from inference_obs.samples import Labels
-from inference_obs.source.base import Instant, Source
+from inference_obs.samples import Instant, Labels, Vector
+from inference_obs.source.base import Source
 from inference_obs.source.remembering import together
 
 __all__ = ["PART", "in_process", "instants", "joined", "split", "vectors"]

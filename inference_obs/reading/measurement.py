@@ -17,12 +17,11 @@ from functools import partial
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from inference_obs.deployment import Deployment
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import Annotation
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, Matcher, Selector, to_promql
-from inference_obs.samples import Labels, Window
-from inference_obs.source.base import Instant, Source
+from inference_obs.samples import Instant, Labels, Vector, Window
+from inference_obs.source.base import Source
 
 __all__ = [
     "Bounds",

@@ -35,8 +35,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar
 
 from inference_obs.query import Expr, Selector
-from inference_obs.samples import Labels, SampleSet, Window
-from inference_obs.source.base import EngineInfo, Instant, Matrix, Metadata, Source
+from inference_obs.samples import Instant, Labels, Matrix, SampleSet, Window
+from inference_obs.source.base import EngineInfo, Metadata, Source
 
 __all__ = ["Pending", "RememberingSource", "soon", "together"]
 

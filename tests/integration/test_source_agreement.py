@@ -27,11 +27,10 @@ import numpy as np
 import pytest
 
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import NotSupportedOffline
 from inference_obs.metrics import STANDARD_QUERIES
 from inference_obs.query import Expr, to_promql
-from inference_obs.samples import Labels, SampleSet, Series
+from inference_obs.samples import Labels, SampleSet, Series, Vector
 from inference_obs.source.dataset import SAMPLES, Dataset, read_dataset
 from inference_obs.source.dataset_source import DatasetSource
 from inference_obs.source.prometheus import PrometheusSource

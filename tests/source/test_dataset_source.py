@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import DatasetError, NotSupportedOffline, QueryError
 from inference_obs.query import (
     Matcher,
@@ -22,7 +21,7 @@ from inference_obs.query import (
     max_over_time,
     to_promql,
 )
-from inference_obs.samples import Labels, Series, Window
+from inference_obs.samples import Labels, Series, Vector, Window
 from inference_obs.source.base import EngineInfo, Metadata, Source
 from inference_obs.source.dataset import Dataset, write_dataset
 from inference_obs.source.dataset_source import DatasetSource

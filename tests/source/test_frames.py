@@ -9,8 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from inference_obs.samples import Labels
-from inference_obs.source.base import Matrix
+from inference_obs.samples import Labels, Matrix
 from inference_obs.source.frames import (
     parse_matrix,
     parse_matrix_body,

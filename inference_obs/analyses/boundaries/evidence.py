@@ -35,14 +35,12 @@ from inference_obs.query import Binary, Expr, Number, Selector, on
 from inference_obs.reading.alignment import gpu_label_sets, gpu_per_replica, replica_of
 from inference_obs.reading.resolution import series_count
 from inference_obs.reading.rows import AppRows, align_gpu, app_rows
-from inference_obs.samples import Labels, Window
+from inference_obs.samples import Floats, Ints, Labels, Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon, together
 
 __all__ = ["Evidence", "Track", "gather", "median"]
 
-Floats = npt.NDArray[np.float64]
-Ints = npt.NDArray[np.int64]
 PCIE = (dcgm.PROF_PCIE_RX_BYTES, dcgm.PROF_PCIE_TX_BYTES)
 
 
