@@ -43,8 +43,12 @@ from inference_obs.deployment import Deployment, Engine, Hardware
 from inference_obs.errors import DatasetError, InferenceObsError
 from inference_obs.samples import Labels, Series
 from inference_obs.source.dataset import Dataset, write_dataset
-from inference_obs.source.exposition import Exposition, ExpositionFormat, parse_exposition
 from inference_obs.source.manifest import Manifest, ManifestWindow
+from inference_obs.source.openmetrics.exposition import (
+    Exposition,
+    ExpositionFormat,
+    parse_exposition,
+)
 from inference_obs.source.scrape import ScrapeClient, Target
 from inference_obs.version import __version__
 

@@ -36,7 +36,7 @@ from inference_obs.errors import DatasetError
 from inference_obs.samples import SampleSet, Series, describe, is_stale
 from inference_obs.source.dataset_samples import DEFAULT_CACHE, SampleCache, read_samples
 from inference_obs.source.manifest import Manifest, validation_problems
-from inference_obs.source.openmetrics import write_openmetrics
+from inference_obs.source.openmetrics.writer import write_openmetrics
 
 __all__ = [
     "AGGREGATES",

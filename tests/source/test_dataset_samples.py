@@ -15,7 +15,7 @@ from inference_obs.samples import SampleSet, Series
 from inference_obs.source.dataset import Dataset, read_dataset, write_dataset
 from inference_obs.source.dataset_samples import SampleCache
 from inference_obs.source.manifest import Manifest
-from inference_obs.source.openmetrics_read import OpenMetricsReader, read_openmetrics
+from inference_obs.source.openmetrics.reader import OpenMetricsReader, read_openmetrics
 from tests.source.test_dataset import MANIFEST, START
 
 

@@ -1,6 +1,6 @@
 """Values and timestamps of OpenMetrics sample lines, cut from the bytes and converted by numpy.
 
-The helpers of :mod:`inference_obs.source.openmetrics_read`: tokens are cut
+The helpers of :mod:`inference_obs.source.openmetrics.reader`: tokens are cut
 out of a byte buffer eight bytes at a time into fixed-width rows, checked
 byte by byte, and converted in one numpy call per column. A problem calls
 ``fail(row, message)`` with the row of the first bad token, which returns the
@@ -359,7 +359,7 @@ def millis(buf: npt.NDArray[np.uint8], starts: Ints, lengths: Ints, fail: Fail) 
     The writer's two forms are read digit by digit (exactly what the float
     path gives for them); any other text goes through :func:`floats` and the promtool rule
     ``int64(seconds * 1000)``, which must land on a whole millisecond (see
-    :func:`~inference_obs.source.openmetrics_read.read_openmetrics`).
+    :func:`~inference_obs.source.openmetrics.reader.read_openmetrics`).
     """
     out = np.zeros(lengths.size, np.int64)
     rest = np.ones(lengths.size, np.bool_)

@@ -1,6 +1,6 @@
 """A strict, vectorised, streaming reader of the OpenMetrics text a dataset keeps its samples in.
 
-It reads what :func:`~inference_obs.source.openmetrics.write_openmetrics`
+It reads what :func:`~inference_obs.source.openmetrics.writer.write_openmetrics`
 writes, and any other OpenMetrics 1.0 text within the rules below, into a
 :class:`~inference_obs.samples.SampleSet`. Every problem is a
 :class:`~inference_obs.errors.DatasetError` reading ``FILE:LINE: problem``;
@@ -55,8 +55,8 @@ import numpy.typing as npt
 from inference_obs.errors import DatasetError
 from inference_obs.query.names import METRIC_NAME as _METRIC_NAME
 from inference_obs.samples import Floats, Ints, Labels, SampleSet, describe
-from inference_obs.source.openmetrics import Families, LineProblem, parse_series
-from inference_obs.source.openmetrics_scan import (
+from inference_obs.source.openmetrics.grammar import Families, LineProblem, parse_series
+from inference_obs.source.openmetrics.scan import (
     BACK,
     HASH,
     KEY_BYTES,
@@ -68,7 +68,7 @@ from inference_obs.source.openmetrics_scan import (
     Scan,
     scan_block,
 )
-from inference_obs.source.openmetrics_tokens import (
+from inference_obs.source.openmetrics.tokens import (
     MAX_TOKEN,
     Fail,
     check_lengths,

@@ -6,7 +6,7 @@ time; each line's timestamp and value read from the 16 bytes before the
 newline and before the timestamp's space; runs of lines of one series found
 by comparing each line's series text with the line before's, eight bytes at
 a time. It vouches for a block or declines it (None), and then
-:class:`~inference_obs.source.openmetrics_read.OpenMetricsReader` reads the
+:class:`~inference_obs.source.openmetrics.reader.OpenMetricsReader` reads the
 block with its regular expression, which names the problem. So the fast path
 never decides an error message.
 """
@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from inference_obs.errors import DatasetError
 from inference_obs.samples import Floats, Ints
-from inference_obs.source.openmetrics_tokens import (
+from inference_obs.source.openmetrics.tokens import (
     Words,
     byte_marks,
     cut,
