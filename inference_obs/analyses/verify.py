@@ -47,8 +47,8 @@ from inference_obs.query import Matcher
 from inference_obs.reading.measurement import number_from_json
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
-from inference_obs.source.dataset import AGGREGATES, read_dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.reader import AGGREGATES, read_dataset
+from inference_obs.source.dataset.source import DatasetSource
 
 __all__ = [
     "FROM_ANALYSES",

@@ -97,7 +97,7 @@ def instants(source: Source, exprs: Sequence[Expr], at: float) -> list[Instant]:
     Examples
     --------
     >>> from inference_obs.query import Selector
-    >>> from inference_obs.source.dataset_source import DatasetSource
+    >>> from inference_obs.source.dataset.source import DatasetSource
     >>> source = DatasetSource("datasets/r1-decode")
     >>> at = source.dataset.manifest.window.window().end_s
     >>> exprs = [Selector(f"vllm:num_requests_{n}").sum() for n in ("running", "waiting")]

@@ -92,7 +92,7 @@ class RememberingSource:
 
     Examples
     --------
-    >>> from inference_obs.source.dataset_source import DatasetSource
+    >>> from inference_obs.source.dataset.source import DatasetSource
     >>> source = RememberingSource(DatasetSource("datasets/r1-decode"))
     >>> source.info() is source.info()
     True
@@ -213,7 +213,7 @@ def soon(source: Source, call: Callable[[], T]) -> Pending[T]:
 
     Examples
     --------
-    >>> from inference_obs.source.dataset_source import DatasetSource
+    >>> from inference_obs.source.dataset.source import DatasetSource
     >>> plain = DatasetSource("datasets/r1-decode")
     >>> pending = soon(plain, plain.info)
     >>> pending.result().kind

@@ -25,7 +25,7 @@ from inference_obs.deployment import Deployment
 from inference_obs.metrics import dcgm
 from inference_obs.query import to_promql
 from inference_obs.samples import Window
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
 
 DATASETS = Path(__file__).parents[2] / "datasets"
 

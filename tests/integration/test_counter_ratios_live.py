@@ -19,8 +19,8 @@ import pytest
 from inference_obs.metrics import vllm
 from inference_obs.reading.counter_ratios import histogram_mean, histogram_share
 from inference_obs.samples import Window
-from inference_obs.source.dataset import SAMPLES
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.reader import SAMPLES
+from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.prometheus import PrometheusSource
 from tests.analyses.restarts import DEPLOYMENT, WINDOW, restarted_dataset, restarted_series
 from tests.analyses.test_counter_ratios_restarts import RawReads

@@ -26,7 +26,7 @@ from inference_obs.cli import main
 from inference_obs.errors import DatasetError
 from inference_obs.samples import Labels
 from inference_obs.source.capture import Recording, capture, propose_deployments
-from inference_obs.source.dataset import Dataset, read_dataset
+from inference_obs.source.dataset.reader import Dataset, read_dataset
 from inference_obs.source.openmetrics.exposition import parse_exposition
 from inference_obs.source.scrape import ScrapeClient, parse_target
 from inference_obs.source.transport import PooledTransport

@@ -43,7 +43,7 @@ from inference_obs.samples import (
     Window,
 )
 from inference_obs.source.base import EngineInfo, Metadata
-from inference_obs.source.dataset import Dataset, read_dataset
+from inference_obs.source.dataset.reader import Dataset, read_dataset
 
 __all__ = ["DatasetSource"]
 
@@ -54,9 +54,9 @@ class DatasetSource:
     Parameters
     ----------
     dataset
-        A :class:`~inference_obs.source.dataset.Dataset`, or the path of a
+        A :class:`~inference_obs.source.dataset.reader.Dataset`, or the path of a
         dataset directory (read and checked with
-        :func:`~inference_obs.source.dataset.read_dataset`).
+        :func:`~inference_obs.source.dataset.reader.read_dataset`).
     rules
         The engine's rule set the answers follow (Prometheus 2.42 by default).
     deadline

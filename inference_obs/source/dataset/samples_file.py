@@ -87,7 +87,7 @@ class SampleCache:
         return Path(base) / "inference-obs" / "samples"
 
 
-#: The cache :func:`~inference_obs.source.dataset.read_dataset` uses unless told otherwise.
+#: The cache :func:`~inference_obs.source.dataset.reader.read_dataset` uses unless told otherwise.
 DEFAULT_CACHE = SampleCache()
 
 
