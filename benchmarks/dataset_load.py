@@ -31,8 +31,8 @@ from pathlib import Path
 
 from benchmarks.common import add_fleet_arguments, backfill, fleet_dataset, median_seconds
 from benchmarks.fleet import FleetShape
-from inference_obs.source.dataset import SAMPLES, read_dataset
-from inference_obs.source.dataset_samples import SampleCache
+from inference_obs.source.dataset.reader import SAMPLES, read_dataset
+from inference_obs.source.dataset.samples_file import SampleCache
 from tests.integration.servers import require_binary
 
 

@@ -50,10 +50,10 @@ from benchmarks.common import (
 from benchmarks.fleet import FleetShape
 from inference_obs.engine.evaluate import Evaluator
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.vector import Vector
 from inference_obs.metrics import standard_query
 from inference_obs.query import Expr, to_promql
-from inference_obs.source.dataset import SAMPLES, read_dataset
+from inference_obs.samples import Vector
+from inference_obs.source.dataset.reader import SAMPLES, read_dataset
 
 #: Standard queries timed, as the report asks them (no grouping).
 QUERIES = (

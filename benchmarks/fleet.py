@@ -34,8 +34,9 @@ from benchmarks.fleet_series import Replica, load_of, vllm_series
 from inference_obs import __version__
 from inference_obs.deployment import Deployment
 from inference_obs.samples import Series
-from inference_obs.source.dataset import Dataset, write_dataset
-from inference_obs.source.manifest import Manifest
+from inference_obs.source.dataset.manifest import Manifest
+from inference_obs.source.dataset.reader import Dataset
+from inference_obs.source.dataset.writer import write_dataset
 
 __all__ = [
     "FleetShape",

@@ -14,16 +14,13 @@ import uuid
 from collections.abc import Iterator
 
 import numpy as np
-import numpy.typing as npt
 
 from benchmarks.fleet_series import Load, Replica, stamps_of
 from inference_obs.metrics import dcgm
 from inference_obs.metrics.family import Family
-from inference_obs.samples import Series
+from inference_obs.samples import Floats, Ints, Series
 
 __all__ = ["DCGM_FIELDS", "dcgm_series"]
-
-Floats = npt.NDArray[np.float64]
 
 #: dcgm-exporter 4.x default-CSV fields (profiling ones included).
 DCGM_FIELDS: tuple[Family, ...] = tuple(
@@ -71,7 +68,7 @@ def dcgm_series(replica: Replica, load: Load, rng: np.random.Generator) -> Itera
 
 
 def _gpu_fields(
-    replica: Replica, util: Floats, rng: np.random.Generator, fresh: npt.NDArray[np.int64]
+    replica: Replica, util: Floats, rng: np.random.Generator, fresh: Ints
 ) -> dict[str, Floats]:
     """Every DCGM field of one GPU from its utilisation (percent) at each scrape."""
     ratio = util / 100.0

@@ -22,11 +22,9 @@ import numpy.typing as npt
 from inference_obs.metrics import vllm
 from inference_obs.metrics.builders import bucket_bound_spellings
 from inference_obs.metrics.family import Family, MetricType
-from inference_obs.samples import Series
+from inference_obs.samples import Floats, Series
 
 __all__ = ["VLLM_FAMILIES", "Load", "Replica", "load_of", "stamps_of", "vllm_series"]
-
-Floats = npt.NDArray[np.float64]
 
 #: vLLM families of a V1 server with prefix caching and speculative decoding on:
 #: the core ones still exported by 0.33, plus the speculative-decoding counters.
@@ -152,7 +150,7 @@ def _bucket_counts(
     observations: Floats,
     scale: Floats,
     rng: np.random.Generator,
-) -> npt.NDArray[np.float64]:
+) -> Floats:
     """Observations per bucket per step (steps x buckets incl. +Inf), by conditional binomials."""
     bounds = np.asarray(buckets, dtype=np.float64)
     if name in _DISCRETE:

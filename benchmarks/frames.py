@@ -36,7 +36,7 @@ from typing import Any
 from benchmarks.common import BackfilledPrometheus, add_fleet_arguments, median_seconds, shape_of
 from benchmarks.fleet import START, FleetShape, fleet_series
 from inference_obs.source.frames import parse_matrix, parse_matrix_body, to_frame
-from inference_obs.source.openmetrics import write_openmetrics
+from inference_obs.source.openmetrics.writer import write_openmetrics
 
 
 def fetch_body(shape: FleetShape, metric: str, tmp: Path) -> bytes:

@@ -55,7 +55,7 @@ from benchmarks.common import BackfilledPrometheus, patient_http
 from benchmarks.relay import LatencyRelay
 from inference_obs.cli import main as cli
 from inference_obs.report import build_report
-from inference_obs.source.dataset import SAMPLES, read_dataset
+from inference_obs.source.dataset.reader import SAMPLES, read_dataset
 from inference_obs.source.prometheus import PrometheusSource
 
 DATASET = Path("datasets") / "pro5000-vs-h20"

@@ -47,7 +47,7 @@ from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import MetricType, family
 from inference_obs.query import Selector
 from inference_obs.report import build_report
-from inference_obs.source.dataset import SAMPLES
+from inference_obs.source.dataset.reader import SAMPLES
 from inference_obs.source.prometheus import PrometheusSource
 
 # A raw fetch: an instant query of a bare range selector, as PrometheusSource.raw sends it.

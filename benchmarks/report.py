@@ -35,7 +35,7 @@ from pathlib import Path
 
 from benchmarks.common import add_fleet_arguments, backfill, fleet_dataset
 from benchmarks.fleet import FleetShape
-from inference_obs.source.dataset import SAMPLES
+from inference_obs.source.dataset.reader import SAMPLES
 from tests.integration.servers import require_binary
 
 _GIB = 1 << 30

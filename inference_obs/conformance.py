@@ -30,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
+from inference_obs.engine.aggregation import group_keys, without_name
 from inference_obs.engine.evaluate import DEFAULT_LOOKBACK_SECONDS, Evaluator
 from inference_obs.engine.functions import RANGE_FUNCTIONS
 from inference_obs.engine.histograms import histogram_fraction, parse_le
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.vector import Vector, group_keys, without_name
 from inference_obs.errors import DatasetError, NotSupportedOffline
 from inference_obs.query import (
     Aggregate,
@@ -46,7 +46,7 @@ from inference_obs.query import (
     Selector,
     to_promql,
 )
-from inference_obs.samples import STALE_NAN, Labels, SampleSet, Series
+from inference_obs.samples import STALE_NAN, Labels, SampleSet, Series, Vector
 
 __all__ = ["FORMAT", "Case", "compare", "evaluate", "load_cases", "main", "run"]
 

@@ -1,4 +1,4 @@
-"""The currency between sources, the engine and analyses: labels, series, sample sets.
+"""The currency between sources, the engine and analyses: series in, answers out.
 
 A :class:`Series` is one time series' raw samples (timestamps in float unix
 seconds, values float64); a :class:`SampleSet` holds many series in columnar
@@ -8,6 +8,11 @@ engine works on whole arrays, never on one Python object per sample.
 Timestamps are kept to whole milliseconds, as Prometheus stores them; a
 :class:`SampleSet` also exposes them as int64 milliseconds for exact window
 arithmetic.
+
+The answers to queries, whoever computes them: a :class:`Vector` (one value
+per series at one time), an :class:`Instant` (the answer to an instant query:
+a vector or a scalar) and a :class:`Matrix` (the answer to a range query).
+:data:`Floats` and :data:`Ints` name the numpy arrays all of them hold.
 """
 
 from __future__ import annotations
@@ -16,23 +21,38 @@ import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
-from inference_obs.errors import ConfigurationError, DatasetError, QueryError
+from inference_obs.errors import Annotation, ConfigurationError, DatasetError, QueryError
 from inference_obs.query.names import LABEL_NAME, METRIC_NAME, parse_duration
 
 __all__ = [
+    "NAME",
     "STALE_BITS",
     "STALE_NAN",
+    "Floats",
+    "Instant",
+    "Ints",
     "Labels",
+    "Matrix",
     "SampleSet",
     "Series",
+    "Vector",
     "Window",
     "describe",
     "is_stale",
 ]
+
+#: float64 arrays: sample values, float unix seconds.
+Floats: TypeAlias = npt.NDArray[np.float64]
+#: int64 arrays: unix milliseconds, offsets, indexes.
+Ints: TypeAlias = npt.NDArray[np.int64]
+
+#: The label holding a series' metric name in a :class:`Vector`'s label sets.
+NAME = "__name__"
 
 # Float64 seconds keep sub-millisecond precision up to about 1e11 s (year 5138).
 _MAX_ABS_SECONDS = 1e11
@@ -43,7 +63,7 @@ STALE_BITS = 0x7FF0000000000002
 STALE_NAN: float = float(np.array([STALE_BITS], dtype=np.int64).view(np.float64)[0])
 
 
-def is_stale(values: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+def is_stale(values: Floats) -> npt.NDArray[np.bool_]:
     """Which values are staleness markers (not ordinary NaNs)."""
     stale: npt.NDArray[np.bool_] = np.asarray(values, dtype=np.float64).view(np.int64) == STALE_BITS
     return stale
@@ -127,9 +147,9 @@ class Series:
 
     name: str
     labels: Labels
-    timestamps: npt.NDArray[np.float64]
-    values: npt.NDArray[np.float64]
-    t_ms: npt.NDArray[np.int64]
+    timestamps: Floats
+    values: Floats
+    t_ms: Ints
 
     # A hand-written __init__ so callers may pass lists and plain mappings
     # while the fields keep their precise, validated types.
@@ -189,7 +209,7 @@ class Series:
         object.__setattr__(self, "t_ms", millis)
 
 
-def _frozen_float_array(data: object, where: str, what: str) -> npt.NDArray[np.float64]:
+def _frozen_float_array(data: object, where: str, what: str) -> Floats:
     try:
         array = np.array(data, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -219,9 +239,9 @@ class SampleSet:
 
     names: tuple[str, ...]
     labels: tuple[Labels, ...]
-    offsets: npt.NDArray[np.int64]
-    t_ms: npt.NDArray[np.int64]
-    values: npt.NDArray[np.float64]
+    offsets: Ints
+    t_ms: Ints
+    values: Floats
 
     @classmethod
     def from_series(cls, series: Iterable[Series]) -> SampleSet:
@@ -264,6 +284,62 @@ class SampleSet:
     def take(self, indices: Sequence[int] | npt.NDArray[np.intp]) -> SampleSet:
         """The series at ``indices``, in that order."""
         return SampleSet.from_series(self.series(int(i)) for i in indices)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Vector:
+    """An instant vector: ``labels[i]`` has value ``values[i]`` (float64).
+
+    The result of an instant evaluation: one value per series, each with its
+    label set (:data:`NAME` included while a function has not dropped it).
+    """
+
+    labels: tuple[Labels, ...]
+    values: Floats
+    annotations: tuple[Annotation, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def as_dict(self) -> dict[Labels, float]:
+        """Label set -> value, for inspection and tests."""
+        return dict(zip(self.labels, self.values.tolist(), strict=True))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Instant:
+    """The answer to an instant query at ``at`` (unix seconds).
+
+    ``value`` is a :class:`Vector` for vector expressions and a float for
+    scalar ones. An empty vector means no series matched: no data, never zero.
+    """
+
+    value: Vector | float
+    at: float
+    promql: str
+    annotations: tuple[Annotation, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Matrix:
+    """The answer to a range query: series ``i`` has ``labels[i]`` and samples
+    ``t_ms[offsets[i]:offsets[i + 1]]`` (unix ms) with ``values`` at the same positions.
+    """
+
+    labels: tuple[Labels, ...]
+    offsets: Ints
+    t_ms: Ints
+    values: Floats
+    promql: str
+    annotations: tuple[Annotation, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def points(self, i: int) -> tuple[Ints, Floats]:
+        """Series ``i``'s step times (unix ms) and values, as views of the columns."""
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        return self.t_ms[lo:hi], self.values[lo:hi]
 
 
 def _length_seconds(length: str | float) -> float:

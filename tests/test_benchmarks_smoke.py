@@ -19,7 +19,7 @@ from benchmarks.fleet_gpus import DCGM_FIELDS
 from benchmarks.fleet_series import VLLM_FAMILIES
 from benchmarks.relay import LatencyRelay
 from inference_obs.metrics.family import MetricType
-from inference_obs.source.dataset import read_dataset
+from inference_obs.source.dataset.reader import read_dataset
 
 TINY = ["--replicas", "2", "--gpus-per-replica", "2", "--hours", "0.25", "--interval", "15"]
 

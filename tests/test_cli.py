@@ -93,7 +93,7 @@ def test_catalogue_filters_by_exporter(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_simulate_writes_a_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from inference_obs.source.dataset import read_dataset
+    from inference_obs.source.dataset.reader import read_dataset
 
     scenario = Path(__file__).parent / "simulate" / "small.yaml"
     assert main(["simulate", str(scenario), "--out", str(tmp_path / "d"), "--seed", "3"]) == 0

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from inference_obs.cli import main
-from inference_obs.source.dataset import read_dataset, write_dataset
+from inference_obs.source.dataset.reader import read_dataset
+from inference_obs.source.dataset.writer import write_dataset
 
 DATASETS = Path(__file__).parents[1] / "datasets"
 WINDOW = ["--start", "2026-10-19T17:40:00+08:00", "--end", "2026-10-19T18:40:00+08:00"]

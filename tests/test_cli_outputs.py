@@ -15,7 +15,7 @@ from inference_obs.cli import EXIT_BUDGET, EXIT_OK, EXIT_USAGE, main
 from inference_obs.errors import ConfigurationError
 from inference_obs.report import build_report, write_report
 from inference_obs.report.write import check_output, remove_report
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASET = ROOT / "datasets" / "r1-decode"

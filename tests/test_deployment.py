@@ -12,7 +12,7 @@ from inference_obs.discover import unmatched_selectors
 from inference_obs.errors import ConfigurationError, QueryError
 from inference_obs.query import MatchOp, Selector
 from inference_obs.samples import Window
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.deployments_file import load_deployments
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -29,8 +29,7 @@ from inference_obs.query import Expr, to_promql
 from inference_obs.reading.alignment import gpu_label_sets
 from inference_obs.reading.context import Reading
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.samples import Labels
-from inference_obs.source.base import Matrix
+from inference_obs.samples import Labels, Matrix
 from inference_obs.source.remembering import together
 
 __all__ = ["ActivityResult", "ActivitySettings", "Panel", "Timeline", "activity"]

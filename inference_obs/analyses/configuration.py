@@ -109,7 +109,7 @@ class ConfigurationResult(AnalysisResult):
     parallel_groups: tuple[Shape, ...] = ()
 
     def check(self, field: str) -> Check:
-        """The check of ``field`` (``"config.kv_cache_dtype"``, ...); ConfigurationError names it."""
+        """The check of ``field`` (``"config.kv_cache_dtype"``); ConfigurationError names it."""
         for item in self.checks:
             if item.field == field:
                 return item

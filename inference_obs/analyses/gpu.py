@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from functools import partial
 
 from inference_obs.analyses.unit import Analysis, NoSettings
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import Annotation, NoDataError
 from inference_obs.metrics import builders as b, dcgm
 from inference_obs.metrics.family import Family, resolve_label
@@ -23,8 +22,7 @@ from inference_obs.reading.alignment import gpu_label_sets
 from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Measurement, Status, derive
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.samples import Labels
-from inference_obs.source.base import Instant
+from inference_obs.samples import Instant, Labels, Vector
 from inference_obs.source.remembering import soon, together
 
 __all__ = ["GpuResult", "gpu", "gpu_name"]

@@ -25,7 +25,6 @@ from pydantic import BaseModel, ConfigDict
 
 from inference_obs.analyses.unit import Analysis, NoSettings
 from inference_obs.engine.histograms import fraction_below, parse_le, quantile_bounds
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import Annotation
 from inference_obs.metrics import builders, vllm
 from inference_obs.metrics.family import Family
@@ -39,7 +38,7 @@ from inference_obs.reading.counter_ratios import (
 )
 from inference_obs.reading.measurement import Bounds, Measurement, Status
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.source.base import Instant
+from inference_obs.samples import Instant, Vector
 from inference_obs.source.remembering import soon, together
 
 __all__ = [

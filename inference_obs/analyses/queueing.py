@@ -34,7 +34,6 @@ import numpy as np
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.unit import Analysis, Settings
-from inference_obs.engine.vector import Vector
 from inference_obs.metrics import dcgm, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import max_over_time
@@ -43,6 +42,7 @@ from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.reading.rows import AlignedGpu, AppRows, align_gpu, app_rows, tolerance_ms
+from inference_obs.samples import Vector
 
 __all__ = ["QueueClass", "QueueInterval", "QueueingResult", "QueueingSettings", "queueing"]
 

@@ -21,7 +21,6 @@ from functools import partial
 from typing import Annotated
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
@@ -34,7 +33,7 @@ from inference_obs.metrics.family import Family, MetricType
 from inference_obs.query import Expr, histogram_quantile, rate, to_promql
 from inference_obs.reading.context import Reading
 from inference_obs.reading.result import AnalysisResult, format_number
-from inference_obs.samples import Window
+from inference_obs.samples import Floats as FloatArray, Window
 from inference_obs.source.remembering import together
 
 __all__ = [
@@ -44,8 +43,6 @@ __all__ = [
     "RollingSettings",
     "rolling_quantiles",
 ]
-
-FloatArray = npt.NDArray[np.float64]
 
 CAVEATS: tuple[str, ...] = (
     "A rolling P95 is the P95 of the requests in each trailing interval, not the whole-window "

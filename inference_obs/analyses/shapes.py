@@ -14,13 +14,13 @@ from pydantic import Field
 
 from inference_obs.analyses.latency import shares_within
 from inference_obs.analyses.unit import Analysis, NoSettings
-from inference_obs.engine.vector import Vector
 from inference_obs.metrics import builders, vllm
 from inference_obs.query import Matcher
 from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import Pairing, Ratio, counter_ratios, mean_ratio
 from inference_obs.reading.measurement import Measurement, derive
 from inference_obs.reading.result import AnalysisResult
+from inference_obs.samples import Vector
 from inference_obs.source.remembering import soon, together
 
 __all__ = ["MAX_TOKENS_THRESHOLDS", "ShapesResult", "shapes"]

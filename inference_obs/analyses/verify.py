@@ -4,7 +4,7 @@
 
 **Measurements** (``"schema": "inference-obs-aggregates/1"``, described in
 :mod:`inference_obs.analyses.published`), written by
-:func:`~inference_obs.source.export.export_dataset` with
+:func:`~inference_obs.source.dataset.export.export_dataset` with
 :func:`~inference_obs.analyses.published.published_aggregates`. Every
 measurement is recomputed by the same analyses over the dataset's samples
 under the same rules; each value, and each bound, is one row.
@@ -53,8 +53,8 @@ from inference_obs.query import Matcher
 from inference_obs.reading.measurement import number_from_json
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
-from inference_obs.source.dataset import AGGREGATES, read_dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.reader import AGGREGATES, read_dataset
+from inference_obs.source.dataset.source import DatasetSource
 
 __all__ = [
     "FROM_ANALYSES",

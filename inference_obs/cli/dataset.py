@@ -62,8 +62,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def _dataset_export(args: argparse.Namespace) -> int:
     from inference_obs.analyses.published import published_aggregates
     from inference_obs.metrics import family
+    from inference_obs.source.dataset.export import export_dataset
     from inference_obs.source.deployments_file import load_deployments, load_rules
-    from inference_obs.source.export import export_dataset
 
     span = window(args) if args.end is not None else None
     if span is None:

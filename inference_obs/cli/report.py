@@ -187,7 +187,7 @@ def _report(args: argparse.Namespace) -> int:
     # Every option and input is checked: the work starts here.
     from inference_obs.analyses.validity.verdicts import Verdict
     from inference_obs.report import build_report, write_report
-    from inference_obs.report.model import has_data
+    from inference_obs.report.facts import has_data
     from inference_obs.report.write import remove_report
 
     if remove_report(checked.out):

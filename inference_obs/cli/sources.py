@@ -134,7 +134,7 @@ class Plan:
         if self.live is not None:
             source = self.live
         else:
-            from inference_obs.source.dataset_source import DatasetSource
+            from inference_obs.source.dataset.source import DatasetSource
 
             assert self.dataset is not None
             loaded = DatasetSource(self.dataset, deadline=deadline)
@@ -195,7 +195,7 @@ def plan(
         Naming the bad option or file (a deployments file or manifest that is
         missing or invalid is a :class:`~inference_obs.errors.DatasetError`).
     """
-    from inference_obs.source.dataset import read_manifest
+    from inference_obs.source.dataset.reader import read_manifest
     from inference_obs.source.deployments_file import load_deployments
 
     if args.prometheus is not None and args.dataset is not None:

@@ -11,7 +11,7 @@ selectors of a deployments file that match nothing in a window.
 Examples
 --------
 >>> from pathlib import Path
->>> from inference_obs.source.dataset_source import DatasetSource
+>>> from inference_obs.source.dataset.source import DatasetSource
 >>> source = DatasetSource(Path("datasets/r1-decode"))
 >>> found = discover(source, source.dataset.manifest.window.window())
 >>> [(d.name, d.replicas, d.selector) for d in found.deployments]

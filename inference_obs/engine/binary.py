@@ -15,15 +15,13 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
-from inference_obs.engine.vector import NAME, IdentityCache, Vector, without_name
+from inference_obs.engine.aggregation import IdentityCache, without_name
 from inference_obs.errors import Annotation, QueryFailed
 from inference_obs.query import Matching
-from inference_obs.samples import Labels
+from inference_obs.samples import NAME, Floats, Ints, Labels, Vector
 
 __all__ = ["binary"]
 
-Floats = npt.NDArray[np.float64]
-Ints = npt.NDArray[np.int64]
 Value = Vector | float
 #: A vector-vector operation's matching worked out once for its operands' label tuples:
 #: the right-hand tuple (to check identity), the left and right indices, the result labels.

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from inference_obs.engine.segments import Floats, Ints
+from inference_obs.samples import Floats, Ints
 
 __all__ = ["Blocks", "fold_rows", "two_sum_error"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from inference_obs.engine.segments import Floats, Ints
+from inference_obs.samples import Floats, Ints
 
 __all__ = ["BucketTable", "bucket_table", "monotonic_242", "monotonic_249"]
 

@@ -39,9 +39,9 @@ import numpy.typing as npt
 
 from inference_obs.engine.blocks import Blocks, fold_rows, two_sum_error
 from inference_obs.engine.facts import count_between
-from inference_obs.engine.segments import Floats, Ints, fold_positions, segment_reduce
+from inference_obs.engine.segments import fold_positions, segment_reduce
 from inference_obs.engine.windows import Windows
-from inference_obs.samples import SampleSet
+from inference_obs.samples import Floats, Ints, SampleSet
 
 __all__ = ["add_242", "add_254", "mean_35", "mean_242", "plain_sum", "sum_242", "sum_254"]
 

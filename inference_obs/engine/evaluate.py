@@ -23,18 +23,11 @@ from functools import singledispatchmethod
 import numpy as np
 import numpy.typing as npt
 
+from inference_obs.engine.aggregation import IdentityCache, aggregate, group_keys, without_name
 from inference_obs.engine.binary import binary
 from inference_obs.engine.functions import RANGE_FUNCTIONS
 from inference_obs.engine.histograms import histogram_quantile, parse_le
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.vector import (
-    NAME,
-    IdentityCache,
-    Vector,
-    aggregate,
-    group_keys,
-    without_name,
-)
 from inference_obs.engine.windows import TimeIndex, drop_stale
 from inference_obs.errors import NotSupportedOffline
 from inference_obs.query import (
@@ -50,7 +43,7 @@ from inference_obs.query import (
     Subquery,
     to_promql,
 )
-from inference_obs.samples import Labels, SampleSet, is_stale
+from inference_obs.samples import NAME, Floats, Ints, Labels, SampleSet, Vector, is_stale
 
 __all__ = ["DEFAULT_LOOKBACK_SECONDS", "Evaluator", "evaluate"]
 
@@ -70,7 +63,7 @@ def evaluate(
 ) -> Value:
     """Evaluate ``expr`` as an instant query at ``at`` (unix seconds).
 
-    Returns a :class:`~inference_obs.engine.vector.Vector` for vector
+    Returns a :class:`~inference_obs.samples.Vector` for vector
     expressions and a float for scalar ones. For several expressions over the
     same samples, build one :class:`Evaluator` and reuse it.
     """
@@ -246,9 +239,7 @@ def _pick(labels: tuple[Labels, ...], keep: npt.NDArray[np.intp]) -> tuple[Label
 #: Bucket layouts of recently seen label tuples (parsed ``le``, rows kept, groups).
 _BUCKET_LAYOUTS = IdentityCache(64)
 
-BucketLayout = tuple[
-    npt.NDArray[np.float64], npt.NDArray[np.intp], npt.NDArray[np.int64], tuple[Labels, ...]
-]
+BucketLayout = tuple[Floats, npt.NDArray[np.intp], Ints, tuple[Labels, ...]]
 
 
 def _buckets(labels: tuple[Labels, ...]) -> BucketLayout:

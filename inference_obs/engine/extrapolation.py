@@ -17,10 +17,10 @@ import numpy as np
 from inference_obs.engine.facts import Facts
 from inference_obs.engine.result import Evaluation
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.segments import Floats, Ints, fold_positions, without_nan
+from inference_obs.engine.segments import fold_positions, without_nan
 from inference_obs.engine.windows import Windows
 from inference_obs.errors import Annotation
-from inference_obs.samples import SampleSet
+from inference_obs.samples import Floats, Ints, SampleSet
 
 __all__ = ["delta", "idelta", "increase", "irate", "rate"]
 

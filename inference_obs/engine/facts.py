@@ -19,11 +19,10 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from inference_obs.samples import SampleSet
+from inference_obs.samples import Floats, Ints, SampleSet
 
 __all__ = ["Facts", "count_between"]
 
-Ints = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 
 # Grid exponent given to zero, non-finite samples and empty series: any sum
@@ -68,7 +67,7 @@ class Facts:
         self._changes: tuple[Ints, bool] | None = None
         self._nonfinite: Ints | None = None
         self._grid: Ints | None = None
-        self._maxabs: npt.NDArray[np.float64] | None = None
+        self._maxabs: Floats | None = None
         self._nan_free: tuple[SampleSet, Ints, Facts] | None = None
 
     @property
@@ -103,7 +102,7 @@ class Facts:
             self._nonfinite = np.flatnonzero(~np.isfinite(self.samples.values)).astype(np.int64)
         return self._nonfinite
 
-    def _series_bounds(self) -> tuple[Ints, npt.NDArray[np.float64]]:
+    def _series_bounds(self) -> tuple[Ints, Floats]:
         """Per series: the coarsest power-of-two grid of its finite samples, and their max |x|."""
         if self._grid is None or self._maxabs is None:
             v = self.samples.values

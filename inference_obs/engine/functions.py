@@ -33,9 +33,9 @@ from inference_obs.engine.over_time import (
 )
 from inference_obs.engine.result import Evaluation
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.segments import Ints, without_nan
+from inference_obs.engine.segments import without_nan
 from inference_obs.engine.windows import Windows
-from inference_obs.samples import SampleSet
+from inference_obs.samples import Ints, SampleSet
 
 __all__ = [
     "RANGE_FUNCTIONS",

@@ -19,8 +19,8 @@ import numpy as np
 from inference_obs.engine.buckets import BucketTable, bucket_table, monotonic_242, monotonic_249
 from inference_obs.engine.result import Evaluation
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.segments import Floats, Ints
 from inference_obs.errors import Annotation, NotSupportedOffline
+from inference_obs.samples import Floats, Ints
 
 __all__ = [
     "fraction_below",

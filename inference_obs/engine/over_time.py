@@ -20,9 +20,9 @@ import numpy as np
 from inference_obs.engine.compensated import mean_35, mean_242, plain_sum, sum_242, sum_254
 from inference_obs.engine.result import Evaluation
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.segments import Floats, segment_reduce, without_nan
+from inference_obs.engine.segments import segment_reduce, without_nan
 from inference_obs.engine.windows import Windows
-from inference_obs.samples import SampleSet
+from inference_obs.samples import Floats, SampleSet
 
 __all__ = [
     "avg_over_time",

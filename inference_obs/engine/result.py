@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from inference_obs.errors import Annotation
+from inference_obs.samples import Floats
 
 __all__ = ["Evaluation"]
 
@@ -29,7 +30,7 @@ class Evaluation:
         few samples to extrapolate), each naming what it concerns.
     """
 
-    values: npt.NDArray[np.float64]
+    values: Floats
     present: npt.NDArray[np.bool_]
     annotations: tuple[Annotation, ...] = ()
 

@@ -21,7 +21,7 @@ import numpy.typing as npt
 from numpy.lib.stride_tricks import as_strided
 
 from inference_obs.engine.windows import Windows
-from inference_obs.samples import SampleSet
+from inference_obs.samples import Floats, Ints, SampleSet
 
 __all__ = [
     "Floats",
@@ -32,8 +32,6 @@ __all__ = [
     "without_nan",
 ]
 
-Floats = npt.NDArray[np.float64]
-Ints = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 
 #: One step of a fold: (sample values, 1-based position, state arrays) -> new state arrays.

@@ -13,14 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import numpy.typing as npt
 
 from inference_obs.engine.facts import Facts
-from inference_obs.samples import SampleSet, is_stale
+from inference_obs.samples import Ints, SampleSet, is_stale
 
 __all__ = ["TimeIndex", "Windows", "drop_stale"]
-
-Int64Array = npt.NDArray[np.int64]
 
 # How many samples around a guessed window edge are looked at (see TimeIndex._find).
 _NEAR = 4
@@ -38,14 +35,14 @@ class Windows:
 
     start_ms: int
     end_ms: int
-    lo: Int64Array
-    hi: Int64Array
+    lo: Ints
+    hi: Ints
     facts: Facts | None = field(default=None, compare=False, repr=False)
 
     @property
-    def counts(self) -> Int64Array:
+    def counts(self) -> Ints:
         """Number of samples of each series in the window."""
-        counts: Int64Array = self.hi - self.lo
+        counts: Ints = self.hi - self.lo
         return counts
 
     def facts_for(self, samples: SampleSet) -> Facts:
@@ -85,13 +82,13 @@ class TimeIndex:
         # Keys of series i lie in [i * span + 1, i * span + span - 2]: a window
         # edge clipped to [0, span - 1] can never reach a neighbouring series.
         self._span = (int(t.max()) - self._tmin + 3) if t.size else 3
-        self._base: Int64Array = np.arange(n, dtype=np.int64) * self._span
+        self._base: Ints = np.arange(n, dtype=np.int64) * self._span
         owner = np.repeat(np.arange(n, dtype=np.int64), sizes)
-        self._keys: Int64Array = owner * self._span + (t - self._tmin + 1)
+        self._keys: Ints = owner * self._span + (t - self._tmin + 1)
         # Each series' first key (relative to its base) and samples per unit
         # of key, to guess where a window edge falls (see _find).
-        self._starts: Int64Array = samples.offsets[:-1].astype(np.int64)
-        self._ends: Int64Array = samples.offsets[1:].astype(np.int64)
+        self._starts: Ints = samples.offsets[:-1].astype(np.int64)
+        self._ends: Ints = samples.offsets[1:].astype(np.int64)
         # (An empty set gets a dummy key to read; no series uses it.)
         padded = self._keys if t.size else np.zeros(1, np.int64)
         last = np.maximum(self._ends - 1, 0)
@@ -99,16 +96,16 @@ class TimeIndex:
         covered = np.where(sizes > 1, padded[last] - self._base - first, 1)
         rate = np.where(sizes > 1, (sizes - 1) / np.maximum(covered, 1), 0.0)
         # Every per-series array twice: one row per window edge (see _find).
-        self._base2: Int64Array = np.tile(self._base, 2)
-        self._starts2: Int64Array = np.tile(self._starts, 2)
-        self._ends2: Int64Array = np.tile(self._ends, 2)
+        self._base2: Ints = np.tile(self._base, 2)
+        self._starts2: Ints = np.tile(self._starts, 2)
+        self._ends2: Ints = np.tile(self._ends, 2)
         self._first2 = np.tile(first.astype(np.float64), 2)
         self._rate2 = np.tile(rate, 2)
 
     def _key(self, ms: int) -> int:
         return min(max(ms - self._tmin + 1, 0), self._span - 1)
 
-    def _find(self, start_key: int, end_key: int) -> tuple[Int64Array, Int64Array]:
+    def _find(self, start_key: int, end_key: int) -> tuple[Ints, Ints]:
         """``numpy.searchsorted(keys, base + key, "right")`` for every series, both keys at once.
 
         A binary search over the whole set misses the cache at nearly every
@@ -135,7 +132,7 @@ class TimeIndex:
         low_ok = keys[np.maximum(low - 1, 0)] <= targets
         high_ok = keys[np.minimum(high, last)] > targets
         inside = np.arange(_NEAR) < (high - low)[:, None]
-        found: Int64Array = low + np.count_nonzero((near <= targets[:, None]) & inside, axis=1)
+        found: Ints = low + np.count_nonzero((near <= targets[:, None]) & inside, axis=1)
         proven = ((low == starts) | low_ok) & ((high == ends) | high_ok)
         if not proven.all():
             wrong = ~proven

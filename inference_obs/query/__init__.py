@@ -17,13 +17,11 @@ from inference_obs.query.expr import (
     Selector,
     String,
     Subquery,
-    ValueType,
     ignoring,
     keeps_label,
     on,
 )
 from inference_obs.query.functions import (
-    FUNCTIONS,
     absent,
     absent_over_time,
     avg_over_time,
@@ -52,6 +50,7 @@ from inference_obs.query.functions import (
 from inference_obs.query.names import parse_duration, regex_alternation, regex_escape
 from inference_obs.query.parse import parse
 from inference_obs.query.render import format_duration, quote, to_promql
+from inference_obs.query.signatures import FUNCTIONS, ValueType
 from inference_obs.query.walk import children, selectors, walk
 
 __all__ = [

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from enum import StrEnum
+from dataclasses import dataclass, field
 from typing import Literal
 
 from inference_obs.errors import QueryError
@@ -22,8 +21,10 @@ from inference_obs.query.names import (
     check_duration,
     check_label_name,
     check_metric_name,
+    check_regex,
     check_text,
 )
+from inference_obs.query.signatures import FUNCTIONS, Signature, ValueType
 
 __all__ = [
     "AGGREGATIONS",
@@ -41,19 +42,9 @@ __all__ = [
     "Selector",
     "String",
     "Subquery",
-    "ValueType",
     "ignoring",
     "on",
 ]
-
-
-class ValueType(StrEnum):
-    """The PromQL type an expression evaluates to."""
-
-    SCALAR = "scalar"
-    VECTOR = "instant vector"
-    MATRIX = "range vector"
-    STRING = "string"
 
 
 #: ``@`` may name a time (unix seconds) or the start/end of a range query.
@@ -282,22 +273,65 @@ class String(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Call(Expr):
-    """A function call; the signature is checked against :data:`FUNCTIONS`."""
+    """A function call, holding its :class:`~inference_obs.query.signatures.Signature`.
+
+    The signature is found by name in
+    :data:`~inference_obs.query.signatures.FUNCTIONS` when the call is built,
+    and the arguments are checked against it.
+    """
 
     name: str
     args: tuple[Expr, ...]
+    signature: Signature = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # Imported here: the signature table builds on the node types above.
-        from inference_obs.query.functions import check_call
-
-        check_call(self.name, self.args)
+        object.__setattr__(self, "signature", _checked_signature(self.name, self.args))
 
     @property
     def type(self) -> ValueType:
-        from inference_obs.query.functions import FUNCTIONS
+        return self.signature.returns
 
-        return FUNCTIONS[self.name].returns
+
+def _checked_signature(name: str, args: tuple[Expr, ...]) -> Signature:
+    """The signature of ``name``; raise QueryError unless ``name(*args)`` is a well-typed call."""
+    if name not in FUNCTIONS:
+        raise QueryError(
+            f"function {name!r}: not supported; query.FUNCTIONS lists the {len(FUNCTIONS)} known"
+        )
+    signature = FUNCTIONS[name]
+    if not isinstance(args, tuple):
+        raise QueryError(f"{name}(): arguments must be a tuple, got {args!r}")
+    fewest = len(signature.args) - signature.optional
+    most = len(signature.args) if signature.variadic is None else None
+    if len(args) < fewest or (most is not None and len(args) > most):
+        if most is None:
+            wanted_count = f"at least {fewest}"
+        elif fewest == most:
+            wanted_count = str(most)
+        else:
+            wanted_count = f"{fewest} to {most}"
+        raise QueryError(f"{name}(): takes {wanted_count} argument(s), got {len(args)}")
+    wanted_types = signature.args
+    if signature.variadic is not None and len(args) > len(wanted_types):
+        wanted_types += (signature.variadic,) * (len(args) - len(wanted_types))
+    # Optional arguments left out: zip stops at the last argument given.
+    for position, (arg, wanted) in enumerate(zip(args, wanted_types, strict=False), 1):
+        if not isinstance(arg, Expr):
+            raise QueryError(f"{name}() argument {position}: expected an expression, got {arg!r}")
+        if arg.type is not wanted:
+            raise QueryError(
+                f"{name}() argument {position}: expected {wanted.value}, got {arg.type.value}"
+                + (" (select a range, e.g. metric[5m])" if wanted is ValueType.MATRIX else "")
+            )
+    if name == "label_replace":
+        _, dst, _, src, regex = args
+        assert isinstance(dst, String)
+        assert isinstance(src, String)
+        assert isinstance(regex, String)
+        check_label_name(dst.value, where="label_replace() destination")
+        check_label_name(src.value, where="label_replace() source")
+        check_regex(regex.value, where="label_replace() regex")
+    return signature
 
 
 #: Aggregation operators, and the type of their parameter (None: no parameter).
@@ -511,8 +545,11 @@ def keeps_label(expr: Expr, label: str) -> bool:
             if matching.kind == "on":
                 return label in matching.labels
             return label not in matching.labels and keeps_label(lhs, label)
-        case Call(name=name, args=args):
-            from inference_obs.query.functions import FUNCTIONS
-
-            return FUNCTIONS[name].keeps_label(args, label)
+        case Call(args=args, signature=signature):
+            if signature.writes_label is not None:
+                written = args[signature.writes_label]
+                if isinstance(written, String) and written.value == label:
+                    return True
+            source = signature.labels_from
+            return source is not None and bool(args) and keeps_label(args[source], label)
     return True

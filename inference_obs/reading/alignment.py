@@ -19,7 +19,6 @@ import numpy as np
 import numpy.typing as npt
 
 from inference_obs.deployment import Deployment
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import SourceUnavailable
 from inference_obs.metrics import dcgm
 from inference_obs.metrics.family import Family
@@ -31,7 +30,7 @@ from inference_obs.query import (
     last_over_time,
     to_promql,
 )
-from inference_obs.samples import Labels, SampleSet, Window, is_stale
+from inference_obs.samples import Floats, Ints, Labels, SampleSet, Vector, Window, is_stale
 from inference_obs.source.base import Source
 
 __all__ = [
@@ -46,9 +45,6 @@ __all__ = [
     "scrape_interval_ms",
     "sum_by_replica",
 ]
-
-Ints = npt.NDArray[np.int64]
-Floats = npt.NDArray[np.float64]
 
 
 def gpu_label_query(deployment: Deployment, family: Family, seconds: float) -> Expr:

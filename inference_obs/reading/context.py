@@ -19,7 +19,6 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from inference_obs.deployment import Deployment
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import Annotation, QueryError
 from inference_obs.metrics import family as catalogue_family
 from inference_obs.metrics.family import Family, MetricType
@@ -33,8 +32,8 @@ from inference_obs.reading.measurement import (
     Status,
     no_data_note,
 )
-from inference_obs.samples import Labels, Window
-from inference_obs.source.base import Instant, Source
+from inference_obs.samples import Instant, Labels, Vector, Window
+from inference_obs.source.base import Source
 
 __all__ = ["Reading", "missing_families"]
 

@@ -30,10 +30,10 @@ from functools import partial
 
 import numpy as np
 
+from inference_obs.engine.aggregation import without_name
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.vector import Vector, without_name
 from inference_obs.query import Binary, Matcher, Number, Range, Selector, resets
-from inference_obs.samples import Labels, SampleSet, Window
+from inference_obs.samples import Labels, SampleSet, Vector, Window
 from inference_obs.source.base import LEFT_OPEN_MARGIN_S, Source
 from inference_obs.source.remembering import soon, together
 

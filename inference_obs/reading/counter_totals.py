@@ -28,7 +28,6 @@ from functools import partial
 from typing import cast
 
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.vector import NAME, Vector
 from inference_obs.errors import QueryError
 from inference_obs.query import (
     Binary,
@@ -46,7 +45,7 @@ from inference_obs.query import (
 )
 from inference_obs.reading.counter_resets import closed_range, narrowed, reset_changes
 from inference_obs.reading.joined import in_process, vectors
-from inference_obs.samples import Labels, Window
+from inference_obs.samples import NAME, Labels, Vector, Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon, together
 

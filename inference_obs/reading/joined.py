@@ -26,11 +26,10 @@ from functools import partial
 
 import numpy as np
 
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import QueryError
 from inference_obs.query import Binary, Expr, ValueType, label_replace, to_promql
-from inference_obs.samples import Labels
-from inference_obs.source.base import Instant, Source
+from inference_obs.samples import Instant, Labels, Vector
+from inference_obs.source.base import Source
 from inference_obs.source.remembering import together
 
 __all__ = ["PART", "in_process", "instants", "joined", "split", "vectors"]
@@ -109,7 +108,7 @@ def instants(source: Source, exprs: Sequence[Expr], at: float) -> list[Instant]:
     Examples
     --------
     >>> from inference_obs.query import Selector
-    >>> from inference_obs.source.dataset_source import DatasetSource
+    >>> from inference_obs.source.dataset.source import DatasetSource
     >>> source = DatasetSource("datasets/r1-decode")
     >>> at = source.dataset.manifest.window.window().end_s
     >>> exprs = [Selector(f"vllm:num_requests_{n}").sum() for n in ("running", "waiting")]

@@ -28,7 +28,6 @@ from typing import Literal
 import numpy as np
 
 from inference_obs.deployment import Deployment
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import ConfigurationError, SourceUnavailable
 from inference_obs.metrics import vllm
 from inference_obs.query import (
@@ -41,7 +40,7 @@ from inference_obs.query import (
     to_promql,
 )
 from inference_obs.reading.alignment import scrape_interval_ms
-from inference_obs.samples import Window
+from inference_obs.samples import Vector, Window
 from inference_obs.source.base import Source
 
 __all__ = [

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
-import numpy.typing as npt
 
 from inference_obs.deployment import Deployment
 from inference_obs.errors import ConfigurationError
@@ -50,8 +49,8 @@ from inference_obs.reading.alignment import (
     sum_by_replica,
 )
 from inference_obs.reading.resolution import tile_ms, tile_window
-from inference_obs.samples import Labels, Window
-from inference_obs.source.base import Matrix, Source
+from inference_obs.samples import Floats, Ints, Labels, Matrix, Window
+from inference_obs.source.base import Source
 from inference_obs.source.remembering import together
 
 __all__ = [
@@ -66,9 +65,6 @@ __all__ = [
     "tile_mean",
     "tolerance_ms",
 ]
-
-Ints = npt.NDArray[np.int64]
-Floats = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import matplotlib.dates as mdates
 import numpy as np
@@ -24,8 +24,10 @@ from inference_obs.analyses.activity import ActivityResult, Panel, activity
 from inference_obs.analyses.queueing import QueueClass, QueueingResult, queueing
 from inference_obs.analyses.rolling import RollingQuantiles, rolling_quantiles
 from inference_obs.analyses.run import DeploymentResults
-from inference_obs.report.model import Report
 from inference_obs.samples import Window
+
+if TYPE_CHECKING:
+    from inference_obs.report.model import Report
 
 __all__ = [
     "DRAWING",

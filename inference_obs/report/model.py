@@ -10,17 +10,15 @@ from __future__ import annotations
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from inference_obs.analyses.cost import CostResult, cost
-from inference_obs.analyses.gpu import gpu
 from inference_obs.analyses.run import DeploymentResults
-from inference_obs.analyses.throughput import throughput
 from inference_obs.analyses.validity.verdicts import ValidityResult
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.result import measurements_frame
 from inference_obs.report.baseline import Baseline
+from inference_obs.report.facts import shown
 from inference_obs.samples import Window
 
-__all__ = ["Report", "Scope", "has_data", "priced_cost"]
+__all__ = ["Report", "Scope"]
 
 
 class Scope(BaseModel):
@@ -33,16 +31,6 @@ class Scope(BaseModel):
     rules: str
     windows: dict[str, Window] = Field(description="Deployment name -> window.")
     scrape_interval_seconds: float | None = None
-
-
-def priced_cost(run: DeploymentResults) -> CostResult | None:
-    """The deployment's cost, where its GPU-hour price was given (else no cost to show)."""
-    return run.of(cost) if run.gpu_hour_price is not None else None
-
-
-def has_data(run: DeploymentResults) -> bool:
-    """Whether any vLLM replica or GPU of the deployment had series in the window."""
-    return run.of(throughput).replicas_seen.ok or bool(run.of(gpu).gpus_with_samples.value)
 
 
 class Report(BaseModel):
@@ -77,7 +65,7 @@ class Report(BaseModel):
             m
             for d in self.deployments
             for name, result in d.results.items()
-            if name != cost.name or d.gpu_hour_price is not None
+            if shown(d, name)
             for m in result.measurements()
         )
         return (*shown, *matched)

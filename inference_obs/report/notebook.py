@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from inference_obs.report.figures import draw_figures
 from inference_obs.report.html import html_body
-from inference_obs.report.model import Report
 from inference_obs.report.sections import sections
 from inference_obs.report.write import figure_png
+
+if TYPE_CHECKING:
+    from inference_obs.report.model import Report
 
 __all__ = ["report_html"]
 

@@ -13,11 +13,13 @@ it is null otherwise.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inference_obs import analyses
 from inference_obs.reading.measurement import json_number, measurement_json
-from inference_obs.report.model import Report
+
+if TYPE_CHECKING:
+    from inference_obs.report.model import Report
 
 __all__ = ["FORMAT", "report_json", "to_json"]
 

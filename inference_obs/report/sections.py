@@ -10,6 +10,7 @@ verdicts, and an appendix listing every query behind every number.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from inference_obs import analyses
 from inference_obs.analyses.configuration import CheckStatus
@@ -28,7 +29,10 @@ from inference_obs.report.document import (
     cell,
     number,
 )
-from inference_obs.report.model import Report, priced_cost
+from inference_obs.report.facts import priced_cost
+
+if TYPE_CHECKING:
+    from inference_obs.report.model import Report
 
 __all__ = ["sections"]
 

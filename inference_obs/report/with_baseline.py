@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inference_obs.report.baseline import compare_reports, read_report_json
-from inference_obs.report.model import Report
 from inference_obs.report.report_json import report_json
+
+if TYPE_CHECKING:
+    from inference_obs.report.model import Report
 
 __all__ = ["with_baseline"]
 

@@ -25,6 +25,7 @@ import shutil
 import tempfile
 from collections.abc import Collection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -32,9 +33,11 @@ from inference_obs.errors import ConfigurationError
 from inference_obs.report.figures import draw_figures
 from inference_obs.report.html import to_html
 from inference_obs.report.markdown import to_markdown
-from inference_obs.report.model import Report
 from inference_obs.report.report_json import to_json
 from inference_obs.report.sections import sections
+
+if TYPE_CHECKING:
+    from inference_obs.report.model import Report
 
 __all__ = [
     "FIGURES",

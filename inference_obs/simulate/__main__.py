@@ -10,7 +10,7 @@ from pathlib import Path
 from inference_obs.errors import InferenceObsError
 from inference_obs.simulate.publish import simulate
 from inference_obs.simulate.scenario import scenario_names
-from inference_obs.source.dataset import MANIFEST
+from inference_obs.source.dataset.reader import MANIFEST
 
 __all__ = ["main"]
 

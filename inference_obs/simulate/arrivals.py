@@ -29,14 +29,12 @@ from enum import IntEnum
 import numpy as np
 import numpy.typing as npt
 
+from inference_obs.samples import Floats, Ints
 from inference_obs.simulate.distributions import draw
 from inference_obs.simulate.scenario import DeploymentSpec
 from inference_obs.simulate.workload import TrafficClass
 
 __all__ = ["PlannedEnd", "Requests", "generate_requests"]
-
-Floats = npt.NDArray[np.float64]
-Ints = npt.NDArray[np.int64]
 
 
 class PlannedEnd(IntEnum):

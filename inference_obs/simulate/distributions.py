@@ -17,14 +17,14 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import numpy as np
-import numpy.typing as npt
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from inference_obs.errors import ScenarioError
 
 __all__ = ["Beta", "Choice", "Constant", "Distribution", "LogNormal", "Uniform", "draw"]
+from inference_obs.samples import Floats
 
-Floats = npt.NDArray[np.float64]
+__all__ = ["Beta", "Choice", "Constant", "Distribution", "LogNormal", "Uniform", "draw"]
 
 
 class _Model(BaseModel):

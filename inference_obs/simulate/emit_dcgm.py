@@ -30,18 +30,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
-import numpy.typing as npt
 
 from inference_obs.metrics import dcgm
 from inference_obs.metrics.family import Family
-from inference_obs.samples import Series
+from inference_obs.samples import Floats, Series
 from inference_obs.simulate.labels import GpuSlot, Node, gpu_labels
 from inference_obs.simulate.scenario import GPU_FAMILIES, DeploymentSpec
 from inference_obs.simulate.trace import Activity, Records
 
 __all__ = ["gpu_series"]
-
-Floats = npt.NDArray[np.float64]
 
 # Framebuffer the driver keeps for itself, MiB (FB_USED + FB_FREE is a little below total).
 _FB_RESERVED_MIB = 512.0

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from inference_obs.metrics import host
-from inference_obs.samples import Series
+from inference_obs.samples import Floats, Series
 from inference_obs.simulate.faults import HostStarved, Restart, of_kind
 from inference_obs.simulate.labels import (
     Node,
@@ -42,7 +42,7 @@ from inference_obs.simulate.labels import (
 )
 from inference_obs.simulate.scenario import Scenario
 from inference_obs.simulate.scrape import ScrapePlan, Target
-from inference_obs.simulate.trace import Activity, EngineRun, Floats, Records
+from inference_obs.simulate.trace import Activity, EngineRun, Records
 
 __all__ = ["host_series"]
 

@@ -24,22 +24,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
 from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import vllm
 from inference_obs.metrics.builders import bucket_bound_spellings
 from inference_obs.metrics.family import Family
-from inference_obs.samples import Series
+from inference_obs.samples import Floats, Series
 from inference_obs.simulate.engine_spec import BucketFamily
 from inference_obs.simulate.labels import engine_labels
 from inference_obs.simulate.scenario import DeploymentSpec
 from inference_obs.simulate.trace import EngineRun, Records
 
 __all__ = ["FINISHED_REASONS", "PROMPT_SOURCES", "Sampling", "engine_series", "histogram_buckets"]
-
-Floats = npt.NDArray[np.float64]
 
 FINISHED_REASONS = ("stop", "length", "abort", "error", "repetition")
 """``finished_reason`` values vLLM 0.19+ exports (each series exists from start-up)."""

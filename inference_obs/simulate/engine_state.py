@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from inference_obs.samples import Floats, Ints
 from inference_obs.simulate.arrivals import Requests
 from inference_obs.simulate.scenario import DeploymentSpec
-from inference_obs.simulate.trace import Floats, Ints, Outcome, RecordBuffer
+from inference_obs.simulate.trace import Outcome, RecordBuffer
 
 __all__ = ["DONE", "EngineFaults", "EngineState"]
 

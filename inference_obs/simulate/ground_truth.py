@@ -49,9 +49,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from inference_obs.samples import Floats, Ints
 from inference_obs.simulate.arrivals import PlannedEnd, Requests
 from inference_obs.simulate.scenario import DeploymentSpec
-from inference_obs.simulate.trace import EngineRun, Floats, Ints, Outcome
+from inference_obs.simulate.trace import EngineRun, Outcome
 
 __all__ = ["OUTCOMES", "published_requests", "request_table"]
 

@@ -9,8 +9,9 @@ from inference_obs.simulate.aggregates import headline_numbers
 from inference_obs.simulate.ground_truth import published_requests
 from inference_obs.simulate.run import Simulation, run_scenario
 from inference_obs.simulate.scenario import Scenario
-from inference_obs.source.dataset import Dataset, write_dataset
-from inference_obs.source.manifest import Generator, Manifest, ManifestWindow
+from inference_obs.source.dataset.manifest import Generator, Manifest, ManifestWindow
+from inference_obs.source.dataset.reader import Dataset
+from inference_obs.source.dataset.writer import write_dataset
 from inference_obs.version import __version__
 
 __all__ = ["dataset_manifest", "simulate", "write_simulation"]

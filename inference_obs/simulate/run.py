@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
-from inference_obs.samples import Series
+from inference_obs.samples import Floats, Ints, Series
 from inference_obs.simulate.arrivals import Requests, generate_requests
 from inference_obs.simulate.emit_dcgm import gpu_series
 from inference_obs.simulate.emit_host import host_series
@@ -38,8 +37,6 @@ from inference_obs.simulate.trace import EngineRun
 from inference_obs.simulate.transfers import pcie_events
 
 __all__ = ["Simulation", "run_scenario"]
-
-Floats = npt.NDArray[np.float64]
 
 # Random stream of per-GPU exporter noise (apart from traffic and scrapes).
 _GPU_NOISE_STREAM = 201
@@ -78,7 +75,7 @@ class Simulation:
         return round(self.scenario.window.window().start_s * 1000)
 
 
-def _stamps(start_ms: int, ms: npt.NDArray[np.int64]) -> Floats:
+def _stamps(start_ms: int, ms: Ints) -> Floats:
     out: Floats = (start_ms + ms) / 1000.0
     return out
 

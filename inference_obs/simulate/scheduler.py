@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from inference_obs.samples import Floats, Ints
 from inference_obs.simulate.arrivals import Requests
 from inference_obs.simulate.engine_state import (
     DECODE,
@@ -48,7 +49,7 @@ from inference_obs.simulate.engine_state import (
 )
 from inference_obs.simulate.scenario import DeploymentSpec
 from inference_obs.simulate.steps import decode_stretch, engine_steps, step_time
-from inference_obs.simulate.trace import Activity, EngineRun, Floats, Ints, Outcome
+from inference_obs.simulate.trace import Activity, EngineRun, Outcome
 
 __all__ = ["EngineFaults", "simulate_engine"]
 

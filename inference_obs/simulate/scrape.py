@@ -23,14 +23,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from inference_obs.samples import Floats, Ints
 from inference_obs.simulate.faults import MisalignedScrapes, Restart, ScrapeGap, of_kind
 from inference_obs.simulate.labels import Node, nodes_of
 from inference_obs.simulate.scenario import Scenario
 
 __all__ = ["ScrapePlan", "Target", "plan_scrapes"]
 
-Floats = npt.NDArray[np.float64]
-Ints = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]
 
 # Random streams of the scrape plan (apart from the traffic's).

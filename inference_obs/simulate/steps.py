@@ -16,12 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from inference_obs.samples import Floats, Ints
 from inference_obs.simulate.engine_spec import StepModel
 
 __all__ = ["STEP_EPS", "DecodeStretch", "decode_stretch", "engine_steps", "step_time"]
-
-Floats = npt.NDArray[np.float64]
-Ints = npt.NDArray[np.int64]
 
 STEP_EPS = 1e-9
 """Rounding allowed (in steps) when counting completions that land on an event time."""

@@ -14,12 +14,10 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
-import numpy.typing as npt
+
+from inference_obs.samples import Floats, Ints
 
 __all__ = ["Activity", "EngineRun", "Outcome", "RecordBuffer", "Records"]
-
-Floats = npt.NDArray[np.float64]
-Ints = npt.NDArray[np.int64]
 
 
 class Outcome(IntEnum):

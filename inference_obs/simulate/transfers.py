@@ -20,8 +20,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from inference_obs.samples import Floats
 from inference_obs.simulate.scenario import DeploymentSpec
-from inference_obs.simulate.trace import EngineRun, Floats, Records
+from inference_obs.simulate.trace import EngineRun, Records
 
 __all__ = ["TOKEN_ID_BYTES", "pcie_events"]
 

@@ -1,8 +1,9 @@
 """The Source protocol: one interface over a live Prometheus-compatible API and datasets.
 
 Every source takes typed expressions and returns typed results: an instant
-query gives an :class:`Instant` (a vector or a scalar), a range query a
-:class:`Matrix`, a raw fetch a :class:`~inference_obs.samples.SampleSet`.
+query gives an :class:`~inference_obs.samples.Instant` (a vector or a
+scalar), a range query a :class:`~inference_obs.samples.Matrix`, a raw fetch
+a :class:`~inference_obs.samples.SampleSet`.
 Each result carries the PromQL that produced it and the non-fatal conditions
 met on the way (server warnings, partial responses, forced bucket
 monotonicity) as :class:`~inference_obs.errors.Annotation` values.
@@ -13,14 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-import numpy as np
-import numpy.typing as npt
-
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.vector import Vector
-from inference_obs.errors import Annotation
 from inference_obs.query import Expr, Selector
-from inference_obs.samples import Labels, SampleSet, Window
+from inference_obs.samples import Instant, Labels, Matrix, SampleSet, Window
 
 __all__ = ["LEFT_OPEN_MARGIN_S", "EngineInfo", "Instant", "Matrix", "Metadata", "Source"]
 
@@ -29,6 +25,7 @@ __all__ = ["LEFT_OPEN_MARGIN_S", "EngineInfo", "Instant", "Matrix", "Metadata", 
 #: VictoriaMetrics: ``start < t``): one millisecond, the resolution of sample
 #: timestamps, so that sample comes in and none before it.
 LEFT_OPEN_MARGIN_S = 0.001
+__all__ = ["EngineInfo", "Metadata", "Source"]
 
 EngineKind = Literal["prometheus", "victoriametrics", "thanos", "mimir", "dataset"]
 
@@ -50,43 +47,6 @@ class EngineInfo:
     kind: EngineKind
     version: str | None
     rules: Rules
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Instant:
-    """The answer to an instant query at ``at`` (unix seconds).
-
-    ``value`` is a :class:`~inference_obs.engine.vector.Vector` for vector
-    expressions and a float for scalar ones. An empty vector means no series
-    matched: no data, never zero.
-    """
-
-    value: Vector | float
-    at: float
-    promql: str
-    annotations: tuple[Annotation, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Matrix:
-    """The answer to a range query: series ``i`` has ``labels[i]`` and samples
-    ``t_ms[offsets[i]:offsets[i + 1]]`` (unix ms) with ``values`` at the same positions.
-    """
-
-    labels: tuple[Labels, ...]
-    offsets: npt.NDArray[np.int64]
-    t_ms: npt.NDArray[np.int64]
-    values: npt.NDArray[np.float64]
-    promql: str
-    annotations: tuple[Annotation, ...] = ()
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def points(self, i: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-        """Series ``i``'s step times (unix ms) and values, as views of the columns."""
-        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
-        return self.t_ms[lo:hi], self.values[lo:hi]
 
 
 @dataclass(frozen=True, slots=True)

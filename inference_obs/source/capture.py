@@ -2,7 +2,7 @@
 
 :func:`capture` scrapes every target once per interval, as a Prometheus scrape
 job would, and writes what it saw as an observation dataset
-(:func:`~inference_obs.source.dataset.write_dataset`), so reports, checks and
+(:func:`~inference_obs.source.dataset.writer.write_dataset`), so reports, checks and
 backfills read it like any other. What Prometheus does, this does:
 
 * every sample of a scrape carries the time the scrape started (whole
@@ -42,9 +42,14 @@ import numpy as np
 from inference_obs.deployment import Deployment, Engine, Hardware
 from inference_obs.errors import ConfigurationError, DatasetError, InferenceObsError
 from inference_obs.samples import Labels, Series
-from inference_obs.source.dataset import Dataset, write_dataset
-from inference_obs.source.exposition import Exposition, ExpositionFormat, parse_exposition
-from inference_obs.source.manifest import Manifest, ManifestWindow
+from inference_obs.source.dataset.manifest import Manifest, ManifestWindow
+from inference_obs.source.dataset.reader import Dataset
+from inference_obs.source.dataset.writer import write_dataset
+from inference_obs.source.openmetrics.exposition import (
+    Exposition,
+    ExpositionFormat,
+    parse_exposition,
+)
 from inference_obs.source.scrape import ScrapeClient, Target
 from inference_obs.version import __version__
 

@@ -11,7 +11,7 @@ directory, works as is: only ``deployments`` is read) or the list itself::
         hardware: {gpu_model: NVIDIA RTX PRO 5000 72GB Blackwell, gpus_per_replica: 8}
         engine: {name: vllm}
 
-A rules file holds a :class:`~inference_obs.source.redaction.RedactionRules`
+A rules file holds a :class:`~inference_obs.source.dataset.redaction.RedactionRules`
 mapping (``keep``, ``drop``, ``pseudonymise``, ``unlisted``, ``values``, ...);
 fields it does not give keep their defaults.
 """
@@ -27,9 +27,9 @@ import yaml
 
 from inference_obs.deployment import Deployment
 from inference_obs.errors import DatasetError
-from inference_obs.source.dataset import MANIFEST
-from inference_obs.source.manifest import WHOLE, validation_problems
-from inference_obs.source.redaction import RedactionRules
+from inference_obs.source.dataset.manifest import WHOLE, validation_problems
+from inference_obs.source.dataset.reader import MANIFEST
+from inference_obs.source.dataset.redaction import RedactionRules
 
 __all__ = ["load_deployments", "load_rules"]
 

@@ -25,13 +25,10 @@ from itertools import chain
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
-from inference_obs.engine.vector import NAME, Vector
 from inference_obs.errors import Annotation, MalformedAnswer
-from inference_obs.samples import Labels, SampleSet
-from inference_obs.source.base import Matrix
+from inference_obs.samples import NAME, Floats, Ints, Labels, Matrix, SampleSet, Vector
 
 __all__ = [
     "MATRIX_BODY_PREFIX",
@@ -45,10 +42,6 @@ __all__ = [
     "to_frame",
     "to_wide_frame",
 ]
-
-Floats = npt.NDArray[np.float64]
-Ints = npt.NDArray[np.int64]
-
 
 # Prometheus keeps int64 milliseconds: larger times cannot come from a real server.
 _MAX_ABS_SECONDS = 9.2e15

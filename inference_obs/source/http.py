@@ -45,8 +45,8 @@ from inference_obs.errors import (
     SourceUnavailable,
     TimeBudgetExceeded,
 )
+from inference_obs.samples import Matrix
 from inference_obs.source.auth import Auth, BasicAuth
-from inference_obs.source.base import Matrix
 from inference_obs.source.endpoint import Endpoint
 from inference_obs.source.frames import MATRIX_BODY_PREFIX, MalformedAnswer, parse_matrix_body
 from inference_obs.source.transport import (

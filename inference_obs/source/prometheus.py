@@ -31,10 +31,10 @@ from inference_obs.errors import (
     SourceUnavailable,
 )
 from inference_obs.query import Expr, Range, Selector, to_promql
-from inference_obs.samples import Labels, SampleSet, Window
+from inference_obs.samples import Instant, Labels, Matrix, SampleSet, Window
 from inference_obs.source import frames
 from inference_obs.source.auth import Auth, BasicAuth, BearerToken
-from inference_obs.source.base import LEFT_OPEN_MARGIN_S, EngineInfo, Instant, Matrix, Metadata
+from inference_obs.source.base import LEFT_OPEN_MARGIN_S, EngineInfo, Metadata
 from inference_obs.source.endpoint import Endpoint, parse_base_url
 from inference_obs.source.http import MAX_ANSWER_BYTES, Client, Limits, Reply
 from inference_obs.source.ranges import fetch_pieces, max_points_for, plan

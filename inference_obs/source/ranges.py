@@ -19,8 +19,7 @@ from threading import Lock
 import numpy as np
 
 from inference_obs.errors import ConfigurationError
-from inference_obs.samples import Labels
-from inference_obs.source.base import Matrix
+from inference_obs.samples import Labels, Matrix
 
 __all__ = ["fetch_pieces", "max_points_for", "plan"]
 

@@ -36,8 +36,8 @@ from typing import Generic, TypeVar
 
 from inference_obs.errors import ConfigurationError
 from inference_obs.query import Expr, Selector
-from inference_obs.samples import Labels, SampleSet, Window
-from inference_obs.source.base import EngineInfo, Instant, Matrix, Metadata, Source
+from inference_obs.samples import Instant, Labels, Matrix, SampleSet, Window
+from inference_obs.source.base import EngineInfo, Metadata, Source
 
 __all__ = ["Pending", "RememberingSource", "soon", "together"]
 
@@ -93,7 +93,7 @@ class RememberingSource:
 
     Examples
     --------
-    >>> from inference_obs.source.dataset_source import DatasetSource
+    >>> from inference_obs.source.dataset.source import DatasetSource
     >>> source = RememberingSource(DatasetSource("datasets/r1-decode"))
     >>> source.info() is source.info()
     True
@@ -216,7 +216,7 @@ def soon(source: Source, call: Callable[[], T]) -> Pending[T]:
 
     Examples
     --------
-    >>> from inference_obs.source.dataset_source import DatasetSource
+    >>> from inference_obs.source.dataset.source import DatasetSource
     >>> plain = DatasetSource("datasets/r1-decode")
     >>> pending = soon(plain, plain.info)
     >>> pending.result().kind

@@ -43,8 +43,8 @@ from pathlib import Path
 from inference_obs.deployment import Deployment
 from inference_obs.errors import ConfigurationError, DatasetError
 from inference_obs.source.capture import Recording
-from inference_obs.source.dataset import Dataset
-from inference_obs.source.exposition import parse_exposition
+from inference_obs.source.dataset.reader import Dataset
+from inference_obs.source.openmetrics.exposition import parse_exposition
 from inference_obs.source.scrape import Target, parse_target
 from inference_obs.version import __version__
 

@@ -19,7 +19,7 @@ from inference_obs.deployment import Deployment
 from inference_obs.metrics import vllm
 from inference_obs.query import Selector
 from inference_obs.samples import Series, Window
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
 
 Floats = npt.NDArray[np.float64]
 #: Relative tolerance of exact means and shares: floating-point summation only.

@@ -25,8 +25,9 @@ import numpy as np
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import vllm
 from inference_obs.samples import Series, Window
-from inference_obs.source.dataset import Dataset, write_dataset
-from inference_obs.source.manifest import Generator, Manifest, ManifestWindow
+from inference_obs.source.dataset.manifest import Generator, Manifest, ManifestWindow
+from inference_obs.source.dataset.reader import Dataset
+from inference_obs.source.dataset.writer import write_dataset
 
 __all__ = ["DEPLOYMENT", "WINDOW", "restarted_dataset", "restarted_series"]
 

@@ -27,8 +27,8 @@ from inference_obs.reading.alignment import (
     scrape_interval_ms,
 )
 from inference_obs.samples import STALE_NAN, SampleSet, Series, Window
-from inference_obs.source.dataset import read_dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.reader import read_dataset
+from inference_obs.source.dataset.source import DatasetSource
 
 BUNDLED = Path(__file__).parents[2] / "datasets" / "pro5000-vs-h20"
 SCRAPES = np.arange(4.0, 600.0, 10.0)

@@ -16,8 +16,8 @@ from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import dcgm
 from inference_obs.reading.measurement import Status
 from inference_obs.samples import SampleSet, Series, Window
-from inference_obs.source.dataset import read_dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.reader import read_dataset
+from inference_obs.source.dataset.source import DatasetSource
 
 DATASETS = Path(__file__).parents[2] / "datasets"
 

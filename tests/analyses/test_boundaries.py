@@ -42,7 +42,7 @@ from inference_obs.reading.measurement import Status
 from inference_obs.simulate import parse_scenario, simulate
 from inference_obs.simulate.faults import HostStarved, Stall, TransferBound
 from inference_obs.simulate.scenario import Scenario, load_scenario
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
 
 from .ground_truth import deployment, requests_of, window_of
 

@@ -18,8 +18,8 @@ from inference_obs.errors import ConfigurationError, TopologyError
 from inference_obs.metrics import dcgm, vllm
 from inference_obs.reading.measurement import Status
 from inference_obs.samples import Series, Window
-from inference_obs.source.dataset import write_dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
+from inference_obs.source.dataset.writer import write_dataset
 from tests.test_topology import H100_PAIRS, NV18_MESH
 
 DATASETS = Path(__file__).parents[2] / "datasets"

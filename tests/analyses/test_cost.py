@@ -20,8 +20,8 @@ from inference_obs.query import Matcher
 from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Measurement, Status
 from inference_obs.samples import Window
-from inference_obs.source.dataset import write_dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
+from inference_obs.source.dataset.writer import write_dataset
 
 from .ground_truth import EXACT, truth
 

@@ -21,8 +21,8 @@ from inference_obs.reading.counter_ratios import (
 )
 from inference_obs.reading.measurement import Status
 from inference_obs.samples import STALE_NAN, SampleSet, Series, Window
-from inference_obs.source.dataset import write_dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
+from inference_obs.source.dataset.writer import write_dataset
 
 from .ground_truth import EXACT, deployment, truth
 from .test_latency import source, window

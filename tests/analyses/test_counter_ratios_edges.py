@@ -16,7 +16,7 @@ from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import histogram_mean
 from inference_obs.samples import Window
 from inference_obs.source.dataset import Dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
 
 from .window_edges import (
     START,

@@ -21,7 +21,7 @@ from inference_obs.reading.counter_ratios import (
 from inference_obs.reading.measurement import Status
 from inference_obs.samples import Labels, SampleSet, Window
 from inference_obs.source.base import Source
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.remembering import RememberingSource
 
 from .restarts import DEPLOYMENT, WINDOW, restarted_dataset

@@ -20,8 +20,8 @@ from inference_obs.query import Selector, to_promql
 from inference_obs.reading.counter_resets import reset_changes, series_change
 from inference_obs.samples import Labels, SampleSet, Series, Window
 from inference_obs.source.base import Source
-from inference_obs.source.dataset import read_dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.reader import read_dataset
+from inference_obs.source.dataset.source import DatasetSource
 
 BUNDLED = Path(__file__).parents[2] / "datasets" / "pro5000-vs-h20"
 WINDOW = Window(datetime.fromtimestamp(0, UTC), datetime.fromtimestamp(7200, UTC))

@@ -31,7 +31,7 @@ from inference_obs.engine.rules import Rules
 from inference_obs.reading.measurement import Status
 from inference_obs.samples import Window
 from inference_obs.simulate import simulate
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
 
 from .ground_truth import (
     EXACT,

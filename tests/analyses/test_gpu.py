@@ -12,8 +12,8 @@ from inference_obs.deployment import Deployment
 from inference_obs.metrics import dcgm
 from inference_obs.reading.measurement import Status
 from inference_obs.samples import Labels, Series, Window
-from inference_obs.source.dataset import write_dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
+from inference_obs.source.dataset.writer import write_dataset
 
 BUNDLED = Path(__file__).parents[2] / "datasets" / "pro5000-vs-h20"
 

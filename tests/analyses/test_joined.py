@@ -16,9 +16,9 @@ from inference_obs.errors import Annotation, QueryError
 from inference_obs.query import Expr, Matcher, Number, Selector, increase, to_promql
 from inference_obs.reading.counter_totals import series_of
 from inference_obs.reading.joined import PART, instants, joined, split, vectors
-from inference_obs.samples import Labels, Window
-from inference_obs.source.base import EngineInfo, Instant
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.samples import Instant, Labels, Window
+from inference_obs.source.base import EngineInfo
+from inference_obs.source.dataset.source import DatasetSource
 
 DATASET = Path(__file__).resolve().parents[2] / "datasets" / "h100-vs-h200"
 

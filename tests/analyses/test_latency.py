@@ -22,7 +22,7 @@ from inference_obs.metrics import vllm
 from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Status
 from inference_obs.samples import Window
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
 
 from .ground_truth import EXACT, true_quantile, truth
 

@@ -14,7 +14,7 @@ from inference_obs.analyses.validity.matched_load import matched_concurrency
 from inference_obs.analyses.validity.verdicts import validity
 from inference_obs.metrics import vllm
 from inference_obs.simulate import simulate
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
 
 from .ground_truth import requests_of, window_of
 

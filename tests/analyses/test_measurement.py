@@ -16,9 +16,9 @@ from inference_obs.query import Binary, label_replace
 from inference_obs.reading.context import Reading, missing_families
 from inference_obs.reading.measurement import Status
 from inference_obs.samples import Labels, Series, Window
-from inference_obs.source.dataset import write_dataset
-from inference_obs.source.dataset_source import DatasetSource
-from inference_obs.source.manifest import Generator, Manifest, ManifestWindow
+from inference_obs.source.dataset.manifest import Generator, Manifest, ManifestWindow
+from inference_obs.source.dataset.source import DatasetSource
+from inference_obs.source.dataset.writer import write_dataset
 
 WINDOW = Window.parse("2026-10-19T17:40+08:00", "10m")
 DEPLOYMENT = Deployment(

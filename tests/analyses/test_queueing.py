@@ -22,7 +22,7 @@ from inference_obs.query import Selector
 from inference_obs.reading.measurement import Status
 from inference_obs.samples import SampleSet, Window
 from inference_obs.source.base import Source
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
 
 BUNDLED = Path(__file__).parents[2] / "datasets" / "pro5000-vs-h20"
 

@@ -17,11 +17,10 @@ from inference_obs.analyses.rolling import (
     rolling_quantiles,
 )
 from inference_obs.deployment import Deployment
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import ConfigurationError, QueryError
 from inference_obs.metrics import builders, vllm
-from inference_obs.samples import Window
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.samples import Vector, Window
+from inference_obs.source.dataset.source import DatasetSource
 
 BUNDLED = Path(__file__).parents[2] / "datasets" / "pro5000-vs-h20"
 

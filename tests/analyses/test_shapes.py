@@ -10,7 +10,7 @@ import pytest
 from inference_obs.analyses.shapes import ShapesResult, shapes
 from inference_obs.reading.measurement import Status
 from inference_obs.samples import Window
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
 
 from .ground_truth import EXACT, deployment, truth
 from .test_latency import source, window

@@ -13,7 +13,7 @@ from inference_obs.deployment import Deployment
 from inference_obs.metrics import vllm
 from inference_obs.reading.measurement import Status
 from inference_obs.samples import SampleSet, Window
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
 
 DATASETS = Path(__file__).parents[2] / "datasets"
 

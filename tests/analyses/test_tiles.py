@@ -31,7 +31,7 @@ from inference_obs.reading.resolution import (
 )
 from inference_obs.reading.rows import align_gpu, app_rows
 from inference_obs.samples import Window
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
 
 from .tiles_data import (
     DEPLOYMENT,

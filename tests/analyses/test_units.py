@@ -19,7 +19,7 @@ from inference_obs.reading.context import Reading
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
 
 DATASET = Path(__file__).parents[2] / "datasets" / "pro5000-vs-h20"
 

@@ -22,8 +22,8 @@ from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import vllm
 from inference_obs.samples import Window
 from inference_obs.simulate import simulate
-from inference_obs.source.dataset import write_dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
+from inference_obs.source.dataset.writer import write_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 DATASETS = ROOT / "datasets"

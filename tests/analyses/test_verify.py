@@ -19,8 +19,9 @@ from inference_obs.analyses.verify import (
     verify_dataset,
 )
 from inference_obs.errors import DatasetError, NotSupportedOffline
-from inference_obs.source.dataset import read_dataset, write_dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.reader import read_dataset
+from inference_obs.source.dataset.source import DatasetSource
+from inference_obs.source.dataset.writer import write_dataset
 
 DATASETS = sorted(p for p in (Path(__file__).parents[2] / "datasets").iterdir() if p.is_dir())
 BUNDLED = DATASETS[1]  # pro5000-vs-h20

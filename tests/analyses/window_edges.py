@@ -57,7 +57,7 @@ from inference_obs.reading.counter_totals import Pair, Pairing, totals
 from inference_obs.samples import SampleSet, Series, Window
 from inference_obs.source.base import Source
 from inference_obs.source.dataset import Dataset, write_dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
 
 __all__ = [
     "FLEET",

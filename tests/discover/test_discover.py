@@ -16,8 +16,9 @@ from inference_obs.discover.group import deployments, stem
 from inference_obs.discover.inventory import Gpu, ReplicaKey
 from inference_obs.query import Selector
 from inference_obs.samples import Labels, Series, Window
-from inference_obs.source.dataset import read_dataset, write_dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.reader import read_dataset
+from inference_obs.source.dataset.source import DatasetSource
+from inference_obs.source.dataset.writer import write_dataset
 from inference_obs.source.deployments_file import load_deployments
 
 DATASETS = Path(__file__).resolve().parents[2] / "datasets"

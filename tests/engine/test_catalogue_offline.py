@@ -11,12 +11,11 @@ import pytest
 
 from inference_obs.engine.evaluate import Evaluator
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import NotSupportedOffline
 from inference_obs.metrics import STANDARD_QUERIES, StandardQuery
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, to_promql
-from inference_obs.samples import SampleSet
+from inference_obs.samples import SampleSet, Vector
 from tests.catalogue_data import CHECKS, HOUR, SERIES, T_END, close
 
 SAMPLES = SampleSet.from_series(SERIES)

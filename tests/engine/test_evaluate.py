@@ -12,7 +12,6 @@ import pytest
 
 from inference_obs.engine.evaluate import Evaluator, evaluate
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import NotSupportedOffline, QueryFailed
 from inference_obs.metrics import builders as b, dcgm
 from inference_obs.query import (
@@ -32,7 +31,7 @@ from inference_obs.query import (
     scalar,
     vector,
 )
-from inference_obs.samples import STALE_NAN, Labels, SampleSet, Series
+from inference_obs.samples import STALE_NAN, Labels, SampleSet, Series, Vector
 
 MINUTE = 60.0
 TIMES = np.arange(0.0, 601.0, MINUTE)  # 0, 60, ..., 600 s: 11 samples

@@ -21,15 +21,15 @@ import numpy as np
 import pytest
 
 from inference_obs.engine import blocks
+from inference_obs.engine.aggregation import aggregate
 from inference_obs.engine.evaluate import Evaluator
 from inference_obs.engine.facts import Facts
 from inference_obs.engine.functions import avg_over_time, increase, sum_over_time
 from inference_obs.engine.result import Evaluation
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.vector import Vector, aggregate
 from inference_obs.engine.windows import TimeIndex
 from inference_obs.query import Selector, rate
-from inference_obs.samples import Labels, SampleSet, Series
+from inference_obs.samples import Labels, SampleSet, Series, Vector
 
 P2, P3, VM = Rules.PROMETHEUS_2, Rules.PROMETHEUS_3, Rules.VICTORIAMETRICS
 

@@ -3,7 +3,7 @@
 For each bundled dataset and each of its deployments, ``latency``, ``shapes``,
 ``cache``, ``throughput``, ``gpu`` and ``cost`` (at a fixed GPU-hour price,
 with SLAs and token prices) run twice over the manifest window: through
-:class:`~inference_obs.source.dataset_source.DatasetSource` and through
+:class:`~inference_obs.source.dataset.source.DatasetSource` and through
 :class:`~inference_obs.source.prometheus.PrometheusSource` on Prometheus 2.42
 holding the same samples (backfilled with promtool). Every Measurement, by
 key, has the same status, the same value to 1e-9 relative (NaN and None
@@ -31,8 +31,8 @@ from inference_obs.reading.measurement import Bounds, Measurement
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
-from inference_obs.source.dataset import SAMPLES, Dataset, read_dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.reader import SAMPLES, Dataset, read_dataset
+from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.prometheus import PrometheusSource
 from tests.integration.servers import PrometheusFactory
 

@@ -2,7 +2,7 @@
 
 For ``datasets/pro5000-vs-h20`` and ``datasets/r1-decode`` and each of their
 deployments, both analyses run over the manifest window through
-:class:`~inference_obs.source.dataset_source.DatasetSource` and through
+:class:`~inference_obs.source.dataset.source.DatasetSource` and through
 :class:`~inference_obs.source.prometheus.PrometheusSource` on Prometheus
 holding the same samples (backfilled with promtool, as in
 ``test_analyses_agreement``); queueing per app scrape and in 120 s tiles. The
@@ -24,8 +24,8 @@ from inference_obs.analyses.queueing import QueueingResult, queueing
 from inference_obs.engine.rules import Rules
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.source.dataset import SAMPLES, Dataset, read_dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.reader import SAMPLES, Dataset, read_dataset
+from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.prometheus import PrometheusSource
 from tests.integration.servers import PrometheusFactory
 

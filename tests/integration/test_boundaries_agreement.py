@@ -3,7 +3,7 @@
 ``gpu-boundaries`` (host starvation, PCIe saturation, a stall) and
 ``gpu-boundaries-healthy`` are simulated at a fresh seed, and the analysis
 runs over the window through
-:class:`~inference_obs.source.dataset_source.DatasetSource` and through
+:class:`~inference_obs.source.dataset.source.DatasetSource` and through
 :class:`~inference_obs.source.prometheus.PrometheusSource` on Prometheus
 holding the same samples (backfilled with promtool), per app scrape and in
 30 s tiles. The reading, every boundary interval with its cause and
@@ -25,8 +25,8 @@ from inference_obs.engine.rules import Rules
 from inference_obs.simulate import simulate
 from inference_obs.simulate.faults import HostStarved, Stall, TransferBound
 from inference_obs.simulate.scenario import load_scenario
-from inference_obs.source.dataset import SAMPLES, Dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.reader import SAMPLES, Dataset
+from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.prometheus import PrometheusSource
 from tests.integration.servers import PrometheusFactory
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from inference_obs.cli import main
-from inference_obs.source.dataset import SAMPLES, Dataset, read_dataset
+from inference_obs.source.dataset.reader import SAMPLES, Dataset, read_dataset
 from tests.integration.servers import PrometheusFactory, PrometheusServer
 from tests.source.fake_exporters import FakeExporter, advancing, real_text
 

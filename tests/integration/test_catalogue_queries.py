@@ -16,7 +16,7 @@ import pytest
 from inference_obs.metrics import STANDARD_QUERIES, StandardQuery
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, to_promql
-from inference_obs.source.openmetrics import write_openmetrics
+from inference_obs.source.openmetrics.writer import write_openmetrics
 from tests.catalogue_data import CHECKS, HOUR, SERIES, T_END, close
 from tests.integration.servers import (
     PrometheusFactory,

@@ -2,7 +2,7 @@
 
 For every bundled dataset and each of its deployments, the analysis runs over
 the manifest window through
-:class:`~inference_obs.source.dataset_source.DatasetSource` and through
+:class:`~inference_obs.source.dataset.source.DatasetSource` and through
 :class:`~inference_obs.source.prometheus.PrometheusSource` on Prometheus 2.42
 holding the same samples (backfilled with promtool, as in
 ``test_analyses_agreement``). Every check has the same declared and observed
@@ -16,8 +16,8 @@ import pytest
 
 from inference_obs.analyses.configuration import Check, CheckStatus, configuration
 from inference_obs.engine.rules import Rules
-from inference_obs.source.dataset import Dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.reader import Dataset
+from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.prometheus import PrometheusSource
 from tests.integration.test_analyses_agreement import _disagreements, backfilled
 from tests.test_topology import H100_PAIRS

@@ -22,7 +22,7 @@ from inference_obs.metrics import vllm
 from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import histogram_mean
 from inference_obs.samples import Window
-from inference_obs.source.dataset import SAMPLES
+from inference_obs.source.dataset.reader import SAMPLES
 from inference_obs.source.prometheus import PrometheusSource
 from tests.analyses.test_counter_ratios_edges import LONG, WINDOW
 from tests.analyses.window_edges import (

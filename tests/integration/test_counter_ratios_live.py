@@ -20,8 +20,8 @@ from inference_obs.metrics import vllm
 from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import histogram_mean, histogram_share
 from inference_obs.samples import Window
-from inference_obs.source.dataset import SAMPLES
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.reader import SAMPLES
+from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.prometheus import PrometheusSource
 from tests.analyses.restarts import DEPLOYMENT, WINDOW, restarted_dataset, restarted_series
 from tests.analyses.test_counter_ratios_restarts import RawReads

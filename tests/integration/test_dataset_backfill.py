@@ -21,8 +21,9 @@ import pytest
 
 from inference_obs.query import Matcher, Selector, to_promql
 from inference_obs.samples import Series
-from inference_obs.source.dataset import Dataset, read_dataset, write_dataset
-from inference_obs.source.manifest import Manifest
+from inference_obs.source.dataset.manifest import Manifest
+from inference_obs.source.dataset.reader import Dataset, read_dataset
+from inference_obs.source.dataset.writer import write_dataset
 from tests.integration.servers import PrometheusFactory, PrometheusServer
 
 pytestmark = pytest.mark.integration

@@ -20,9 +20,9 @@ from inference_obs.analyses.verify import RowStatus, verify_dataset
 from inference_obs.cli import main
 from inference_obs.query import Selector
 from inference_obs.source.auth import BearerToken
-from inference_obs.source.dataset import SAMPLES
-from inference_obs.source.dataset_source import DatasetSource
-from inference_obs.source.export import export_dataset
+from inference_obs.source.dataset.export import export_dataset
+from inference_obs.source.dataset.reader import SAMPLES
+from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.prometheus import PrometheusSource
 from tests.integration.servers import PrometheusFactory, PrometheusServer, free_port
 from tests.source.test_export import identifying_values, renamed_key

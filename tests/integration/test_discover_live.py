@@ -21,7 +21,7 @@ from inference_obs.cli import main
 from inference_obs.deployment import Deployment
 from inference_obs.query import Selector
 from inference_obs.samples import Window
-from inference_obs.source.dataset import SAMPLES, read_manifest
+from inference_obs.source.dataset.reader import SAMPLES, read_manifest
 from inference_obs.source.deployments_file import load_deployments
 from inference_obs.source.prometheus import PrometheusSource
 from tests.integration.servers import PrometheusFactory

@@ -23,9 +23,8 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from inference_obs.engine.evaluate import evaluate
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.vector import Vector
 from inference_obs.query import Call, Expr, Matcher, Selector, histogram_quantile, to_promql
-from inference_obs.samples import STALE_NAN, SampleSet, Series
+from inference_obs.samples import STALE_NAN, SampleSet, Series, Vector
 from tests.integration.servers import (
     PrometheusFactory,
     PrometheusServer,

@@ -19,7 +19,7 @@ from inference_obs.errors import NoDataError
 from inference_obs.metrics import builders as b, dcgm, resolve_label, vllm
 from inference_obs.query import to_promql
 from inference_obs.samples import Series
-from inference_obs.source.openmetrics import write_openmetrics
+from inference_obs.source.openmetrics.writer import write_openmetrics
 from tests.integration.servers import PrometheusFactory, PrometheusServer
 
 pytestmark = pytest.mark.integration

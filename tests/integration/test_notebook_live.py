@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from inference_obs.source.dataset import SAMPLES, read_dataset
+from inference_obs.source.dataset.reader import SAMPLES, read_dataset
 from tests.integration.servers import PrometheusFactory
 from tests.test_notebooks import output_text, run_notebook
 

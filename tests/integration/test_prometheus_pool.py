@@ -15,9 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from inference_obs.engine.vector import Vector
 from inference_obs.query import Selector
-from inference_obs.samples import Labels, Window
+from inference_obs.samples import Labels, Vector, Window
 from inference_obs.source.prometheus import PrometheusSource
 from tests.integration.servers import PrometheusFactory, PrometheusServer
 

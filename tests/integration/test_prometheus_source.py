@@ -13,10 +13,9 @@ import numpy as np
 import pytest
 
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import QueryFailed
 from inference_obs.query import Binary, Call, Matcher, Selector, increase, on
-from inference_obs.samples import Labels, Window
+from inference_obs.samples import Labels, Vector, Window
 from inference_obs.source.base import Source
 from inference_obs.source.prometheus import PrometheusSource
 from tests.integration.servers import PrometheusFactory, PrometheusServer, VictoriaMetricsServer

@@ -20,7 +20,7 @@ import pytest
 
 from inference_obs.cli import EXIT_INVALID, main
 from inference_obs.report import build_report, report_json
-from inference_obs.source.dataset import SAMPLES, read_dataset
+from inference_obs.source.dataset.reader import SAMPLES, read_dataset
 from inference_obs.source.prometheus import PrometheusSource
 from tests.integration.servers import PrometheusFactory
 

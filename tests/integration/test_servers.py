@@ -35,7 +35,7 @@ import numpy as np
 import pytest
 
 from inference_obs.samples import Series
-from inference_obs.source.openmetrics import write_openmetrics
+from inference_obs.source.openmetrics.writer import write_openmetrics
 from tests.integration.servers import (
     PrometheusFactory,
     PrometheusServer,

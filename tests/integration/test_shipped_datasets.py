@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inference_obs.source.dataset import SAMPLES, read_dataset
+from inference_obs.source.dataset.reader import SAMPLES, read_dataset
 from tests.integration.servers import PrometheusFactory
 
 pytestmark = pytest.mark.integration

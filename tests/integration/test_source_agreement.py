@@ -3,7 +3,7 @@
 For each bundled dataset, every standard query of the catalogue is built for
 the whole manifest window (with no matchers, and with each deployment's
 matchers; DCGM queries with its GPU matchers) and evaluated at the window's
-end twice: by :class:`~inference_obs.source.dataset_source.DatasetSource` and
+end twice: by :class:`~inference_obs.source.dataset.source.DatasetSource` and
 by a real server holding the same samples.
 
 - Prometheus 2.42, the dataset backfilled with promtool: every answer agrees
@@ -27,13 +27,12 @@ import numpy as np
 import pytest
 
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import NotSupportedOffline
 from inference_obs.metrics import STANDARD_QUERIES
 from inference_obs.query import Expr, to_promql
-from inference_obs.samples import Labels, SampleSet, Series
-from inference_obs.source.dataset import SAMPLES, Dataset, read_dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.samples import Labels, SampleSet, Series, Vector
+from inference_obs.source.dataset.reader import SAMPLES, Dataset, read_dataset
+from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.prometheus import PrometheusSource
 from tests.integration.servers import (
     PrometheusFactory,

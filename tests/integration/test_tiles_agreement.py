@@ -27,8 +27,8 @@ from inference_obs.engine.rules import Rules
 from inference_obs.metrics import vllm
 from inference_obs.reading.resolution import positive_share
 from inference_obs.source.base import Source
-from inference_obs.source.dataset import SAMPLES
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.reader import SAMPLES
+from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.prometheus import PrometheusSource
 from tests.analyses.tiles_data import (
     DEPLOYMENT,

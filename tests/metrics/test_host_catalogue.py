@@ -18,7 +18,6 @@ import pytest
 from inference_obs.cli import main
 from inference_obs.engine.evaluate import Evaluator
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.vector import Vector
 from inference_obs.metrics import (
     FAMILIES,
     STANDARD_QUERIES,
@@ -30,7 +29,7 @@ from inference_obs.metrics import (
 )
 from inference_obs.metrics.standard import standard_query
 from inference_obs.query import Expr, Matcher, to_promql
-from inference_obs.samples import SampleSet, Series
+from inference_obs.samples import SampleSet, Series, Vector
 
 #: name -> (type, unit, labels the exporter itself sets)
 EXPECTED = {

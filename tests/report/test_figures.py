@@ -26,7 +26,7 @@ from inference_obs.report.figures import (
     rolling_quantiles_figure,
 )
 from inference_obs.samples import Window
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
 
 DATASETS = Path(__file__).parents[2] / "datasets"
 

@@ -19,7 +19,7 @@ from inference_obs.report.markdown import to_markdown
 from inference_obs.report.sections import sections
 from inference_obs.report.write import FORMATS
 from inference_obs.source.base import EngineInfo
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
 
 DATASET = Path(__file__).resolve().parents[2] / "datasets" / "pro5000-vs-h20"
 SECTIONS = (

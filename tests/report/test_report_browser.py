@@ -15,7 +15,7 @@ from pathlib import Path
 from playwright.sync_api import ConsoleMessage, sync_playwright
 
 from inference_obs.report import build_report, draw_figures, write_report
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.source.dataset.source import DatasetSource
 
 ROOT = Path(__file__).resolve().parents[2]
 DATASET = ROOT / "datasets" / "pro5000-vs-h20"

@@ -11,7 +11,7 @@ import pytest
 
 from inference_obs.samples import Series
 from inference_obs.simulate import Simulation, run_scenario, write_simulation
-from inference_obs.source.dataset import Dataset, read_dataset
+from inference_obs.source.dataset.reader import Dataset, read_dataset
 
 SMALL = Path(__file__).with_name("small.yaml")
 SHIPPED = ("pro5000-vs-h20", "h100-vs-h200", "r1-decode")

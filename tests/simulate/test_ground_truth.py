@@ -16,17 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 import pytest
 
 from inference_obs.engine.histograms import parse_le, quantile_bounds
 from inference_obs.metrics import vllm
+from inference_obs.samples import Floats
 from inference_obs.simulate.trace import EngineRun, Records
 
 from .conftest import SHIPPED, Observed
 
-Floats = npt.NDArray[np.float64]
 # family -> (event time column, value column, only requests vLLM finished?)
 PER_REQUEST: dict[str, tuple[str, str, bool]] = {
     vllm.TIME_TO_FIRST_TOKEN.name: ("first_token", "ttft", False),

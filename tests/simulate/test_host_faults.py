@@ -13,12 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pytest
 import yaml
 
 from inference_obs.metrics import dcgm, host, vllm
-from inference_obs.samples import Series
+from inference_obs.samples import Floats, Series
 from inference_obs.simulate import ScenarioError, Simulation, parse_scenario, run_scenario
 from inference_obs.simulate.faults import HostStarved, Stall, TransferBound
 from inference_obs.simulate.scenario import load_scenario
@@ -26,7 +25,6 @@ from inference_obs.simulate.transfers import TOKEN_ID_BYTES
 
 from .conftest import SMALL
 
-Floats = npt.NDArray[np.float64]
 FAULTY, HEALTHY = "gpu-boundaries", "gpu-boundaries-healthy"
 #: GPU readings average the collect interval before them: skip one at a fault's edges.
 EDGE_S = 30.0

@@ -26,8 +26,8 @@ from inference_obs.cli import main
 from inference_obs.errors import ConfigurationError, DatasetError
 from inference_obs.samples import Labels
 from inference_obs.source.capture import Recording, capture, propose_deployments
-from inference_obs.source.dataset import Dataset, read_dataset
-from inference_obs.source.exposition import parse_exposition
+from inference_obs.source.dataset.reader import Dataset, read_dataset
+from inference_obs.source.openmetrics.exposition import parse_exposition
 from inference_obs.source.scrape import ScrapeClient, parse_target
 from inference_obs.source.transport import PooledTransport
 from tests.source.fake_exporters import FakeExporter, advancing, real_text

@@ -16,8 +16,9 @@ from pydantic import ValidationError
 
 from inference_obs.errors import ConfigurationError, DatasetError, TimeBudgetExceeded
 from inference_obs.samples import STALE_NAN, Series
-from inference_obs.source.dataset import Dataset, read_dataset, write_dataset
-from inference_obs.source.manifest import Manifest
+from inference_obs.source.dataset.manifest import Manifest
+from inference_obs.source.dataset.reader import Dataset, read_dataset
+from inference_obs.source.dataset.writer import write_dataset
 
 MANIFEST: dict[str, Any] = {
     "title": "Two replicas of a synthetic vLLM deployment",

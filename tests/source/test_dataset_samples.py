@@ -12,10 +12,11 @@ import pytest
 
 from inference_obs.errors import DatasetError
 from inference_obs.samples import SampleSet, Series
-from inference_obs.source.dataset import Dataset, read_dataset, write_dataset
-from inference_obs.source.dataset_samples import SampleCache
-from inference_obs.source.manifest import Manifest
-from inference_obs.source.openmetrics_read import OpenMetricsReader, read_openmetrics
+from inference_obs.source.dataset.manifest import Manifest
+from inference_obs.source.dataset.reader import Dataset, read_dataset
+from inference_obs.source.dataset.samples_file import SampleCache
+from inference_obs.source.dataset.writer import write_dataset
+from inference_obs.source.openmetrics.reader import OpenMetricsReader, read_openmetrics
 from tests.source.test_dataset import MANIFEST, START
 
 

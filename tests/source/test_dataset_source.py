@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import ConfigurationError, DatasetError, NotSupportedOffline, QueryError
 from inference_obs.query import (
     Matcher,
@@ -22,11 +21,12 @@ from inference_obs.query import (
     max_over_time,
     to_promql,
 )
-from inference_obs.samples import Labels, Series, Window
+from inference_obs.samples import Labels, Series, Vector, Window
 from inference_obs.source.base import EngineInfo, Metadata, Source
-from inference_obs.source.dataset import Dataset, write_dataset
-from inference_obs.source.dataset_source import DatasetSource
-from inference_obs.source.manifest import Manifest
+from inference_obs.source.dataset.manifest import Manifest
+from inference_obs.source.dataset.reader import Dataset
+from inference_obs.source.dataset.source import DatasetSource
+from inference_obs.source.dataset.writer import write_dataset
 
 START = 1_792_403_200.0  # 2026-10-19T09:40:00Z
 MANIFEST: dict[str, Any] = {

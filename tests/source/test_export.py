@@ -22,12 +22,12 @@ from inference_obs.engine.rules import Rules
 from inference_obs.errors import DatasetError, NoDataError
 from inference_obs.metrics import dcgm, vllm
 from inference_obs.query import Expr, Selector
-from inference_obs.samples import STALE_NAN, Labels, SampleSet, Series, Window
-from inference_obs.source.base import EngineInfo, Instant, Matrix, Metadata
-from inference_obs.source.dataset import read_dataset
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.samples import STALE_NAN, Instant, Labels, Matrix, SampleSet, Series, Window
+from inference_obs.source.base import EngineInfo, Metadata
+from inference_obs.source.dataset.export import Export, export_dataset
+from inference_obs.source.dataset.reader import read_dataset
+from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.deployments_file import load_deployments, load_rules
-from inference_obs.source.export import Export, export_dataset
 
 BUNDLED = Path(__file__).parents[2] / "datasets" / "pro5000-vs-h20"
 #: Labels whose original values must never be published.

@@ -10,9 +10,9 @@ import pytest
 
 from inference_obs.errors import DatasetError
 from inference_obs.samples import Series
-from inference_obs.source.exposition import ExpositionFormat, parse_exposition
-from inference_obs.source.openmetrics import write_openmetrics
-from inference_obs.source.openmetrics_read import read_openmetrics
+from inference_obs.source.openmetrics.exposition import ExpositionFormat, parse_exposition
+from inference_obs.source.openmetrics.reader import read_openmetrics
+from inference_obs.source.openmetrics.writer import write_openmetrics
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 REAL = sorted((FIXTURES / "real").glob("*.prom"))

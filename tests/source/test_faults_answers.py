@@ -21,12 +21,11 @@ from typing import Any
 import pytest
 
 from inference_obs.cli import EXIT_SOURCE
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import SourceUnavailable
 from inference_obs.query import Selector
 from inference_obs.reading.alignment import scrape_interval_ms
 from inference_obs.reading.resolution import series_count
-from inference_obs.samples import Window
+from inference_obs.samples import Vector, Window
 from inference_obs.source.frames import MATRIX_BODY_PREFIX
 from inference_obs.source.prometheus import PrometheusSource
 from tests.source.fault_servers import (

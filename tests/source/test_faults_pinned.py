@@ -19,10 +19,9 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pytest
 
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import Annotation, SourceUnavailable
 from inference_obs.query import Selector
-from inference_obs.samples import Labels, Window
+from inference_obs.samples import Labels, Vector, Window
 from inference_obs.source.auth import BearerToken
 from inference_obs.source.prometheus import PrometheusSource
 from tests.source.fault_servers import RawServer, response

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from inference_obs.cli import EXIT_SOURCE
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import AnswerTooLarge, SourceUnavailable
 from inference_obs.query import Selector
+from inference_obs.samples import Vector
 from inference_obs.source.http import MAX_ANSWER_BYTES
 from inference_obs.source.prometheus import PrometheusSource
 from tests.source.fault_servers import (

@@ -10,8 +10,7 @@ import pandas as pd
 import pytest
 
 from inference_obs.errors import MalformedAnswer, SourceError
-from inference_obs.samples import Labels
-from inference_obs.source.base import Matrix
+from inference_obs.samples import Labels, Matrix
 from inference_obs.source.frames import (
     parse_matrix,
     parse_matrix_body,

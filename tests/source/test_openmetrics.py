@@ -11,7 +11,7 @@ from hypothesis import given, strategies as st
 
 from inference_obs.errors import DatasetError
 from inference_obs.samples import Labels, Series
-from inference_obs.source.openmetrics import write_openmetrics
+from inference_obs.source.openmetrics.writer import write_openmetrics
 
 
 def _text(series: Iterable[Series], types: Mapping[str, str] | None = None) -> str:

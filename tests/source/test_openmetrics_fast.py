@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
-import inference_obs.source.openmetrics_read as reader_module
+import inference_obs.source.openmetrics.reader as reader_module
 from inference_obs.errors import DatasetError
 from inference_obs.samples import Series
-from inference_obs.source.openmetrics import write_openmetrics
-from inference_obs.source.openmetrics_read import OpenMetricsReader, Parsing
-from inference_obs.source.openmetrics_scan import scan_block
-from inference_obs.source.openmetrics_tokens import cut, decimals, floats, millis, writer_millis
+from inference_obs.source.openmetrics.reader import OpenMetricsReader, Parsing
+from inference_obs.source.openmetrics.scan import scan_block
+from inference_obs.source.openmetrics.tokens import cut, decimals, floats, millis, writer_millis
+from inference_obs.source.openmetrics.writer import write_openmetrics
 
 
 def _right_aligned(tokens: list[bytes], before: bytes = b'x="1 2.5"} ') -> np.ndarray:

@@ -11,8 +11,8 @@ from hypothesis import given, settings, strategies as st
 
 from inference_obs.errors import DatasetError
 from inference_obs.samples import SampleSet, Series
-from inference_obs.source.openmetrics import write_openmetrics
-from inference_obs.source.openmetrics_read import read_openmetrics
+from inference_obs.source.openmetrics.reader import read_openmetrics
+from inference_obs.source.openmetrics.writer import write_openmetrics
 from tests.properties.strategies import label_values
 
 

@@ -19,10 +19,9 @@ import numpy as np
 import pytest
 
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import Annotation, ConfigurationError, QueryFailed, SourceUnavailable
 from inference_obs.query import Matcher, Selector, to_promql
-from inference_obs.samples import Labels, Window
+from inference_obs.samples import Labels, Vector, Window
 from inference_obs.source.auth import BasicAuth, BearerToken
 from inference_obs.source.http import ALLOWED_PATHS
 from inference_obs.source.prometheus import PartialAnswers, PrometheusSource, detect_engine

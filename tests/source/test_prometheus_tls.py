@@ -19,10 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from inference_obs.engine.vector import Vector
 from inference_obs.errors import SourceUnavailable
 from inference_obs.query import Selector
-from inference_obs.samples import Labels
+from inference_obs.samples import Labels, Vector
 from inference_obs.source.prometheus import PrometheusSource
 from inference_obs.source.tls import TLS
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inference_obs.source.openmetrics_read import read_openmetrics
+from inference_obs.source.openmetrics.reader import read_openmetrics
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real"
 

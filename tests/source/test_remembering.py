@@ -16,9 +16,8 @@ import pytest
 from inference_obs.errors import ConfigurationError, QueryFailed
 from inference_obs.query import Expr, Selector
 from inference_obs.report import build_report
-from inference_obs.samples import SampleSet, Window
-from inference_obs.source.base import Instant
-from inference_obs.source.dataset_source import DatasetSource
+from inference_obs.samples import Instant, SampleSet, Window
+from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.remembering import RememberingSource, soon, together
 
 DATASET = Path("datasets/h100-vs-h200")

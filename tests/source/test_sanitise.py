@@ -15,10 +15,10 @@ from inference_obs.errors import ConfigurationError, DatasetError
 from inference_obs.metrics import FAMILIES
 from inference_obs.query import Selector
 from inference_obs.samples import Labels, SampleSet, Series
-from inference_obs.source.dataset import read_dataset
-from inference_obs.source.dataset_source import DatasetSource
-from inference_obs.source.redaction import KEEP, PSEUDONYMISE, RedactionRules, ValueRule
-from inference_obs.source.sanitise import sanitise
+from inference_obs.source.dataset.reader import read_dataset
+from inference_obs.source.dataset.redaction import KEEP, PSEUDONYMISE, RedactionRules, ValueRule
+from inference_obs.source.dataset.sanitise import sanitise
+from inference_obs.source.dataset.source import DatasetSource
 
 DATASETS = sorted(p for p in (Path(__file__).parents[2] / "datasets").iterdir() if p.is_dir())
 START = 1_792_403_200.0

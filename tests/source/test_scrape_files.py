@@ -8,7 +8,7 @@ import pytest
 
 from inference_obs.cli import main
 from inference_obs.errors import DatasetError
-from inference_obs.source.dataset import read_dataset
+from inference_obs.source.dataset.reader import read_dataset
 from inference_obs.source.scrape_files import dataset_from_scrapes, read_scrape_files
 from tests.source.fake_exporters import advancing, real_text
 

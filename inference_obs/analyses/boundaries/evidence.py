@@ -35,13 +35,11 @@ from inference_obs.reading.alignment import gpu_label_sets, gpu_per_replica, rep
 from inference_obs.reading.context import Reading
 from inference_obs.reading.resolution import series_count
 from inference_obs.reading.rows import AppRows, align_gpu, app_rows
-from inference_obs.samples import Labels
+from inference_obs.samples import Floats, Ints, Labels
 from inference_obs.source.remembering import soon, together
 
 __all__ = ["Evidence", "Track", "gather", "median"]
 
-Floats = npt.NDArray[np.float64]
-Ints = npt.NDArray[np.int64]
 PCIE = (dcgm.PROF_PCIE_RX_BYTES, dcgm.PROF_PCIE_TX_BYTES)
 
 

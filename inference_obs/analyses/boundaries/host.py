@@ -21,7 +21,6 @@ from functools import partial
 from typing import Literal
 
 import numpy as np
-import numpy.typing as npt
 
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import host, vllm
@@ -33,7 +32,7 @@ from inference_obs.reading.alignment import nearest, replica_of
 from inference_obs.reading.context import Reading
 from inference_obs.reading.resolution import series_count, tile_window
 from inference_obs.reading.rows import AppRows, at_rows, by_label, only
-from inference_obs.samples import SampleSet, Window, is_stale
+from inference_obs.samples import Floats, Ints, SampleSet, Window, is_stale
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import soon
 
@@ -49,8 +48,6 @@ __all__ = [
     "server_matchers",
 ]
 
-Floats = npt.NDArray[np.float64]
-Ints = npt.NDArray[np.int64]
 Points = list[tuple[Ints, Floats]]
 """Series of one replica: each one's sample times (ms) and values, stale and NaN dropped."""
 Rows = dict[str, Floats]

@@ -28,8 +28,8 @@ from inference_obs.metrics.family import Family
 from inference_obs.query import avg_over_time, increase, to_promql
 from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Bounds, Measurement, Status
-from inference_obs.samples import Window
-from inference_obs.source.base import Matrix, Source
+from inference_obs.samples import Matrix, Window
+from inference_obs.source.base import Source
 
 __all__ = ["MatchedConcurrency", "matched_concurrency"]
 

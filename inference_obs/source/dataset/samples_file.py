@@ -1,7 +1,7 @@
 """A dataset's ``samples.om``, read in one pass, and the columnar cache that makes rereading fast.
 
 :func:`read_samples` streams the file through
-:class:`~inference_obs.source.openmetrics_read.OpenMetricsReader` block by
+:class:`~inference_obs.source.openmetrics.reader.OpenMetricsReader` block by
 block while another thread reads the blocks ahead and computes the SHA-256
 (reading and ``hashlib`` release the GIL), so the text is never in memory
 whole and checking the checksum costs no extra pass. The checksum decides
@@ -39,13 +39,13 @@ import numpy as np
 from inference_obs import samples as _samples_module
 from inference_obs.errors import DatasetError, TimeBudgetExceeded
 from inference_obs.samples import Labels, SampleSet
-from inference_obs.source import (
-    openmetrics as _grammar,
-    openmetrics_read as _reader,
-    openmetrics_scan as _scan,
-    openmetrics_tokens as _tokens,
+from inference_obs.source.openmetrics import (
+    grammar as _grammar,
+    reader as _reader,
+    scan as _scan,
+    tokens as _tokens,
 )
-from inference_obs.source.openmetrics_read import BLOCK_BYTES, OpenMetricsReader
+from inference_obs.source.openmetrics.reader import BLOCK_BYTES, OpenMetricsReader
 
 __all__ = ["DEFAULT_CACHE", "SampleCache", "read_samples"]
 
@@ -87,7 +87,7 @@ class SampleCache:
         return Path(base) / "inference-obs" / "samples"
 
 
-#: The cache :func:`~inference_obs.source.dataset.read_dataset` uses unless told otherwise.
+#: The cache :func:`~inference_obs.source.dataset.reader.read_dataset` uses unless told otherwise.
 DEFAULT_CACHE = SampleCache()
 
 

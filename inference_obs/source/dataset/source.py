@@ -27,18 +27,25 @@ import numpy.typing as npt
 
 from inference_obs.engine.evaluate import Evaluator
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.vector import NAME, Vector
 from inference_obs.engine.windows import TimeIndex, Windows
 from inference_obs.errors import Annotation, ConfigurationError, QueryError
 from inference_obs.metrics import MetricType, family
 from inference_obs.query import Expr, Selector, to_promql
-from inference_obs.samples import Labels, SampleSet, Window
-from inference_obs.source.base import EngineInfo, Instant, Matrix, Metadata
-from inference_obs.source.dataset import Dataset, read_dataset
+from inference_obs.samples import (
+    NAME,
+    Floats,
+    Instant,
+    Ints,
+    Labels,
+    Matrix,
+    SampleSet,
+    Vector,
+    Window,
+)
+from inference_obs.source.base import EngineInfo, Metadata
+from inference_obs.source.dataset.reader import Dataset, read_dataset
 
 __all__ = ["DatasetSource"]
-
-Int64Array = npt.NDArray[np.int64]
 
 
 class DatasetSource:
@@ -47,9 +54,9 @@ class DatasetSource:
     Parameters
     ----------
     dataset
-        A :class:`~inference_obs.source.dataset.Dataset`, or the path of a
+        A :class:`~inference_obs.source.dataset.reader.Dataset`, or the path of a
         dataset directory (read and checked with
-        :func:`~inference_obs.source.dataset.read_dataset`).
+        :func:`~inference_obs.source.dataset.reader.read_dataset`).
     rules
         The engine's rule set the answers follow (Prometheus 2.42 by default).
     deadline
@@ -167,9 +174,9 @@ class DatasetSource:
         start_ms, end_ms = _ms(window.start_s), _ms(window.end_s)
         times = np.arange(start_ms, end_ms + 1, step_ms, dtype=np.int64)
         index: dict[Labels, int] = {}
-        owners: list[Int64Array] = []
-        stamps: list[Int64Array] = []
-        values: list[npt.NDArray[np.float64]] = []
+        owners: list[Ints] = []
+        stamps: list[Ints] = []
+        values: list[Floats] = []
         annotations: dict[Annotation, None] = {}
         for t in times.tolist():
             value = self._evaluator.evaluate(expr, t / 1000)
@@ -347,9 +354,9 @@ def _slice(samples: SampleSet, windows: Windows) -> SampleSet:
 
 def _matrix(
     index: dict[Labels, int],
-    owners: list[Int64Array],
-    stamps: list[Int64Array],
-    values: list[npt.NDArray[np.float64]],
+    owners: list[Ints],
+    stamps: list[Ints],
+    values: list[Floats],
     promql: str,
     annotations: tuple[Annotation, ...],
 ) -> Matrix:

@@ -1,48 +1,26 @@
-"""Instant vectors and aggregation over them, as Prometheus defines them.
+"""Aggregation over instant vectors, as Prometheus defines it.
 
-A :class:`Vector` is the result of an instant evaluation: one value per
-series, each with its label set (``__name__`` included while a function has
-not dropped it). Aggregations group series by label values, one Python step
-per series (never per sample), and reduce with numpy. The grouping of a label
-tuple is remembered (:func:`grouping`), so evaluating the same aggregation
-again over the same series costs only the numpy reduction.
+Aggregations group the series of a :class:`~inference_obs.samples.Vector` by
+label values, one Python step per series (never per sample), and reduce with
+numpy. The grouping of a label tuple is remembered (:func:`grouping`), so
+evaluating the same aggregation again over the same series costs only the
+numpy reduction.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from threading import Lock
 
 import numpy as np
-import numpy.typing as npt
 
-from inference_obs.errors import Annotation, NotSupportedOffline
-from inference_obs.samples import Labels
+from inference_obs.errors import NotSupportedOffline
+from inference_obs.samples import NAME, Floats, Ints, Labels, Vector
 
-__all__ = ["NAME", "IdentityCache", "Vector", "aggregate", "group_keys", "grouping", "without_name"]
+__all__ = ["IdentityCache", "aggregate", "group_keys", "grouping", "without_name"]
 
-NAME = "__name__"
-Floats = npt.NDArray[np.float64]
-Ints = npt.NDArray[np.int64]
 Grouping = tuple[Ints, tuple[Labels, ...]]
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Vector:
-    """An instant vector: ``labels[i]`` has value ``values[i]`` (float64)."""
-
-    labels: tuple[Labels, ...]
-    values: Floats
-    annotations: tuple[Annotation, ...] = ()
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def as_dict(self) -> dict[Labels, float]:
-        """Label set -> value, for inspection and tests."""
-        return dict(zip(self.labels, self.values.tolist(), strict=True))
 
 
 def without_name(labels: Labels) -> Labels:
@@ -52,7 +30,7 @@ def without_name(labels: Labels) -> Labels:
 
 def group_keys(
     labels: Sequence[Labels], key: Callable[[Labels], Labels]
-) -> tuple[npt.NDArray[np.int64], list[Labels]]:
+) -> tuple[Ints, list[Labels]]:
     """Group index of each series under ``key``, and each group's labels (first-seen order)."""
     index: dict[Labels, int] = {}
     groups = np.empty(len(labels), dtype=np.int64)
@@ -127,7 +105,7 @@ def _grouping(
     return lambda one: Labels((k, v) for k, v in one.items() if k not in drop)
 
 
-def _per_group_sorted(values: Floats, groups: npt.NDArray[np.int64]) -> list[Floats]:
+def _per_group_sorted(values: Floats, groups: Ints) -> list[Floats]:
     order = np.argsort(groups, kind="stable")
     bounds = np.searchsorted(groups[order], np.arange(int(groups.max(initial=-1)) + 2))
     return [values[order[bounds[g] : bounds[g + 1]]] for g in range(len(bounds) - 1)]
@@ -183,7 +161,7 @@ def aggregate(
     return Vector(group_labels, result.astype(np.float64), vector.annotations)
 
 
-def _extreme(op: str, values: Floats, groups: npt.NDArray[np.int64], n: int) -> Floats:
+def _extreme(op: str, values: Floats, groups: Ints, n: int) -> Floats:
     fill = np.inf if op == "min" else -np.inf
     result = np.full(n, fill)
     finite = ~np.isnan(values)
@@ -210,9 +188,7 @@ def _phi_quantile(q: float, values: Floats) -> float:
     return float(ordered[lower] * (1 - weight) + ordered[upper] * weight)
 
 
-def _top(
-    op: str, vector: Vector, groups: npt.NDArray[np.int64], n: int, param: float | None
-) -> Vector:
+def _top(op: str, vector: Vector, groups: Ints, n: int, param: float | None) -> Vector:
     k = int(param or 0)
     keep: list[int] = []
     for g in range(n):

@@ -1,6 +1,6 @@
 """A strict, vectorised, streaming reader of the OpenMetrics text a dataset keeps its samples in.
 
-It reads what :func:`~inference_obs.source.openmetrics.write_openmetrics`
+It reads what :func:`~inference_obs.source.openmetrics.writer.write_openmetrics`
 writes, and any other OpenMetrics 1.0 text within the rules below, into a
 :class:`~inference_obs.samples.SampleSet`. Every problem is a
 :class:`~inference_obs.errors.DatasetError` reading ``FILE:LINE: problem``;
@@ -55,9 +55,9 @@ import numpy.typing as npt
 
 from inference_obs.errors import DatasetError
 from inference_obs.query.names import METRIC_NAME as _METRIC_NAME
-from inference_obs.samples import Labels, SampleSet, describe
-from inference_obs.source.openmetrics import Families, LineProblem, parse_series
-from inference_obs.source.openmetrics_scan import (
+from inference_obs.samples import Floats, Ints, Labels, SampleSet, describe
+from inference_obs.source.openmetrics.grammar import Families, LineProblem, parse_series
+from inference_obs.source.openmetrics.scan import (
     BACK,
     HASH,
     KEY_BYTES,
@@ -69,7 +69,7 @@ from inference_obs.source.openmetrics_scan import (
     Scan,
     scan_block,
 )
-from inference_obs.source.openmetrics_tokens import (
+from inference_obs.source.openmetrics.tokens import (
     MAX_TOKEN,
     Fail,
     check_lengths,
@@ -80,8 +80,6 @@ from inference_obs.source.openmetrics_tokens import (
 )
 
 __all__ = ["BLOCK_BYTES", "OpenMetricsReader", "Parsing", "read_openmetrics"]
-
-Int64Array = npt.NDArray[np.int64]
 
 _KEY_TEXT = re.compile(KEY_BYTES.pattern.decode())
 # A metadata line, or a run of sample lines with identical series text. The
@@ -162,17 +160,17 @@ def _check_end(data: bytes, source: str) -> None:
 class _Columns:
     """What the blocks found so far: runs (series, samples, first line) and the samples."""
 
-    run_series: list[Int64Array] = field(default_factory=list)
-    run_sizes: list[Int64Array] = field(default_factory=list)
-    run_lines: list[Int64Array] = field(default_factory=list)
-    t_ms: list[Int64Array] = field(default_factory=list)
-    values: list[npt.NDArray[np.float64]] = field(default_factory=list)
+    run_series: list[Ints] = field(default_factory=list)
+    run_sizes: list[Ints] = field(default_factory=list)
+    run_lines: list[Ints] = field(default_factory=list)
+    t_ms: list[Ints] = field(default_factory=list)
+    values: list[Floats] = field(default_factory=list)
 
 
 class Parsing(Enum):
     """How :class:`OpenMetricsReader` reads each block; both give the same samples and errors."""
 
-    #: :func:`~inference_obs.source.openmetrics_scan.scan_block` first, the regular
+    #: :func:`~inference_obs.source.openmetrics.scan.scan_block` first, the regular
     #: expression only for a block the scan cannot vouch for (the fast way).
     SCAN_FIRST = "scan_first"
     #: Every block through the regular expression: the reference the scan is tested against.
@@ -350,7 +348,7 @@ class OpenMetricsReader:
         self,
         block: bytes,
         buf: npt.NDArray[np.uint8],
-        newlines: Int64Array,
+        newlines: Ints,
         run_starts: list[int],
         run_series: list[int],
         run_key_bytes: list[int],
@@ -397,7 +395,7 @@ class OpenMetricsReader:
         t_ms = np.concatenate(columns.t_ms)
         values = np.concatenate(columns.values)
         self._columns = _Columns()
-        order: Int64Array | None = None
+        order: Ints | None = None
         if np.any(np.diff(run_series) < 0):  # series interleave (as OpenMetrics histograms may)
             order = np.argsort(np.repeat(run_series, run_sizes), kind="stable")
             t_ms, values = t_ms[order], values[order]
@@ -415,11 +413,11 @@ class OpenMetricsReader:
     def _refuse_step_back(
         self,
         steps_back: npt.NDArray[np.bool_],
-        order: Int64Array | None,
-        t_ms: Int64Array,
-        offsets: Int64Array,
-        run_sizes: Int64Array,
-        run_lines: Int64Array,
+        order: Ints | None,
+        t_ms: Ints,
+        offsets: Ints,
+        run_sizes: Ints,
+        run_lines: Ints,
     ) -> None:
         """Raise for the first sample in the text whose time is not after its predecessor's."""
         positions = np.flatnonzero(steps_back) + 1  # in series order
@@ -486,10 +484,10 @@ class _Joined:
 def _split(
     block: bytes,
     payload: npt.NDArray[np.uint8],
-    starts: Int64Array,
-    lengths: Int64Array,
+    starts: Ints,
+    lengths: Ints,
     fail: Fail,
-) -> Int64Array:
+) -> Ints:
     """Offset of the space in each line's ``value timestamp`` (``payload``: its first bytes)."""
     spaces = payload == SPACE
     count = spaces.sum(axis=1)

@@ -1,6 +1,6 @@
 """Values and timestamps of OpenMetrics sample lines, cut from the bytes and converted by numpy.
 
-The helpers of :mod:`inference_obs.source.openmetrics_read`: tokens are cut
+The helpers of :mod:`inference_obs.source.openmetrics.reader`: tokens are cut
 out of a byte buffer eight bytes at a time into fixed-width rows, checked
 byte by byte, and converted in one numpy call per column. A problem calls
 ``fail(row, message)`` with the row of the first bad token, which returns the
@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from inference_obs.errors import DatasetError
+from inference_obs.samples import Floats, Ints
 
 __all__ = [
     "MAX_TOKEN",
@@ -39,8 +40,6 @@ __all__ = [
 ]
 
 Fail = Callable[[int, str], DatasetError]
-Int64Array = npt.NDArray[np.int64]
-
 # The longest value repr() writes is 24 bytes ("-2.2250738585072014e-308");
 # a bound keeps the fixed-width token arrays small whatever the input.
 MAX_TOKEN = 64
@@ -106,9 +105,7 @@ _LONG_SECONDS, _LONG_MILLIS = _full(_marks([[8, 9, 10], [12, 13, 14]])[:, 1])
 _SHORT_HIGH = _full(_SHORT_DIGITS[0])
 
 
-def cut(
-    buf: npt.NDArray[np.uint8], starts: Int64Array, lengths: Int64Array
-) -> npt.NDArray[np.uint8]:
+def cut(buf: npt.NDArray[np.uint8], starts: Ints, lengths: Ints) -> npt.NDArray[np.uint8]:
     """Bytes ``buf[starts[i] : starts[i] + lengths[i]]`` as rows, zero-padded to a multiple of 8.
 
     Eight bytes at a time: a view of ``buf`` as overlapping unaligned 64-bit
@@ -141,7 +138,7 @@ def _tail_word(buf: npt.NDArray[np.uint8], offset: int) -> np.uint64:
     return np.uint64(word.view(np.uint64)[0])
 
 
-def words_at(buf: npt.NDArray[np.uint8], starts: Int64Array, words: int) -> Words:
+def words_at(buf: npt.NDArray[np.uint8], starts: Ints, words: int) -> Words:
     """The ``8 * words`` bytes from each offset in ``starts`` as little-endian words, a row each.
 
     One fancy index of a view of ``buf`` as overlapping records of that many
@@ -156,7 +153,7 @@ def words_at(buf: npt.NDArray[np.uint8], starts: Int64Array, words: int) -> Word
     return chosen
 
 
-def words_before(buf: npt.NDArray[np.uint8], ends: Int64Array, words: int) -> Words:
+def words_before(buf: npt.NDArray[np.uint8], ends: Ints, words: int) -> Words:
     """The ``8 * words`` bytes before each offset in ``ends`` (see :func:`words_at`)."""
     return words_at(buf, ends - 8 * words, words)
 
@@ -167,7 +164,7 @@ def byte_marks(words: Words, byte: int) -> Words:
     return marks
 
 
-def highest_byte(marks: Words) -> Int64Array:
+def highest_byte(marks: Words) -> Ints:
     """Column of the last marked byte in each row of words (8 columns a word), or -1."""
     last, base = marks[:, -1], np.full(marks.shape[0], 8 * (marks.shape[1] - 1))
     for k in range(marks.shape[1] - 2, -1, -1):  # the last word with a mark
@@ -178,17 +175,17 @@ def highest_byte(marks: Words) -> Int64Array:
     # byte, rounds to below 2**(8i+1): float64 exponent field (bits 52 on, biased by
     # 1023) 8i. A word without marks is 0.0, exponent field 0.
     exponent = (last.astype(np.float64).view(np.int64) >> 52) - 1023
-    column: Int64Array = np.where(exponent >= 0, base + (exponent >> 3), -1)
+    column: Ints = np.where(exponent >= 0, base + (exponent >> 3), -1)
     return column
 
 
-def lowest_byte(words: Words) -> Int64Array:
+def lowest_byte(words: Words) -> Ints:
     """Column (0-7) of the first nonzero byte of each word; 8 for a zero word."""
     low7, high = np.uint64(0x7F * _ONES), np.uint64(0x80 * _ONES)
     nonzero = (((words & low7) + low7) | words) & high  # 0x80 in each nonzero byte
     lowest = (nonzero & (~nonzero + np.uint64(1))) >> np.uint64(7)  # bit 8i of byte i
     exponent = (lowest.astype(np.float64).view(np.int64) >> 52) - 1023
-    column: Int64Array = np.where(lowest != 0, exponent >> 3, 8)
+    column: Ints = np.where(lowest != 0, exponent >> 3, 8)
     return column
 
 
@@ -208,9 +205,7 @@ def _eight_digits(words: Words) -> Words:
     return eights
 
 
-def decimals(
-    words: Words, lengths: Int64Array
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+def decimals(words: Words, lengths: Ints) -> tuple[Floats, npt.NDArray[np.bool_]]:
     """Plain decimal tokens ending the 16 bytes of each row as float64; which rows were plain.
 
     ``words`` (C-contiguous, two words a row) holds the 16 bytes that end
@@ -257,7 +252,7 @@ def decimals(
     return result, plain
 
 
-def writer_millis(words: Words) -> tuple[Int64Array, Int64Array]:
+def writer_millis(words: Words) -> tuple[Ints, Ints]:
     """Timestamps in the writer's two forms ending the 16 bytes of each row, in ms; their lengths.
 
     The forms :func:`millis` reads digit by digit, to the same integers,
@@ -283,13 +278,11 @@ def writer_millis(words: Words) -> tuple[Int64Array, Int64Array]:
     if np.any(short):
         seconds = _eight_digits(high & _SHORT_HIGH) * np.uint64(10**8) + _eight_digits(low)
         np.copyto(ms, seconds * thousand, where=short)
-    lengths: Int64Array = np.where(long, 15, np.where(short, 10, 0))
+    lengths: Ints = np.where(long, 15, np.where(short, 10, 0))
     return ms.view(np.int64), lengths
 
 
-def row_tokens(
-    chars: npt.NDArray[np.uint8], first: Int64Array, lengths: Int64Array
-) -> npt.NDArray[np.uint8]:
+def row_tokens(chars: npt.NDArray[np.uint8], first: Ints, lengths: Ints) -> npt.NDArray[np.uint8]:
     """The bytes ``chars[i, first[i] : first[i] + lengths[i]]`` of each row, zero-padded.
 
     ``lengths`` must be at least 1 and every token must lie inside its row.
@@ -305,8 +298,8 @@ def row_tokens(
 
 
 def floats(
-    chars: npt.NDArray[np.uint8], lengths: Int64Array, what: str, fail: Fail, *, specials: bool
-) -> npt.NDArray[np.float64]:
+    chars: npt.NDArray[np.uint8], lengths: Ints, what: str, fail: Fail, *, specials: bool
+) -> Floats:
     """Tokens (rows of ``chars``, zero-padded, ``lengths`` long) as floats, checked.
 
     Digits, signs, points and exponents; with ``specials``, ``NaN``, ``+Inf``
@@ -340,7 +333,7 @@ def floats(
     return numbers
 
 
-def check_lengths(lengths: Int64Array, what: str, fail: Fail) -> None:
+def check_lengths(lengths: Ints, what: str, fail: Fail) -> None:
     """Refuse an empty token or one longer than :data:`MAX_TOKEN` bytes."""
     too_long = (lengths == 0) | (lengths > MAX_TOKEN)
     if np.any(too_long):
@@ -360,15 +353,13 @@ def _unparsable(tokens: npt.NDArray[np.bytes_]) -> npt.NDArray[np.bool_]:
     raise AssertionError("numpy refused a token but accepts each one alone")
 
 
-def millis(
-    buf: npt.NDArray[np.uint8], starts: Int64Array, lengths: Int64Array, fail: Fail
-) -> Int64Array:
+def millis(buf: npt.NDArray[np.uint8], starts: Ints, lengths: Ints, fail: Fail) -> Ints:
     """Timestamps ``buf[starts[i]:][:lengths[i]]`` (decimal unix seconds) in ms, as promtool 2.42.
 
     The writer's two forms are read digit by digit (exactly what the float
     path gives for them); any other text goes through :func:`floats` and the promtool rule
     ``int64(seconds * 1000)``, which must land on a whole millisecond (see
-    :func:`~inference_obs.source.openmetrics_read.read_openmetrics`).
+    :func:`~inference_obs.source.openmetrics.reader.read_openmetrics`).
     """
     out = np.zeros(lengths.size, np.int64)
     rest = np.ones(lengths.size, np.bool_)
@@ -402,7 +393,7 @@ def millis(
     return out
 
 
-def _promtool_millis(seconds: npt.NDArray[np.float64], fail: Fail) -> Int64Array:
+def _promtool_millis(seconds: Floats, fail: Fail) -> Ints:
     outside = np.abs(seconds) > _MAX_ABS_SECONDS
     if np.any(outside):
         raise fail(int(np.flatnonzero(outside)[0]), f"timestamp beyond +-{_MAX_ABS_SECONDS:g} s")
@@ -419,5 +410,5 @@ def _promtool_millis(seconds: npt.NDArray[np.float64], fail: Fail) -> Int64Array
             f"it (it truncates {float(scaled[i])!r} ms to {int(whole[i])} ms); write whole "
             "milliseconds, a fraction as the millisecond's midpoint (1.0015 for 1001 ms)",
         )
-    result: Int64Array = whole.astype(np.int64)
+    result: Ints = whole.astype(np.int64)
     return result

@@ -8,7 +8,7 @@ mapping from original to published values stays in memory
 (:attr:`Sanitised.pseudonyms`) and is never written into a dataset.
 
 What is renamed, dropped and kept, and the defaults, are described in
-:mod:`inference_obs.source.redaction`. Replica pods take their deployment's
+:mod:`inference_obs.source.dataset.redaction`. Replica pods take their deployment's
 replica names (``PRO-01``, ``H20-01`` .. ``H20-04``); other renamed values
 become ``<label>-NN``.
 """
@@ -24,7 +24,7 @@ from inference_obs.deployment import Deployment
 from inference_obs.errors import DatasetError
 from inference_obs.query import Matcher, regex_alternation
 from inference_obs.samples import Labels, SampleSet
-from inference_obs.source.redaction import Action, RedactionRules
+from inference_obs.source.dataset.redaction import Action, RedactionRules
 
 __all__ = ["Sanitised", "sanitise"]
 

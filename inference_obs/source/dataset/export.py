@@ -3,8 +3,8 @@
 :func:`export_dataset` fetches the raw samples of the deployments' series
 through :meth:`Source.raw <inference_obs.source.base.Source.raw>` only (so a
 live Prometheus is read, never written), renames identifying labels with
-:func:`~inference_obs.source.sanitise.sanitise`, and writes a dataset with
-:func:`~inference_obs.source.dataset.write_dataset`: the manifest says what was
+:func:`~inference_obs.source.dataset.sanitise.sanitise`, and writes a dataset with
+:func:`~inference_obs.source.dataset.writer.write_dataset`: the manifest says what was
 read, over which window, at which observed scrape interval and what was
 renamed; ``aggregates.json`` holds the numbers an ``aggregates`` function
 computes from the written samples.
@@ -32,11 +32,12 @@ from inference_obs.metrics.family import Family
 from inference_obs.query import Matcher, Selector
 from inference_obs.samples import Labels, SampleSet, Series, Window, is_stale
 from inference_obs.source.base import Source
-from inference_obs.source.dataset import Dataset, write_dataset
-from inference_obs.source.dataset_source import DatasetSource
-from inference_obs.source.manifest import Manifest, ManifestWindow
-from inference_obs.source.redaction import RedactionRules
-from inference_obs.source.sanitise import sanitise
+from inference_obs.source.dataset.manifest import Manifest, ManifestWindow
+from inference_obs.source.dataset.reader import Dataset
+from inference_obs.source.dataset.redaction import RedactionRules
+from inference_obs.source.dataset.sanitise import sanitise
+from inference_obs.source.dataset.source import DatasetSource
+from inference_obs.source.dataset.writer import write_dataset
 from inference_obs.version import __version__
 
 __all__ = ["Aggregates", "Export", "export_dataset"]
@@ -118,7 +119,7 @@ def export_dataset(
         If no selected series has a sample in the window.
     DatasetError
         If sanitisation is impossible (see
-        :func:`~inference_obs.source.sanitise.sanitise`), free text holds an
+        :func:`~inference_obs.source.dataset.sanitise.sanitise`), free text holds an
         original value of a renamed label, or ``out`` is not empty.
     """
     deployments = tuple(deployments)

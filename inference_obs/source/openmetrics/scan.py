@@ -6,7 +6,7 @@ time; each line's timestamp and value read from the 16 bytes before the
 newline and before the timestamp's space; runs of lines of one series found
 by comparing each line's series text with the line before's, eight bytes at
 a time. It vouches for a block or declines it (None), and then
-:class:`~inference_obs.source.openmetrics_read.OpenMetricsReader` reads the
+:class:`~inference_obs.source.openmetrics.reader.OpenMetricsReader` reads the
 block with its regular expression, which names the problem. So the fast path
 never decides an error message.
 """
@@ -20,7 +20,8 @@ import numpy as np
 import numpy.typing as npt
 
 from inference_obs.errors import DatasetError
-from inference_obs.source.openmetrics_tokens import (
+from inference_obs.samples import Floats, Ints
+from inference_obs.source.openmetrics.tokens import (
     Words,
     byte_marks,
     cut,
@@ -49,8 +50,6 @@ __all__ = [
     "scan_block",
 ]
 
-Int64Array = npt.NDArray[np.int64]
-
 NAME = rb"[a-zA-Z_:][a-zA-Z0-9_:]*"
 # Lenient about what lies between the braces (the strict parse runs once per
 # series); the quoted-string branch keeps `}` and spaces inside values apart.
@@ -74,11 +73,11 @@ class Scan:
     lines: int
     meta_lines: list[int]  # the lines that start with "#"
     metas: list[bytes]  # their text
-    rows: Int64Array  # the line of each sample
-    run_rows: Int64Array  # the first row of each run of lines with one series text
+    rows: Ints  # the line of each sample
+    run_rows: Ints  # the first row of each run of lines with one series text
     keys: list[bytes]  # that series text, run by run
-    values: npt.NDArray[np.float64]
-    t_ms: Int64Array
+    values: Floats
+    t_ms: Ints
 
     def events(self) -> list[tuple[int, bytes | None, bytes | None]]:
         """``(line, metadata, series text)`` of each metadata line and run, in text order."""
@@ -139,7 +138,7 @@ def scan_block(buf: npt.NDArray[np.uint8], lo: int, hi: int) -> Scan | None:
     return Scan(newlines.size, meta_lines, metas, rows, run_rows, keys, values, t_ms)
 
 
-def _newlines(buf: npt.NDArray[np.uint8], lo: int, hi: int) -> Int64Array:
+def _newlines(buf: npt.NDArray[np.uint8], lo: int, hi: int) -> Ints:
     """Offsets of the newlines in ``buf[lo:hi]`` (``buf`` has 8 bytes to spare on either side)."""
     first, last = lo - lo % 8, hi + (-hi) % 8
     found = buf[first:last] == NEWLINE
@@ -153,13 +152,13 @@ def _newlines(buf: npt.NDArray[np.uint8], lo: int, hi: int) -> Int64Array:
     if np.any(marked & (marked - np.uint64(1))):  # lines shorter than a word
         return np.flatnonzero(found) + first
     column = (marked.astype(np.float64).view(np.int64) >> 52) - 1023  # 8 * the byte
-    offsets: Int64Array = 8 * words + (column >> 3) + first
+    offsets: Ints = 8 * words + (column >> 3) + first
     return offsets
 
 
 def _fields(
-    buf: npt.NDArray[np.uint8], starts: Int64Array, ends: Int64Array
-) -> tuple[Int64Array, npt.NDArray[np.float64], Int64Array] | None:
+    buf: npt.NDArray[np.uint8], starts: Ints, ends: Ints
+) -> tuple[Ints, Floats, Ints] | None:
     """Each sample line's value space (offset), value and timestamp (ms), or None.
 
     None when a line lacks two spaces with text between and after them (the
@@ -192,16 +191,14 @@ def _fields(
     return value_space, values, t_ms
 
 
-def _last_space(words: Words, ends: Int64Array) -> Int64Array:
+def _last_space(words: Words, ends: Ints) -> Ints:
     """Offset of the last space in each row of ``words`` (the bytes before ``ends``), or -1."""
     column = highest_byte(byte_marks(words, SPACE))
-    offsets: Int64Array = np.where(column >= 0, ends - 8 * words.shape[1] + column, -1)
+    offsets: Ints = np.where(column >= 0, ends - 8 * words.shape[1] + column, -1)
     return offsets
 
 
-def _runs(
-    buf: npt.NDArray[np.uint8], starts: Int64Array, key_bytes: Int64Array, rows: Int64Array
-) -> Int64Array | None:
+def _runs(buf: npt.NDArray[np.uint8], starts: Ints, key_bytes: Ints, rows: Ints) -> Ints | None:
     """The rows that start a run: a line whose series text (and space) is not the line before's.
 
     None when some series text is longer than :data:`FAST_KEY`.
@@ -212,11 +209,11 @@ def _runs(
         return None
     differs_at = _first_difference(buf, starts, -(-widest // 8))
     same = (width[1:] == width[:-1]) & (rows[1:] == rows[:-1] + 1) & (differs_at >= width[1:])
-    starts_run: Int64Array = np.flatnonzero(np.concatenate(([True], ~same)))
+    starts_run: Ints = np.flatnonzero(np.concatenate(([True], ~same)))
     return starts_run
 
 
-def _first_difference(buf: npt.NDArray[np.uint8], starts: Int64Array, words: int) -> Int64Array:
+def _first_difference(buf: npt.NDArray[np.uint8], starts: Ints, words: int) -> Ints:
     """Where each line after the first first differs from the line before, in bytes from its start.
 
     ``8 * words`` where their first ``8 * words`` bytes are equal. Lines go a
@@ -237,9 +234,7 @@ def _first_difference(buf: npt.NDArray[np.uint8], starts: Int64Array, words: int
     return differs_at
 
 
-def _values(
-    buf: npt.NDArray[np.uint8], heads: Words, spaces: Int64Array, lengths: Int64Array
-) -> npt.NDArray[np.float64] | None:
+def _values(buf: npt.NDArray[np.uint8], heads: Words, spaces: Ints, lengths: Ints) -> Floats | None:
     """The values (``lengths`` bytes after ``spaces``, ending ``heads``), or None if one is bad."""
     values, plain = decimals(heads, lengths)
     others = np.flatnonzero(~plain)

@@ -2,7 +2,7 @@
 
 vLLM and SGLang (``prometheus_client``) and dcgm-exporter (``client_golang``)
 answer a scrape in the Prometheus text format 0.0.4, which is looser than the
-OpenMetrics text a dataset keeps (:mod:`~inference_obs.source.openmetrics_read`):
+OpenMetrics text a dataset keeps (:mod:`~inference_obs.source.openmetrics.reader`):
 
 * no ``# EOF``; empty lines and ``#`` comments other than ``# HELP``/``# TYPE``
   are ignored; ``# HELP`` and ``# TYPE`` may come anywhere (the dcgm-exporter
