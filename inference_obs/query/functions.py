@@ -93,15 +93,51 @@ _RANGE_TO_VECTOR = Signature((M,), V)
 _MATH = Signature((V,), V)
 _DATE = Signature((V,), V, optional=1)
 _MATH_FUNCTIONS = (
-    "abs", "ceil", "floor", "exp", "ln", "log2", "log10", "sqrt", "sgn", "deg", "rad", "sin",
-    "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
-    "sort", "sort_desc", "histogram_count", "histogram_sum", "histogram_avg",
-    "histogram_stddev", "histogram_stdvar",
-)  # fmt: skip
+    # Arithmetic.
+    "abs",
+    "ceil",
+    "floor",
+    "exp",
+    "ln",
+    "log2",
+    "log10",
+    "sqrt",
+    "sgn",
+    # Angles and trigonometry.
+    "deg",
+    "rad",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    # Order.
+    "sort",
+    "sort_desc",
+    # Native-histogram summaries.
+    "histogram_count",
+    "histogram_sum",
+    "histogram_avg",
+    "histogram_stddev",
+    "histogram_stdvar",
+)
 _DATE_FUNCTIONS = (
-    "day_of_month", "day_of_week", "day_of_year", "days_in_month", "hour", "minute", "month",
+    "day_of_month",
+    "day_of_week",
+    "day_of_year",
+    "days_in_month",
+    "hour",
+    "minute",
+    "month",
     "year",
-)  # fmt: skip
+)
 
 FUNCTIONS: dict[str, Signature] = {
     # Counter and gauge change over a window (Prometheus extrapolation rules).
