@@ -72,10 +72,9 @@ def _summed_gauge(family: Family, matchers: Sequence[Matcher]) -> Expr:
     return avg_over_time(family.select(matchers).over(WINDOW)).sum(by=_BY)
 
 
-def vllm_dashboard() -> Dashboard:
-    """The vLLM dashboard, filtered by ``$model_name``."""
-    m = _MATCHERS
-    latency = Row(
+def _vllm_latency(m: Sequence[Matcher]) -> Row:
+    """Quantiles and request-weighted means of each latency, and the request phases."""
+    return Row(
         "Latency (quantiles from merged buckets, request-weighted means)",
         (
             _latency("Time to first token", vllm.TIME_TO_FIRST_TOKEN, m, ""),
@@ -109,7 +108,11 @@ def vllm_dashboard() -> Dashboard:
             ),
         ),
     )
-    throughput = Row(
+
+
+def _vllm_throughput(m: Sequence[Matcher]) -> Row:
+    """Token rates, prompt tokens by source, and finished requests by reason."""
+    return Row(
         "Throughput",
         (
             Panel(
@@ -146,7 +149,11 @@ def vllm_dashboard() -> Dashboard:
             ),
         ),
     )
-    activity = Row(
+
+
+def _vllm_activity(m: Sequence[Matcher]) -> Row:
+    """The queue against running requests and engine steps per second."""
+    return Row(
         "Queue against engine activity",
         (
             Panel(
@@ -179,7 +186,11 @@ def vllm_dashboard() -> Dashboard:
             ),
         ),
     )
-    caches = Row(
+
+
+def _vllm_caches(m: Sequence[Matcher]) -> Row:
+    """KV-cache pressure, prefix-cache hits and preemptions."""
+    return Row(
         "Caches",
         (
             Panel(
@@ -220,20 +231,24 @@ def vllm_dashboard() -> Dashboard:
             ),
         ),
     )
+
+
+def vllm_dashboard() -> Dashboard:
+    """The vLLM dashboard, filtered by ``$model_name``."""
+    m = _MATCHERS
     return Dashboard(
         uid="inference-obs-vllm",
         title="vLLM (inference-obs)",
         variable="model_name",
         variable_query="label_values(vllm:num_requests_running, model_name)",
-        rows=(latency, throughput, activity, caches),
+        rows=(_vllm_latency(m), _vllm_throughput(m), _vllm_activity(m), _vllm_caches(m)),
         description="vLLM V1 engine metrics computed the way inference-obs computes them.",
     )
 
 
-def sglang_dashboard() -> Dashboard:
-    """The SGLang dashboard, filtered by ``$model_name`` (needs ``--enable-metrics``)."""
-    m = _MATCHERS
-    latency = Row(
+def _sglang_latency(m: Sequence[Matcher]) -> Row:
+    """Quantiles and request-weighted means of each latency."""
+    return Row(
         "Latency (quantiles from merged buckets, request-weighted means)",
         (
             _latency("Time to first token", sglang.TIME_TO_FIRST_TOKEN, m, ""),
@@ -253,7 +268,11 @@ def sglang_dashboard() -> Dashboard:
             _latency("Queue time", sglang.QUEUE_TIME, m, ""),
         ),
     )
-    throughput = Row(
+
+
+def _sglang_throughput(m: Sequence[Matcher]) -> Row:
+    """Token rates, and finished and aborted requests."""
+    return Row(
         "Throughput",
         (
             Panel(
@@ -290,7 +309,11 @@ def sglang_dashboard() -> Dashboard:
             ),
         ),
     )
-    activity = Row(
+
+
+def _sglang_activity(m: Sequence[Matcher]) -> Row:
+    """Queued against running requests."""
+    return Row(
         "Queue against engine activity",
         (
             Panel(
@@ -305,7 +328,11 @@ def sglang_dashboard() -> Dashboard:
             ),
         ),
     )
-    caches = Row(
+
+
+def _sglang_caches(m: Sequence[Matcher]) -> Row:
+    """KV pool pressure and the cached share of prompt tokens."""
+    return Row(
         "Caches",
         (
             Panel(
@@ -335,11 +362,16 @@ def sglang_dashboard() -> Dashboard:
             ),
         ),
     )
+
+
+def sglang_dashboard() -> Dashboard:
+    """The SGLang dashboard, filtered by ``$model_name`` (needs ``--enable-metrics``)."""
+    m = _MATCHERS
     return Dashboard(
         uid="inference-obs-sglang",
         title="SGLang (inference-obs)",
         variable="model_name",
         variable_query="label_values(sglang:num_running_reqs, model_name)",
-        rows=(latency, throughput, activity, caches),
+        rows=(_sglang_latency(m), _sglang_throughput(m), _sglang_activity(m), _sglang_caches(m)),
         description="SGLang metrics computed the way inference-obs computes them.",
     )

@@ -36,10 +36,15 @@ _ENGINES = frozenset({"vllm", "sglang", "vllm-router"})
 # (finished_reason, source, le) and may differ between a share's two sides.
 _SCOPE_LABELS = frozenset(
     {
-        *vllm.STANDARD_LABELS, *sglang.SCHEDULER_LABELS, *sglang.TOKENIZER_LABELS,
-        *dcgm.GPU_LABELS, *dcgm.MIG_LABELS, ROUTER_LABEL, "model",
+        *vllm.STANDARD_LABELS,
+        *sglang.SCHEDULER_LABELS,
+        *sglang.TOKENIZER_LABELS,
+        *dcgm.GPU_LABELS,
+        *dcgm.MIG_LABELS,
+        ROUTER_LABEL,
+        "model",
     }
-)  # fmt: skip
+)
 # Engine-computed ratios and the counters to divide instead.
 _COUNTER_RATIOS: dict[str, tuple[Family, Family]] = {
     "sglang:cache_hit_rate": (sglang.CACHED_TOKENS, sglang.PROMPT_TOKENS),

@@ -26,11 +26,23 @@ from inference_obs.query import (
 
 __all__ = ["check_counters", "mean_parts"]
 
-# Range functions that read a counter correctly (its change, or only its samples' presence).
+# Range functions that read a counter correctly.
 _COUNTER_SAFE = frozenset(
-    {"rate", "increase", "irate", "resets", "changes", "count_over_time", "present_over_time",
-     "absent_over_time", "timestamp", "ts_of_last_over_time"}
-)  # fmt: skip
+    {
+        # Its change.
+        "rate",
+        "increase",
+        "irate",
+        "resets",
+        "changes",
+        # Only its samples' presence.
+        "count_over_time",
+        "present_over_time",
+        "absent_over_time",
+        "timestamp",
+        "ts_of_last_over_time",
+    }
+)
 # Range functions for gauges that ignore counter resets.
 # What each becomes for a counter, in the same unit (idelta has no such counterpart).
 _GAUGE_CHANGE = {"delta": "increase", "deriv": "rate"}
@@ -42,9 +54,17 @@ _PASS_THROUGH |= {"sort_by_label", "sort_by_label_desc"}
 _RATES = frozenset({"rate", "increase", "irate"})
 # Words that present a number as a per-request or per-observation figure.
 _PER_OBSERVATION_WORDS = (
-    "mean", "avg", "average", "length", "max", "per request", "latency", "time", "size",
+    "mean",
+    "avg",
+    "average",
+    "length",
+    "max",
+    "per request",
+    "latency",
+    "time",
+    "size",
     "duration",
-)  # fmt: skip
+)
 # Words that present a number in the unit of the observations.
 _UNIT_WORDS = {"tokens": ("token", "tps", "tok/s"), "bytes": ("byte",)}
 

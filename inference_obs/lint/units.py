@@ -115,16 +115,42 @@ _CATALOGUE_UNITS: dict[str, Unit] = {
 }
 # What rate() makes of a dimension (per second).
 _PER_SECOND = {"data": "data/s", "energy": "power"}
+# Functions whose result is in the unit of their argument.
 _SAME_UNIT_CALLS = frozenset(
     {
-        "abs", "ceil", "floor", "round", "clamp", "clamp_min", "clamp_max", "label_replace",
-        "label_join", "sort", "sort_desc", "sort_by_label", "sort_by_label_desc",
-        "avg_over_time", "min_over_time", "max_over_time", "last_over_time",
-        "quantile_over_time", "first_over_time", "increase", "delta", "idelta",
-        "predict_linear", "holt_winters", "double_exponential_smoothing", "mad_over_time",
+        # Absolute value, rounding and clamping.
+        "abs",
+        "ceil",
+        "floor",
+        "round",
+        "clamp",
+        "clamp_min",
+        "clamp_max",
+        # Labels and order.
+        "label_replace",
+        "label_join",
+        "sort",
+        "sort_desc",
+        "sort_by_label",
+        "sort_by_label_desc",
+        # Summaries of a window's samples.
+        "avg_over_time",
+        "min_over_time",
+        "max_over_time",
+        "last_over_time",
+        "first_over_time",
+        "quantile_over_time",
+        "mad_over_time",
         "stddev_over_time",
+        # Changes and forecasts, in the unit of the samples.
+        "increase",
+        "delta",
+        "idelta",
+        "predict_linear",
+        "holt_winters",
+        "double_exponential_smoothing",
     }
-)  # fmt: skip
+)
 _SAME_UNIT_AGGREGATIONS = frozenset(
     {"sum", "avg", "min", "max", "quantile", "topk", "bottomk", "stddev"}
 )

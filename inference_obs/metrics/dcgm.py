@@ -24,15 +24,16 @@ from functools import partial
 from inference_obs.metrics.family import Alias, Family, MetricType
 
 GPU_LABELS: tuple[str, ...] = (
-    "gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION",
-    "pod", "namespace", "container",
-)  # fmt: skip
+    *("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION"),
+    *("pod", "namespace", "container"),
+)
 """Labels of GPU-entity series in a default Kubernetes install (exporter 4.x)."""
 MIG_LABELS: tuple[str, ...] = ("GPU_I_PROFILE", "GPU_I_ID")
 """Extra labels on MIG-instance series, which share ``gpu``/``UUID`` with their parent."""
 NVLINK_ENTITY_LABELS: tuple[str, ...] = (
-    "nvlink", "nvswitch", "gpu", "gpu_uuid", "pci_bus_id", "device", "model_name", "hostname",
-)  # fmt: skip
+    *("nvlink", "nvswitch"),
+    *("gpu", "gpu_uuid", "pci_bus_id", "device", "model_name", "hostname"),
+)
 """Labels of NVLink-entity series: a different scheme, never join it to GPU series on UUID."""
 
 # Candidate spellings of one label across exporter versions and scrape setups, best first.
@@ -42,9 +43,14 @@ NAMESPACE_LABELS: tuple[str, ...] = ("namespace", "exported_namespace", "pod_nam
 CONTAINER_LABELS: tuple[str, ...] = ("container", "exported_container", "container_name")
 UUID_LABELS: tuple[str, ...] = ("UUID", "uuid")
 DISCOVERY_LABELS: tuple[str, ...] = (
-    *HOSTNAME_LABELS, "gpu", *UUID_LABELS, *MIG_LABELS, *POD_LABELS, *NAMESPACE_LABELS,
+    *HOSTNAME_LABELS,
+    "gpu",
+    *UUID_LABELS,
+    *MIG_LABELS,
+    *POD_LABELS,
+    *NAMESPACE_LABELS,
     "modelName",
-)  # fmt: skip
+)
 """What the analyses read of a GPU series' labels: which GPU, which replica, which model."""
 
 SENTINEL_MIN = 9223372036854775792

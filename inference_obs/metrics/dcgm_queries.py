@@ -49,7 +49,8 @@ def _gpu_mean(key: str, family: Family, title: str, caveat: str) -> StandardQuer
     )
 
 
-def _gpu_queries() -> list[StandardQuery]:
+def _activity_queries() -> list[StandardQuery]:
+    """How busy the GPUs were, and how many samples each GPU sent."""
     return [
         _gpu_mean(
             "dcgm_gpu_utilisation_percent",
@@ -98,6 +99,12 @@ def _gpu_queries() -> list[StandardQuery]:
             "SM occupancy (0-1)",
             "Exported only with a custom counters file.",
         ),
+    ]
+
+
+def _power_and_memory_queries() -> list[StandardQuery]:
+    """Board power and energy, framebuffer use and capacity."""
+    return [
         _gpu_mean(
             "dcgm_power_watts",
             dcgm.POWER_USAGE,
@@ -138,6 +145,12 @@ def _gpu_queries() -> list[StandardQuery]:
             _framebuffer_capacity,
             _GPU_BY,
         ),
+    ]
+
+
+def _interconnect_queries() -> list[StandardQuery]:
+    """PCIe and NVLink traffic, from gauges that are already rates."""
+    return [
         _gpu_mean(
             "dcgm_pcie_tx_bytes_per_second",
             dcgm.PROF_PCIE_TX_BYTES,
@@ -156,6 +169,12 @@ def _gpu_queries() -> list[StandardQuery]:
             "NVLink traffic, all links (MiB/s)",
             "Declared a counter by the exporter but already a rate: never rate() it.",
         ),
+    ]
+
+
+def _error_queries() -> list[StandardQuery]:
+    """XID errors the driver reported."""
+    return [
         StandardQuery(
             "dcgm_last_xid",
             "Last XID error code per GPU",
@@ -169,4 +188,9 @@ def _gpu_queries() -> list[StandardQuery]:
     ]
 
 
-DCGM_QUERIES: tuple[StandardQuery, ...] = tuple(_gpu_queries())
+DCGM_QUERIES: tuple[StandardQuery, ...] = (
+    *_activity_queries(),
+    *_power_and_memory_queries(),
+    *_interconnect_queries(),
+    *_error_queries(),
+)

@@ -26,8 +26,13 @@ from functools import partial
 from inference_obs.metrics.family import Family, MetricType
 
 SCHEDULER_LABELS: tuple[str, ...] = (
-    "model_name", "engine_type", "tp_rank", "pp_rank", "moe_ep_rank", "dp_rank",
-)  # fmt: skip
+    "model_name",
+    "engine_type",
+    "tp_rank",
+    "pp_rank",
+    "moe_ep_rank",
+    "dp_rank",
+)
 """Labels of scheduler families (``dp_rank`` only when data parallelism is used)."""
 TOKENIZER_LABELS: tuple[str, ...] = ("model_name", "engine_type")
 """Labels of request-level families counted in the tokenizer manager."""
@@ -39,21 +44,24 @@ STREAMING_LABELS: tuple[str, ...] = (*TOKENIZER_LABELS, "is_streaming")
 # ---------------------------------------------------------------------------
 
 TTFT_BUCKETS: tuple[float, ...] = (
-    0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400,
-)  # fmt: skip
+    *(0.1, 0.2, 0.4, 0.6, 0.8),
+    *(1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400),
+)
 INTER_TOKEN_LATENCY_BUCKETS: tuple[float, ...] = (
-    0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060,
-    0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.0, 2.0, 4.0, 6.0, 8.0,
-)  # fmt: skip
+    *(0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060),
+    *(0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.0, 2.0, 4.0, 6.0, 8.0),
+)
 E2E_REQUEST_LATENCY_BUCKETS: tuple[float, ...] = (
-    0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 600,
-    1200, 1800, 2400,
-)  # fmt: skip
+    *(0.1, 0.2, 0.4, 0.6, 0.8),
+    *(1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 600),
+    *(1200, 1800, 2400),
+)
 QUEUE_TIME_BUCKETS: tuple[float, ...] = (
-    0.0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.5, 1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50,
-    60, 70, 80, 90, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1600,
-    1800, 2000, 2500, 3000,
-)  # fmt: skip
+    *(0.0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.5),
+    *(1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90),
+    *(100, 200, 300, 400, 500, 600, 700, 800, 900),
+    *(1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000),
+)
 PER_STAGE_REQ_LATENCY_BUCKETS: tuple[float, ...] = tuple(0.001 * 1.62**i for i in range(30))
 """30 exponential bounds from 1 ms, factor 1.62."""
 UNLISTED_BUCKETS: tuple[float, ...] = ()

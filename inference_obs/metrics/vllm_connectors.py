@@ -18,20 +18,24 @@ _STANDARD_LABELS: tuple[str, ...] = ("model_name", "engine")
 
 # Default bucket upper bounds (+Inf implied).
 NIXL_XFER_TIME_BUCKETS: tuple[float, ...] = (
-    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0,
-)  # fmt: skip
+    *(0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75),
+    *(1.0, 5.0),
+)
 NIXL_POST_TIME_BUCKETS: tuple[float, ...] = (0.001, *NIXL_XFER_TIME_BUCKETS)
 KV_TRANSFER_BYTES_BUCKETS: tuple[float, ...] = tuple(float(2**k) for k in range(11, 34, 2))
 """Bytes per transfer: 2^11 to 2^33 in steps of x4 (NIXL and Mooncake)."""
 NIXL_NUM_DESCRIPTORS_BUCKETS: tuple[float, ...] = (
-    10, 20, 30, 50, 75, 100, 200, 400, 1000, 2000, 4000, 10000, 20000, 50000,
-)  # fmt: skip
+    *(10, 20, 30, 50, 75, 100, 200, 400),
+    *(1000, 2000, 4000, 10000, 20000, 50000),
+)
 MOONCAKE_STORE_OPERATION_TIME_BUCKETS: tuple[float, ...] = (
-    0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0,
-)  # fmt: skip
+    *(0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75),
+    *(1.0, 1.5, 2.0, 3.0, 4.0),
+)
 KV_OFFLOAD_SIZE_BUCKETS: tuple[float, ...] = (
-    1e6, 5e6, 10e6, 20e6, 40e6, 60e6, 80e6, 100e6, 150e6, 200e6,
-)  # fmt: skip
+    *(1e6, 5e6, 10e6, 20e6, 40e6, 60e6, 80e6),
+    *(100e6, 150e6, 200e6),
+)
 
 _RESETS = (
     "Counters restart at zero when a server or one DP engine restarts: rate() or increase() "

@@ -22,14 +22,15 @@ _STANDARD_LABELS: tuple[str, ...] = ("model_name", "engine")
 # ---------------------------------------------------------------------------
 
 HTTP_REQUEST_DURATION_HIGHR_BUCKETS: tuple[float, ...] = (
-    0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5,
-    7.5, 10, 30, 60,
-)  # fmt: skip
+    *(0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75),
+    *(1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 7.5, 10, 30, 60),
+)
 HTTP_REQUEST_DURATION_BUCKETS: tuple[float, ...] = (0.1, 0.5, 1)
 KV_CACHE_RESIDENCY_BUCKETS: tuple[float, ...] = (
-    0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60,
-    120, 300, 600, 1200, 1800,
-)  # fmt: skip
+    *(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5),
+    *(1, 2, 5, 10, 20, 30, 60),
+    *(120, 300, 600, 1200, 1800),
+)
 
 _RESETS = (
     "Counters restart at zero when a server or one DP engine restarts: rate() or increase() "

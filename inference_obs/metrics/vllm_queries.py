@@ -215,7 +215,8 @@ def _shape_queries() -> list[StandardQuery]:
     return queries
 
 
-def _engine_queries() -> list[StandardQuery]:
+def _cache_queries() -> list[StandardQuery]:
+    """Prefix-cache hit rates, local and external, each over its own queries."""
     return [
         StandardQuery(
             "vllm_prefix_cache_hit_ratio",
@@ -247,6 +248,12 @@ def _engine_queries() -> list[StandardQuery]:
             ),
             _VLLM_BY,
         ),
+    ]
+
+
+def _scheduler_queries() -> list[StandardQuery]:
+    """Running and waiting requests, KV-cache pressure and preemptions."""
+    return [
         StandardQuery(
             "vllm_running_requests_mean",
             "Mean running requests per engine (sampled)",
@@ -297,6 +304,12 @@ def _engine_queries() -> list[StandardQuery]:
             partial(b.increase_total, vllm.NUM_PREEMPTIONS),
             _VLLM_BY,
         ),
+    ]
+
+
+def _step_queries() -> list[StandardQuery]:
+    """What one engine step does: draft tokens accepted, tokens processed."""
+    return [
         StandardQuery(
             "vllm_spec_decode_acceptance_ratio",
             "Speculative-decoding draft acceptance rate",
@@ -333,6 +346,12 @@ def _engine_queries() -> list[StandardQuery]:
             partial(b.histogram_mean, vllm.ITERATION_TOKENS),
             _VLLM_BY,
         ),
+    ]
+
+
+def _series_queries() -> list[StandardQuery]:
+    """What the series themselves show: counter restarts and scrape gaps."""
+    return [
         StandardQuery(
             "vllm_generation_tokens_resets",
             "Restarts seen on the output-token counter",
@@ -353,6 +372,12 @@ def _engine_queries() -> list[StandardQuery]:
             partial(b.sample_count, vllm.NUM_REQUESTS_RUNNING),
             ("model_name", "instance"),
         ),
+    ]
+
+
+def _connector_queries() -> list[StandardQuery]:
+    """KV connectors: the Mooncake store's operation latency."""
+    return [
         StandardQuery(
             "vllm_mooncake_store_operation_mean_seconds",
             "Mean Mooncake store operation latency by operation",
@@ -371,5 +396,9 @@ def _engine_queries() -> list[StandardQuery]:
 VLLM_QUERIES: tuple[StandardQuery, ...] = (
     *_latency_queries(),
     *_shape_queries(),
-    *_engine_queries(),
+    *_cache_queries(),
+    *_scheduler_queries(),
+    *_step_queries(),
+    *_series_queries(),
+    *_connector_queries(),
 )

@@ -273,10 +273,16 @@ def _compared(
     unit = str((now.get(key) or then.get(key) or {}).get("unit", ""))
     change, reason = _classify(worse, unit, a, b, tol)
     return Compared(
-        deployment=name, statistic=statistic, unit=unit, worse=worse, previous=a, current=b,
-        change=change, ratio=_ratio(a.value if a else None, b.value if b else None),
+        deployment=name,
+        statistic=statistic,
+        unit=unit,
+        worse=worse,
+        previous=a,
+        current=b,
+        change=change,
+        ratio=_ratio(a.value if a else None, b.value if b else None),
         reason=reason,
-    )  # fmt: skip
+    )
 
 
 def _regression(
@@ -294,10 +300,15 @@ def _regression(
     codes = tuple(dict.fromkeys([code for code, _ in found] + [code for code, _ in own]))
     notes = "; ".join(m for _, m in own)
     return Regression(
-        deployment=c.deployment, statistic=c.statistic, unit=c.unit, previous=c.previous,
-        current=c.current, verdict="caveated" if codes else "regression", findings=codes,
+        deployment=c.deployment,
+        statistic=c.statistic,
+        unit=c.unit,
+        previous=c.previous,
+        current=c.current,
+        verdict="caveated" if codes else "regression",
+        findings=codes,
         reason=c.reason + (f"; {notes}" if notes else ""),
-    )  # fmt: skip
+    )
 
 
 def compare_reports(

@@ -13,6 +13,10 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _table_row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(_escape(c) for c in cells) + " |"
+
+
 def to_markdown(blocks: Sequence[Block], figure_dir: str = "figures") -> str:
     """The report as Markdown; figures link to ``<figure_dir>/<name>.png``."""
     out: list[str] = []
@@ -25,9 +29,8 @@ def to_markdown(blocks: Sequence[Block], figure_dir: str = "figures") -> str:
             case Items(items):
                 out.append("\n".join(f"- {item}" for item in items))
             case Table(header, rows):
-                lines = ["| " + " | ".join(_escape(h) for h in header) + " |",
-                         "|" + "---|" * len(header)]  # fmt: skip
-                lines += ["| " + " | ".join(_escape(c) for c in row) + " |" for row in rows]
+                rule = "|" + "---|" * len(header)
+                lines = [_table_row(header), rule, *(_table_row(row) for row in rows)]
                 out.append("\n".join(lines))
             case FigureRef(name, caption):
                 out.append(f"![{caption}]({figure_dir}/{name}.png)\n\n*{caption}*")

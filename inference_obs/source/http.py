@@ -101,9 +101,20 @@ _HIDDEN = "<hidden>"
 # Headers the client owns: a user-given one could smuggle a second request or
 # change what the body means.
 _RESERVED = frozenset(
-    {"host", "content-length", "content-type", "transfer-encoding", "connection", "te",
-     "accept-encoding", "upgrade", "expect", "trailer", "proxy-authorization"}
-)  # fmt: skip
+    {
+        "host",
+        "content-length",
+        "content-type",
+        "transfer-encoding",
+        "connection",
+        "te",
+        "accept-encoding",
+        "upgrade",
+        "expect",
+        "trailer",
+        "proxy-authorization",
+    }
+)
 # RFC 9110 5.1: a field name is a token.
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 # RFC 9110 5.5: tab, visible ASCII, space and obs-text (0x80-0xFF, sent as Latin-1).
