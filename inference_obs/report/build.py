@@ -138,12 +138,9 @@ class Report(BaseModel):
         return measurements_frame(self.measurements())
 
     def _repr_html_(self) -> str:
-        from inference_obs.report.html import html_body
-        from inference_obs.report.sections import sections
-        from inference_obs.report.write import figure_png
+        from inference_obs.report.summary import summary_html
 
-        pngs = {name: figure_png(fig) for name, fig in self.figures.items()}
-        return html_body(sections(self), pngs)
+        return summary_html(self)
 
     def measurements(self) -> tuple[Measurement, ...]:
         """Every Measurement of the report (latency at matched load included)."""
