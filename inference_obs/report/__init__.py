@@ -1,11 +1,14 @@
 """Observation reports: analyses gathered once, rendered as Markdown, HTML and JSON.
 
-:func:`with_baseline` adds the comparison with an earlier ``report.json``
+:func:`report` (``obs.report`` at the top level) resolves what a report reads
+and builds it (:mod:`~inference_obs.report.from_source`); :func:`with_baseline`
+adds the comparison with an earlier ``report.json``
 (:mod:`~inference_obs.report.baseline`).
 """
 
 from inference_obs.report.baseline import Baseline, compare_reports, read_report_json
 from inference_obs.report.build import DeploymentReport, Report, ReportTimeout, Scope, build_report
+from inference_obs.report.from_source import InputNames, ReportInputs, report, resolve_inputs
 from inference_obs.report.report_json import report_json
 from inference_obs.report.with_baseline import with_baseline
 from inference_obs.report.write import write_report
@@ -13,13 +16,17 @@ from inference_obs.report.write import write_report
 __all__ = [
     "Baseline",
     "DeploymentReport",
+    "InputNames",
     "Report",
+    "ReportInputs",
     "ReportTimeout",
     "Scope",
     "build_report",
     "compare_reports",
     "read_report_json",
+    "report",
     "report_json",
+    "resolve_inputs",
     "with_baseline",
     "write_report",
 ]
