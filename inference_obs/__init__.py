@@ -4,12 +4,23 @@ The package tree is the data flow: :mod:`~inference_obs.query` (what to ask),
 :mod:`~inference_obs.metrics` (the vLLM, SGLang and DCGM catalogue and its
 builders), :mod:`~inference_obs.source` (where samples come from), then the
 maths (:mod:`~inference_obs.engine`), the analyses and the report built on them.
+
+The four lines of a first report, in Jupyter::
+
+    import inference_obs as obs
+
+    report = obs.report(obs.DatasetSource("datasets/pro5000-vs-h20"))
+    report  # a summary, the whole report folded below it
+
+``obs.report`` is the function
+:func:`~inference_obs.report.from_source.report`; the subpackage of the same
+name is imported first, so the import system never rebinds the name to it.
 """
 
 from __future__ import annotations
 
 from inference_obs import analyses
-from inference_obs.deployment import Deployment
+from inference_obs.deployment import DeclaredConfig, Deployment, Engine, Hardware
 from inference_obs.errors import (
     Annotation,
     AnswerTooLarge,
@@ -27,6 +38,8 @@ from inference_obs.errors import (
 )
 from inference_obs.metrics import FAMILIES, STANDARD_QUERIES, Family, MetricType, StandardQuery
 from inference_obs.query import Expr, Matcher, Selector, to_promql
+from inference_obs.report import Report
+from inference_obs.report.from_source import report
 from inference_obs.samples import Window
 from inference_obs.source import (
     TLS,
@@ -37,6 +50,7 @@ from inference_obs.source import (
     Source,
     read_dataset,
 )
+from inference_obs.source.deployments_file import load_deployments
 from inference_obs.version import __version__
 
 __all__ = [
@@ -50,9 +64,12 @@ __all__ = [
     "ConfigurationError",
     "DatasetError",
     "DatasetSource",
+    "DeclaredConfig",
     "Deployment",
+    "Engine",
     "Expr",
     "Family",
+    "Hardware",
     "InferenceObsError",
     "Matcher",
     "MetricType",
@@ -61,6 +78,7 @@ __all__ = [
     "PrometheusSource",
     "QueryError",
     "QueryFailed",
+    "Report",
     "ScenarioError",
     "Selector",
     "Source",
@@ -71,6 +89,8 @@ __all__ = [
     "Window",
     "__version__",
     "analyses",
+    "load_deployments",
     "read_dataset",
+    "report",
     "to_promql",
 ]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TypeAlias
 
 import numpy as np
@@ -417,6 +417,64 @@ class Window:
                 "'2026-10-19T17:40+08:00'"
             )
         return cls(start, start + timedelta(seconds=_length_seconds(length)))
+
+    @classmethod
+    def ending(cls, end: datetime, length: str) -> Window:
+        """The window of ``length`` that ends at ``end``: the last hour, the last 30 minutes.
+
+        Parameters
+        ----------
+        end
+            The window's end, timezone-aware; its timezone is kept for display.
+        length
+            A PromQL duration: ``"30m"``, ``"1h"``, ``"6h"``, ``"1h30m"``, ``"7d"``.
+
+        Raises
+        ------
+        ConfigurationError
+            ``end`` has no timezone (or is no datetime), ``length`` is not a
+            duration, or an edge falls outside the years 1 to 9999 in UTC; the
+            message names the input and shows what was given.
+
+        Examples
+        --------
+        >>> from datetime import UTC, datetime
+        >>> w = Window.ending(datetime(2026, 10, 19, 10, 40, tzinfo=UTC), "1h")
+        >>> w.start.isoformat(), w.seconds
+        ('2026-10-19T09:40:00+00:00', 3600.0)
+        """
+        if not isinstance(end, datetime):
+            raise ConfigurationError(
+                f"window end {end!r} is not a datetime: give a timezone-aware one, e.g. "
+                "datetime.now(UTC)"
+            )
+        if end.utcoffset() is None:
+            raise ConfigurationError(
+                f"window end {end.isoformat()} has no timezone: give an aware datetime, e.g. "
+                "one made with tzinfo=UTC"
+            )
+        try:
+            seconds = parse_duration(length)
+        except QueryError:
+            raise ConfigurationError(
+                f"window length {length!r} is not a duration: give one such as '30m', '1h' or "
+                "'6h' (units ms, s, m, h, d, w, y)"
+            ) from None
+        # Both edges must exist in UTC, where sources and reports read them.
+        try:
+            end.astimezone(UTC)
+        except OverflowError:
+            raise ConfigurationError(
+                f"window end {end.isoformat()} is outside the years 1 to 9999 in UTC"
+            ) from None
+        try:
+            start = end - timedelta(seconds=seconds)
+            start.astimezone(UTC)
+        except OverflowError:
+            raise ConfigurationError(
+                f"window length {length!r} ending {end.isoformat()} starts before the year 1 in UTC"
+            ) from None
+        return cls(start, end)
 
     @property
     def start_s(self) -> float:

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nbformat
@@ -21,12 +22,16 @@ def read(path: Path) -> nbformat.NotebookNode:
 
 
 def run_notebook(name: str, cwd: Path) -> nbformat.NotebookNode:
-    """Execute ``notebooks/<name>.ipynb`` with ``cwd`` as its working directory."""
+    """Execute ``notebooks/<name>.ipynb`` with ``cwd`` as its working directory.
+
+    The kernel imports this checkout's package, whichever copy is installed.
+    """
     book = read(NOTEBOOKS / f"{name}.ipynb")
     client = NotebookClient(
         book, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
     )
-    client.execute()
+    paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    client.execute(env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
     return book
 
 
@@ -51,11 +56,23 @@ def test_notebooks_are_committed_without_outputs() -> None:
                 assert cell.execution_count is None, path.name
 
 
-def test_quickstart_runs_every_analysis() -> None:
+def test_quickstart_is_a_report_in_four_lines() -> None:
     book = run_notebook("quickstart", NOTEBOOKS)
+    first = next(cell for cell in book.cells if cell.cell_type == "code")
+    assert first.source == (
+        "import inference_obs as obs\n"
+        "\n"
+        'report = obs.report(obs.DatasetSource("../datasets/pro5000-vs-h20"))\n'
+        "report"
+    )
+    (shown,) = (o for o in first.outputs if o.output_type == "execute_result")
+    summary, folded = shown.data["text/html"].split("<details>")
+    assert "<td>H20</td><td>11674</td>" in summary  # the headline numbers first ...
+    assert folded.count("data:image/png;base64,") == 8  # ... the figures folded below
     text = output_text(book)
-    assert "image/png" in text  # the figures came back as matplotlib Figures
+    assert "output throughput: invalid" in text
     assert "output_length_differs" in text
+    assert "ttft_p95" in text  # the latency frame
 
 
 def test_reproduce_an_observation_recomputes_and_judges() -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime, timedelta, timezone
 
 import numpy as np
 import pytest
 
-from inference_obs.errors import DatasetError
-from inference_obs.samples import STALE_NAN, SampleSet, Series, is_stale
+from inference_obs.errors import ConfigurationError, DatasetError
+from inference_obs.samples import STALE_NAN, SampleSet, Series, Window, is_stale
 
 
 def test_sample_set_is_columnar_with_offsets() -> None:
@@ -45,3 +46,37 @@ def test_empty_sample_set() -> None:
     samples = SampleSet.from_series([])
     assert len(samples) == 0
     assert samples.offsets.tolist() == [0]
+
+
+def test_a_window_ending_at_a_time_keeps_its_timezone() -> None:
+    end = datetime(2026, 10, 19, 18, 40, tzinfo=timezone(timedelta(hours=8)))
+    for length, seconds in (("30m", 1800.0), ("1h", 3600.0), ("6h", 21600.0), ("1h30m", 5400.0)):
+        w = Window.ending(end, length)
+        assert (w.end, w.seconds) == (end, seconds)
+        assert w.start.utcoffset() == timedelta(hours=8)
+    assert Window.ending(end, "1h").start.isoformat() == "2026-10-19T17:40:00+08:00"
+
+
+@pytest.mark.parametrize(
+    ("end", "length", "named"),
+    [
+        (datetime(2026, 10, 19, 18, 40), "1h", "window end 2026-10-19T18:40:00 has no timezone"),
+        ("2026-10-19T18:40:00+08:00", "1h", "is not a datetime"),
+        (datetime(2026, 10, 19, tzinfo=UTC), "1x", "window length '1x' is not a duration"),
+        (datetime(2026, 10, 19, tzinfo=UTC), "", "window length '' is not a duration"),
+        (datetime(2026, 10, 19, tzinfo=UTC), "-1h", "window length '-1h' is not a duration"),
+        (datetime(2026, 10, 19, tzinfo=UTC), 3600, "window length 3600 is not a duration"),
+        (datetime(2026, 10, 19, tzinfo=UTC), "3000y", "'3000y' ending 2026-10-19T00:00:00+00:00"),
+        (
+            datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-14))),
+            "1h",
+            "window end 9999-12-31T23:00:00-14:00 is outside the years 1 to 9999 in UTC",
+        ),
+    ],
+)
+def test_a_window_ending_refuses_what_is_no_time_or_no_duration(
+    end: object, length: object, named: str
+) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        Window.ending(end, length)  # type: ignore[arg-type]
+    assert named in str(caught.value)

@@ -29,14 +29,7 @@ from inference_obs.cli.options import (
     resolution,
     topologies,
 )
-from inference_obs.cli.sources import (
-    DEFAULT_DATASET,
-    Opened,
-    add_source_options,
-    named,
-    note,
-    plan,
-)
+from inference_obs.cli.sources import DEFAULT_DATASET, Opened, add_source_options, note, plan
 from inference_obs.cli.times import started
 from inference_obs.errors import (
     ConfigurationError,
@@ -44,8 +37,7 @@ from inference_obs.errors import (
     InferenceObsError,
     SourceError,
 )
-from inference_obs.reading.resolution import ROWS, Resolution, tile_ms
-from inference_obs.samples import Window
+from inference_obs.reading.resolution import ROWS, Resolution
 
 if TYPE_CHECKING:
     from inference_obs.analyses.run import DeploymentResults
@@ -125,15 +117,6 @@ def _checked(args: argparse.Namespace) -> _Checked:
     )
 
 
-def _tiles_fit(read_at: Resolution, window: Window) -> None:
-    """Refuse a ``--resolution`` tile width that does not cut the window, before any work."""
-    if isinstance(read_at, float):
-        try:
-            tile_ms(window, read_at)
-        except ValueError as exc:
-            raise InferenceObsError(f"--resolution {read_at:g}: {exc}") from None
-
-
 def _remaining(deadline: float | None) -> float | None:
     """Seconds of the budget left (None: no budget); a spent budget ends the run here."""
     if deadline is None:
@@ -180,13 +163,17 @@ def _report(args: argparse.Namespace) -> int:
 
     now = started()
     checked = _checked(args)
-    planned = plan(args, say, now)
-    _tiles_fit(checked.read_at, planned.window)
-    named(checked.prices, planned.deployments, "--gpu-hour-price")
-    named(checked.topologies, planned.deployments, "--topology")
+    planned = plan(
+        args,
+        say,
+        now,
+        gpu_hour_prices=checked.prices,
+        topologies=checked.topologies,
+        resolution=checked.read_at,
+    )
     # Every option and input is checked: the work starts here.
     from inference_obs.analyses.validity.verdicts import Verdict
-    from inference_obs.report import build_report, write_report
+    from inference_obs.report import from_source, write_report
     from inference_obs.report.facts import has_data
     from inference_obs.report.write import remove_report
 
@@ -194,22 +181,19 @@ def _report(args: argparse.Namespace) -> int:
         say(f"removed the previous report from {checked.out}")
     opened = planned.open(checked.deadline)
     try:
-        report = build_report(
+        # As obs.report builds it: title, methodology and scrape interval from a dataset.
+        report = from_source.report(
             opened.source,
             opened.deployments,
-            opened.window,
-            title=opened.title,
-            source_name=opened.name,
+            window=opened.window,
             gpu_hour_prices=checked.prices,
             topologies=checked.topologies,
-            scrape_interval_seconds=opened.scrape_interval_seconds,
-            methodology=opened.methodology,
             settings=checked.settings,
             progress=say,
             budget_s=_remaining(checked.deadline),
             resolution=checked.read_at,
         )
-    except ValueError as exc:  # an option that only the data shows wrong (--resolution 7)
+    except ValueError as exc:  # an input that only the data shows wrong
         raise InferenceObsError(str(exc)) from exc
     if checked.baseline is not None:
         from inference_obs.report.with_baseline import with_baseline
@@ -252,10 +236,14 @@ def _compare(args: argparse.Namespace) -> int:
     read_at = resolution(args.resolution)
     gpu_hour_prices = prices(args.gpu_hour_price)
     topology_texts = topologies(args.topology)
-    planned = plan(args, lambda line: None, started())
-    _tiles_fit(read_at, planned.window)
-    named(gpu_hour_prices, planned.deployments, "--gpu-hour-price")
-    named(topology_texts, planned.deployments, "--topology")
+    planned = plan(
+        args,
+        lambda line: None,
+        started(),
+        gpu_hour_prices=gpu_hour_prices,
+        topologies=topology_texts,
+        resolution=read_at,
+    )
     opened = planned.open()
     try:
         result = validity(

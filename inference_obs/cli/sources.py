@@ -2,7 +2,9 @@
 
 :func:`plan` checks the source options and reads the small input files (the
 deployments file, a dataset's manifest) without sending a query or reading a
-sample, so every bad option or input ends the run before any work.
+sample, so every bad option or input ends the run before any work. What a
+report reads is resolved as ``obs.report`` resolves it
+(:func:`~inference_obs.report.from_source.resolve_inputs`), naming the options.
 :meth:`Plan.open` then does the work of opening: it reads the dataset's
 samples (within the time budget) or hands over the live source, which has
 sent nothing yet.
@@ -14,31 +16,43 @@ import argparse
 import os
 import shutil
 import sys
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 from inference_obs.cli.options import add_live_options, add_window_options, open_prometheus
 from inference_obs.cli.times import window
 from inference_obs.deployment import Deployment
 from inference_obs.errors import InferenceObsError
+from inference_obs.reading.resolution import Resolution
+from inference_obs.report.from_source import InputNames
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 
 __all__ = [
     "DEFAULT_DATASET",
+    "OPTIONS",
     "Opened",
     "Plan",
     "add_discovery_source_options",
     "add_source_options",
-    "named",
     "note",
     "plan",
 ]
 
 #: The dataset ``inference-obs report`` reads when given no source.
 DEFAULT_DATASET = "pro5000-vs-h20"
+#: How errors about what a report reads name the command line's options.
+OPTIONS = InputNames(
+    deployments="--deployments",
+    window="--window",
+    end="--end",
+    gpu_hour_prices="--gpu-hour-price",
+    topologies="--topology",
+    resolution="--resolution",
+)
 Say = Callable[[str], None]
 
 
@@ -98,15 +112,12 @@ def _bundled(name: str, say: Say) -> Path:
 
 @dataclass(frozen=True)
 class Opened:
-    """An open source with what a report needs to know of it."""
+    """An open source, and the deployments and window to read from it."""
 
     source: Source
     deployments: tuple[Deployment, ...]
     window: Window
     name: str
-    scrape_interval_seconds: float | None = None
-    methodology: tuple[str, ...] = ()
-    title: str = "Observation report"
 
 
 @dataclass(frozen=True)
@@ -121,9 +132,6 @@ class Plan:
     name: str
     live: Source | None = None
     dataset: Path | None = None
-    scrape_interval_seconds: float | None = None
-    methodology: tuple[str, ...] = field(default=())
-    title: str = "Observation report"
 
     def open(self, deadline: float | None = None) -> Opened:
         """The source, reading a dataset's samples now (stopping at ``deadline``, monotonic s).
@@ -144,15 +152,7 @@ class Plan:
                     "(not part of a dataset)"
                 )
             source = loaded
-        return Opened(
-            source,
-            self.deployments,
-            self.window,
-            self.name,
-            self.scrape_interval_seconds,
-            self.methodology,
-            self.title,
-        )
+        return Opened(source, self.deployments, self.window, self.name)
 
 
 def _refuse_live_options_offline(args: argparse.Namespace) -> None:
@@ -174,6 +174,9 @@ def plan(
     now: datetime,
     *,
     default_window: str | None = None,
+    gpu_hour_prices: Mapping[str, float] | None = None,
+    topologies: Mapping[str, str] | None = None,
+    resolution: Resolution = "auto",
 ) -> Plan:
     """Check the source options and read the deployments and manifest; nothing else.
 
@@ -188,6 +191,8 @@ def plan(
     default_window
         For a live source without ``--end``: a window ending now (``discover``
         uses ``1h``); ``None`` requires the window options.
+    gpu_hour_prices, topologies, resolution
+        Checked against the deployments and the window, as a report reads them.
 
     Raises
     ------
@@ -195,6 +200,7 @@ def plan(
         Naming the bad option or file (a deployments file or manifest that is
         missing or invalid is a :class:`~inference_obs.errors.DatasetError`).
     """
+    from inference_obs.report.from_source import resolve_inputs
     from inference_obs.source.dataset.reader import read_manifest
     from inference_obs.source.deployments_file import load_deployments
 
@@ -206,22 +212,26 @@ def plan(
         args.window = args.window or default_window
     span = window(args, now)
     wanted = getattr(args, "deployments", None)
+    resolve = partial(
+        resolve_inputs,
+        window=span,
+        gpu_hour_prices=gpu_hour_prices,
+        topologies=topologies,
+        resolution=resolution,
+        names=OPTIONS,
+    )
     if args.prometheus is not None:
         source = open_prometheus(args)  # checks the live options; sends nothing
-        if wanted is not None and not wanted:
-            raise InferenceObsError("--deployments: empty; give a file")
-        if wanted is None and hasattr(args, "deployments"):
-            raise InferenceObsError(
-                "a live source needs --deployments FILE; `inference-obs discover --prometheus "
-                "URL --out deployments.yaml` writes one (see docs/deployments.md)"
-            )
-        if span is None:
+        if not hasattr(args, "deployments"):  # discover, which finds them
+            assert span is not None  # its default window
+            return Plan((), span, source.url, live=source)
+        if wanted is not None and span is None:
             raise InferenceObsError(
                 "reading a live source needs --end and --start or --window (e.g. --end now "
                 "--window 1h)"
             )
-        found = load_deployments(wanted) if wanted else ()
-        return Plan(found, span, source.url, live=source)
+        found = resolve(wanted)
+        return Plan(found.deployments, found.window, source.url, live=source)
     _refuse_live_options_offline(args)
     if args.dataset == "":
         raise InferenceObsError("--dataset: empty; give a dataset directory")
@@ -229,23 +239,5 @@ def plan(
         raise InferenceObsError("--deployments: empty; give a file")
     given = load_deployments(wanted) if wanted else None  # before any dataset work
     path = Path(args.dataset) if args.dataset is not None else _bundled(DEFAULT_DATASET, say)
-    manifest = read_manifest(path)
-    return Plan(
-        given or manifest.deployments,
-        span or manifest.window.window(),
-        str(path),
-        dataset=path,
-        scrape_interval_seconds=manifest.scrape_interval_seconds,
-        methodology=tuple(manifest.methodology),
-        title=manifest.title,
-    )
-
-
-def named(given: Collection[str], deployments: Sequence[Deployment], option: str) -> None:
-    """Refuse a name in ``given`` that is no deployment's (it would be ignored)."""
-    names = [d.name for d in deployments]
-    for name in given:
-        if name not in names:
-            raise InferenceObsError(
-                f"{option}: no deployment is named {name!r} (there are {', '.join(names)})"
-            )
+    found = resolve(given, dataset=read_manifest(path))
+    return Plan(found.deployments, found.window, str(path), dataset=path)

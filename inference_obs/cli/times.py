@@ -20,7 +20,7 @@ import math
 import re
 from datetime import UTC, datetime, timedelta
 
-from inference_obs.errors import InferenceObsError, QueryError
+from inference_obs.errors import ConfigurationError, InferenceObsError, QueryError
 from inference_obs.query import parse_duration
 from inference_obs.samples import Window
 
@@ -118,19 +118,12 @@ def window(args: argparse.Namespace, now: datetime | None = None) -> Window | No
     now = started() if now is None else now
     end = moment(args.end, "--end", now)
     if args.window is not None:
-        try:
-            length = parse_duration(args.window)
-        except QueryError:
+        try:  # as obs.report reads window="1h" with end=
+            return Window.ending(end, args.window)
+        except ConfigurationError as exc:
             raise InferenceObsError(
-                f"--window {args.window!r}: expected a duration such as 1h or 90m"
+                f"--window {args.window!r} from --end {args.end!r}: {exc}"
             ) from None
-        try:
-            start = end - timedelta(seconds=length)
-        except OverflowError:  # past timedelta's or datetime's range
-            raise InferenceObsError(
-                f"--window {args.window!r} from --end {args.end!r} starts before the year 1"
-            ) from None
-        return Window(_in_range(start, f"--window {args.window!r} from --end {args.end!r}"), end)
     if args.start is None:
         raise InferenceObsError("--end needs --start or --window")
     start = moment(args.start, "--start", now)

@@ -71,6 +71,6 @@ class Report(BaseModel):
         return (*shown, *matched)
 
     def _repr_html_(self) -> str:
-        from inference_obs.report.notebook import report_html
+        from inference_obs.report.summary import summary_html
 
-        return report_html(self)
+        return summary_html(self)

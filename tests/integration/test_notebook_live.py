@@ -7,6 +7,7 @@ a deployments file, as a new user runs it, the notebook discovers them.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -36,12 +37,18 @@ def test_live_prometheus_runs_against_a_loaded_server(
     else:  # a new user's run: no deployments file, so the notebook finds them
         monkeypatch.delenv("INFERENCE_OBS_DEPLOYMENTS", raising=False)
     monkeypatch.setenv("INFERENCE_OBS_WINDOW_END", window.end.isoformat())
-    monkeypatch.setenv("INFERENCE_OBS_WINDOW", f"{window.seconds:g}s")
+    assert window.seconds == 3600.0
+    monkeypatch.setenv("INFERENCE_OBS_WINDOW", "1h")
     assert os.environ["INFERENCE_OBS_PROMETHEUS"].startswith("http://127.0.0.1:")
     text = output_text(run_notebook("live-prometheus", tmp_path))
     server.stop()
     assert "prometheus prometheus-2" in text
-    assert (tmp_path / "live-report" / "report.json").is_file()
+    written = json.loads((tmp_path / "live-report" / "report.json").read_text())
+    for span in written["scope"]["windows"].values():
+        assert (span["start"], span["end"]) == (window.start.isoformat(), window.end.isoformat())
+    assert "<details><summary>The whole report" in text
+    if deployments == "manifest":  # the offline report's headline numbers, read live
+        assert "<td>H20</td><td>11674</td>" in text
     if deployments == "discovered":
         assert 'pod: {regex: "h20-model-.*"}' in text
         assert "DeepSeek-V4.1-Flash-1017-H20" in text

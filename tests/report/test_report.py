@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from inference_obs.analyses import boundaries, queueing, throughput
+from inference_obs.analyses import boundaries, gpu, latency, queueing, throughput
 from inference_obs.analyses.validity.findings import FINDINGS
 from inference_obs.reading import resolution
 from inference_obs.report import Report, build_report, report_json, write_report
@@ -167,9 +167,31 @@ def test_in_jupyter_a_report_is_a_frame_and_an_html_fragment() -> None:
     assert {"value", "unit", "status", "lower", "upper", "promql"} <= set(frame.columns)
     fragment = report._repr_html_()
     assert not fragment.startswith("<!DOCTYPE")
-    assert fragment.startswith(f"<h1>{html.escape(report.title)}</h1>")
-    assert "<h2>Comparison verdicts</h2>" in fragment
-    assert "<p><em>Figure PRO-rolling-quantiles was not drawn.</em></p>" in fragment
+    # A summary first, small and without the report's sections ...
+    summary, folded = fragment.split("\n<details><summary>", 1)
+    assert summary.startswith(f"<h3>{html.escape(report.title)}</h3>")
+    assert "<h2>" not in summary
+    assert len(summary) < 5000
+    # ... each deployment's headline numbers in a row ...
+    rows = re.findall(r"<tr><td>(.*?)</td></tr>", summary)
+    pro, h20 = (row.split("</td><td>") for row in rows[:2])
+    assert pro[0] == "PRO"
+    assert h20[:2] == ["H20", "11674"]  # requests finished, in whole units
+    ttft = report.deployments[1].of(latency).ttft.p95
+    assert ttft.bounds is not None
+    assert h20[2] == f"{ttft.value:.4g} [{ttft.bounds.lower:.3g}, {ttft.bounds.upper:.3g}]"
+    assert h20[7] == f"{report.deployments[1].of(gpu).utilization_mean.value:.4g}"
+    # ... the verdicts of the comparisons they enter, then the whole report, folded.
+    assert (
+        "<tr><td>output tokens per second per replica, wall clock (tokens/s)</td>"
+        "<td>invalid</td>" in summary
+    )
+    assert "PRO vs H20: 26 comparisons (14 caveated, 12 invalid)" in summary
+    assert folded.startswith("The whole report")
+    assert f"<h1>{html.escape(report.title)}</h1>" in folded
+    assert "<h2>Comparison verdicts</h2>" in folded
+    assert "<p><em>Figure PRO-rolling-quantiles was not drawn.</em></p>" in folded
+    assert folded.endswith("</details>")
 
 
 def test_a_deployment_without_a_window_is_named() -> None:

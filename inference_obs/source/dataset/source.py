@@ -83,7 +83,7 @@ class DatasetSource:
 
     def __init__(
         self,
-        dataset: Dataset | Path,
+        dataset: Dataset | str | Path,
         *,
         rules: Rules = Rules.PROMETHEUS_2,
         deadline: float | None = None,

@@ -1,0 +1,127 @@
+"""A report at a glance, as Jupyter shows it: headline numbers first, the whole report folded.
+
+:func:`summary_html` is what ``Report._repr_html_`` returns: one small table
+of each deployment's headline numbers (requests finished, time to first
+token and end-to-end latency at P95 and mean, output throughput, GPU
+utilisation), the verdicts of the comparisons those numbers enter, and the
+whole report (:func:`~inference_obs.report.sections.sections`) inside a
+``<details>`` element, open on a click.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from inference_obs.analyses import gpu, latency, throughput
+from inference_obs.analyses.validity.verdicts import PairValidity
+from inference_obs.reading.measurement import Measurement
+from inference_obs.report.document import Block, Heading, Paragraph, Table, cell, number
+from inference_obs.report.figures import draw_figures
+from inference_obs.report.html import html_body
+from inference_obs.report.sections import sections
+from inference_obs.report.write import figure_png
+
+if TYPE_CHECKING:
+    from inference_obs.report.model import Report
+
+__all__ = ["HEADLINE_COMPARISONS", "summary", "summary_html"]
+
+#: The comparisons of the headline numbers, in the summary's order (all are in the report).
+HEADLINE_COMPARISONS = (
+    "request_throughput",
+    "output_throughput",
+    "ttft_p95",
+    "ttft_mean",
+    "e2e_p95",
+    "e2e_mean",
+    "gpu_utilization",
+)
+_HEADLINE_HEADER = (
+    "deployment",
+    "requests finished",
+    "TTFT P95 s",
+    "TTFT mean s",
+    "end-to-end P95 s",
+    "end-to-end mean s",
+    "output tokens/s (all replicas)",
+    "GPU util % (mean)",
+)
+
+
+def summary(report: Report) -> tuple[Block, ...]:
+    """The summary's blocks: title, scope in a line, headline numbers, verdicts."""
+    s = report.scope
+    windows = sorted({f"{w.start.isoformat()} to {w.end.isoformat()}" for w in s.windows.values()})
+    blocks: list[Block] = [
+        Heading(3, report.title),
+        Paragraph(
+            f"{s.source} ({s.engine}; {s.rules} rules), {'; '.join(windows)}. Brackets: the "
+            "bucket that holds the true quantile."
+        ),
+        Table(
+            _HEADLINE_HEADER,
+            tuple(
+                (
+                    d.deployment.name,
+                    _count(served.finished_requests),
+                    cell(timed.ttft.p95),
+                    cell(timed.ttft.mean),
+                    cell(timed.e2e.p95),
+                    cell(timed.e2e.mean),
+                    cell(served.output_tokens_per_second),
+                    cell(d.of(gpu).utilization_mean),
+                )
+                for d in report.deployments
+                for served, timed in ((d.of(throughput), d.of(latency)),)
+            ),
+        ),
+    ]
+    for pair in report.validity.pairs if report.validity is not None else ():
+        blocks.extend(_verdicts(pair))
+    if report.baseline is not None:
+        found = len(report.baseline.regressions)
+        blocks.append(Paragraph(f"Against {report.baseline.source}: {found} regression(s) found."))
+    return tuple(blocks)
+
+
+def _count(m: Measurement) -> str:
+    """A count in whole units (``11674``, not ``1.167e+04``); its status when it has no value."""
+    digits = 4 if m.value is None else max(4, len(f"{abs(m.value):.0f}"))
+    return cell(m, digits=digits)
+
+
+def _verdicts(pair: PairValidity) -> tuple[Block, ...]:
+    """The headline comparisons of one pair, and a count of every verdict it has."""
+    shown = [pair.verdicts[k] for k in HEADLINE_COMPARISONS if k in pair.verdicts]
+    counts = Counter(v.verdict.value for v in pair.verdicts.values())
+    tally = ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items()))
+    return (
+        Table(
+            ("comparison", "verdict", pair.a, pair.b),
+            tuple(
+                (
+                    v.description,
+                    v.verdict.value,
+                    number(v.values.get(pair.a)),
+                    number(v.values.get(pair.b)),
+                )
+                for v in shown
+            ),
+        ),
+        Paragraph(
+            f"{pair.a} vs {pair.b}: {len(pair.verdicts)} comparisons ({tally}); each with "
+            "its findings in the comparison verdicts of the whole report."
+        ),
+    )
+
+
+def summary_html(report: Report) -> str:
+    """The summary as HTML, the whole report (figures embedded) folded in ``<details>``."""
+    pngs = {name: figure_png(fig) for name, fig in draw_figures(report).items()}
+    return (
+        html_body(summary(report), {})
+        + "\n<details><summary>The whole report: every section, figure and query</summary>\n"
+        + html_body(sections(report), pngs)
+        + "\n</details>"
+    )
