@@ -61,14 +61,14 @@ class Report(BaseModel):
             for quantiles in found.quantiles.values()
             for m in quantiles.values()
         )
-        shown = (
+        per_deployment = (
             m
             for d in self.deployments
             for name, result in d.results.items()
             if shown(d, name)
             for m in result.measurements()
         )
-        return (*shown, *matched)
+        return (*per_deployment, *matched)
 
     def _repr_html_(self) -> str:
         from inference_obs.report.summary import summary_html
