@@ -1,9 +1,8 @@
 """NVIDIA dcgm-exporter metric families, their label schemes and value conventions.
 
-The fields, declared types, units, labels and history here were read from the
-released dcgm-exporter sources (release 4.5.3-4.8.2, i.e. DCGM 4.5.3 with exporter
-4.8.2, and older tags for the history: ``etc/*.csv``, ``internal/pkg``) and from
-the DCGM 4.6 field definitions (``dcgmlib/dcgm_fields.h``).
+Fields, declared types, units, labels and history were read from dcgm-exporter
+4.5.3-4.8.2 and older tags (``etc/*.csv``, ``internal/pkg``) and from the DCGM
+4.6 field definitions (``dcgmlib/dcgm_fields.h``).
 
 How dcgm-exporter exposes a field:
 
@@ -11,10 +10,9 @@ How dcgm-exporter exposes a field:
   prefix, unit or ``_total`` suffix, even for counters;
 - the Prometheus type is what the CSV declares, which is not always the truth
   (``declared_type`` records the difference, ``already_rate`` marks rates);
-- only the fields enabled in the CSV exist. ``condition`` says which families a
-  default install lacks;
+- only the fields enabled in the CSV exist (``condition``: what a default install lacks);
 - values are DCGM's latest cached sample, refreshed every
-  :data:`DEFAULT_COLLECT_INTERVAL_SECONDS` by default.
+  :data:`DEFAULT_COLLECT_INTERVAL_SECONDS`.
 """
 
 from __future__ import annotations
@@ -43,13 +41,8 @@ NAMESPACE_LABELS: tuple[str, ...] = ("namespace", "exported_namespace", "pod_nam
 CONTAINER_LABELS: tuple[str, ...] = ("container", "exported_container", "container_name")
 UUID_LABELS: tuple[str, ...] = ("UUID", "uuid")
 DISCOVERY_LABELS: tuple[str, ...] = (
-    *HOSTNAME_LABELS,
-    "gpu",
-    *UUID_LABELS,
-    *MIG_LABELS,
-    *POD_LABELS,
-    *NAMESPACE_LABELS,
-    "modelName",
+    *(*HOSTNAME_LABELS, "gpu", *UUID_LABELS, *MIG_LABELS),
+    *(*POD_LABELS, *NAMESPACE_LABELS, "modelName"),
 )
 """What the analyses read of a GPU series' labels: which GPU, which replica, which model."""
 
