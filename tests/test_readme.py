@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,11 @@ def test_readme_example_runs(
     code: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(REPO)
-    exec(compile(code, "README.md", "exec"), {})
+    # As a module of its own, as a reader's file would be: pydantic finds a model's
+    # annotations through the module that defines it.
+    module = types.ModuleType("readme_example")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    exec(compile(code, "README.md", "exec"), module.__dict__)
     printed = capsys.readouterr().out
     # A comment right after a print() line is the output the README promises.
     lines = code.splitlines()

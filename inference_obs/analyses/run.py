@@ -74,6 +74,19 @@ class DeploymentResults(BaseModel):
             )
         return found
 
+    def __getitem__(self, name: str) -> AnalysisResult:
+        """The result of the analysis called ``name`` (``run["latency"]``, as in a notebook).
+
+        Raises
+        ------
+        ConfigurationError
+            When the run has no result of that name (the message lists them).
+        """
+        if name not in self.results:
+            ran = ", ".join(self.results)
+            raise ConfigurationError(f"no {name!r} result for {self.deployment.name}; ran: {ran}")
+        return self.results[name]
+
     def measurements(self) -> tuple[Measurement, ...]:
         """Every Measurement of every result, in registry order."""
         return tuple(m for result in self.results.values() for m in result.measurements())

@@ -100,6 +100,9 @@ def test_a_run_runs_each_analysis_once_per_deployment(
     assert [one.of(counting) for one in ran] == [Counted(), Counted()]
     with pytest.raises(ConfigurationError, match="no latency result"):
         ran[0].of(latency)
+    assert ran[0]["counting"] == Counted()
+    with pytest.raises(ConfigurationError, match="no 'latency' result for PRO; ran: counting"):
+        ran[0]["latency"]
 
 
 def _sources_in(value: Any) -> list[Source]:

@@ -98,7 +98,7 @@ def test_a_report_asks_each_question_once_and_answers_as_before(
 
             return recorded
 
-    kwargs: dict[str, Any] = {"title": "t", "source_name": "d", "figures": False}
+    kwargs: dict[str, Any] = {"title": "t", "source_name": "d"}
     build_report(Recording(dataset_source), manifest.deployments, window, **kwargs)
     assert asked
     assert max(asked.values()) == 1
