@@ -151,8 +151,8 @@ class VerifyRow(BaseModel):
     key: str = Field(description="Measurement key, or the JSON path in aggregates.json.")
     published: float | None
     recomputed: float | None
-    difference: float | None = Field(description="recomputed - published.")
-    tolerance: float | None = Field(description="Largest |difference| counted as equal.")
+    difference: float | None = Field(None, description="recomputed - published.")
+    tolerance: float | None = Field(None, description="Largest |difference| counted as equal.")
     status: RowStatus
     reason: str = ""
 
@@ -362,24 +362,10 @@ def _compare(
         recomputed = None
     if published is not None and recomputed is not None and math.isinf(published + recomputed):
         status = RowStatus.OK if published == recomputed else RowStatus.DIFFERS
-        return VerifyRow(
-            key=key,
-            published=published,
-            recomputed=recomputed,
-            difference=None,
-            tolerance=None,
-            status=status,
-        )
+        return VerifyRow(key=key, published=published, recomputed=recomputed, status=status)
     if published is None or recomputed is None:
         if published is None and recomputed is None:
-            return VerifyRow(
-                key=key,
-                published=None,
-                recomputed=None,
-                difference=None,
-                tolerance=None,
-                status=RowStatus.OK,
-            )
+            return VerifyRow(key=key, published=None, recomputed=None, status=RowStatus.OK)
         side = "published" if published is None else "recomputed"
         return _missing(key, published, f"no {side} number", recomputed)
     difference = recomputed - published
@@ -398,27 +384,15 @@ def _compare(
 def _missing(
     key: str, published: float | None, reason: str, recomputed: float | None = None
 ) -> VerifyRow:
+    status = RowStatus.MISSING
     return VerifyRow(
-        key=key,
-        published=published,
-        recomputed=recomputed,
-        difference=None,
-        tolerance=None,
-        status=RowStatus.MISSING,
-        reason=reason,
+        key=key, published=published, recomputed=recomputed, status=status, reason=reason
     )
 
 
 def _unrecomputable(key: str, published: float | None, reason: str) -> VerifyRow:
-    return VerifyRow(
-        key=key,
-        published=published,
-        recomputed=None,
-        difference=None,
-        tolerance=None,
-        status=RowStatus.NOT_RECOMPUTABLE,
-        reason=reason,
-    )
+    status = RowStatus.NOT_RECOMPUTABLE
+    return VerifyRow(key=key, published=published, recomputed=None, status=status, reason=reason)
 
 
 def _rounding(value: float | None) -> float:
