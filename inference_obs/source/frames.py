@@ -258,33 +258,39 @@ def _fast_matrix(
         data = _matrix_data(envelope)
     except (ValueError, TypeError):
         return None
-    total = sum(sizes)
-    if total:
-        try:
-            numbers = pd.read_csv(
-                io.BytesIO(b"\n".join(flats)),
-                header=None,
-                names=["n"],
-                dtype=np.float64,
-                engine="c",
-                keep_default_na=False,
-                na_values=["NaN"],
-                skip_blank_lines=False,
-                **_CSV_EXTRA,
-            )["n"].to_numpy(dtype=np.float64)
-        except (ValueError, pd.errors.ParserError):
-            return None
-        if numbers.shape != (2 * total,):
-            return None
-        t_ms = _milliseconds(numbers[0::2])
-        values = np.ascontiguousarray(numbers[1::2])
-    else:
-        t_ms, values = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    points = _points(flats, sum(sizes))
+    if points is None:
+        return None
+    t_ms, values = points
     offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(np.asarray(sizes, dtype=np.int64), out=offsets[1:])
     labels = tuple(Labels(one) for one in metrics)
     data["result"] = []
     return Matrix(labels, offsets, t_ms, values, promql, annotations), envelope
+
+
+def _points(flats: list[bytes], total: int) -> tuple[Ints, Floats] | None:
+    """The ``total`` time/value pairs of the sections' lines (one number a line), parsed by
+    pandas' C reader; None where they are not exactly that many numbers."""
+    if not total:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    try:
+        numbers = pd.read_csv(
+            io.BytesIO(b"\n".join(flats)),
+            header=None,
+            names=["n"],
+            dtype=np.float64,
+            engine="c",
+            keep_default_na=False,
+            na_values=["NaN"],
+            skip_blank_lines=False,
+            **_CSV_EXTRA,
+        )["n"].to_numpy(dtype=np.float64)
+    except (ValueError, pd.errors.ParserError):
+        return None
+    if numbers.shape != (2 * total,):
+        return None
+    return _milliseconds(numbers[0::2]), np.ascontiguousarray(numbers[1::2])
 
 
 def parse_raw(result: list[Any], start_ms: int | None = None) -> SampleSet:

@@ -31,7 +31,7 @@ from inference_obs.metrics import MetricType
 from inference_obs.metrics.family import Family
 from inference_obs.query import Matcher, Selector
 from inference_obs.samples import Labels, SampleSet, Series, Window, is_stale
-from inference_obs.source.base import Source
+from inference_obs.source.base import EngineInfo, Source
 from inference_obs.source.dataset.manifest import Manifest, ManifestWindow
 from inference_obs.source.dataset.reader import Dataset
 from inference_obs.source.dataset.redaction import RedactionRules
@@ -131,34 +131,14 @@ def export_dataset(
     if not len(samples):
         names = ", ".join(d.name for d in deployments)
         raise NoDataError(f"no series of {names} has a sample in the window")
-    interval, gaps = _scrape_interval(samples)
+    scrapes = _scrape_interval(samples)
     clean = sanitise(samples, deployments, rules)
-    read = (
-        f"the catalogue families {', '.join(f.name for f in families)}"
-        if families is not None
-        else "every series matching a deployment's selector or GPU selector"
-    )
-    method = (
-        f"Exported read-only with inference_obs {__version__} from a {info.kind} source"
-        + (f" (version {info.version})" if info.version else "")
-        + f": raw samples of {read}, fetched with range selectors; nothing was written to it.",
-        f"Window {window.start.isoformat()} to {window.end.isoformat()} ({window.seconds:g} s), "
-        "both ends included: "
-        f"{len(samples)} series, {int(samples.offsets[-1]):,} samples.",
-        f"Scrape interval observed: {interval:g} s, the median gap between consecutive samples "
-        f"of a series (gaps from {gaps[0]:g} s to {gaps[1]:g} s).",
-        *(
-            [f"{stale:,} staleness markers dropped (OpenMetrics text cannot carry them)."]
-            if stale
-            else []
-        ),
-        f"Numbers in aggregates.json follow the local engine's {engine_rules.value} rules.",
-    )
+    method = _methodology(info, families, window, samples, stale, engine_rules, scrapes)
     manifest = Manifest(
         title=title,
         synthetic=False,
         window=ManifestWindow(start=window.start, end=window.end),
-        scrape_interval_seconds=interval,
+        scrape_interval_seconds=scrapes[0],
         deployments=clean.deployments,
         methodology=(*method, *methodology),
         sanitisation=clean.notes,
@@ -171,6 +151,37 @@ def export_dataset(
     clean.check_published(_texts(numbers), "the aggregates")
     dataset = write_dataset(Path(out), manifest, clean.samples, aggregates=numbers)
     return Export(dataset, clean.pseudonyms)
+
+
+def _methodology(
+    info: EngineInfo,
+    families: Sequence[Family] | None,
+    window: Window,
+    samples: SampleSet,
+    stale: int,
+    rules: Rules,
+    scrapes: tuple[float, tuple[float, float]],
+) -> tuple[str, ...]:
+    """How the export was read, in the manifest's words: source, window, scrape gaps, rules."""
+    interval, gaps = scrapes
+    read = (
+        f"the catalogue families {', '.join(f.name for f in families)}"
+        if families is not None
+        else "every series matching a deployment's selector or GPU selector"
+    )
+    dropped = f"{stale:,} staleness markers dropped (OpenMetrics text cannot carry them)."
+    return (
+        f"Exported read-only with inference_obs {__version__} from a {info.kind} source"
+        + (f" (version {info.version})" if info.version else "")
+        + f": raw samples of {read}, fetched with range selectors; nothing was written to it.",
+        f"Window {window.start.isoformat()} to {window.end.isoformat()} ({window.seconds:g} s), "
+        "both ends included: "
+        f"{len(samples)} series, {int(samples.offsets[-1]):,} samples.",
+        f"Scrape interval observed: {interval:g} s, the median gap between consecutive samples "
+        f"of a series (gaps from {gaps[0]:g} s to {gaps[1]:g} s).",
+        *([dropped] if stale else []),
+        f"Numbers in aggregates.json follow the local engine's {rules.value} rules.",
+    )
 
 
 def _selectors(
