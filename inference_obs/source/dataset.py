@@ -12,8 +12,9 @@ input; :func:`read_dataset` checks everything before it returns anything: the
 manifest against its schema, every checksum, that no unlisted file lies in
 the directory, and every line of the samples. ``samples.om`` is streamed
 (hashed while it is parsed, never in memory whole), and the parsed samples of
-a large one are kept in a cache named by its checksum, so rereading it costs
-little more than hashing it (:mod:`~inference_obs.source.dataset_samples`).
+a large one are kept in a cache named by its checksum; rereading a file
+nothing has changed since its last hash costs neither parsing nor hashing
+(:mod:`~inference_obs.source.dataset_samples` says why that is safe).
 """
 
 from __future__ import annotations
@@ -183,8 +184,9 @@ def read_dataset(
     cache
         Where the parsed samples of a large ``samples.om`` are kept between
         reads (by default under the user's cache directory, for files from
-        64 MiB), or ``None`` to parse every time. The file is hashed on every
-        read all the same; see :mod:`inference_obs.source.dataset_samples`.
+        64 MiB), or ``None`` to parse and hash every time. With a cache, a
+        file is hashed again only when the file system shows it changed
+        since its last hash; see :mod:`inference_obs.source.dataset_samples`.
     deadline
         A :func:`time.monotonic` time after which reading stops with
         :class:`~inference_obs.errors.TimeBudgetExceeded` (checked between
