@@ -5,7 +5,9 @@ dataset's raw samples with the local engine
 (:class:`~inference_obs.engine.evaluate.Evaluator`), following the rule set it
 was built with, so the same analysis code runs on a live server and on a
 published dataset. One evaluator serves every query, so selections and their
-time indexes are built once per selector.
+time indexes are built once per selector, and a part several queries share
+is evaluated once at each time (a range query is evaluated node by node over
+all its steps).
 
 Time conventions, as a Prometheus 2 server has them:
 
@@ -164,8 +166,8 @@ class DatasetSource:
         stamps: list[Int64Array] = []
         values: list[npt.NDArray[np.float64]] = []
         annotations: dict[Annotation, None] = {}
-        for t in times.tolist():
-            value = self._evaluator.evaluate(expr, t / 1000)
+        answers = self._evaluator.evaluate_range(expr, start_ms, end_ms, step_ms)
+        for t, value in zip(times.tolist(), answers, strict=True):
             if isinstance(value, Vector):
                 labels, points = value.labels, value.values
                 annotations.update(dict.fromkeys(value.annotations))
