@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from functools import singledispatchmethod
+from functools import partial, singledispatchmethod
 from typing import TypeVar
 
 import numpy as np
@@ -64,6 +64,7 @@ DEFAULT_LOOKBACK_SECONDS = 300.0
 
 Value = Vector | float
 T = TypeVar("T")
+_LE = frozenset({"le"})
 #: Evaluation times, unix ms: ``range(start, end + 1, step)``, one time for an instant query.
 Times = range
 
@@ -389,7 +390,7 @@ def _buckets(labels: tuple[Labels, ...]) -> BucketLayout:
     valid = np.flatnonzero(~np.isnan(upper))
     groups, group_labels = group_keys(
         [labels[i] for i in valid.tolist()],
-        lambda one: Labels((k, v) for k, v in one.items() if k != "le"),
+        partial(Labels.drop, names=_LE),
     )
     bounds = upper[valid]
     for array in (bounds, valid, groups):

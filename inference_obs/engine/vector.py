@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from threading import Lock
 
 import numpy as np
@@ -24,6 +25,7 @@ from inference_obs.samples import Labels
 __all__ = ["NAME", "IdentityCache", "Vector", "aggregate", "group_keys", "grouping", "without_name"]
 
 NAME = "__name__"
+_NAME_ONLY = frozenset({NAME})
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
 Grouping = tuple[Ints, tuple[Labels, ...]]
@@ -47,7 +49,7 @@ class Vector:
 
 def without_name(labels: Labels) -> Labels:
     """The label set without ``__name__`` (functions and arithmetic drop it)."""
-    return Labels((k, v) for k, v in labels.items() if k != NAME) if NAME in labels else labels
+    return labels.drop(_NAME_ONLY) if NAME in labels else labels
 
 
 def group_keys(
@@ -119,12 +121,10 @@ def _grouping(
     by: tuple[str, ...] | None, without: tuple[str, ...] | None
 ) -> Callable[[Labels], Labels]:
     if by is not None:
-        keep = frozenset(by) - {NAME}
-        return lambda one: Labels((k, v) for k, v in one.items() if k in keep)
+        return partial(Labels.keep, names=frozenset(by) - {NAME})
     if without is None:
         return lambda one: Labels()  # neither by nor without: one group of everything
-    drop = frozenset(without) | {NAME}
-    return lambda one: Labels((k, v) for k, v in one.items() if k not in drop)
+    return partial(Labels.drop, names=frozenset(without) | {NAME})
 
 
 def _per_group_sorted(values: Floats, groups: npt.NDArray[np.int64]) -> list[Floats]:
