@@ -44,6 +44,7 @@ always parses and hashes.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import io
 import json
@@ -334,9 +335,7 @@ def _load(entry: Path) -> SampleSet | None:
     try:
         columns = _arrays(entry)
         offsets, t_ms, values = columns["offsets"], columns["t_ms"], columns["values"]
-        series = json.loads(columns["series"].tobytes().decode("utf-8"))
-        names = tuple(str(name) for name, _ in series)
-        labels = tuple(Labels((str(k), str(v)) for k, v in pairs) for _, pairs in series)
+        names, labels = _series(columns["series"].tobytes())
         consistent = (
             offsets.dtype == np.int64
             and t_ms.dtype == np.int64
@@ -356,6 +355,26 @@ def _load(entry: Path) -> SampleSet | None:
     for array in (offsets, t_ms, values):
         array.flags.writeable = False
     return SampleSet(names, labels, offsets, t_ms, values)
+
+
+def _series(text: bytes) -> tuple[tuple[str, ...], tuple[Labels, ...]]:
+    """The series' names and label sets kept in an entry, made with the cyclic collector paused.
+
+    The fleet's 17,472 series are some 250,000 small lists and tuples, none
+    in a cycle: with the collector on, making them set off three full
+    collections, each scanning every object of the process for nothing
+    (0.3 s). It is paused here only, and switched back on as it was.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        series = json.loads(text.decode("utf-8"))
+        names = tuple(str(name) for name, _ in series)
+        labels = tuple(Labels((str(k), str(v)) for k, v in pairs) for _, pairs in series)
+    finally:
+        if enabled:
+            gc.enable()
+    return names, labels
 
 
 # Room for any .npy header numpy writes (numpy's own reader refuses longer ones).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -256,3 +257,19 @@ def test_stamps_go_with_their_evicted_entries(tmp_path: Path) -> None:
     (stamp,) = _stamps(tmp_path / "cache")
     assert entry.name.startswith(b.manifest.files["samples.om"])
     assert stamp.name.startswith(entry.stem + ".")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_reading_an_entry_leaves_the_cyclic_collector_as_it_was(
+    tmp_path: Path, enabled: bool
+) -> None:
+    written = _write(tmp_path / "ds")
+    cache = SampleCache(tmp_path / "cache", min_bytes=0)
+    read_dataset(written.path, cache=cache)  # parsed, then kept
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        _same(read_dataset(written.path, cache=cache).samples, written.samples)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
