@@ -162,6 +162,8 @@ class DatasetSource:
         start_ms, end_ms = _ms(window.start_s), _ms(window.end_s)
         times = np.arange(start_ms, end_ms + 1, step_ms, dtype=np.int64)
         index: dict[Labels, int] = {}
+        # Steps mostly hand on the same label tuple: its owners are found once.
+        known: dict[int, tuple[tuple[Labels, ...], Int64Array]] = {}
         owners: list[Int64Array] = []
         stamps: list[Int64Array] = []
         values: list[npt.NDArray[np.float64]] = []
@@ -173,14 +175,19 @@ class DatasetSource:
                 annotations.update(dict.fromkeys(value.annotations))
             else:
                 labels, points = (Labels(),), np.array([value], dtype=np.float64)
-            owner = np.fromiter(
-                (index.setdefault(one, len(index)) for one in labels), np.int64, len(labels)
-            )
-            if np.unique(owner).size != owner.size:
-                raise QueryError(
-                    f"{to_promql(expr)} gives two values for one label set at {t / 1000} s; "
-                    "a range query needs distinct label sets at every step"
+            seen = known.get(id(labels))
+            if seen is not None and seen[0] is labels:
+                owner = seen[1]
+            else:
+                owner = np.fromiter(
+                    (index.setdefault(one, len(index)) for one in labels), np.int64, len(labels)
                 )
+                if np.unique(owner).size != owner.size:
+                    raise QueryError(
+                        f"{to_promql(expr)} gives two values for one label set at {t / 1000} s; "
+                        "a range query needs distinct label sets at every step"
+                    )
+                known[id(labels)] = (labels, owner)  # held: the id stays this tuple's
             owners.append(owner)
             stamps.append(np.full(owner.size, t, dtype=np.int64))
             values.append(np.asarray(points, dtype=np.float64))
