@@ -199,27 +199,34 @@ class Evaluator:
         base = now_ms if at in (None, "start", "end") else round(float(at) * 1000)  # type: ignore[arg-type]
         return base - round((offset or 0.0) * 1000)
 
+    def _windows_at(
+        self, index: TimeIndex, selector: Selector, width_ms: int, times: Times
+    ) -> list[Windows]:
+        """Windows of ``width_ms`` ending at each time (``offset`` and ``@`` applied).
+
+        One vectorised search per block of times (:data:`_WINDOW_ROWS`).
+        """
+        ends = [self._end(selector.offset, selector.at, now) for now in times]
+        block = max(1, _WINDOW_ROWS // max(2 * len(index.samples), 1))
+        found: list[Windows] = []
+        for k in range(0, len(ends), block):
+            part = ends[k : k + block]
+            starts = [end - width_ms for end in part]
+            found += index.windows(starts, part, left_open=self.rules.left_open)
+        return found
+
     def _windows(self, expr: Range, times: Times, memo: Memo | None) -> list[Windows]:
-        """The range selector's window at every time (one vectorised search per block of times)."""
-
-        def find() -> list[Windows]:
-            _, index = self._subset(expr.selector, ranged=True)
-            ends = [self._end(expr.selector.offset, expr.selector.at, now) for now in times]
-            width = round(expr.seconds * 1000)
-            block = max(1, _WINDOW_ROWS // max(2 * len(index.samples), 1))
-            found: list[Windows] = []
-            for k in range(0, len(ends), block):
-                part = ends[k : k + block]
-                starts = [end - width for end in part]
-                found += index.windows(starts, part, left_open=self.rules.left_open)
-            return found
-
+        """The range selector's window at every time."""
+        _, index = self._subset(expr.selector, ranged=True)
+        width_ms = round(expr.seconds * 1000)
         if memo is None:
-            return find()
+            return self._windows_at(index, expr.selector, width_ms, times)
         # Kept apart from the node's values: sum_over_time and count_over_time of
         # one selector share their windows.
         return memo.get_or_make(
-            ("windows", expr, times), find, lambda w: sum(one.lo.size for one in w)
+            ("windows", expr, times),
+            lambda: self._windows_at(index, expr.selector, width_ms, times),
+            lambda w: sum(one.lo.size for one in w),
         )
 
     # -- nodes ---------------------------------------------------------------
@@ -239,9 +246,7 @@ class Evaluator:
         subset, index = self._subset(expr, ranged=False)
         named = self._named(expr, subset)
         out: list[Value] = []
-        for now_ms in times:
-            end = self._end(expr.offset, expr.at, now_ms)
-            window = index.window(end - self.lookback_ms, end, left_open=self.rules.left_open)
+        for window in self._windows_at(index, expr, self.lookback_ms, times):
             newest = window.hi - 1
             present = window.hi > window.lo
             present[present] &= ~is_stale(subset.values[newest[present]])
