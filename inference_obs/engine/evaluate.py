@@ -36,6 +36,7 @@ from inference_obs.engine.vector import (
     IdentityCache,
     Vector,
     aggregate,
+    aggregate_steps,
     group_keys,
     without_name,
 )
@@ -295,6 +296,9 @@ class Evaluator:
     @_node.register
     def _(self, expr: Aggregate, times: Times, memo: Memo | None) -> list[Value]:
         inner = self._values(expr.expr, times, memo)
+        if expr.param is None:
+            vectors = [_vector(one, expr.expr) for one in inner]
+            return [*aggregate_steps(expr.op, vectors, expr.by, expr.without)]
         params: list[Value | None] = (
             [None] * len(times) if expr.param is None else [*self._values(expr.param, times, memo)]
         )
@@ -345,6 +349,12 @@ def _negative_zero(node: Expr) -> bool:
 def _scalar(value: Value, expr: Expr | None) -> float:
     if isinstance(value, Vector):
         raise NotSupportedOffline("expected a scalar argument", promql=to_promql(expr or Number(0)))
+    return value
+
+
+def _vector(value: Value, expr: Expr) -> Vector:
+    if not isinstance(value, Vector):
+        raise NotSupportedOffline("expected an instant vector", promql=to_promql(expr))
     return value
 
 

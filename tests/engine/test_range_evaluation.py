@@ -12,6 +12,7 @@ from inference_obs.engine.memo import Memo
 from inference_obs.engine.vector import Vector
 from inference_obs.engine.windows import TimeIndex
 from inference_obs.query import (
+    Aggregate,
     Binary,
     Expr,
     Number,
@@ -64,6 +65,12 @@ SHARED: list[Expr] = [
     quantile_over_time(0.75, G.over(90)),
     label_replace(clamp_min(G, 1.0), "where", "$1", "node", "n-(.*)"),
     G.topk(2),
+    # Reduced over all steps at once where the steps share their label tuple (0/0 is NaN).
+    (G / G).min(),
+    (G / G).max(by=("node",)),
+    rate(C.over(60)).avg(without=("pod",)),
+    G.count(by=("pod",)),
+    Aggregate("group", G, by=("node",)),
     G * 2 - rate(C.over(60)).sum(by=("pod",)).max(),
 ]
 
