@@ -9,8 +9,8 @@ resident memory is the kernel's ``ru_maxrss`` of that process (``wait4``).
 
 - cold: an empty sample cache (``XDG_CACHE_HOME`` pointed at a new
   directory), so the text is parsed; this run fills the cache;
-- warm: the cache filled, as every later report on the same files is (the
-  files are still hashed in full);
+- warm: the cache filled, as every later report on the same files is (a
+  file is hashed again only if the file system shows it changed);
 - the peer, once: promtool's backfill of the same ``samples.om``, the step a
   Prometheus-based report would need before its first query.
 

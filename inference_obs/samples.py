@@ -86,12 +86,51 @@ class Labels(Mapping[str, str]):
     True
     """
 
-    __slots__ = ("_index", "_items")
+    __slots__ = ("_derived", "_index", "_items")
 
     def __init__(self, labels: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
         index = dict(labels)
         self._items: tuple[tuple[str, str], ...] = tuple(sorted(index.items()))
         self._index: dict[str, str] = dict(self._items)
+        # Label sets made from this one by keep/drop, by (kept?, names).
+        self._derived: dict[tuple[bool, frozenset[str]], Labels] | None = None
+
+    def keep(self, names: frozenset[str]) -> Labels:
+        """Only the labels named in ``names`` (this set itself when it has no others).
+
+        Remembered per ``names``: a query evaluated over many steps asks for
+        the same set's signature or group at every step.
+
+        >>> Labels({"pod": "b", "gpu": "0"}).keep(frozenset({"pod"}))
+        Labels({'pod': 'b'})
+        """
+        return self._derive(True, names)
+
+    def drop(self, names: frozenset[str]) -> Labels:
+        """The labels not named in ``names`` (this set itself when it has none of them).
+
+        Remembered per ``names``, as :meth:`keep` is.
+
+        >>> Labels({"pod": "b", "le": "1.0"}).drop(frozenset({"le"}))
+        Labels({'pod': 'b'})
+        """
+        return self._derive(False, names)
+
+    def _derive(self, kept: bool, names: frozenset[str]) -> Labels:
+        derived = self._derived
+        if derived is None:
+            derived = self._derived = {}
+        found = derived.get((kept, names))
+        if found is None:
+            items = tuple(item for item in self._items if (item[0] in names) is kept)
+            found = self if len(items) == len(self._items) else Labels(items)
+            derived[(kept, names)] = found
+        return found
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Labels):
+            return self._items == other._items  # both sorted by name: equal sets, equal tuples
+        return super().__eq__(other)
 
     def __getitem__(self, name: str) -> str:
         return self._index[name]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from inference_obs.errors import ConfigurationError, DatasetError
-from inference_obs.samples import STALE_NAN, SampleSet, Series, Window, is_stale
+from inference_obs.samples import STALE_NAN, Labels, SampleSet, Series, Window, is_stale
 
 
 def test_sample_set_is_columnar_with_offsets() -> None:
@@ -80,3 +80,27 @@ def test_a_window_ending_refuses_what_is_no_time_or_no_duration(
     with pytest.raises(ConfigurationError) as caught:
         Window.ending(end, length)  # type: ignore[arg-type]
     assert named in str(caught.value)
+
+
+def test_labels_keep_and_drop_are_remembered_per_names() -> None:
+    labels = Labels({"pod": "a", "gpu": "0", "le": "1.0"})
+    pod = frozenset({"pod"})
+    kept = labels.keep(pod)
+    assert dict(kept) == {"pod": "a"}
+    assert labels.keep(frozenset({"pod"})) is kept  # equal names: the same set again
+    assert dict(labels.drop(frozenset({"le", "absent"}))) == {"gpu": "0", "pod": "a"}
+    assert labels.drop(frozenset({"absent"})) is labels
+    assert labels.keep(frozenset({"pod", "gpu", "le"})) is labels
+    assert labels.keep(frozenset()) == Labels()
+
+
+def test_labels_compare_by_their_items_with_labels_and_any_mapping() -> None:
+    a = Labels([("pod", "a"), ("gpu", "0")])
+    b = Labels({"gpu": "0", "pod": "a"})
+    assert a == b
+    assert hash(a) == hash(b)
+    assert a != Labels({"gpu": "0", "pod": "b"})
+    assert a != Labels({"gpu": "0"})
+    assert a == {"pod": "a", "gpu": "0"}
+    assert a != {"pod": "a"}
+    assert a != [("pod", "a"), ("gpu", "0")]

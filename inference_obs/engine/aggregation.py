@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from functools import partial
 from threading import Lock
 
 import numpy as np
@@ -18,14 +19,22 @@ import numpy as np
 from inference_obs.errors import NotSupportedOffline
 from inference_obs.samples import NAME, Floats, Ints, Labels, Vector
 
-__all__ = ["IdentityCache", "aggregate", "group_keys", "grouping", "without_name"]
+__all__ = [
+    "IdentityCache",
+    "aggregate",
+    "aggregate_steps",
+    "group_keys",
+    "grouping",
+    "without_name",
+]
 
+_NAME_ONLY = frozenset({NAME})
 Grouping = tuple[Ints, tuple[Labels, ...]]
 
 
 def without_name(labels: Labels) -> Labels:
     """The label set without ``__name__`` (functions and arithmetic drop it)."""
-    return Labels((k, v) for k, v in labels.items() if k != NAME) if NAME in labels else labels
+    return labels.drop(_NAME_ONLY) if NAME in labels else labels
 
 
 def group_keys(
@@ -97,12 +106,10 @@ def _grouping(
     by: tuple[str, ...] | None, without: tuple[str, ...] | None
 ) -> Callable[[Labels], Labels]:
     if by is not None:
-        keep = frozenset(by) - {NAME}
-        return lambda one: Labels((k, v) for k, v in one.items() if k in keep)
+        return partial(Labels.keep, names=frozenset(by) - {NAME})
     if without is None:
         return lambda one: Labels()  # neither by nor without: one group of everything
-    drop = frozenset(without) | {NAME}
-    return lambda one: Labels((k, v) for k, v in one.items() if k not in drop)
+    return partial(Labels.drop, names=frozenset(without) | {NAME})
 
 
 def _per_group_sorted(values: Floats, groups: Ints) -> list[Floats]:
@@ -159,6 +166,66 @@ def aggregate(
         else:
             raise NotSupportedOffline(f"aggregation {op!r} is not evaluated offline")
     return Vector(group_labels, result.astype(np.float64), vector.annotations)
+
+
+#: Operators :func:`aggregate_steps` reduces over many steps in one pass.
+_BATCHED = frozenset({"sum", "avg", "count", "group", "min", "max"})
+
+
+def aggregate_steps(
+    op: str,
+    vectors: Sequence[Vector],
+    by: tuple[str, ...] | None,
+    without: tuple[str, ...] | None,
+) -> list[Vector]:
+    """:func:`aggregate` (without a parameter) of each vector, as over the steps of a range query.
+
+    Consecutive vectors that hand on one label tuple (a selection whose
+    series are all present) are reduced in one pass over a matrix of their
+    values, for the operators in :data:`_BATCHED`; the results are the same
+    bit for bit (``bincount`` adds each group's values in input order, one
+    step after another).
+    """
+    out: list[Vector] = []
+    k = 0
+    while k < len(vectors):
+        labels = vectors[k].labels
+        end = k + 1
+        while end < len(vectors) and vectors[end].labels is labels:
+            end += 1
+        if op in _BATCHED and end - k > 1 and labels:
+            out += _aggregate_run(op, vectors[k:end], by, without)
+        else:
+            out += [aggregate(op, one, by, without) for one in vectors[k:end]]
+        k = end
+    return out
+
+
+def _aggregate_run(
+    op: str, run: Sequence[Vector], by: tuple[str, ...] | None, without: tuple[str, ...] | None
+) -> list[Vector]:
+    """:func:`aggregate` of vectors sharing one label tuple, as rows of one matrix."""
+    groups, group_labels = grouping(
+        run[0].labels, _grouping(by, without), ("aggregate", by, without)
+    )
+    n, steps = len(group_labels), len(run)
+    values = np.stack([one.values for one in run])
+    # Step j's groups are bins j * n .. j * n + n - 1: one bincount for all steps.
+    bins = (groups[None, :] + n * np.arange(steps)[:, None]).ravel()
+    result: Floats
+    with np.errstate(invalid="ignore", divide="ignore"):
+        count: Floats = np.bincount(groups, minlength=n).astype(np.float64)
+        if op in ("sum", "avg"):
+            sums = np.bincount(bins, weights=values.ravel(), minlength=steps * n)
+            result = sums.reshape(steps, n) / (count if op == "avg" else 1.0)
+        elif op == "count":
+            result = np.tile(count, (steps, 1))
+        elif op == "group":
+            result = np.ones((steps, n))
+        else:
+            result = _extreme(op, values.ravel(), bins, steps * n).reshape(steps, n)
+    rows = result.astype(np.float64)
+    return [Vector(group_labels, rows[j], one.annotations) for j, one in enumerate(run)]
 
 
 def _extreme(op: str, values: Floats, groups: Ints, n: int) -> Floats:

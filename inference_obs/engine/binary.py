@@ -10,6 +10,7 @@ server.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import cast
 
 import numpy as np
@@ -76,10 +77,8 @@ def _apply(op: str, a: Floats, b: Floats, bool_: bool) -> tuple[Floats, npt.NDAr
 
 def _signature(matching: Matching | None) -> Callable[[Labels], Labels]:
     if matching is not None and matching.kind == "on":
-        keep = frozenset(matching.labels)
-        return lambda one: Labels((k, v) for k, v in one.items() if k in keep)
-    drop = frozenset(matching.labels if matching is not None else ()) | {NAME}
-    return lambda one: Labels((k, v) for k, v in one.items() if k not in drop)
+        return partial(Labels.keep, names=frozenset(matching.labels))
+    return partial(Labels.drop, names=frozenset(matching.labels if matching else ()) | {NAME})
 
 
 def binary(op: str, lhs: Value, rhs: Value, *, bool_: bool, matching: Matching | None) -> Value:

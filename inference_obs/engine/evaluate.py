@@ -17,18 +17,28 @@ A node the engine has no rule for raises
 
 from __future__ import annotations
 
+import math
 import re
-from functools import singledispatchmethod
+from collections.abc import Iterable, Iterator, Sequence
+from functools import partial, singledispatchmethod
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from inference_obs.engine.aggregation import IdentityCache, aggregate, group_keys, without_name
+from inference_obs.engine.aggregation import (
+    IdentityCache,
+    aggregate,
+    aggregate_steps,
+    group_keys,
+    without_name,
+)
 from inference_obs.engine.binary import binary
 from inference_obs.engine.functions import RANGE_FUNCTIONS
 from inference_obs.engine.histograms import histogram_quantile, parse_le
+from inference_obs.engine.memo import Memo
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.windows import TimeIndex, drop_stale
+from inference_obs.engine.windows import TimeIndex, Windows, drop_stale
 from inference_obs.errors import NotSupportedOffline
 from inference_obs.query import (
     Aggregate,
@@ -42,6 +52,7 @@ from inference_obs.query import (
     String,
     Subquery,
     to_promql,
+    walk,
 )
 from inference_obs.samples import NAME, Floats, Ints, Labels, SampleSet, Vector, is_stale
 
@@ -51,6 +62,10 @@ __all__ = ["DEFAULT_LOOKBACK_SECONDS", "Evaluator", "evaluate"]
 DEFAULT_LOOKBACK_SECONDS = 300.0
 
 Value = Vector | float
+T = TypeVar("T")
+_LE = frozenset({"le"})
+#: Evaluation times, unix ms: ``range(start, end + 1, step)``, one time for an instant query.
+Times = range
 
 
 def evaluate(
@@ -70,8 +85,22 @@ def evaluate(
     return Evaluator(samples, rules=rules, lookback=lookback).evaluate(expr, at)
 
 
+#: Elements (one per series per step) of the values an evaluator keeps for later
+#: queries: about 64 MB at most of float values and label references.
+MEMO_ELEMENTS = 4_000_000
+#: Rows (series times window edges) one pass of the vectorised window search takes:
+#: bounds its temporaries to a few tens of MB however many steps a query has.
+_WINDOW_ROWS = 1 << 18
+
+
 class Evaluator:
-    """Evaluates expressions over one SampleSet; indexes are built once and reused."""
+    """Evaluates expressions over one SampleSet; indexes are built once and reused.
+
+    An expression is evaluated node by node over all its evaluation times at
+    once (one time for an instant query), and what each node gave at those
+    times is kept (:class:`~inference_obs.engine.memo.Memo`): a part that
+    several queries share, or one query holds twice, is evaluated once.
+    """
 
     def __init__(
         self,
@@ -86,10 +115,39 @@ class Evaluator:
         self._subsets: dict[tuple[Selector, bool], tuple[SampleSet, TimeIndex]] = {}
         # Per instant-selector subset: every series' labels with __name__ added.
         self._named_labels: dict[Selector, tuple[Labels, ...]] = {}
+        self._by_name: dict[str, list[int]] | None = None
+        self._memo = Memo(MEMO_ELEMENTS)
 
     def evaluate(self, expr: Expr, at: float) -> Value:
         """The value of ``expr`` at ``at`` (unix seconds)."""
-        return self._eval(expr, round(at * 1000))
+        now_ms = round(at * 1000)
+        return self._run(expr, range(now_ms, now_ms + 1))[0]
+
+    def evaluate_range(self, expr: Expr, start_ms: int, end_ms: int, step_ms: int) -> list[Value]:
+        """The values of ``expr`` at ``start_ms``, ``start_ms + step_ms``, ... up to ``end_ms``.
+
+        Times are unix milliseconds, ``step_ms`` > 0; one value per time, as
+        :meth:`evaluate` gives it at that time.
+        """
+        return self._run(expr, range(start_ms, end_ms + 1, step_ms))
+
+    def _run(self, expr: Expr, times: Times) -> list[Value]:
+        # Number(-0.0) == Number(0.0): an expression holding a negative zero
+        # would share values with its positive twin, so it keeps none.
+        memo = None if any(_negative_zero(node) for node in walk(expr)) else self._memo
+        return self._values(expr, times, memo)
+
+    def _values(self, expr: Expr, times: Times, memo: Memo | None) -> list[Value]:
+        """``expr`` at every time of ``times``, kept in ``memo`` (unless None or a literal)."""
+        # A singledispatchmethod builds a bound wrapper at every access (Python
+        # 3.11), which cost more than a small query's arithmetic: dispatch on
+        # the registry of _node directly.
+        node = _NODE(type(expr))
+        if memo is None or isinstance(expr, Number):
+            return node(self, expr, times, memo)  # type: ignore[no-any-return]
+        return memo.get_or_make(
+            (expr, times), lambda: _shared(node(self, expr, times, memo)), _elements
+        )
 
     # -- selection -----------------------------------------------------------
 
@@ -97,14 +155,17 @@ class Evaluator:
         plain = Selector(selector.metric, selector.matchers)
         key = (plain, ranged)
         if key not in self._subsets:
+            names, labels = self.samples.names, self.samples.labels
+            candidates: Iterable[int] = (
+                range(len(names))
+                if selector.metric is None
+                else self._series_named().get(selector.metric, ())
+            )
             chosen = [
                 i
-                for i, (name, labels) in enumerate(
-                    zip(self.samples.names, self.samples.labels, strict=True)
-                )
-                if (selector.metric is None or name == selector.metric)
-                and all(
-                    m.matches(name if m.label == NAME else labels.get(m.label, ""))
+                for i in candidates
+                if all(
+                    m.matches(names[i] if m.label == NAME else labels[i].get(m.label, ""))
                     for m in selector.matchers
                 )
             ]
@@ -113,6 +174,15 @@ class Evaluator:
                 subset = drop_stale(subset)
             self._subsets[key] = (subset, TimeIndex(subset))
         return self._subsets[key]
+
+    def _series_named(self) -> dict[str, list[int]]:
+        """Indices of each metric's series, in the set's order: found once, not per selector."""
+        if self._by_name is None:
+            by_name: dict[str, list[int]] = {}
+            for i, name in enumerate(self.samples.names):
+                by_name.setdefault(name, []).append(i)
+            self._by_name = by_name
+        return self._by_name
 
     def _named(self, selector: Selector, subset: SampleSet) -> tuple[Labels, ...]:
         """The selected series' label sets with ``__name__``, built once per selector."""
@@ -128,44 +198,72 @@ class Evaluator:
         base = now_ms if at in (None, "start", "end") else round(float(at) * 1000)  # type: ignore[arg-type]
         return base - round((offset or 0.0) * 1000)
 
+    def _windows_at(
+        self, index: TimeIndex, selector: Selector, width_ms: int, times: Times
+    ) -> list[Windows]:
+        """Windows of ``width_ms`` ending at each time (``offset`` and ``@`` applied).
+
+        One vectorised search per block of times (:data:`_WINDOW_ROWS`).
+        """
+        ends = [self._end(selector.offset, selector.at, now) for now in times]
+        block = max(1, _WINDOW_ROWS // max(2 * len(index.samples), 1))
+        found: list[Windows] = []
+        for k in range(0, len(ends), block):
+            part = ends[k : k + block]
+            starts = [end - width_ms for end in part]
+            found += index.windows(starts, part, left_open=self.rules.left_open)
+        return found
+
+    def _windows(self, expr: Range, times: Times, memo: Memo | None) -> list[Windows]:
+        """The range selector's window at every time."""
+        _, index = self._subset(expr.selector, ranged=True)
+        width_ms = round(expr.seconds * 1000)
+        if memo is None:
+            return self._windows_at(index, expr.selector, width_ms, times)
+        # Kept apart from the node's values: sum_over_time and count_over_time of
+        # one selector share their windows.
+        return memo.get_or_make(
+            ("windows", expr, times),
+            lambda: self._windows_at(index, expr.selector, width_ms, times),
+            lambda w: sum(one.lo.size for one in w),
+        )
+
     # -- nodes ---------------------------------------------------------------
 
-    def _eval(self, expr: Expr, now_ms: int) -> Value:
-        # A singledispatchmethod builds a bound wrapper at every access (Python
-        # 3.11), which cost more than a small query's arithmetic: dispatch on
-        # the registry of _node directly.
-        return _NODE(type(expr))(self, expr, now_ms)  # type: ignore[no-any-return]
-
     @singledispatchmethod
-    def _node(self, expr: Expr, now_ms: int) -> Value:
+    def _node(self, expr: Expr, times: Times, memo: Memo | None) -> list[Value]:
         raise NotSupportedOffline(
             f"{type(expr).__name__} is not evaluated offline", promql=to_promql(expr)
         )
 
     @_node.register
-    def _(self, expr: Number, now_ms: int) -> Value:
-        return float(expr.value)
+    def _(self, expr: Number, times: Times, memo: Memo | None) -> list[Value]:
+        return [float(expr.value)] * len(times)
 
     @_node.register
-    def _(self, expr: Selector, now_ms: int) -> Value:
+    def _(self, expr: Selector, times: Times, memo: Memo | None) -> list[Value]:
         subset, index = self._subset(expr, ranged=False)
-        end = self._end(expr.offset, expr.at, now_ms)
-        window = index.window(end - self.lookback_ms, end, left_open=self.rules.left_open)
-        newest = window.hi - 1
-        present = window.hi > window.lo
-        present[present] &= ~is_stale(subset.values[newest[present]])
-        keep = np.flatnonzero(present)
-        labels = _pick(self._named(expr, subset), keep)
-        return Vector(labels, subset.values[newest[keep]].astype(np.float64))
+        named = self._named(expr, subset)
+        out: list[Value] = []
+        for window in self._windows_at(index, expr, self.lookback_ms, times):
+            newest = window.hi - 1
+            present = window.hi > window.lo
+            present[present] &= ~is_stale(subset.values[newest[present]])
+            keep = np.flatnonzero(present)
+            out.append(Vector(_pick(named, keep), subset.values[newest[keep]].astype(np.float64)))
+        return out
 
     @_node.register
-    def _(self, expr: Call, now_ms: int) -> Value:
+    def _(self, expr: Call, times: Times, memo: Memo | None) -> list[Value]:
         if expr.name in RANGE_FUNCTIONS:
-            return self._range_call(expr, now_ms)
-        args = [self._eval(a, now_ms) if not isinstance(a, String) else a.value for a in expr.args]
-        return _instant_call(expr, args)
+            return self._range_call(expr, times, memo)
+        args: list[Sequence[Value | str]] = [
+            [a.value] * len(times) if isinstance(a, String) else self._values(a, times, memo)
+            for a in expr.args
+        ]
+        return [_instant_call(expr, list(step)) for step in _steps(args, len(times))]
 
-    def _range_call(self, expr: Call, now_ms: int) -> Vector:
+    def _range_call(self, expr: Call, times: Times, memo: Memo | None) -> list[Value]:
         window_arg = expr.args[-1]
         if isinstance(window_arg, Subquery):
             raise NotSupportedOffline(
@@ -173,46 +271,59 @@ class Evaluator:
             )
         assert isinstance(window_arg, Range)
         selector = window_arg.selector
-        subset, index = self._subset(selector, ranged=True)
-        end = self._end(selector.offset, selector.at, now_ms)
-        windows = index.window(
-            end - round(window_arg.seconds * 1000), end, left_open=self.rules.left_open
-        )
+        subset, _ = self._subset(selector, ranged=True)
         function = RANGE_FUNCTIONS[expr.name]
-        extra = [self._scalar(a, now_ms) for a in expr.args[:-1]]
-        result = function(*extra, subset, windows, range_s=window_arg.seconds, rules=self.rules)
-        keep = np.flatnonzero(result.present)
-        if expr.name == "last_over_time":
-            # The one range function that keeps the metric name (Prometheus 2.x and 3.x).
-            labels = _pick(self._named(selector, subset), keep)
-        else:
-            # The others drop it: the subset's own label sets (which never hold
-            # it) are the result's, shared rather than rebuilt.
-            labels = _pick(subset.labels, keep)
-        return Vector(labels, result.values[keep].astype(np.float64), result.annotations)
-
-    def _scalar(self, expr: Expr, now_ms: int) -> float:
-        value = self._eval(expr, now_ms)
-        if isinstance(value, Vector):
-            raise NotSupportedOffline("expected a scalar argument", promql=to_promql(expr))
-        return value
-
-    @_node.register
-    def _(self, expr: Aggregate, now_ms: int) -> Value:
-        inner = self._eval(expr.expr, now_ms)
-        assert isinstance(inner, Vector)
-        param = self._scalar(expr.param, now_ms) if expr.param is not None else None
-        return aggregate(expr.op, inner, expr.by, expr.without, param)
+        extras = [self._values(a, times, memo) for a in expr.args[:-1]]
+        # last_over_time is the one range function that keeps the metric name
+        # (Prometheus 2.x and 3.x). The others drop it: the subset's own label
+        # sets (which never hold it) are the result's, shared rather than rebuilt.
+        named = expr.name == "last_over_time"
+        labels = self._named(selector, subset) if named else subset.labels
+        out: list[Value] = []
+        windows = self._windows(window_arg, times, memo)
+        for k, step in enumerate(_steps(extras, len(times))):
+            extra = [_scalar(v, a) for v, a in zip(step, expr.args, strict=False)]
+            result = function(
+                *extra, subset, windows[k], range_s=window_arg.seconds, rules=self.rules
+            )
+            keep = np.flatnonzero(result.present)
+            values = result.values[keep].astype(np.float64)
+            out.append(Vector(_pick(labels, keep), values, result.annotations))
+        return out
 
     @_node.register
-    def _(self, expr: Binary, now_ms: int) -> Value:
-        lhs, rhs = self._eval(expr.lhs, now_ms), self._eval(expr.rhs, now_ms)
-        return binary(expr.op, lhs, rhs, bool_=expr.bool_, matching=expr.matching)
+    def _(self, expr: Aggregate, times: Times, memo: Memo | None) -> list[Value]:
+        inner = self._values(expr.expr, times, memo)
+        if expr.param is None:
+            vectors = [_vector(one, expr.expr) for one in inner]
+            return [*aggregate_steps(expr.op, vectors, expr.by, expr.without)]
+        params: list[Value | None] = (
+            [None] * len(times) if expr.param is None else [*self._values(expr.param, times, memo)]
+        )
+        out: list[Value] = []
+        for vector, param in zip(inner, params, strict=True):
+            assert isinstance(vector, Vector)
+            scalar = None if param is None else _scalar(param, expr.param)
+            out.append(aggregate(expr.op, vector, expr.by, expr.without, scalar))
+        return out
 
     @_node.register
-    def _(self, expr: HistogramQuantile, now_ms: int) -> Value:
-        q = self._scalar(expr.q, now_ms)
-        buckets = self._eval(expr.buckets, now_ms)
+    def _(self, expr: Binary, times: Times, memo: Memo | None) -> list[Value]:
+        lhs, rhs = self._values(expr.lhs, times, memo), self._values(expr.rhs, times, memo)
+        return [
+            binary(expr.op, a, b, bool_=expr.bool_, matching=expr.matching)
+            for a, b in zip(lhs, rhs, strict=True)
+        ]
+
+    @_node.register
+    def _(self, expr: HistogramQuantile, times: Times, memo: Memo | None) -> list[Value]:
+        qs, all_buckets = self._values(expr.q, times, memo), self._values(expr.buckets, times, memo)
+        return [
+            self._quantile(_scalar(q, expr.q), buckets)
+            for q, buckets in zip(qs, all_buckets, strict=True)
+        ]
+
+    def _quantile(self, q: float, buckets: Value) -> Vector:
         assert isinstance(buckets, Vector)
         upper, valid, groups, group_labels = _buckets(buckets.labels)
         result = histogram_quantile(
@@ -227,6 +338,40 @@ class Evaluator:
 
 
 _NODE = Evaluator.__dict__["_node"].dispatcher.dispatch
+
+
+def _negative_zero(node: Expr) -> bool:
+    return isinstance(node, Number) and node.value == 0 and math.copysign(1.0, node.value) < 0
+
+
+def _scalar(value: Value, expr: Expr | None) -> float:
+    if isinstance(value, Vector):
+        raise NotSupportedOffline("expected a scalar argument", promql=to_promql(expr or Number(0)))
+    return value
+
+
+def _vector(value: Value, expr: Expr) -> Vector:
+    if not isinstance(value, Vector):
+        raise NotSupportedOffline("expected an instant vector", promql=to_promql(expr))
+    return value
+
+
+def _steps(columns: Sequence[Sequence[T]], n: int) -> Iterator[tuple[T, ...]]:
+    """Each time's values of ``columns`` (per operand, per time); ``n`` empty tuples if none."""
+    return zip(*columns, strict=True) if columns else iter([()] * n)
+
+
+def _elements(values: list[Value]) -> int:
+    """What ``values`` weigh in a :class:`~inference_obs.engine.memo.Memo`: one per element."""
+    return sum(len(v) if isinstance(v, Vector) else 1 for v in values)
+
+
+def _shared(values: list[Value]) -> list[Value]:
+    """``values`` made read-only: a kept value is handed to every later query that asks."""
+    for value in values:
+        if isinstance(value, Vector):
+            value.values.flags.writeable = False
+    return values
 
 
 def _pick(labels: tuple[Labels, ...], keep: npt.NDArray[np.intp]) -> tuple[Labels, ...]:
@@ -256,7 +401,7 @@ def _buckets(labels: tuple[Labels, ...]) -> BucketLayout:
     valid = np.flatnonzero(~np.isnan(upper))
     groups, group_labels = group_keys(
         [labels[i] for i in valid.tolist()],
-        lambda one: Labels((k, v) for k, v in one.items() if k != "le"),
+        partial(Labels.drop, names=_LE),
     )
     bounds = upper[valid]
     for array in (bounds, valid, groups):

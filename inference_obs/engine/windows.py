@@ -10,12 +10,13 @@ those.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from inference_obs.engine.facts import Facts
-from inference_obs.samples import Ints, SampleSet, is_stale
+from inference_obs.samples import Floats, Ints, SampleSet, is_stale
 
 __all__ = ["TimeIndex", "Windows", "drop_stale"]
 
@@ -108,22 +109,40 @@ class TimeIndex:
     def _find(self, start_key: int, end_key: int) -> tuple[Ints, Ints]:
         """``numpy.searchsorted(keys, base + key, "right")`` for every series, both keys at once.
 
+        Both edges of a window go through one pass, rows ``0..n-1`` for
+        ``start_key`` and ``n..2n-1`` for ``end_key``: half the numpy calls of
+        two searches (see :meth:`_search`).
+        """
+        n = self._base.size
+        if not self._keys.size:
+            return self._starts.copy(), self._starts.copy()
+        key = np.repeat(np.array([start_key, end_key], dtype=np.int64), n)
+        found = self._search(
+            key, self._base2, self._starts2, self._ends2, self._first2, self._rate2
+        )
+        return found[:n], found[n:]
+
+    def _search(
+        self,
+        key: Ints,
+        base: Ints,
+        starts: Ints,
+        ends: Ints,
+        first: Floats,
+        rate: Floats,
+    ) -> Ints:
+        """``numpy.searchsorted(keys, base + key, "right")`` row by row (rows: series per key).
+
         A binary search over the whole set misses the cache at nearly every
         step. Scrapes are nearly regular, so each series' own sample rate
         puts the answer within a sample or two of a guess; the neighbours of
         a small range around it prove the answer (the key before the range is
         not above the target, the one after it is). Only series where that
-        proof fails are searched the slow way. Both edges of a window go
-        through one pass, rows ``0..n-1`` for ``start_key`` and ``n..2n-1``
-        for ``end_key``: half the numpy calls of two searches.
+        proof fails are searched the slow way.
         """
-        keys, n = self._keys, self._base.size
-        starts, ends = self._starts2, self._ends2
-        if not keys.size:
-            return self._starts.copy(), self._starts.copy()
-        key = np.repeat(np.array([start_key, end_key], dtype=np.int64), n)
-        targets = self._base2 + key
-        guess = starts + np.rint((key - self._first2) * self._rate2).astype(np.int64)
+        keys = self._keys
+        targets = base + key
+        guess = starts + np.rint((key - first) * rate).astype(np.int64)
         # (ufuncs rather than np.clip, whose wrapper costs more than the work here)
         low = np.minimum(np.maximum(guess - _NEAR // 2, starts), ends)
         high = np.minimum(low + _NEAR, ends)
@@ -137,7 +156,7 @@ class TimeIndex:
         if not proven.all():
             wrong = ~proven
             found[wrong] = np.searchsorted(keys, targets[wrong], side="right")
-        return found[:n], found[n:]
+        return found
 
     def window(self, start_ms: int, end_ms: int, *, left_open: bool) -> Windows:
         """Samples with ``start_ms <= t <= end_ms`` (``start_ms < t`` if ``left_open``)."""
@@ -146,6 +165,31 @@ class TimeIndex:
         start_key = self._key(start_ms) - (0 if left_open else 1)
         lo, hi = self._find(start_key, self._key(end_ms))
         return Windows(start_ms, end_ms, lo, hi, self.facts)
+
+    def windows(
+        self, starts_ms: Sequence[int], ends_ms: Sequence[int], *, left_open: bool
+    ) -> list[Windows]:
+        """:meth:`window` of each ``(starts_ms[k], ends_ms[k])``, found in one pass for all."""
+        n, m = self._base.size, len(starts_ms)
+        if not self._keys.size or not m:
+            pairs = zip(starts_ms, ends_ms, strict=True)
+            return [self.window(a, b, left_open=left_open) for a, b in pairs]
+        edges = [self._key(a) - (0 if left_open else 1) for a in starts_ms]
+        edges += [self._key(b) for b in ends_ms]
+        key = np.repeat(np.array(edges, dtype=np.int64), n)
+        rows = 2 * m
+        found = self._search(
+            key,
+            np.tile(self._base, rows),
+            np.tile(self._starts, rows),
+            np.tile(self._ends, rows),
+            np.tile(self._first2[:n], rows),
+            np.tile(self._rate2[:n], rows),
+        ).reshape(rows, n)
+        return [
+            Windows(a, b, found[k], found[m + k], self.facts)
+            for k, (a, b) in enumerate(zip(starts_ms, ends_ms, strict=True))
+        ]
 
 
 def drop_stale(samples: SampleSet) -> SampleSet:

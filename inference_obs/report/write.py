@@ -23,11 +23,12 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from inference_obs.errors import ConfigurationError
 from inference_obs.report.figures import draw_figures
@@ -55,10 +56,30 @@ FIGURES = "figures"
 _PARTIAL = ".partial-"
 
 
+#: Resolution of the figures' PNG files, dots per inch.
+PNG_DPI = 100
+
+
 def figure_png(figure: matplotlib.figure.Figure) -> bytes:
-    """A figure as PNG bytes (100 dpi, no timestamp in the metadata)."""
+    """A figure as PNG bytes (100 dpi, no timestamp in the metadata).
+
+    Drawn once, on an Agg canvas. ``savefig`` draws a figure that has a
+    layout engine twice, the first time without rendering, only to lay it
+    out; the second draw lays it out again and renders the same pixels (the
+    report's figures, on the bundled datasets and the generated fleet, come
+    out byte for byte the same) at about 1.4x the time. The figure's own
+    canvas and resolution are restored afterwards.
+    """
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+    canvas, dpi = figure.canvas, figure.dpi
+    try:
+        figure.dpi = PNG_DPI
+        # (matplotlib's backends ship without annotations: a typed entry point)
+        print_png = cast("Callable[..., None]", FigureCanvasAgg(figure).print_png)
+        print_png(buffer, metadata={"Software": None})
+    finally:
+        figure.dpi = dpi
+        figure.set_canvas(canvas)
     return buffer.getvalue()
 
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
+import shutil
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from inference_obs.errors import DatasetError
+from inference_obs.errors import DatasetError, TimeBudgetExceeded
 from inference_obs.samples import SampleSet, Series
 from inference_obs.source.dataset.manifest import Manifest
 from inference_obs.source.dataset.reader import Dataset, read_dataset
@@ -173,3 +176,101 @@ def test_entries_past_max_bytes_are_evicted_least_recently_used_first(tmp_path: 
     # The entry just written stays even when it alone is over the limit.
     read_dataset(b.path, cache=SampleCache(tmp_path / "cache", min_bytes=0, max_bytes=1))
     assert {e.name.split("-")[0] for e in _entries(tmp_path / "cache")} == {digest["b"]}
+
+
+def _stamps(cache: Path) -> list[Path]:
+    return sorted(cache.glob("*.stamp")) if cache.exists() else []
+
+
+# A deadline already passed stops any read of the text at its first block: a read that
+# still succeeds did not read (hash) the file.
+def _unread(path: Path, cache: SampleCache) -> Dataset:
+    return read_dataset(path, cache=cache, deadline=time.monotonic() - 1.0)
+
+
+def test_an_unchanged_file_is_vouched_for_by_its_stamp_without_hashing(tmp_path: Path) -> None:
+    written = _write(tmp_path / "ds")
+    cache = SampleCache(tmp_path / "cache", min_bytes=0, settled_s=0.0)
+    read_dataset(written.path, cache=cache)
+    (stamp,) = _stamps(tmp_path / "cache")
+    (entry,) = _entries(tmp_path / "cache")
+    assert stamp.name.startswith(entry.stem + ".")
+    _same(_unread(written.path, cache).samples, written.samples)
+    stamp.unlink()  # without it the file is hashed, and the deadline stops that
+    with pytest.raises(TimeBudgetExceeded):
+        _unread(written.path, cache)
+
+
+def test_a_changed_file_with_its_size_and_times_restored_is_hashed_again(tmp_path: Path) -> None:
+    written = _write(tmp_path / "ds")
+    cache = SampleCache(tmp_path / "cache", min_bytes=0, settled_s=0.0)
+    read_dataset(written.path, cache=cache)
+    assert _stamps(tmp_path / "cache")
+    file = written.path / "samples.om"
+    before = file.stat()
+    text = file.read_bytes()
+    changed = text.replace(b" 1.0 ", b" 9.0 ", 1)
+    assert changed != text
+    assert len(changed) == len(text)
+    with file.open("r+b") as same_inode:
+        same_inode.write(changed)
+    os.utime(file, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = file.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    )
+    with pytest.raises(DatasetError, match=r"samples\.om: SHA-256 is [0-9a-f]{64} but"):
+        read_dataset(written.path, cache=cache)
+
+
+def test_a_file_changed_just_before_its_hash_gets_no_stamp(tmp_path: Path) -> None:
+    written = _write(tmp_path / "ds")
+    cache = SampleCache(tmp_path / "cache", min_bytes=0, settled_s=60.0)
+    read_dataset(written.path, cache=cache)
+    read_dataset(written.path, cache=cache)
+    assert _entries(tmp_path / "cache")
+    assert not _stamps(tmp_path / "cache")
+    with pytest.raises(TimeBudgetExceeded):
+        _unread(written.path, cache)
+
+
+def test_a_copy_elsewhere_is_hashed_once_on_its_own(tmp_path: Path) -> None:
+    written = _write(tmp_path / "ds")
+    copy = tmp_path / "copy"
+    shutil.copytree(written.path, copy)
+    cache = SampleCache(tmp_path / "cache", min_bytes=0, settled_s=0.0)
+    read_dataset(written.path, cache=cache)
+    with pytest.raises(TimeBudgetExceeded):
+        _unread(copy, cache)
+    read_dataset(copy, cache=cache)
+    assert len(_stamps(tmp_path / "cache")) == 2
+    _same(_unread(copy, cache).samples, written.samples)
+
+
+def test_stamps_go_with_their_evicted_entries(tmp_path: Path) -> None:
+    a, b = (_variant(tmp_path / name, k) for k, name in enumerate("ab"))
+    read_dataset(a.path, cache=SampleCache(tmp_path / "cache", min_bytes=0, settled_s=0.0))
+    one = SampleCache(tmp_path / "cache", min_bytes=0, max_bytes=1, settled_s=0.0)
+    read_dataset(b.path, cache=one)
+    (entry,) = _entries(tmp_path / "cache")
+    (stamp,) = _stamps(tmp_path / "cache")
+    assert entry.name.startswith(b.manifest.files["samples.om"])
+    assert stamp.name.startswith(entry.stem + ".")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_reading_an_entry_leaves_the_cyclic_collector_as_it_was(
+    tmp_path: Path, enabled: bool
+) -> None:
+    written = _write(tmp_path / "ds")
+    cache = SampleCache(tmp_path / "cache", min_bytes=0)
+    read_dataset(written.path, cache=cache)  # parsed, then kept
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        _same(read_dataset(written.path, cache=cache).samples, written.samples)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

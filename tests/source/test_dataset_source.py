@@ -18,6 +18,7 @@ from inference_obs.query import (
     Selector,
     histogram_quantile,
     increase,
+    label_replace,
     max_over_time,
     to_promql,
 )
@@ -215,6 +216,17 @@ def test_range_without_data_is_empty(source: DatasetSource) -> None:
     assert len(matrix) == 0
     assert matrix.offsets.tolist() == [0]
     assert matrix.t_ms.size == matrix.values.size == 0
+
+
+def test_range_refuses_two_values_for_one_label_set_at_a_step(source: DatasetSource) -> None:
+    # Both pods' series renamed to one label set: a range answer cannot hold them.
+    same = label_replace(Selector(RUNNING), "pod", "same", "pod", ".*")
+    with pytest.raises(QueryError, match=r"two values for one label set at 1792403200\.0 s"):
+        source.range(same, _window(START, 60.0), 15.0)
+    alone = label_replace(
+        Selector(RUNNING, (Matcher.equal("pod", "pro-0"),)), "pod", "x", "pod", ".*"
+    )
+    assert source.range(alone, _window(START, 60.0), 15.0).values.tolist() == [0, 1, 2, 3, 4]
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,9 @@ A dataset is a directory (the format is described in ``datasets/README.md``)::
 manifest against its schema, every checksum, that no unlisted file lies in
 the directory, and every line of the samples. ``samples.om`` is streamed
 (hashed while it is parsed, never in memory whole), and the parsed samples of
-a large one are kept in a cache named by its checksum, so rereading it costs
-little more than hashing it (:mod:`~inference_obs.source.dataset.samples_file`).
+a large one are kept in a cache named by its checksum; rereading a file
+nothing has changed since its last hash costs neither parsing nor hashing
+(:mod:`~inference_obs.source.dataset.samples_file` says why that is safe).
 :func:`~inference_obs.source.dataset.writer.write_dataset` writes one, and
 reads back what it writes with :func:`json_object` and :func:`read_requests`.
 """
@@ -104,8 +105,9 @@ def read_dataset(
     cache
         Where the parsed samples of a large ``samples.om`` are kept between
         reads (by default under the user's cache directory, for files from
-        64 MiB), or ``None`` to parse every time. The file is hashed on every
-        read all the same; see :mod:`inference_obs.source.dataset.samples_file`.
+        64 MiB), or ``None`` to parse and hash every time. With a cache, a
+        file is hashed again only when the file system shows it changed
+        since its last hash; see :mod:`inference_obs.source.dataset.samples_file`.
     deadline
         A :func:`time.monotonic` time after which reading stops with
         :class:`~inference_obs.errors.TimeBudgetExceeded` (checked between

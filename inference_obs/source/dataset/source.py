@@ -5,7 +5,9 @@ dataset's raw samples with the local engine
 (:class:`~inference_obs.engine.evaluate.Evaluator`), following the rule set it
 was built with, so the same analysis code runs on a live server and on a
 published dataset. One evaluator serves every query, so selections and their
-time indexes are built once per selector.
+time indexes are built once per selector, and a part several queries share
+is evaluated once at each time (a range query is evaluated node by node over
+all its steps).
 
 Time conventions, as a Prometheus 2 server has them:
 
@@ -174,25 +176,32 @@ class DatasetSource:
         start_ms, end_ms = _ms(window.start_s), _ms(window.end_s)
         times = np.arange(start_ms, end_ms + 1, step_ms, dtype=np.int64)
         index: dict[Labels, int] = {}
+        # Steps mostly hand on the same label tuple: its owners are found once.
+        known: dict[int, tuple[tuple[Labels, ...], Ints]] = {}
         owners: list[Ints] = []
         stamps: list[Ints] = []
         values: list[Floats] = []
         annotations: dict[Annotation, None] = {}
-        for t in times.tolist():
-            value = self._evaluator.evaluate(expr, t / 1000)
+        answers = self._evaluator.evaluate_range(expr, start_ms, end_ms, step_ms)
+        for t, value in zip(times.tolist(), answers, strict=True):
             if isinstance(value, Vector):
                 labels, points = value.labels, value.values
                 annotations.update(dict.fromkeys(value.annotations))
             else:
                 labels, points = (Labels(),), np.array([value], dtype=np.float64)
-            owner = np.fromiter(
-                (index.setdefault(one, len(index)) for one in labels), np.int64, len(labels)
-            )
-            if np.unique(owner).size != owner.size:
-                raise QueryError(
-                    f"{to_promql(expr)} gives two values for one label set at {t / 1000} s; "
-                    "a range query needs distinct label sets at every step"
+            seen = known.get(id(labels))
+            if seen is not None and seen[0] is labels:
+                owner = seen[1]
+            else:
+                owner = np.fromiter(
+                    (index.setdefault(one, len(index)) for one in labels), np.int64, len(labels)
                 )
+                if np.unique(owner).size != owner.size:
+                    raise QueryError(
+                        f"{to_promql(expr)} gives two values for one label set at {t / 1000} s; "
+                        "a range query needs distinct label sets at every step"
+                    )
+                known[id(labels)] = (labels, owner)  # held: the id stays this tuple's
             owners.append(owner)
             stamps.append(np.full(owner.size, t, dtype=np.int64))
             values.append(np.asarray(points, dtype=np.float64))
