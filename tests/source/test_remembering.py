@@ -16,7 +16,7 @@ import pytest
 from inference_obs.errors import ConfigurationError, QueryFailed
 from inference_obs.query import Expr, Selector
 from inference_obs.report import build_report
-from inference_obs.samples import Instant, SampleSet, Window
+from inference_obs.samples import Instant, SampleSet, Vector, Window
 from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.remembering import RememberingSource, soon, together
 
@@ -198,8 +198,14 @@ def test_an_error_in_flight_reaches_every_waiter_and_is_not_remembered(
     assert held.calls["instant"] == 1
     assert all(isinstance(answer, QueryFailed) for answer in got)
     held.fail_instant = False
-    assert isinstance(source.instant(expr, window.end_s), Instant)
+    # Asked again, not answered from memory: the source's own answer this time.
+    again = source.instant(expr, window.end_s)
     assert held.calls["instant"] == 2
+    plain = dataset_source.instant(expr, window.end_s).value
+    assert isinstance(again.value, Vector)
+    assert isinstance(plain, Vector)
+    assert again.value.as_dict() == plain.as_dict()
+    assert len(plain) == 1
 
 
 def test_together_gives_results_in_order_and_the_first_error_once_all_ran(
