@@ -7,10 +7,11 @@ renderers only lay them out.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from inference_obs.reading.measurement import Measurement, Status
-from inference_obs.reading.result import format_number as number
 
 __all__ = [
     "Block",
@@ -22,6 +23,7 @@ __all__ = [
     "Table",
     "cell",
     "number",
+    "when",
 ]
 
 
@@ -62,6 +64,45 @@ class Code:
 
 
 Block = Heading | Paragraph | Items | Table | FigureRef | Code
+
+
+def number(value: float | None, digits: int = 4) -> str:
+    """A value as people read it in a table: ``digits`` significant digits, never an exponent.
+
+    Values of 1,000 and more are whole numbers with thousands separators (a
+    count or a rate that large gains nothing from decimals); smaller ones keep
+    ``digits`` significant digits in fixed notation. None and NaN read as an
+    em dash.
+
+    Examples
+    --------
+    >>> number(68590.4), number(193987.2), number(5814.54), number(0.0079480), number(1.5e-05)
+    ('68,590', '193,987', '5,815', '0.007948', '0.00001500')
+    >>> number(None), number(float("nan")), number(0.0), number(-2.5), number(float("inf"))
+    ('—', '—', '0', '-2.5', '∞')
+    """
+    if value is None or math.isnan(value):
+        return "—"
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    if value == 0:
+        return "0"
+    if abs(value) >= 1000 or abs(round(value)) >= 1000:
+        return f"{round(value):,}"
+    text = f"{value:.{digits}g}"
+    if "e" in text:
+        decimals = digits - 1 - math.floor(math.log10(abs(value)))
+        text = f"{value:.{decimals}f}"
+    return text
+
+
+def when(moment: datetime) -> str:
+    """A timestamp to the second, in its own time zone (``2026-10-19 17:55:26+08:00``).
+
+    Scrape times carry milliseconds nobody reads; the second is rounded, not cut.
+    """
+    rounded = (moment + timedelta(microseconds=500_000)).replace(microsecond=0)
+    return rounded.isoformat(sep=" ")
 
 
 def cell(m: Measurement | None, scale: float = 1.0, digits: int = 4) -> str:

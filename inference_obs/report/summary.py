@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from inference_obs.analyses import gpu, latency, throughput
 from inference_obs.analyses.validity.verdicts import PairValidity
 from inference_obs.reading.measurement import Measurement
-from inference_obs.report.document import Block, Heading, Paragraph, Table, cell, number
+from inference_obs.report.document import Block, Heading, Paragraph, Table, cell, number, when
 from inference_obs.report.figures import draw_figures
 from inference_obs.report.html import html_body
 from inference_obs.report.sections import sections
@@ -52,7 +52,7 @@ _HEADLINE_HEADER = (
 def summary(report: Report) -> tuple[Block, ...]:
     """The summary's blocks: title, scope in a line, headline numbers, verdicts."""
     s = report.scope
-    windows = sorted({f"{w.start.isoformat()} to {w.end.isoformat()}" for w in s.windows.values()})
+    windows = sorted({f"{when(w.start)} to {when(w.end)}" for w in s.windows.values()})
     blocks: list[Block] = [
         Heading(3, report.title),
         Paragraph(

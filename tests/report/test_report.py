@@ -176,7 +176,7 @@ def test_in_jupyter_a_report_is_a_frame_and_an_html_fragment() -> None:
     rows = re.findall(r"<tr><td>(.*?)</td></tr>", summary)
     pro, h20 = (row.split("</td><td>") for row in rows[:2])
     assert pro[0] == "PRO"
-    assert h20[:2] == ["H20", "11674"]  # requests finished, in whole units
+    assert h20[:2] == ["H20", "11,674"]  # requests finished, in whole units, with separators
     ttft = report.deployments[1].of(latency).ttft.p95
     assert ttft.bounds is not None
     assert h20[2] == f"{ttft.value:.4g} [{ttft.bounds.lower:.3g}, {ttft.bounds.upper:.3g}]"

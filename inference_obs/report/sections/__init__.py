@@ -1,0 +1,50 @@
+"""The sections of an observation report, in the order its method reads them.
+
+Scope first (what was read, and that nothing was sent or changed), then
+which deployments are compared and how each statistic is defined, then
+request shapes before any throughput, latency, queues against GPU
+activity, caches, GPU activity and bottleneck, cost, the comparison
+verdicts, and an appendix listing every query behind every number.
+Each module holds the sections of one part of the method; :func:`sections`
+puts them in order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from inference_obs.report.document import Block
+from inference_obs.report.sections.appendix import appendix, other_analyses
+from inference_obs.report.sections.cost import costs
+from inference_obs.report.sections.gpus import caches, gpus, stage_boundaries
+from inference_obs.report.sections.queues import queues
+from inference_obs.report.sections.scope import configurations, definitions, deployments, scope
+from inference_obs.report.sections.verdicts import baseline, verdicts
+from inference_obs.report.sections.workload import latency, request_shapes
+
+if TYPE_CHECKING:
+    from inference_obs.report.model import Report
+
+__all__ = ["sections"]
+
+
+def sections(report: Report) -> tuple[Block, ...]:
+    """Every block of the report, in order."""
+    parts = (
+        scope,
+        deployments,
+        configurations,
+        definitions,
+        request_shapes,
+        latency,
+        queues,
+        caches,
+        gpus,
+        stage_boundaries,
+        costs,
+        other_analyses,
+        verdicts,
+        baseline,
+        appendix,
+    )
+    return tuple(block for part in parts for block in part(report))

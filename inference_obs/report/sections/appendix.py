@@ -1,0 +1,65 @@
+"""Analyses without a section of their own, and the appendix of every number's queries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from inference_obs.analyses.registry import ANALYSES
+from inference_obs.report.document import Block, Code, Heading, Paragraph, Table, number
+
+if TYPE_CHECKING:
+    from inference_obs.report.model import Report
+
+__all__ = ["SHOWN", "appendix", "other_analyses"]
+
+
+#: The analyses the sections above show; any other registered analysis gets a table.
+SHOWN = frozenset(
+    {
+        "shapes",
+        "latency",
+        "throughput",
+        "cache",
+        "gpu",
+        "queueing",
+        "bottleneck",
+        "configuration",
+        "boundaries",
+        "cost",
+        "rolling_quantiles",
+        "activity",
+    }
+)
+
+
+def other_analyses(report: Report) -> Iterator[Block]:
+    """A table of Measurements per registered analysis without a section of its own."""
+    for one in ANALYSES:
+        if one.name in SHOWN:
+            continue
+        rows = tuple(
+            (d.deployment.name, m.statistic, number(m.value), m.unit, m.status.value)
+            for d in report.deployments
+            if one.name in d.results
+            for m in d.results[one.name].measurements()
+        )
+        yield Heading(2, one.title)
+        yield Paragraph(one.summary)
+        yield Table(("deployment", "statistic", "value", "unit", "status"), rows)
+
+
+def appendix(report: Report) -> Iterator[Block]:
+    yield Heading(2, "Appendix: recheck these numbers")
+    yield Paragraph(
+        "Every number above, by key, with the queries behind it (evaluated at the window's "
+        "end) and any local arithmetic. Paste them into Prometheus to recheck."
+    )
+    lines = []
+    for m in report.measurements():
+        lines.append(f"# {m.key} = {number(m.value, 6)} {m.unit} ({m.status.value})")
+        if m.provenance.computation:
+            lines.append(f"#   computed: {m.provenance.computation}")
+        lines.extend(m.provenance.promql)
+        lines.append("")
+    yield Code("\n".join(lines), "promql")

@@ -1,0 +1,122 @@
+"""What was read and how: scope, deployments declared and seen, configuration, definitions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from inference_obs import analyses
+from inference_obs.analyses.configuration import CheckStatus
+from inference_obs.report.document import Block, Heading, Items, Paragraph, Table, cell, when
+
+if TYPE_CHECKING:
+    from inference_obs.report.model import Report
+
+__all__ = ["configurations", "definitions", "deployments", "scope"]
+
+
+DEFINITIONS = (
+    "Request-weighted means divide the change of a histogram's _sum by the change of its "
+    "_count between the first and last sample of each series (exact; PromQL's increase() "
+    "ratio is listed in the appendix for rechecking).",
+    "Quantiles come from the buckets of every replica added together before estimating; "
+    "the value is interpolated inside the bucket shown in brackets, which must hold the true "
+    "quantile. Quantiles are never averaged across replicas.",
+    "Token and request counts are extrapolated increases (Prometheus increase()): "
+    "fractional estimates, not audited counts. Rates are per wall-clock second of the window.",
+    "GPU utilisation is sample-weighted over every allocated GPU, zeros included; GPUs "
+    "without samples are listed, not dropped.",
+    "No data is never shown as 0: a number without series reads 'no data'.",
+)
+
+
+def scope(report: Report) -> Iterator[Block]:
+    s = report.scope
+    yield Heading(1, report.title)
+    yield Heading(2, "Scope")
+    windows = sorted({f"{when(w.start)} to {when(w.end)}" for w in s.windows.values()})
+    yield Paragraph(
+        f"Read from {s.source} ({s.engine}; numbers follow {s.rules} rules) over "
+        f"{'; '.join(windows)}. Only read-only query and metadata endpoints were used: no "
+        "inference request was sent and nothing was changed."
+    )
+    if report.methodology:
+        yield Items(report.methodology)
+
+
+def deployments(report: Report) -> Iterator[Block]:
+    yield Heading(2, "Deployments compared")
+    rows = []
+    for d in report.deployments:
+        hw, engine, config = d.deployment.hardware, d.deployment.engine, d.deployment.config
+        declared = ", ".join(f"{k}={v}" for k, v in config.model_dump().items() if v is not None)
+        served, gpus = d.of(analyses.throughput), d.of(analyses.gpu)
+        rows.append(
+            (
+                d.deployment.name,
+                hw.gpu_model,
+                str(hw.gpus_per_replica),
+                f"{len(d.deployment.replicas)} / {cell(served.replicas_seen)}",
+                f"{cell(gpus.gpus_with_samples)} / {cell(gpus.gpus_expected)}",
+                f"{engine.name} {engine.version or ''} {engine.image or ''}".strip(),
+                declared or "—",
+            )
+        )
+    yield Table(
+        (
+            "deployment",
+            "GPU",
+            "GPUs/replica",
+            "replicas declared / seen",
+            "GPUs with samples / expected",
+            "engine",
+            "declared configuration",
+        ),
+        tuple(rows),
+    )
+    yield Paragraph(
+        "Declared configuration is what the deployment file or manifest says; the counts of "
+        "replicas and GPUs seen come from the series themselves. An image tag does not prove a "
+        "build, and an allocation of N GPUs does not prove N-way tensor parallelism."
+    )
+
+
+def configurations(report: Report) -> Iterator[Block]:
+    yield Heading(2, "Declared and verified configuration")
+    yield Paragraph(
+        "Each declared field against what the series expose (cache_config_info labels, DCGM "
+        "labels): verified, contradicted (both values shown) or unverifiable (why)."
+    )
+    for d in report.deployments:
+        c = d.of(analyses.configuration)
+        rows = tuple(
+            (k.field, k.declared or "—", k.observed or "—", k.status.value, k.reason)
+            for k in c.checks
+            if k.status is not CheckStatus.NOT_DECLARED or k.observed
+        )
+        yield Heading(3, d.deployment.name)
+        yield Table(("field", "declared", "series show", "status", "why"), rows)
+        if c.topology is not None:
+            yield Paragraph(f"Topology: {c.topology.description}")
+
+
+def _read_at(step: float | None) -> str:
+    if step is None:
+        return "every app scrape"
+    return (
+        f"{step:g} s tiles (each engine's largest gauge sample and the mean of the GPUs' "
+        "samples in each tile, reduced by the source)"
+    )
+
+
+def definitions(report: Report) -> Iterator[Block]:
+    yield Heading(2, "Collection and statistical definitions")
+    if report.scope.scrape_interval_seconds:
+        yield Paragraph(f"Scrape interval: {report.scope.scrape_interval_seconds:g} s.")
+    read = "; ".join(f"{d.deployment.name}: {_read_at(d.step_seconds)}" for d in report.deployments)
+    yield Paragraph(
+        f"Queues, stage boundaries and the sampled shares (requests waiting, running) read "
+        f"{read}. A large scope is read in tiles so that what is asked stays small; "
+        "--resolution scrape reads every scrape."
+    )
+    yield Items(DEFINITIONS)

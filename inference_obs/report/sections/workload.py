@@ -1,0 +1,87 @@
+"""The work served: request shapes before any throughput, then latency."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from inference_obs import analyses
+from inference_obs.analyses.latency import METRICS, QUANTILES
+from inference_obs.report.document import (
+    Block,
+    FigureRef,
+    Heading,
+    Items,
+    Paragraph,
+    Table,
+    cell,
+    number,
+)
+
+if TYPE_CHECKING:
+    from inference_obs.report.model import Report
+
+__all__ = ["latency", "request_shapes"]
+
+
+def request_shapes(report: Report) -> Iterator[Block]:
+    yield Heading(2, "Request shapes")
+    yield Paragraph("Read these before any throughput: different shapes are different work.")
+    rows = []
+    for d in report.deployments:
+        s = d.of(analyses.shapes)
+        mix = ", ".join(
+            f"{r} {number((m.value or 0) * 100, 3)}%" for r, m in s.finish_shares.items() if m.value
+        )
+        rows.append(
+            (
+                d.deployment.name,
+                cell(s.prompt_tokens_mean),
+                cell(s.output_tokens_mean),
+                cell(s.max_tokens_mean),
+                cell(s.max_tokens_share.get(20)),
+                cell(s.max_tokens_share.get(50)),
+                cell(s.finished),
+                mix or "—",
+            )
+        )
+    yield Table(
+        (
+            "deployment",
+            "prompt tokens (mean)",
+            "output tokens (mean)",
+            "max_tokens (mean)",
+            "share max_tokens ≤ 20",
+            "share ≤ 50",
+            "finished requests",
+            "finish reasons",
+        ),
+        tuple(rows),
+    )
+    yield Paragraph("Finish reasons say how generation ended, not that a request succeeded.")
+
+
+def latency(report: Report) -> Iterator[Block]:
+    yield Heading(2, "Latency")
+    yield Paragraph("Seconds. Brackets: the bucket that holds the true quantile.")
+    rows = []
+    for d in report.deployments:
+        for key in METRICS:
+            summary = getattr(d.of(analyses.latency), key)
+            rows.append(
+                (
+                    d.deployment.name,
+                    key,
+                    cell(summary.mean),
+                    *(cell(getattr(summary, label)) for label, _ in QUANTILES),
+                )
+            )
+    yield Table(
+        ("deployment", "metric", "mean", *(label.upper() for label, _ in QUANTILES)), tuple(rows)
+    )
+    yield Items(report.deployments[0].of(analyses.latency).caveats if report.deployments else ())
+    for name in (d.deployment.name for d in report.deployments):
+        yield FigureRef(
+            f"{name}-rolling-quantiles",
+            f"{name}: rolling P50/P95/P99 of time to first token (5-minute windows).",
+        )
