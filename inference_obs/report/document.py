@@ -100,6 +100,12 @@ def when(moment: datetime) -> str:
     """A timestamp to the second, in its own time zone (``2026-10-19 17:55:26+08:00``).
 
     Scrape times carry milliseconds nobody reads; the second is rounded, not cut.
+
+    Examples
+    --------
+    >>> from datetime import timezone
+    >>> when(datetime(2026, 10, 19, 9, 55, 25, 666000, tzinfo=timezone(timedelta(hours=8))))
+    '2026-10-19 09:55:26+08:00'
     """
     rounded = (moment + timedelta(microseconds=500_000)).replace(microsecond=0)
     return rounded.isoformat(sep=" ")
