@@ -12,7 +12,7 @@ from inference_obs.report.document import Block, Heading, Items, Paragraph, Tabl
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
 
-__all__ = ["configurations", "definitions", "deployments", "scope"]
+__all__ = ["TERMS", "configurations", "definitions", "deployments", "scope"]
 
 
 DEFINITIONS = (
@@ -27,6 +27,20 @@ DEFINITIONS = (
     "GPU utilisation is sample-weighted over every allocated GPU, zeros included; GPUs "
     "without samples are listed, not dropped.",
     "No data is never shown as 0: a number without series reads 'no data'.",
+)
+
+#: The abbreviations the report uses, spelt out once in its definitions.
+TERMS = (
+    ("TTFT", "time to first token (queue and prefill included)"),
+    ("TPOT", "time per output token after the first"),
+    ("ITL", "inter-token latency, between engine output events"),
+    ("E2E", "end-to-end request latency"),
+    ("P50/P90/P95/P99", "the 50th/90th/95th/99th percentiles"),
+    ("KV cache", "the attention keys and values kept per token on the GPU"),
+    ("DCGM", "NVIDIA Data Center GPU Manager, whose exporter serves the GPU counters"),
+    ("FB", "framebuffer, the GPU's memory"),
+    ("TP/DP/EP", "tensor, data and expert parallelism"),
+    ("Xid", "an error code the NVIDIA driver logs for a GPU fault"),
 )
 
 
@@ -120,3 +134,4 @@ def definitions(report: Report) -> Iterator[Block]:
         "--resolution scrape reads every scrape."
     )
     yield Items(DEFINITIONS)
+    yield Paragraph("Terms: " + "; ".join(f"{term}: {meaning}" for term, meaning in TERMS) + ".")

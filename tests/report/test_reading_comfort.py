@@ -1,0 +1,55 @@
+"""The report's body reads as people read numbers: no exponents, no microseconds, terms spelt out.
+
+Checked on the report the CLI writes for the bundled PRO 5000 vs H20 dataset, with its defaults.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from inference_obs.cli import main
+
+DATASET = Path(__file__).resolve().parents[2] / "datasets" / "pro5000-vs-h20"
+APPENDIX = "## Appendix"
+
+
+@pytest.fixture(scope="module")
+def body(tmp_path_factory: pytest.TempPathFactory) -> str:
+    out = tmp_path_factory.mktemp("comfort") / "report"
+    assert main(["report", "--dataset", str(DATASET), "--out", str(out)]) == 0
+    text = (out / "report.md").read_text()
+    return text[: text.index(APPENDIX)]
+
+
+def test_the_body_has_no_scientific_notation(body: str) -> None:
+    numbers = re.findall(r"(?<![\w.])\d+(?:\.\d+)?e[+-]\d+\b", body)
+    assert numbers == []
+
+
+def test_large_counts_carry_thousands_separators(body: str) -> None:
+    # H20's finished requests over the hour: 11,674 (an extrapolated increase).
+    assert "| 11,674 |" in body
+
+
+def test_timestamps_are_to_the_second(body: str) -> None:
+    assert not re.search(r"\d{2}:\d{2}:\d{2}\.\d+", body)
+    assert re.search(r"2026-10-19 1\d:\d{2}:\d{2}\+08:00", body)
+
+
+@pytest.mark.parametrize(
+    ("term", "spelt"),
+    [
+        ("TTFT", "time to first token"),
+        ("TPOT", "time per output token"),
+        ("ITL", "inter-token latency"),
+        ("DCGM", "Data Center GPU Manager"),
+        ("FB", "framebuffer"),
+        ("KV", "keys and values"),
+    ],
+)
+def test_every_abbreviation_used_is_spelt_out(body: str, term: str, spelt: str) -> None:
+    if re.search(rf"\b{term}\b", body, flags=re.IGNORECASE):
+        assert spelt in body, term
