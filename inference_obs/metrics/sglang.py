@@ -2,17 +2,23 @@
 
 Names, types, labels and default buckets were read from the released SGLang
 0.5.23 sources (``python/sglang/srt/observability/metrics_collector.py`` and the
-scheduler metrics reporter), with SGLang 0.4.6 for older names.
+scheduler metrics reporter), with SGLang 0.4.6 for older names. Each ``since``
+is the first of the released wheels 0.5.1 to 0.5.23 that exports the name
+(0.5.13 to 0.5.15 unchecked); families already in 0.5.1 have none.
 
 Conventions:
 
 - every family needs ``--enable-metrics`` (metrics are off by default);
-- scheduler families carry :data:`SCHEDULER_LABELS`; only rank 0 of a TP group
-  exports, but each DP rank exports its own series. Request-level families,
+- scheduler gauges carry :data:`SCHEDULER_LABELS`; only rank 0 of a TP group
+  sets them, but each DP rank exports its own series. Event counters of the
+  scheduler are counted by every rank (:data:`PER_RANK_COPIES`). Gauges
+  without a multiprocess mode gain a ``pid`` label. Request-level families,
   counted in the tokenizer manager, carry :data:`TOKENIZER_LABELS` and several
   add ``is_streaming``. A ``priority`` label (priority scheduling) and custom
   ``extra_metric_labels`` may be added to either;
-- SGLang 0.4.6 labelled its families with ``model_name`` only.
+- SGLang 0.4.6 labelled its families with ``model_name`` only;
+- disaggregation and hierarchical-cache families are in :mod:`.sglang_kv`
+  (re-exported here), with their own label sets.
 
 :data:`inference_obs.metrics.sglang_vllm.VLLM_EQUIVALENTS` maps SGLang families
 to the nearest vLLM family and says in one sentence what differs; families
@@ -23,7 +29,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from inference_obs.metrics.family import Family, MetricType
+from inference_obs.metrics import sglang_kv as _kv
+from inference_obs.metrics.family import Alias, Family, MetricType
 
 SCHEDULER_LABELS: tuple[str, ...] = (
     "model_name",
@@ -64,13 +71,16 @@ QUEUE_TIME_BUCKETS: tuple[float, ...] = (
 )
 PER_STAGE_REQ_LATENCY_BUCKETS: tuple[float, ...] = tuple(0.001 * 1.62**i for i in range(30))
 """30 exponential bounds from 1 ms, factor 1.62."""
-UNLISTED_BUCKETS: tuple[float, ...] = ()
-"""Marks a histogram whose default bounds this catalogue does not record: read ``le``."""
+TOKEN_COUNT_BUCKETS: tuple[float, ...] = (
+    *(100, 300, 500, 700, 1000, 1500, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000),
+    *(10000, 12500, 15000, 17500, 20000, 22500, 25000, 27500, 30000, 35000, 40000),
+    *(60000, 80000, 100000, 200000, 300000, 400000, 600000, 800000, 1000000, 1100000),
+)
+"""Default bounds of the prompt, uncached-prompt and generation length histograms."""
 
 _ENABLE = "--enable-metrics"
 _SPEC = "--enable-metrics with speculative decoding"
 _PD = "--enable-metrics on a prefill/decode disaggregated server"
-_HICACHE = "--enable-metrics with the hierarchical cache (HiCache)"
 
 _RESETS = "Counters restart at zero on restart: rate() or increase() each series, then sum."
 _DP = "Each DP rank exports its own series: aggregate over dp_rank for a server total."
@@ -84,8 +94,28 @@ _PRECOMPUTED = (
     "A ratio precomputed over the last report interval and not weighted by volume: do not "
     "average it across time or ranks."
 )
-_UNLISTED = "Default buckets not recorded in this catalogue: read le from the data."
 _V046 = "SGLang <= 0.4.6"
+_OVERRIDABLE = "Server arguments can replace the default buckets: read le from the data."
+_EVERY_RANK = (
+    "Every TP rank counts each event under its own tp_rank: never sum over ranks; take "
+    "max without (tp_rank, pp_rank, moe_ep_rank)."
+)
+
+# Disaggregation and hierarchical cache (:mod:`.sglang_kv`), re-exported.
+STORAGE_LABELS = _kv.STORAGE_LABELS
+CACHE_LABELS = _kv.CACHE_LABELS
+RANK_LABELS = _kv.RANK_LABELS
+KV_TRANSFER_LATENCY_MS_BUCKETS = _kv.KV_TRANSFER_LATENCY_MS_BUCKETS
+KV_TRANSFER_SPEED_GB_S_BUCKETS = _kv.KV_TRANSFER_SPEED_GB_S_BUCKETS
+KV_TRANSFER_LATENCY_MS = _kv.KV_TRANSFER_LATENCY_MS
+KV_TRANSFER_SPEED_GB_S = _kv.KV_TRANSFER_SPEED_GB_S
+NUM_TRANSFER_FAILED_REQS = _kv.NUM_TRANSFER_FAILED_REQS
+NUM_BOOTSTRAP_FAILED_REQS = _kv.NUM_BOOTSTRAP_FAILED_REQS
+HICACHE_HOST_USED_TOKENS = _kv.HICACHE_HOST_USED_TOKENS
+HICACHE_HOST_TOTAL_TOKENS = _kv.HICACHE_HOST_TOTAL_TOKENS
+PREFETCHED_TOKENS = _kv.PREFETCHED_TOKENS
+BACKUPED_TOKENS = _kv.BACKUPED_TOKENS
+LOAD_BACK_TOKENS = _kv.LOAD_BACK_TOKENS
 
 _sglang = partial(Family, exporter="sglang", condition=_ENABLE)
 _sched_gauge = partial(
@@ -126,12 +156,13 @@ REQUEST_TIME_PER_OUTPUT_TOKEN = _histogram(
     unit="seconds",
     help="Per finished request: (finish - first token) / (completion tokens - 1).",
     labels=STREAMING_LABELS,
-    buckets=UNLISTED_BUCKETS,
+    buckets=INTER_TOKEN_LATENCY_BUCKETS,
+    since="SGLang 0.5.22",
     traps=(
         "Skips requests with at most one output token, requests not finished by stop or "
         "length, and prefill workers of a disaggregated setup.",
+        "Shares the inter-token latency buckets (and their server argument).",
         _STREAM,
-        _UNLISTED,
     ),
 )
 E2E_REQUEST_LATENCY = _histogram(
@@ -149,6 +180,7 @@ QUEUE_TIME = _histogram(
     help="Per request: time spent waiting in the scheduler queue before its first prefill.",
     labels=SCHEDULER_LABELS,
     buckets=QUEUE_TIME_BUCKETS,
+    since="SGLang 0.5.3",
     traps=("SGLang 0.4.6 only had the gauge sglang:avg_request_queue_latency.", _DP),
 )
 PER_STAGE_REQ_LATENCY = _histogram(
@@ -157,6 +189,7 @@ PER_STAGE_REQ_LATENCY = _histogram(
     help="Per request and stage (e.g. prefill_waiting, request_process): time in the stage.",
     labels=(*SCHEDULER_LABELS, "stage"),
     buckets=PER_STAGE_REQ_LATENCY_BUCKETS,
+    since="SGLang 0.5.3",
     traps=(
         "Stages do not map one-to-one to vLLM's queue/prefill/decode phases.",
         "Exponential bounds print with many digits: match le by value, not by string.",
@@ -190,12 +223,30 @@ NUM_PREFILL_BOOTSTRAP_QUEUE_REQS = _sched_gauge(
     name="sglang:num_prefill_bootstrap_queue_reqs",
     unit="requests",
     help="Prefill-side requests waiting for the bootstrap with their decode peer.",
+    aliases=(
+        Alias(
+            "sglang:num_prefill_prealloc_queue_reqs",
+            "SGLang 0.5.1-0.5.11",
+            note="The same bootstrap queue under its first name.",
+            removed_in="0.5.12",
+        ),
+    ),
+    since="SGLang 0.5.12",
     condition=_PD,
 )
 NUM_PREFILL_INFLIGHT_QUEUE_REQS = _sched_gauge(
     name="sglang:num_prefill_inflight_queue_reqs",
     unit="requests",
     help="Prefill-side requests whose KV is being sent.",
+    aliases=(
+        Alias(
+            "sglang:num_prefill_infight_queue_reqs",
+            "SGLang 0.5.1",
+            note="The same queue, name misspelt.",
+            removed_in="0.5.2",
+        ),
+    ),
+    since="SGLang 0.5.2",
     condition=_PD,
 )
 NUM_DECODE_PREALLOC_QUEUE_REQS = _sched_gauge(
@@ -210,21 +261,51 @@ NUM_DECODE_TRANSFER_QUEUE_REQS = _sched_gauge(
     help="Decode-side requests waiting for their KV transfer.",
     condition=_PD,
 )
+_PID = (
+    "Exported without a multiprocess mode: each scheduler process's series also carries "
+    "pid, which changes on restart."
+)
 NUM_RETRACTED_REQS = _sched_gauge(
     name="sglang:num_retracted_reqs",
     unit="requests",
-    help="Requests retracted (SGLang's preemption) in the last report.",
-    traps=("A per-report gauge, not a cumulative count like vLLM's preemptions.", _DP),
+    help="Requests retracted (SGLang's preemption) by the last retraction before a report.",
+    labels=(*SCHEDULER_LABELS, "pid"),
+    since="SGLang 0.5.2",
+    traps=(
+        "A per-report gauge that keeps only the last retraction: count with "
+        "sglang:num_retracted_requests_total instead.",
+        _PID,
+        _DP,
+    ),
+)
+NUM_PAUSED_REQS = _sched_gauge(
+    name="sglang:num_paused_reqs",
+    unit="requests",
+    help="Requests paused by an asynchronous weight update in the last report interval.",
+    labels=(*SCHEDULER_LABELS, "pid"),
+    since="SGLang 0.5.3",
+    traps=("Not retractions: weight updates pause requests without freeing KV.", _PID, _DP),
+)
+NUM_RETRACTED_REQUESTS = _sched_counter(
+    name="sglang:num_retracted_requests_total",
+    unit="requests",
+    help="Requests retracted (SGLang's preemption: KV freed, recomputed later).",
+    since="SGLang 0.5.7",
+    traps=(_EVERY_RANK, _RESETS, _DP),
 )
 NUM_RETRACTED_INPUT_TOKENS = _sched_counter(
     name="sglang:num_retracted_input_tokens_total",
     unit="tokens",
     help="Prompt tokens of retracted requests.",
+    since="SGLang 0.5.7",
+    traps=(_EVERY_RANK, _RESETS, _DP),
 )
 NUM_RETRACTED_OUTPUT_TOKENS = _sched_counter(
     name="sglang:num_retracted_output_tokens_total",
     unit="tokens",
     help="Already generated tokens of retracted requests.",
+    since="SGLang 0.5.7",
+    traps=(_EVERY_RANK, _RESETS, _DP),
 )
 _TOKENS_NOT_BLOCKS = "Counted in tokens where vLLM counts KV blocks."
 TOKEN_USAGE = _sched_gauge(
@@ -247,21 +328,25 @@ NUM_USED_TOKENS = _sched_gauge(
 )
 KV_USED_TOKENS = _sched_gauge(
     name="sglang:kv_used_tokens",
+    since="SGLang 0.5.11",
     unit="tokens",
     help="KV slots held by running requests in the full-attention pool.",
 )
 KV_AVAILABLE_TOKENS = _sched_gauge(
     name="sglang:kv_available_tokens",
+    since="SGLang 0.5.11",
     unit="tokens",
     help="Free KV slots in the full-attention pool.",
 )
 KV_EVICTABLE_TOKENS = _sched_gauge(
     name="sglang:kv_evictable_tokens",
+    since="SGLang 0.5.11",
     unit="tokens",
     help="KV slots holding radix-cached data that can be evicted.",
 )
 MAX_TOTAL_NUM_TOKENS = _sched_gauge(
     name="sglang:max_total_num_tokens",
+    since="SGLang 0.5.6",
     unit="tokens",
     help="Capacity of the KV pool in tokens (set once at start).",
     traps=(_DP,),
@@ -295,6 +380,7 @@ SPEC_ACCEPT_LENGTH = _sched_gauge(
 )
 SPEC_ACCEPT_RATE = _sched_gauge(
     name="sglang:spec_accept_rate",
+    since="SGLang 0.5.4",
     unit="ratio",
     help="Share of draft tokens accepted, over the last report interval.",
     value_range=(0, 1),
@@ -304,18 +390,21 @@ SPEC_ACCEPT_RATE = _sched_gauge(
 _ESTIMATE = "A model-based estimate, not a hardware counter."
 ESTIMATED_FLOPS_PER_GPU = _sched_counter(
     name="sglang:estimated_flops_per_gpu_total",
+    since="SGLang 0.5.10",
     unit="flop",
     help="Estimated floating-point operations per GPU.",
     traps=(_ESTIMATE, _RESETS),
 )
 ESTIMATED_READ_BYTES_PER_GPU = _sched_counter(
     name="sglang:estimated_read_bytes_per_gpu_total",
+    since="SGLang 0.5.10",
     unit="bytes",
     help="Estimated bytes read from GPU memory per GPU.",
     traps=(_ESTIMATE, _RESETS),
 )
 ESTIMATED_WRITE_BYTES_PER_GPU = _sched_counter(
     name="sglang:estimated_write_bytes_per_gpu_total",
+    since="SGLang 0.5.10",
     unit="bytes",
     help="Estimated bytes written to GPU memory per GPU.",
     traps=(_ESTIMATE, _RESETS),
@@ -373,90 +462,23 @@ PROMPT_TOKENS_HISTOGRAM = _histogram(
     name="sglang:prompt_tokens_histogram",
     unit="tokens",
     help="Prompt length of each finished request.",
-    buckets=UNLISTED_BUCKETS,
-    traps=(_UNLISTED,),
+    buckets=TOKEN_COUNT_BUCKETS,
+    traps=("Nothing below 100 tokens: short prompts all land in le=100.", _OVERRIDABLE),
 )
 UNCACHED_PROMPT_TOKENS_HISTOGRAM = _histogram(
     name="sglang:uncached_prompt_tokens_histogram",
     unit="tokens",
     help="Prompt tokens computed (not served from cache) for each finished request.",
-    buckets=UNLISTED_BUCKETS,
-    traps=(_UNLISTED,),
+    buckets=TOKEN_COUNT_BUCKETS,
+    since="SGLang 0.5.12",
+    traps=(_OVERRIDABLE,),
 )
 GENERATION_TOKENS_HISTOGRAM = _histogram(
     name="sglang:generation_tokens_histogram",
     unit="tokens",
     help="Output length of each finished request.",
-    buckets=UNLISTED_BUCKETS,
-    traps=(_UNLISTED,),
-)
-
-# ---------------------------------------------------------------------------
-# Disaggregation (KV transfer) and hierarchical cache.
-# ---------------------------------------------------------------------------
-
-KV_TRANSFER_LATENCY_MS = _sched_gauge(
-    name="sglang:kv_transfer_latency_ms",
-    unit="milliseconds",
-    help="KV transfer latency reported by the last scheduler report.",
-    condition=_PD,
-    traps=("Milliseconds, where vLLM's transfer metrics use seconds.", _REPORT),
-)
-KV_TRANSFER_SPEED_GB_S = _sched_gauge(
-    name="sglang:kv_transfer_speed_gb_s",
-    unit="gigabytes_per_second",
-    help="KV transfer speed reported by the last scheduler report.",
-    already_rate=True,
-    condition=_PD,
-    traps=("GB/s, where vLLM's transfer metrics count bytes.", _REPORT),
-)
-NUM_TRANSFER_FAILED_REQS = _sched_counter(
-    name="sglang:num_transfer_failed_reqs_total",
-    unit="requests",
-    help="Requests whose KV transfer failed.",
-    condition=_PD,
-    traps=(_RESETS,),
-)
-NUM_BOOTSTRAP_FAILED_REQS = _sched_counter(
-    name="sglang:num_bootstrap_failed_reqs_total",
-    unit="requests",
-    help="Requests whose prefill/decode bootstrap failed.",
-    condition=_PD,
-    traps=(_RESETS,),
-)
-HICACHE_HOST_USED_TOKENS = _sched_gauge(
-    name="sglang:hicache_host_used_tokens",
-    unit="tokens",
-    help="Tokens held in the host-memory cache tier.",
-    condition=_HICACHE,
-    traps=(_REPORT,),
-)
-HICACHE_HOST_TOTAL_TOKENS = _sched_gauge(
-    name="sglang:hicache_host_total_tokens",
-    unit="tokens",
-    help="Capacity of the host-memory cache tier in tokens.",
-    condition=_HICACHE,
-)
-PREFETCHED_TOKENS = _sched_counter(
-    name="sglang:prefetched_tokens_total",
-    unit="tokens",
-    help="Prompt tokens prefetched from the storage tier.",
-    condition=_HICACHE,
-    traps=(_RESETS,),
-)
-BACKUPED_TOKENS = _sched_counter(
-    name="sglang:backuped_tokens_total",
-    unit="tokens",
-    help="Tokens backed up to a lower cache tier.",
-    condition=_HICACHE,
-    traps=(_RESETS,),
-)
-LOAD_BACK_TOKENS = _sched_counter(
-    name="sglang:load_back_tokens_total",
-    unit="tokens",
-    help="Tokens loaded back from the host tier to the GPU.",
-    condition=_HICACHE,
-    traps=(_RESETS,),
+    buckets=TOKEN_COUNT_BUCKETS,
+    traps=("Nothing below 100 tokens: short outputs all land in le=100.", _OVERRIDABLE),
 )
 
 FAMILIES: tuple[Family, ...] = (
@@ -474,6 +496,8 @@ FAMILIES: tuple[Family, ...] = (
     NUM_DECODE_PREALLOC_QUEUE_REQS,
     NUM_DECODE_TRANSFER_QUEUE_REQS,
     NUM_RETRACTED_REQS,
+    NUM_PAUSED_REQS,
+    NUM_RETRACTED_REQUESTS,
     NUM_RETRACTED_INPUT_TOKENS,
     NUM_RETRACTED_OUTPUT_TOKENS,
     TOKEN_USAGE,
@@ -498,14 +522,18 @@ FAMILIES: tuple[Family, ...] = (
     PROMPT_TOKENS_HISTOGRAM,
     UNCACHED_PROMPT_TOKENS_HISTOGRAM,
     GENERATION_TOKENS_HISTOGRAM,
-    KV_TRANSFER_LATENCY_MS,
-    KV_TRANSFER_SPEED_GB_S,
-    NUM_TRANSFER_FAILED_REQS,
-    NUM_BOOTSTRAP_FAILED_REQS,
-    HICACHE_HOST_USED_TOKENS,
-    HICACHE_HOST_TOTAL_TOKENS,
-    PREFETCHED_TOKENS,
-    BACKUPED_TOKENS,
-    LOAD_BACK_TOKENS,
+    *_kv.FAMILIES,
 )
 """Every SGLang family of the catalogue."""
+
+PER_RANK_COPIES: frozenset[str] = frozenset(
+    {
+        NUM_RETRACTED_REQUESTS.name,
+        NUM_RETRACTED_INPUT_TOKENS.name,
+        NUM_RETRACTED_OUTPUT_TOKENS.name,
+        PREFETCHED_TOKENS.name,
+        LOAD_BACK_TOKENS.name,
+    }
+)
+"""Counters every rank of one server increments for the same events: summed over
+:data:`RANK_LABELS` they count each event once per rank."""

@@ -41,6 +41,7 @@ from inference_obs.metrics.sglang import (
     NUM_RETRACTED_INPUT_TOKENS,
     NUM_RETRACTED_OUTPUT_TOKENS,
     NUM_RETRACTED_REQS,
+    NUM_RETRACTED_REQUESTS,
     NUM_RUNNING_REQS,
     NUM_TRANSFER_FAILED_REQS,
     NUM_USED_TOKENS,
@@ -103,6 +104,11 @@ _EQUIVALENTS: dict[Family, tuple[Family, str]] = {
         "One queue, where vLLM splits KV-loading requests by stage.",
     ),
     NUM_RETRACTED_REQS: (v.NUM_PREEMPTIONS, "Retractions in the last report, not a counter."),
+    NUM_RETRACTED_REQUESTS: (
+        v.NUM_PREEMPTIONS,
+        "Counted once by every TP rank, where vLLM counts once per engine: take the max over "
+        "ranks, not the sum.",
+    ),
     NUM_RETRACTED_INPUT_TOKENS: (v.NUM_PREEMPTIONS, "Counts tokens, not preemption events."),
     NUM_RETRACTED_OUTPUT_TOKENS: (v.NUM_PREEMPTIONS, "Counts tokens, not preemption events."),
     TOKEN_USAGE: (
@@ -151,10 +157,17 @@ _EQUIVALENTS: dict[Family, tuple[Family, str]] = {
         "Different default buckets.",
     ),
     GENERATION_TOKENS_HISTOGRAM: (v.REQUEST_GENERATION_TOKENS, "Different default buckets."),
-    KV_TRANSFER_LATENCY_MS: (v.NIXL_XFER_TIME, "A per-report gauge in ms, not a histogram in s."),
+    KV_TRANSFER_LATENCY_MS: (
+        v.NIXL_XFER_TIME,
+        "One observation per request in ms (often only its last chunk), where vLLM's NIXL "
+        "histogram observes each transfer in seconds.",
+    ),
     NUM_TRANSFER_FAILED_REQS: (v.NIXL_NUM_FAILED_TRANSFERS, "Counts requests, not transfers."),
     BACKUPED_TOKENS: (v.KV_OFFLOAD_STORE_BYTES, "Counts tokens, where vLLM counts bytes."),
-    LOAD_BACK_TOKENS: (v.KV_OFFLOAD_LOAD_BYTES, "Counts tokens, where vLLM counts bytes."),
+    LOAD_BACK_TOKENS: (
+        v.KV_OFFLOAD_LOAD_BYTES,
+        "Counts tokens once per TP rank, where vLLM counts bytes once per engine.",
+    ),
 }
 VLLM_EQUIVALENTS: Mapping[str, tuple[str, str]] = MappingProxyType(
     {ours.name: (theirs.name, why) for ours, (theirs, why) in _EQUIVALENTS.items()}

@@ -1,7 +1,8 @@
 """The SGLang catalogue and its mapping to vLLM families.
 
-Expected buckets and mappings are written out from SGLang 0.5.23's
-``metrics_collector.py``, independently of the catalogue code.
+Expected buckets, labels, versions and mappings are written out from the released
+SGLang wheels (0.5.23's ``metrics_collector.py``; 0.5.1 to 0.5.22 for the first
+release of each name), independently of the catalogue code.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from inference_obs.metrics import sglang, sglang_vllm, vllm
+from inference_obs.metrics import sglang, sglang_kv, sglang_vllm, vllm
 from inference_obs.metrics.family import Family, MetricType
 
 SGLANG_NAMES = {f.name for f in sglang.FAMILIES}
@@ -20,9 +21,10 @@ VLLM_NAMES = {f.name for f in vllm.FAMILIES}
 
 
 def test_families_lists_every_module_constant_once() -> None:
-    constants = [v for v in vars(sglang).values() if isinstance(v, Family)]
+    constants = {v for m in (sglang, sglang_kv) for v in vars(m).values() if isinstance(v, Family)}
     assert len(set(sglang.FAMILIES)) == len(sglang.FAMILIES)
-    assert set(constants) == set(sglang.FAMILIES)
+    assert constants == set(sglang.FAMILIES)
+    assert set(sglang_kv.FAMILIES) < set(sglang.FAMILIES)
 
 
 def test_no_two_families_share_a_name_or_alias() -> None:
@@ -38,7 +40,12 @@ def test_family_is_well_formed(family: Family) -> None:
     assert family.unit.strip()
     assert family.condition is not None
     assert "--enable-metrics" in family.condition
-    assert family.labels[:2] == ("model_name", "engine_type")
+    if family.labels[0] == "storage_backend":
+        assert family.labels == sglang.STORAGE_LABELS
+    elif family.labels[0] == "cache_type":
+        assert family.labels[:4] == sglang.CACHE_LABELS
+    else:
+        assert family.labels[:2] == ("model_name", "engine_type")
     if family.type is MetricType.COUNTER:
         assert family.name.endswith("_total")
     if family.type is MetricType.HISTOGRAM:
@@ -75,12 +82,38 @@ def test_label_sets() -> None:
     assert "stage" in sglang.PER_STAGE_REQ_LATENCY.labels
 
 
+def test_storage_and_cache_label_sets() -> None:
+    # StorageMetricsCollector labels (set by the cache controller), then the radix
+    # cache's: neither carries model_name.
+    ranks = ("tp_rank", "dp_rank", "pp_rank", "pp_size", "attn_cp_rank", "attn_cp_size")
+    assert ("storage_backend", *ranks) == sglang.STORAGE_LABELS
+    assert sglang.PREFETCHED_TOKENS.labels == sglang.STORAGE_LABELS
+    assert sglang.BACKUPED_TOKENS.labels == sglang.STORAGE_LABELS
+    assert sglang.LOAD_BACK_TOKENS.labels == ("cache_type", "tp_rank", "pp_rank", "dp_rank", "pool")
+    for family in (sglang.PREFETCHED_TOKENS, sglang.BACKUPED_TOKENS, sglang.LOAD_BACK_TOKENS):
+        assert "model_name" not in family.labels, family.name
+    # The transfer histograms come from the scheduler.
+    assert sglang.KV_TRANSFER_LATENCY_MS.labels == sglang.SCHEDULER_LABELS
+    assert sglang_kv._SCHEDULER_LABELS == sglang.SCHEDULER_LABELS
+
+
+def test_gauges_without_multiprocess_mode_have_pid() -> None:
+    assert sglang.NUM_RETRACTED_REQS.labels == (*sglang.SCHEDULER_LABELS, "pid")
+    assert sglang.NUM_PAUSED_REQS.labels == (*sglang.SCHEDULER_LABELS, "pid")
+
+
 def test_ratios_and_rates() -> None:
     assert sglang.TOKEN_USAGE.value_range == (0, 1)
     assert sglang.CACHE_HIT_RATE.value_range == (0, 1)
     assert sglang.GEN_THROUGHPUT.already_rate
     assert sglang.KV_TRANSFER_LATENCY_MS.unit == "milliseconds"
+    assert sglang.KV_TRANSFER_SPEED_GB_S.unit == "gigabytes_per_second"
+    assert not sglang.KV_TRANSFER_SPEED_GB_S.already_rate  # a histogram of speeds
     assert sglang.NUM_RETRACTED_REQS.type is MetricType.GAUGE
+    assert sglang.NUM_RETRACTED_REQUESTS.type is MetricType.COUNTER
+    assert sglang.NUM_RETRACTED_REQUESTS.name == "sglang:num_retracted_requests_total"
+    assert sglang.NUM_RETRACTED_REQUESTS.labels == sglang.SCHEDULER_LABELS
+    assert any("num_retracted_requests_total" in t for t in sglang.NUM_RETRACTED_REQS.traps)
     assert any("average" in t for t in sglang.CACHE_HIT_RATE.traps)
 
 
@@ -116,6 +149,37 @@ def test_queue_time_buckets() -> None:
     assert buckets[-1] > 600
 
 
+def test_kv_transfer_families_are_histograms() -> None:
+    # Gauges until 0.5.9; histograms with these defaults from 0.5.10.
+    latency, speed = sglang.KV_TRANSFER_LATENCY_MS, sglang.KV_TRANSFER_SPEED_GB_S
+    assert latency.type is MetricType.HISTOGRAM
+    assert speed.type is MetricType.HISTOGRAM
+    assert latency.buckets == (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000)
+    assert speed.buckets == (0.1, 0.5, 1, 5, 10, 25, 50, 100, 200, 400)
+    assert latency.series_name("bucket") == "sglang:kv_transfer_latency_ms_bucket"
+    for family in (latency, speed):
+        assert any("0.5.2-0.5.9" in t and "gauge" in t for t in family.traps), family.name
+        assert any("last chunk" in t for t in family.traps), family.name
+
+
+def test_tpot_shares_the_itl_buckets() -> None:
+    assert sglang.REQUEST_TIME_PER_OUTPUT_TOKEN.buckets == sglang.INTER_TOKEN_LATENCY.buckets
+
+
+def test_token_length_buckets() -> None:
+    expected = (
+        *(100, 300, 500, 700, 1000, 1500, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000),
+        *(10000, 12500, 15000, 17500, 20000, 22500, 25000, 27500, 30000, 35000, 40000),
+        *(60000, 80000, 100000, 200000, 300000, 400000, 600000, 800000, 1000000, 1100000),
+    )
+    for family in (
+        sglang.PROMPT_TOKENS_HISTOGRAM,
+        sglang.UNCACHED_PROMPT_TOKENS_HISTOGRAM,
+        sglang.GENERATION_TOKENS_HISTOGRAM,
+    ):
+        assert family.buckets == expected, family.name
+
+
 def test_per_stage_buckets_are_exponential() -> None:
     buckets = sglang.PER_STAGE_REQ_LATENCY.buckets
     assert buckets is not None
@@ -124,6 +188,75 @@ def test_per_stage_buckets_are_exponential() -> None:
     for low, high in itertools.pairwise(buckets):
         assert high / low == pytest.approx(1.62)
     assert math.isfinite(buckets[-1])
+
+
+# --- versions (first released wheel exporting the name) ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("family", "since"),
+    [
+        (sglang.KV_TRANSFER_LATENCY_MS, "SGLang 0.5.10"),
+        (sglang.KV_TRANSFER_SPEED_GB_S, "SGLang 0.5.10"),
+        (sglang.NUM_RETRACTED_REQUESTS, "SGLang 0.5.7"),
+        (sglang.NUM_RETRACTED_INPUT_TOKENS, "SGLang 0.5.7"),
+        (sglang.NUM_RETRACTED_OUTPUT_TOKENS, "SGLang 0.5.7"),
+        (sglang.NUM_RETRACTED_REQS, "SGLang 0.5.2"),
+        (sglang.NUM_PAUSED_REQS, "SGLang 0.5.3"),
+        (sglang.PREFETCHED_TOKENS, "SGLang 0.5.2"),
+        (sglang.BACKUPED_TOKENS, "SGLang 0.5.2"),
+        (sglang.LOAD_BACK_TOKENS, "SGLang 0.5.6"),
+        (sglang.HICACHE_HOST_USED_TOKENS, "SGLang 0.5.10"),
+        (sglang.QUEUE_TIME, "SGLang 0.5.3"),
+        (sglang.PER_STAGE_REQ_LATENCY, "SGLang 0.5.3"),
+        (sglang.REQUEST_TIME_PER_OUTPUT_TOKEN, "SGLang 0.5.22"),
+        (sglang.NUM_PREFILL_BOOTSTRAP_QUEUE_REQS, "SGLang 0.5.12"),
+        (sglang.NUM_PREFILL_INFLIGHT_QUEUE_REQS, "SGLang 0.5.2"),
+        (sglang.KV_USED_TOKENS, "SGLang 0.5.11"),
+        (sglang.MAX_TOTAL_NUM_TOKENS, "SGLang 0.5.6"),
+        (sglang.SPEC_ACCEPT_RATE, "SGLang 0.5.4"),
+        (sglang.ESTIMATED_FLOPS_PER_GPU, "SGLang 0.5.10"),
+        (sglang.UNCACHED_PROMPT_TOKENS_HISTOGRAM, "SGLang 0.5.12"),
+        # In 0.5.1 already; no earlier wheel was read.
+        (sglang.NUM_GRAMMAR_QUEUE_REQS, None),
+        (sglang.NUM_TRANSFER_FAILED_REQS, None),
+    ],
+    ids=lambda v: v.name if isinstance(v, Family) else str(v),
+)
+def test_since(family: Family, since: str | None) -> None:
+    assert family.since == since
+
+
+def test_old_prefill_queue_names_are_aliases() -> None:
+    (bootstrap,) = sglang.NUM_PREFILL_BOOTSTRAP_QUEUE_REQS.aliases
+    assert (bootstrap.name, bootstrap.removed_in) == (
+        "sglang:num_prefill_prealloc_queue_reqs",
+        "0.5.12",
+    )
+    (inflight,) = sglang.NUM_PREFILL_INFLIGHT_QUEUE_REQS.aliases
+    assert (inflight.name, inflight.removed_in) == (
+        "sglang:num_prefill_infight_queue_reqs",
+        "0.5.2",
+    )
+
+
+# --- ranks that repeat a count ------------------------------------------------------------
+
+
+def test_per_rank_copies() -> None:
+    assert {
+        "sglang:num_retracted_requests_total",
+        "sglang:num_retracted_input_tokens_total",
+        "sglang:num_retracted_output_tokens_total",
+        "sglang:prefetched_tokens_total",
+        "sglang:load_back_tokens_total",
+    } == sglang.PER_RANK_COPIES
+    assert sglang.RANK_LABELS == ("tp_rank", "pp_rank", "moe_ep_rank", "attn_cp_rank")
+    assert "dp_rank" not in sglang.RANK_LABELS  # DP ranks serve different requests
+    for family in sglang.FAMILIES:
+        if family.name in sglang.PER_RANK_COPIES:
+            assert family.type is MetricType.COUNTER, family.name
+            assert any("never sum" in t for t in family.traps), family.name
 
 
 # --- mapping to vLLM ----------------------------------------------------------------------
@@ -152,6 +285,7 @@ def test_every_equivalent_is_a_real_pair() -> None:
         ("sglang:num_running_reqs", "vllm:num_requests_running"),
         ("sglang:num_queue_reqs", "vllm:num_requests_waiting"),
         ("sglang:num_retracted_reqs", "vllm:num_preemptions_total"),
+        ("sglang:num_retracted_requests_total", "vllm:num_preemptions_total"),
         ("sglang:token_usage", "vllm:kv_cache_usage_perc"),
         ("sglang:prompt_tokens_total", "vllm:prompt_tokens_total"),
         ("sglang:generation_tokens_total", "vllm:generation_tokens_total"),
@@ -175,3 +309,9 @@ def test_differences_name_the_trap() -> None:
     assert "0" in tpot
     assert "skips" in tpot
     assert "is_streaming" in sglang_vllm.VLLM_EQUIVALENTS["sglang:time_to_first_token_seconds"][1]
+    retractions = sglang_vllm.VLLM_EQUIVALENTS["sglang:num_retracted_requests_total"][1]
+    assert "TP rank" in retractions
+    assert "not the sum" in retractions
+    transfer = sglang_vllm.VLLM_EQUIVALENTS["sglang:kv_transfer_latency_ms"][1]
+    assert "ms" in transfer
+    assert "gauge" not in transfer

@@ -1,4 +1,4 @@
-"""The vLLM catalogue against published exposition samples and released bucket sets.
+"""The vLLM catalogue against released bucket sets (published expositions: test_expositions).
 
 Expected numbers are written out from vLLM 0.33.0's ``vllm/v1/metrics/buckets.py``
 and the connector sources, independently of the catalogue code.
@@ -7,9 +7,7 @@ and the connector sources, independently of the catalogue code.
 from __future__ import annotations
 
 import itertools
-import re
 from collections import Counter
-from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -18,99 +16,11 @@ import inference_obs.metrics as catalogue
 from inference_obs.metrics import vllm, vllm_connectors, vllm_optional
 from inference_obs.metrics.family import Family, MetricType
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "exposition"
-SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 MODULES = (vllm, vllm_optional, vllm_connectors)
-
-
-def _fixture_lines(prefix: str) -> list[str]:
-    files = sorted(FIXTURES.glob(f"{prefix}*.prom"))
-    assert files, f"no {prefix}*.prom fixture in {FIXTURES}"
-    return [line for f in files for line in f.read_text().splitlines()]
-
-
-def _series(prefix: str) -> list[tuple[str, str]]:
-    """(series name, raw label block) of every sample line."""
-    out = []
-    for line in _fixture_lines(prefix):
-        if line.startswith("#") or not line.strip():
-            continue
-        match = SAMPLE.match(line)
-        assert match, line
-        out.append((match.group(1), match.group(2) or ""))
-    return out
-
-
-def _types(prefix: str) -> dict[str, str]:
-    return {
-        parts[2]: parts[3]
-        for parts in (line.split() for line in _fixture_lines(prefix))
-        if len(parts) == 4 and parts[:2] == ["#", "TYPE"]
-    }
-
-
-def _family_of_series(name: str, families: tuple[Family, ...]) -> Family | None:
-    by_name = {n: f for f in families for n in f.names}
-    if name in by_name:
-        return by_name[name]
-    for suffix in ("_bucket", "_sum", "_count", "_created"):
-        base = name.removesuffix(suffix)
-        if base != name and base in by_name and by_name[base].type is MetricType.HISTOGRAM:
-            return by_name[base]
-    if name.endswith("_created") and f"{name.removesuffix('_created')}_total" in by_name:
-        return by_name[f"{name.removesuffix('_created')}_total"]
-    return None
 
 
 def _module_families(module: ModuleType) -> list[Family]:
     return [value for value in vars(module).values() if isinstance(value, Family)]
-
-
-# --- fixtures -----------------------------------------------------------------------------
-
-
-def test_every_fixture_series_is_a_catalogue_family() -> None:
-    series = _series("vllm_")
-    assert len(series) >= 20
-    missing = {name for name, _ in series if _family_of_series(name, vllm.FAMILIES) is None}
-    assert not missing
-
-
-def test_fixture_types_match_the_catalogue() -> None:
-    types = _types("vllm_")
-    assert types["vllm:iteration_tokens_total"] == "histogram"
-    for name, declared in types.items():
-        family = _family_of_series(name, vllm.FAMILIES)
-        assert family is not None, name
-        assert declared == (family.declared_type or family.type.value), name
-
-
-@pytest.mark.parametrize(
-    ("series", "family"),
-    [
-        ("vllm:time_to_first_token_seconds_bucket", vllm.TIME_TO_FIRST_TOKEN),
-        ("vllm:iteration_tokens_total_bucket", vllm.ITERATION_TOKENS),
-    ],
-)
-def test_fixture_le_values_are_default_bounds(series: str, family: Family) -> None:
-    le = [
-        float(m.group(1))
-        for name, labels in _series("vllm_")
-        if name == series
-        for m in [re.search(r'le="([^"]+)"', labels)]
-        if m
-    ]
-    assert le
-    assert family.buckets is not None
-    assert tuple(le) == family.buckets[: len(le)]
-
-
-def test_fixture_labels_are_exporter_labels() -> None:
-    for name, labels in _series("vllm_"):
-        family = _family_of_series(name, vllm.FAMILIES)
-        assert family is not None
-        for label in re.findall(r'(\w+)="', labels):
-            assert label == "le" or label in family.labels, (name, label)
 
 
 # --- structure ----------------------------------------------------------------------------
