@@ -72,6 +72,17 @@ def _summed_gauge(family: Family, matchers: Sequence[Matcher]) -> Expr:
     return avg_over_time(family.select(matchers).over(WINDOW)).sum(by=_BY)
 
 
+def _once_per_server(family: Family, matchers: Sequence[Matcher]) -> Expr:
+    """Per-second rate of a counter every rank of a server repeats, summed per model.
+
+    Each series is rated, then the ranks of one server (:data:`~inference_obs.metrics.
+    sglang.RANK_LABELS`) collapse to their largest rate, so a TP=8 server counts an
+    event once, not eight times; DP ranks and replicas are then summed.
+    """
+    per_series = rate(family.select(matchers).over(WINDOW))
+    return per_series.max(without=sglang.RANK_LABELS).sum(by=_BY)
+
+
 def _vllm_latency(m: Sequence[Matcher]) -> Row:
     """Quantiles and request-weighted means of each latency, and the request phases."""
     return Row(
@@ -331,7 +342,7 @@ def _sglang_activity(m: Sequence[Matcher]) -> Row:
 
 
 def _sglang_caches(m: Sequence[Matcher]) -> Row:
-    """KV pool pressure and the cached share of prompt tokens."""
+    """KV pool pressure, the cached share of prompt tokens and retractions."""
     return Row(
         "Caches",
         (
@@ -357,6 +368,19 @@ def _sglang_caches(m: Sequence[Matcher]) -> Row:
                         builders.per_second(sglang.CACHED_TOKENS, m, WINDOW, _BY)
                         / builders.per_second(sglang.PROMPT_TOKENS, m, WINDOW, _BY),
                         f"cached share{_PER_MODEL}",
+                    ),
+                ),
+            ),
+            Panel(
+                "Retractions per second",
+                "short",
+                "Running requests retracted to free KV (SGLang's preemption), from "
+                "num_retracted_requests_total (SGLang 0.5.7+). Every TP rank counts each "
+                "retraction, so ranks of one server are collapsed by max, never summed.",
+                (
+                    Target(
+                        _once_per_server(sglang.NUM_RETRACTED_REQUESTS, m),
+                        f"retractions{_PER_MODEL}",
                     ),
                 ),
             ),

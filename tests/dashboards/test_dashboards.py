@@ -11,6 +11,7 @@ from inference_obs.dashboards import bucket_note, dashboard_files, dashboards
 from inference_obs.lint import lint_text
 from inference_obs.lint.placeholders import references, substitute
 from inference_obs.metrics import sglang, vllm
+from inference_obs.metrics.family import Family, MetricType
 from inference_obs.query import parse
 
 FILES = dashboard_files()
@@ -63,7 +64,10 @@ def test_latency_panels_say_what_their_buckets_resolve() -> None:
         "mean {{model_name}}",
     ]
     assert "sum by (le, model_name) (increase(" in ttft["targets"][0]["expr"]
-    assert "not record" in bucket_note(sglang.REQUEST_TIME_PER_OUTPUT_TOKEN)
+    tpot = bucket_note(sglang.REQUEST_TIME_PER_OUTPUT_TOKEN)
+    assert "23 from 0.002s to 8s" in tpot  # SGLang's inter-token latency bounds
+    unlisted = Family("x", MetricType.HISTOGRAM, "seconds", "x", "sglang", buckets=())
+    assert "not record" in bucket_note(unlisted)
 
 
 def test_dashboards_cover_the_questions() -> None:
@@ -74,4 +78,23 @@ def test_dashboards_cover_the_questions() -> None:
     assert "Waiting and running requests, and engine steps per second" in titles["vllm.json"]
     assert "KV-cache usage of the fullest engine" in titles["vllm.json"]
     assert "Cached share of prompt tokens" in titles["sglang.json"]
+    assert "Retractions per second" in titles["sglang.json"]
     assert "GPU utilisation (NVML, 0-100)" in titles["dcgm.json"]
+
+
+def test_counters_every_rank_repeats_are_never_summed_over_ranks() -> None:
+    # sglang:num_retracted_requests_total: one series per TP rank, each counting
+    # every retraction of the server.
+    model = json.loads(FILES["sglang.json"])
+    (panel,) = (p for p in _panels(model) if p["title"] == "Retractions per second")
+    (target,) = panel["targets"]
+    assert target["expr"] == (
+        "sum by (model_name) (max without (tp_rank, pp_rank, moe_ep_rank, attn_cp_rank) "
+        '(rate(sglang:num_retracted_requests_total{model_name=~"$model_name"}'
+        "[$__rate_interval])))"
+    )
+    for name in sglang.PER_RANK_COPIES:
+        for board in FILES.values():
+            for expr in (t["expr"] for p in _panels(json.loads(board)) for t in p["targets"]):
+                if name in expr:
+                    assert "max without (tp_rank, pp_rank, moe_ep_rank" in expr, expr
