@@ -147,7 +147,7 @@ def _gaps(r: Reading, gaps: list[ScrapeGap], seen: bool, reads: tuple[Expr, ...]
         return r.local(
             "scrape_gaps", None, "gaps", reads=reads, computation=how, missing=[APP_GAUGE, GPUS]
         )
-    notes = ()
+    notes: tuple[Annotation, ...] = ()
     if gaps:
         longest = gaps[0]
         notes = (
