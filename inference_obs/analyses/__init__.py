@@ -13,10 +13,13 @@ from inference_obs.analyses.activity import ActivityResult, activity
 from inference_obs.analyses.bottleneck import BottleneckResult, bottleneck
 from inference_obs.analyses.boundaries.stages import BoundariesResult, boundaries
 from inference_obs.analyses.cache import CacheResult, cache
+from inference_obs.analyses.collection import CollectionResult, collection
 from inference_obs.analyses.configuration import ConfigurationResult, configuration
 from inference_obs.analyses.cost import CostResult, TokenPrices, cost
+from inference_obs.analyses.error_signals import ErrorsResult, errors
 from inference_obs.analyses.gpu import GpuResult, gpu
 from inference_obs.analyses.latency import LatencyResult, latency
+from inference_obs.analyses.memory import MemoryResult, memory
 from inference_obs.analyses.queueing import QueueingResult, queueing
 from inference_obs.analyses.registry import ANALYSES, analysis
 from inference_obs.analyses.rolling import RollingQuantiles, rolling_quantiles
@@ -36,12 +39,15 @@ __all__ = [
     "BoundariesResult",
     "Bounds",
     "CacheResult",
+    "CollectionResult",
     "ConfigurationResult",
     "CostResult",
     "DeploymentResults",
+    "ErrorsResult",
     "GpuResult",
     "LatencyResult",
     "Measurement",
+    "MemoryResult",
     "Provenance",
     "QueueingResult",
     "RollingQuantiles",
@@ -58,10 +64,13 @@ __all__ = [
     "bottleneck",
     "boundaries",
     "cache",
+    "collection",
     "configuration",
     "cost",
+    "errors",
     "gpu",
     "latency",
+    "memory",
     "queueing",
     "rolling_quantiles",
     "run",

@@ -4,14 +4,20 @@ Utilisation is sample-weighted over every allocated GPU, zeros included
 (``sum(sum_over_time(u[w])) / sum(count_over_time(u[w]))``). GPUs that should
 have reported and did not are listed by name, never counted as 0: the GPUs
 expected are those seen in any DCGM family over the window (and, as a count,
-replicas x GPUs per replica from the deployment). A family with no series is
-``no_data`` naming it.
+replicas x GPUs per replica from the deployment). A GPU that stopped
+reporting part-way is named too, with its last sample: the mean then weighs
+only the samples it sent, so it is ``partial`` and says so. A family with no
+series is ``no_data`` naming it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict
 
 from inference_obs.analyses.unit import Analysis, NoSettings
 from inference_obs.errors import Annotation, NoDataError
@@ -20,12 +26,28 @@ from inference_obs.metrics.family import Family, resolve_label
 from inference_obs.query import Expr, to_promql
 from inference_obs.reading.alignment import gpu_label_sets
 from inference_obs.reading.context import Reading
+from inference_obs.reading.coverage import Coverage, coverage
 from inference_obs.reading.measurement import Measurement, Status, derive
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Instant, Labels, Vector
 from inference_obs.source.remembering import soon, together
 
-__all__ = ["GpuResult", "gpu", "gpu_name"]
+__all__ = [
+    "STOP_FACTOR",
+    "GpuPresence",
+    "GpuResult",
+    "StoppedGpu",
+    "gpu",
+    "gpu_coverage",
+    "gpu_name",
+    "gpu_presence",
+    "stopped_gpus",
+]
+
+#: A GPU whose last utilisation sample lies more than this many measured scrape
+#: intervals before the window's end stopped reporting: a late scrape (jitter) stays
+#: under it, one missed scrape (two intervals) does not.
+STOP_FACTOR = 1.75
 
 #: DCGM families whose series reveal which GPUs exist, util first.
 PRESENCE: tuple[Family, ...] = (
@@ -47,6 +69,15 @@ BOARD_POWER = (
 DCGM_CAPACITY = "FB_USED + FB_FREE as DCGM reports it, MiB: not the product's rated memory."
 
 
+class StoppedGpu(BaseModel):
+    """A GPU that stopped sending utilisation samples before the window's end."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    last_sample: AwareDatetime
+
+
 class GpuResult(AnalysisResult):
     """GPU usage of one deployment over one window.
 
@@ -54,6 +85,8 @@ class GpuResult(AnalysisResult):
     ----------
     missing_gpus
         GPUs seen in some DCGM family but with no utilisation sample, by name.
+    stopped_gpus
+        GPUs whose utilisation samples stopped part-way, with their last sample.
     """
 
     utilization_mean: Measurement
@@ -66,6 +99,7 @@ class GpuResult(AnalysisResult):
     gpus_expected: Measurement
     gpus_with_samples: Measurement
     missing_gpus: tuple[str, ...]
+    stopped_gpus: tuple[StoppedGpu, ...]
     fb_used_mean_mib: Measurement
     fb_capacity_mib: Measurement
     power_mean_watts: Measurement
@@ -149,45 +183,114 @@ def _means(r: Reading) -> list[Measurement]:
     )
 
 
-def _gpu(r: Reading, settings: NoSettings) -> GpuResult:
-    """GPU utilisation, framebuffer and power of the deployment's GPUs over the window.
+@dataclass(frozen=True, slots=True)
+class GpuPresence:
+    """Which of a deployment's GPUs showed up in the window, and how they are identified.
 
-    Utilisation in percent (0-100), sample-weighted overall and per replica /
-    per GPU with their ranges; the GPUs without utilisation samples by name;
-    framebuffer used and DCGM-reported capacity in MiB (per-GPU sample means);
-    board power mean in W. Every query is evaluated at the window's end over its length.
+    Attributes
+    ----------
+    ident
+        Labels identifying one GPU (hostname and index, else UUID, else index).
+    pod
+        The label naming a replica on GPU series.
+    seen
+        GPUs (their ``ident`` labels) with a series of any DCGM presence family.
+    with_util
+        GPUs with a utilisation series.
+    missing
+        Names of the GPUs seen without a utilisation series.
+    expected
+        max(GPUs seen, declared replicas x GPUs per replica).
     """
-    m, w = r.deployment.gpu_matchers, r.seconds
-    # The means (one request) alongside the label sets the per-group means need.
-    asked = soon(r.source, partial(_means, r))
+
+    ident: tuple[str, ...]
+    pod: str
+    seen: frozenset[Labels]
+    with_util: frozenset[Labels]
+    missing: tuple[str, ...]
+    expected: int
+
+    @property
+    def unnamed(self) -> int:
+        """GPUs declared but seen in no DCGM family: counted, not nameable."""
+        return max(0, self.expected - len(self.with_util) - len(self.missing))
+
+
+def gpu_presence(r: Reading) -> GpuPresence:
+    """The deployment's GPUs seen in any DCGM family over the window, and those without
+    utilisation samples (one grouped label query per presence family)."""
     asked_sets = together(
         r.source, [partial(gpu_label_sets, r.source, r.deployment, f, r.window) for f in PRESENCE]
     )
     found = dict(zip(PRESENCE, asked_sets, strict=True))
     available = {name for label_sets in found.values() for labels in label_sets for name in labels}
     ident = _identity(available)
-    seen: dict[Labels, tuple[str, ...]] = {}
-    for family, label_sets in found.items():
-        for labels in label_sets:
-            seen.setdefault(Labels({k: labels[k] for k in ident if k in labels}), (family.name,))
-    with_util = {
-        Labels({k: labels[k] for k in ident if k in labels}) for labels in found[dcgm.GPU_UTIL]
-    }
-    missing = tuple(sorted(gpu_name(k) for k in seen if k not in with_util))
+
+    def key(labels: Labels) -> Labels:
+        return Labels({k: labels[k] for k in ident if k in labels})
+
+    seen = frozenset(key(labels) for label_sets in found.values() for labels in label_sets)
+    with_util = frozenset(key(labels) for labels in found[dcgm.GPU_UTIL])
     try:
         pod = resolve_label(dcgm.POD_LABELS, available)
     except NoDataError:
         pod = "instance"
+    declared = r.deployment.hardware.gpus_per_replica * len(r.deployment.replicas)
+    return GpuPresence(
+        ident=ident,
+        pod=pod,
+        seen=seen,
+        with_util=with_util,
+        missing=tuple(sorted(gpu_name(k) for k in seen if k not in with_util)),
+        expected=max(len(seen), declared),
+    )
+
+
+def gpu_coverage(r: Reading, gap_factor: float = STOP_FACTOR) -> Coverage:
+    """When each GPU sent utilisation samples: every raw sample of the window, by GPU name."""
+    samples = r.source.raw(dcgm.GPU_UTIL.select(r.deployment.gpu_matchers), r.window)
+    return coverage(samples, gpu_name, gap_factor)
+
+
+def _second(moment: datetime) -> str:
+    return moment.isoformat(sep=" ", timespec="seconds")
+
+
+def stopped_gpus(r: Reading, found: Coverage, gap_factor: float) -> tuple[StoppedGpu, ...]:
+    """GPUs of ``found`` whose last sample is over ``gap_factor`` scrape intervals before
+    the window's end, with that sample's time (in the window's time zone)."""
+    zone = r.window.start.tzinfo
+    return tuple(
+        StoppedGpu(name=name, last_sample=datetime.fromtimestamp(t / 1000, zone))
+        for name, t in found.stopped(r.window.end_s * 1000, gap_factor).items()
+    )
+
+
+def _gpu(r: Reading, settings: NoSettings) -> GpuResult:
+    """GPU utilisation, framebuffer and power of the deployment's GPUs over the window.
+
+    Utilisation in percent (0-100), sample-weighted overall and per replica /
+    per GPU with their ranges; the GPUs without utilisation samples by name,
+    and those that stopped part-way with their last sample; framebuffer used
+    and DCGM-reported capacity in MiB (per-GPU sample means); board power mean
+    in W. Every query is evaluated at the window's end over its length.
+    """
+    m, w = r.deployment.gpu_matchers, r.seconds
+    # The means (one request) and the GPUs' scrape times alongside the label sets.
+    asked = soon(r.source, partial(_means, r))
+    covered = soon(r.source, partial(gpu_coverage, r))
+    presence = gpu_presence(r)
+    ident, missing = presence.ident, presence.missing
     grouped = (
-        b.sample_mean(dcgm.GPU_UTIL, m, w, by=(pod,)),
+        b.sample_mean(dcgm.GPU_UTIL, m, w, by=(presence.pod,)),
         b.sample_mean(dcgm.GPU_UTIL, m, w, by=ident),
     )
     by_replica, by_gpu = r.instants(grouped)
-    per_replica = _grouped(r, "utilization_replica", grouped[0], pod, by_replica)
+    per_replica = _grouped(r, "utilization_replica", grouped[0], presence.pod, by_replica)
     per_gpu = _grouped(r, "utilization_gpu", grouped[1], "gpu", by_gpu)
     mean, fb_used, capacity, power = asked.result()
-    declared = r.deployment.hardware.gpus_per_replica * len(r.deployment.replicas)
-    counted = max(len(seen), declared)
+    stopped = stopped_gpus(r, covered.result(), STOP_FACTOR)
+    counted = presence.expected
     expected = r.made(
         "gpus_expected",
         float(counted),
@@ -198,22 +301,30 @@ def _gpu(r: Reading, settings: NoSettings) -> GpuResult:
     )
     having = r.made(
         "gpus_with_samples",
-        float(len(with_util)),
+        float(len(presence.with_util)),
         "GPUs",
         Status.OK,
         promql=mean.provenance.promql,
         computation=f"distinct ({', '.join(ident)}) with samples",
     )
-    if mean.ok and len(with_util) < counted:
-        unnamed = counted - len(with_util) - len(missing)
+    notes: list[Annotation] = []
+    if len(presence.with_util) < counted:
         text = f"GPUs without utilisation samples: {', '.join(missing) or 'none named'}"
-        if unnamed > 0:
-            text += f"; {unnamed} more declared but seen in no DCGM family"
+        if presence.unnamed > 0:
+            text += f"; {presence.unnamed} more declared but seen in no DCGM family"
+        notes.append(Annotation("missing_gpus", text))
+    if stopped:
+        names = ", ".join(f"{g.name} (last sample {_second(g.last_sample)})" for g in stopped)
+        notes.append(
+            Annotation(
+                "stopped_gpus",
+                f"GPUs that stopped reporting part-way: {names}; the mean weighs only the "
+                "samples they sent, none after",
+            )
+        )
+    if mean.ok and notes:
         mean = mean.model_copy(
-            update={
-                "status": Status.PARTIAL,
-                "annotations": (*mean.annotations, Annotation("missing_gpus", text)),
-            }
+            update={"status": Status.PARTIAL, "annotations": (*mean.annotations, *notes)}
         )
     return GpuResult(
         utilization_mean=mean,
@@ -226,6 +337,7 @@ def _gpu(r: Reading, settings: NoSettings) -> GpuResult:
         gpus_expected=expected,
         gpus_with_samples=having,
         missing_gpus=missing,
+        stopped_gpus=stopped,
         fb_used_mean_mib=fb_used,
         fb_capacity_mib=capacity,
         power_mean_watts=power,

@@ -36,7 +36,7 @@ from inference_obs.reading.counter_ratios import (
     mean_ratio,
     share_ratio,
 )
-from inference_obs.reading.measurement import Bounds, Measurement, Status
+from inference_obs.reading.measurement import Bounds, Measurement, Status, derive
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Instant, Vector
 from inference_obs.source.remembering import soon, together
@@ -296,7 +296,8 @@ class LatencyResult(AnalysisResult):
     Each field summarises one histogram: ``ttft`` (time to first token),
     ``tpot`` (per-request time per output token), ``itl`` (inter-token
     latency, per engine step), ``e2e`` (server end-to-end), ``queue``,
-    ``prefill`` and ``decode`` time.
+    ``prefill`` and ``decode`` time. ``queue_share_of_ttft`` is the mean
+    queue time over the mean TTFT (ratio 0-1; a ratio of means).
     """
 
     ttft: HistogramSummary
@@ -306,6 +307,7 @@ class LatencyResult(AnalysisResult):
     queue: HistogramSummary
     prefill: HistogramSummary
     decode: HistogramSummary
+    queue_share_of_ttft: Measurement
     caveats: tuple[str, ...]
 
 
@@ -351,7 +353,29 @@ def _latency(r: Reading, settings: NoSettings) -> LatencyResult:
         "Quantiles are interpolated inside the bucket holding them; only the bucket "
         "(bounds) is certain. Replicas' buckets are merged before the quantile is taken.",
     )
-    return LatencyResult(**fields, caveats=caveats)
+    share = derive(
+        "queue_share_of_ttft",
+        _ratio(fields["queue"].mean.value, fields["ttft"].mean.value),
+        "ratio",
+        [fields["queue"].mean, fields["ttft"].mean],
+        "queue_mean / ttft_mean",
+        (
+            "A ratio of request-weighted means, not any request's share: P95s are never "
+            "divided or subtracted. TTFT is recorded at the first token, queue time when the "
+            "request finishes (its first wait only): the means cover nearly, not exactly, "
+            "the same requests.",
+        ),
+    )
+    return LatencyResult(**fields, queue_share_of_ttft=share, caveats=caveats)
+
+
+def _ratio(top: float | None, bottom: float | None) -> float | None:
+    """``top / bottom``; None where either is missing, NaN for 0/0, inf for x/0 (invalid)."""
+    if top is None or bottom is None:
+        return None
+    if bottom == 0:
+        return math.nan if top == 0 else math.inf
+    return top / bottom
 
 
 latency = Analysis(

@@ -15,10 +15,13 @@ from inference_obs.analyses.activity import activity
 from inference_obs.analyses.bottleneck import bottleneck
 from inference_obs.analyses.boundaries import boundaries
 from inference_obs.analyses.cache import cache
+from inference_obs.analyses.collection import collection
 from inference_obs.analyses.configuration import configuration
 from inference_obs.analyses.cost import cost
+from inference_obs.analyses.error_signals import errors
 from inference_obs.analyses.gpu import gpu
 from inference_obs.analyses.latency import latency
+from inference_obs.analyses.memory import memory
 from inference_obs.analyses.queueing import queueing
 from inference_obs.analyses.rolling import rolling_quantiles
 from inference_obs.analyses.shapes import shapes
@@ -30,12 +33,15 @@ __all__ = ["ANALYSES", "analysis", "parse_settings", "settings_for"]
 
 #: Every registered analysis, in report order.
 ANALYSES: tuple[Analysis[Any, Any], ...] = (
+    collection,
     shapes,
     latency,
     throughput,
     cache,
     gpu,
     queueing,
+    memory,
+    errors,
     bottleneck,
     configuration,
     boundaries,

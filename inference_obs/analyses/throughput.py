@@ -26,12 +26,14 @@ from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Measurement, derive
 from inference_obs.reading.resolution import positive_share
 from inference_obs.reading.result import AnalysisResult
+from inference_obs.samples import Labels
 from inference_obs.source.remembering import soon
 
 __all__ = [
     "Regime",
     "ThroughputResult",
     "ThroughputSettings",
+    "rates_by_replica",
     "replicas_seen",
     "throughput",
 ]
@@ -51,6 +53,56 @@ class Regime(StrEnum):
     CAPACITY_LIMITED = "capacity_limited"
     #: The evidence families have no data: nothing is claimed.
     UNKNOWN = "unknown"
+
+
+def _pod_label(r: Reading, family: Family) -> tuple[str, tuple[str, ...]]:
+    """The label naming a replica on ``family``'s series, and the replicas it names."""
+    found = r.source.series(family.select(r.matchers), r.window)
+    available = {name for one in found for name in one}
+    try:
+        pod = resolve_label((*dcgm.POD_LABELS, "instance"), available)
+    except NoDataError:
+        pod = "instance"
+    return pod, tuple(sorted({one[pod] for one in found if pod in one}))
+
+
+def rates_by_replica(r: Reading) -> dict[str, tuple[Measurement, Measurement]]:
+    """Per replica: its wall-clock output rate (tokens/s) and finished requests per second.
+
+    Each from the replica's extrapolated counter increase over the window
+    (``sum by (pod) (increase(c[w]))``) divided by the window's length.
+    """
+    pod, names = _pod_label(r, vllm.GENERATION_TOKENS)
+    exprs = [
+        b.increase_total(f, r.matchers, r.seconds, by=(pod,))
+        for f in (vllm.GENERATION_TOKENS, vllm.REQUEST_SUCCESS)
+    ]
+    answers = r.instants(exprs)
+    w = r.seconds
+    parts = []
+    for (stat, unit), expr, answer in zip(
+        (("output_tokens", "tokens/s"), ("finished_requests", "requests/s")),
+        exprs,
+        answers,
+        strict=True,
+    ):
+        wanted = {Labels({pod: n}): f"{stat}[{n}]" for n in names}
+        measured = r.measure_by(wanted, expr, (pod,), unit.split("/")[0], answer=answer)
+        rate = "output_tokens_per_second" if stat == "output_tokens" else "requests_per_second"
+        parts.append(
+            {
+                g[pod]: derive(
+                    f"{rate}[{g[pod]}]",
+                    (m.value or 0.0) / w,
+                    unit,
+                    [m],
+                    f"{stat}[{g[pod]}] / {w:g} s",
+                    (WALL_CLOCK, EXTRAPOLATED),
+                )
+                for g, m in measured.items()
+            }
+        )
+    return {n: (parts[0][n], parts[1][n]) for n in names}
 
 
 def replicas_seen(r: Reading, family: Family) -> Measurement:
@@ -76,12 +128,16 @@ class ThroughputResult(AnalysisResult):
     ----------
     regime
         What limited the output; :attr:`regime_reason` says why.
+    per_replica
+        Per replica: its output tokens/s and finished requests/s (wall clock).
     """
 
     output_tokens: Measurement
     prompt_tokens: Measurement
     finished_requests: Measurement
     output_tokens_per_second: Measurement
+    requests_per_second: Measurement
+    per_replica: dict[str, tuple[Measurement, Measurement]]
     replicas_seen: Measurement
     output_tokens_per_second_per_replica: Measurement
     output_tokens_per_gpu_hour: Measurement
@@ -140,6 +196,7 @@ def _throughput(r: Reading, settings: ThroughputSettings) -> ThroughputResult:
     m, w = r.matchers, r.seconds
     # The replicas and the waiting share alongside one request for every other number.
     replicas_asked = soon(r.source, partial(replicas_seen, r, vllm.GENERATION_TOKENS))
+    by_replica = soon(r.source, partial(rates_by_replica, r))
     share_asked = soon(r.source, partial(_waiting_share, r))
     totals = {
         family: b.increase_total(family, m, w)
@@ -174,6 +231,14 @@ def _throughput(r: Reading, settings: ThroughputSettings) -> ThroughputResult:
         f"output_tokens / {w:g} s",
         (WALL_CLOCK,),
     )
+    requests_rate = derive(
+        "requests_per_second",
+        (finished.value or 0.0) / w,
+        "requests/s",
+        [finished],
+        f"finished_requests / {w:g} s",
+        (WALL_CLOCK,),
+    )
     replicas = replicas_asked.result()
     n = replicas.value or math.nan
     per_replica = derive(
@@ -206,11 +271,16 @@ def _throughput(r: Reading, settings: ThroughputSettings) -> ThroughputResult:
     if regime is Regime.DEMAND_LIMITED:
         rate = rate.model_copy(update={"caveats": (*rate.caveats, FLOOR)})
         per_replica = per_replica.model_copy(update={"caveats": (*per_replica.caveats, FLOOR)})
+        requests_rate = requests_rate.model_copy(
+            update={"caveats": (*requests_rate.caveats, FLOOR)}
+        )
     return ThroughputResult(
         output_tokens=output,
         prompt_tokens=prompt,
         finished_requests=finished,
         output_tokens_per_second=rate,
+        requests_per_second=requests_rate,
+        per_replica=by_replica.result(),
         replicas_seen=replicas,
         output_tokens_per_second_per_replica=per_replica,
         output_tokens_per_gpu_hour=per_gpu_hour,

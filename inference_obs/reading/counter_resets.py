@@ -32,12 +32,19 @@ import numpy as np
 
 from inference_obs.engine.aggregation import without_name
 from inference_obs.engine.rules import Rules
-from inference_obs.query import Binary, Matcher, Number, Range, Selector, resets
+from inference_obs.query import Binary, Expr, Matcher, Number, Range, Selector, resets
 from inference_obs.samples import Labels, SampleSet, Vector, Window
 from inference_obs.source.base import LEFT_OPEN_MARGIN_S, Source
 from inference_obs.source.remembering import soon, together
 
-__all__ = ["PIECES", "closed_range", "narrowed", "reset_changes", "series_change"]
+__all__ = [
+    "PIECES",
+    "closed_range",
+    "counted_resets",
+    "narrowed",
+    "reset_changes",
+    "series_change",
+]
 
 #: The window is searched for drops in ranges of 1/PIECES of its length.
 PIECES = 32
@@ -79,6 +86,22 @@ def closed_range(selector: Selector, seconds: float, rules: Rules) -> Range:
     'x_count[1m1ms]'
     """
     return selector.over(seconds + LEFT_OPEN_MARGIN_S if rules.left_open else seconds)
+
+
+def counted_resets(selector: Selector, seconds: float, rules: Rules) -> Expr:
+    """Drops of each series of ``selector`` in the ``seconds`` before an evaluation time.
+
+    ``resets(x[w])`` over :func:`closed_range`: a drop from the sample at the
+    range's start counts on every engine. The one reset detector: exact
+    changes (:func:`reset_changes`) and the collection-health count both ask it.
+
+    Examples
+    --------
+    >>> from inference_obs.query import to_promql
+    >>> to_promql(counted_resets(Selector("x_total"), 60, Rules.VICTORIAMETRICS))
+    'resets(x_total[1m1ms])'
+    """
+    return resets(closed_range(selector, seconds, rules))
 
 
 def series_change(samples: SampleSet, i: int) -> float:
@@ -138,9 +161,9 @@ def reset_changes(source: Source, selector: Selector, window: Window) -> dict[La
     # PromQL durations are whole milliseconds: L and the step L/2 are rounded down.
     length_ms = max(2, int(seconds * 1000) // PIECES)
     length, edge = length_ms / 1000, (length_ms // 2) / 1000
-    marked = Binary(">", resets(closed_range(selector, length, rules)), Number(0))
+    marked = Binary(">", counted_resets(selector, length, rules), Number(0))
     # Both asked at once: the stretches are wanted whenever a reset is counted.
-    counted_over = resets(closed_range(selector, seconds, rules))
+    counted_over = counted_resets(selector, seconds, rules)
     counting = soon(source, lambda: source.instant(counted_over, window.end_s))
     marking = soon(
         source,

@@ -40,10 +40,14 @@ from inference_obs.query import (
     ignoring,
     max_over_time,
     min_over_time,
-    resets,
     to_promql,
 )
-from inference_obs.reading.counter_resets import closed_range, narrowed, reset_changes
+from inference_obs.reading.counter_resets import (
+    closed_range,
+    counted_resets,
+    narrowed,
+    reset_changes,
+)
 from inference_obs.reading.joined import in_process, vectors
 from inference_obs.samples import NAME, Labels, Vector, Window
 from inference_obs.source.base import Source
@@ -125,7 +129,7 @@ def _changes(selector: Selector, seconds: float, rules: Rules) -> Expr:
 
 
 def _did_reset(selector: Selector, seconds: float, rules: Rules) -> Expr:
-    return Binary(">", resets(closed_range(selector, seconds, rules)), Number(0))
+    return Binary(">", counted_resets(selector, seconds, rules), Number(0))
 
 
 def _selects(selector: Selector, labels: Labels) -> bool:

@@ -44,6 +44,10 @@ def report_json(report: Report) -> dict[str, Any]:
                     i.model_dump(mode="json") for i in d.of(analyses.queueing).intervals
                 ],
                 "gpus_without_samples": list(d.of(analyses.gpu).missing_gpus),
+                "gpus_stopped": [
+                    g.model_dump(mode="json") for g in d.of(analyses.gpu).stopped_gpus
+                ],
+                "scrape_gaps": [g.model_dump(mode="json") for g in d.of(analyses.collection).gaps],
                 "boundaries": {
                     "reading": d.of(analyses.boundaries).reading.value,
                     "reason": d.of(analyses.boundaries).reason,

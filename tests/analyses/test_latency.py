@@ -144,7 +144,7 @@ def test_caveats_frame_and_html(results: dict[str, LatencyResult]) -> None:
     assert "speculative" in text
     assert "aborted" in text
     frame = pro.to_frame()
-    assert len(frame) == 7 * 5
+    assert len(frame) == 7 * 5 + 1  # seven histograms x (mean, four quantiles), queue share
     assert set(frame["status"]) == {"ok", "no_data"}
     assert frame.loc[frame["statistic"] == "ttft_p95", "upper"].iloc[0] >= 0
     page = pro._repr_html_()

@@ -132,7 +132,8 @@ def test_frame_and_html(pro_h20: tuple[DatasetSource, Window]) -> None:
     source, window = pro_h20
     result: ThroughputResult = throughput(source, _deployment(source, "PRO"), window)
     frame = result.to_frame()
-    assert len(frame) == len(result.measurements()) == 10
+    # Ten for the deployment, requests_per_second, and two rates for its one replica.
+    assert len(frame) == len(result.measurements()) == 13
     assert frame.set_index("statistic").loc["output_tokens", "unit"] == "tokens"
     assert not math.isnan(frame.set_index("statistic")["value"].astype(float)["output_tokens"])
     assert result._repr_html_().startswith("<table>")

@@ -23,9 +23,10 @@ from inference_obs.source.dataset.source import DatasetSource
 
 DATASET = Path(__file__).resolve().parents[2] / "datasets" / "pro5000-vs-h20"
 SECTIONS = (
-    "Scope", "Deployments compared", "Declared and verified configuration",
+    "Scope", "Deployments compared", "Collection health", "Declared and verified configuration",
     "Collection and statistical definitions",
-    "Request shapes", "Latency", "Queues and GPU activity", "Caches and speculative decoding",
+    "Request shapes", "Throughput", "Latency", "Queues and GPU activity", "Memory and errors",
+    "Caches and speculative decoding",
     "GPU activity and bottleneck", "Stage boundaries: what the GPUs wait on", "Cost",
     "Comparison verdicts",
     "Appendix: recheck these numbers",

@@ -1,10 +1,11 @@
 """The sections of an observation report, in the order its method reads them.
 
 Scope first (what was read, and that nothing was sent or changed), then
-which deployments are compared and how each statistic is defined, then
-request shapes before any throughput, latency, queues against GPU
-activity, caches, GPU activity and bottleneck, cost, the comparison
-verdicts, and an appendix listing every query behind every number.
+which deployments are compared, whether their collection is whole, and how
+each statistic is defined, then request shapes before throughput, latency,
+queues against GPU activity, memory and errors, caches, GPU activity and
+bottleneck, cost, the comparison verdicts, and an appendix listing every
+query behind every number.
 Each module holds the sections of one part of the method; :func:`sections`
 puts them in order.
 """
@@ -15,10 +16,13 @@ from typing import TYPE_CHECKING
 
 from inference_obs.report.document import Block
 from inference_obs.report.sections.appendix import appendix, other_analyses
+from inference_obs.report.sections.collection import collection
 from inference_obs.report.sections.cost import costs
 from inference_obs.report.sections.gpus import caches, gpus, stage_boundaries
+from inference_obs.report.sections.memory import memory_and_errors
 from inference_obs.report.sections.queues import queues
 from inference_obs.report.sections.scope import configurations, definitions, deployments, scope
+from inference_obs.report.sections.throughput import throughput
 from inference_obs.report.sections.verdicts import baseline, verdicts
 from inference_obs.report.sections.workload import latency, request_shapes
 
@@ -33,11 +37,14 @@ def sections(report: Report) -> tuple[Block, ...]:
     parts = (
         scope,
         deployments,
+        collection,
         configurations,
         definitions,
         request_shapes,
+        throughput,
         latency,
         queues,
+        memory_and_errors,
         caches,
         gpus,
         stage_boundaries,

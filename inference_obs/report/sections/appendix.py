@@ -17,12 +17,15 @@ __all__ = ["SHOWN", "appendix", "other_analyses"]
 #: The analyses the sections above show; any other registered analysis gets a table.
 SHOWN = frozenset(
     {
+        "collection",
         "shapes",
         "latency",
         "throughput",
         "cache",
         "gpu",
         "queueing",
+        "memory",
+        "errors",
         "bottleneck",
         "configuration",
         "boundaries",

@@ -86,6 +86,12 @@ def gpus(report: Report) -> Iterator[Block]:
     for d in report.deployments:
         if missing := d.of(analyses.gpu).missing_gpus:
             yield Paragraph(f"{d.deployment.name}: GPUs without samples: {', '.join(missing)}.")
+        if stopped := d.of(analyses.gpu).stopped_gpus:
+            names = ", ".join(f"{g.name} (last sample {when(g.last_sample)})" for g in stopped)
+            yield Paragraph(
+                f"{d.deployment.name}: GPUs that stopped reporting part-way: {names}; the "
+                "utilisation mean weighs only the samples they sent."
+            )
         yield Paragraph(f"{d.deployment.name} bottleneck: {d.of(analyses.bottleneck).reason}")
         yield FigureRef(
             f"{d.deployment.name}-gpu-heatmap",

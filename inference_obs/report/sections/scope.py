@@ -7,7 +7,17 @@ from typing import TYPE_CHECKING
 
 from inference_obs import analyses
 from inference_obs.analyses.configuration import CheckStatus
-from inference_obs.report.document import Block, Heading, Items, Paragraph, Table, cell, when
+from inference_obs.reading.measurement import Measurement
+from inference_obs.report.document import (
+    Block,
+    Heading,
+    Items,
+    Paragraph,
+    Table,
+    cell,
+    number,
+    when,
+)
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
@@ -123,10 +133,23 @@ def _read_at(step: float | None) -> str:
     )
 
 
+def _seconds(m: Measurement) -> str:
+    return f"{cell(m)} s" if m.ok else cell(m)
+
+
 def definitions(report: Report) -> Iterator[Block]:
     yield Heading(2, "Collection and statistical definitions")
-    if report.scope.scrape_interval_seconds:
-        yield Paragraph(f"Scrape interval: {report.scope.scrape_interval_seconds:g} s.")
+    measured = "; ".join(
+        f"{d.deployment.name}: app {_seconds(c.scrape_interval)}, "
+        f"GPUs {_seconds(c.gpu_scrape_interval)}"
+        for d in report.deployments
+        for c in (d.of(analyses.collection),)
+    )
+    declared = report.scope.scrape_interval_seconds
+    yield Paragraph(
+        f"Scrape interval, measured from the samples (median spacing): {measured or 'none'}."
+        + (f" The dataset declares {number(declared)} s." if declared else "")
+    )
     read = "; ".join(f"{d.deployment.name}: {_read_at(d.step_seconds)}" for d in report.deployments)
     yield Paragraph(
         f"Queues, stage boundaries and the sampled shares (requests waiting, running) read "

@@ -61,6 +61,26 @@ def request_shapes(report: Report) -> Iterator[Block]:
     yield Paragraph("Finish reasons say how generation ended, not that a request succeeded.")
 
 
+def _queue_shares(report: Report) -> str:
+    """One sentence: each deployment's mean queue time as a share of its mean TTFT."""
+    parts, missing = [], []
+    for d in report.deployments:
+        share = d.of(analyses.latency).queue_share_of_ttft
+        if share.value is None:
+            missing.append(f"{d.deployment.name} ({share.status.value.replace('_', ' ')})")
+        else:
+            parts.append(f"{number(share.value * 100, 3)}% of {d.deployment.name}'s mean TTFT")
+    text = ""
+    if parts:
+        text = (
+            f"Queue time was {', '.join(parts)}: a ratio of request-weighted means, not a "
+            "per-request attribution."
+        )
+    if missing:
+        text += f" No queue share of TTFT for {', '.join(missing)}."
+    return text.strip()
+
+
 def latency(report: Report) -> Iterator[Block]:
     yield Heading(2, "Latency")
     yield Paragraph("Seconds. Brackets: the bucket that holds the true quantile.")
@@ -79,6 +99,8 @@ def latency(report: Report) -> Iterator[Block]:
     yield Table(
         ("deployment", "metric", "mean", *(label.upper() for label, _ in QUANTILES)), tuple(rows)
     )
+    if report.deployments:
+        yield Paragraph(_queue_shares(report))
     yield Items(report.deployments[0].of(analyses.latency).caveats if report.deployments else ())
     for name in (d.deployment.name for d in report.deployments):
         yield FigureRef(

@@ -1,0 +1,320 @@
+"""Collection health: whether the series hold every scrape the window should have.
+
+Before any number is read, a report says what was collected: samples per
+app instance against the count the measured scrape interval predicts, scrape
+gaps (the longest named with its times), counter resets (restarts) over the
+deployment's vLLM counters, and GPUs that stopped reporting part-way or never
+reported, by name.
+
+The scrape interval is measured from the data (the median spacing of raw
+samples), per deployment and target kind: a live source declares none. Scrape
+times come from the raw samples of one gauge per target kind,
+``vllm:num_requests_running`` for the app targets and ``DCGM_FI_DEV_GPU_UTIL``
+for the GPUs (each scrape carries both, so every scrape is seen once). Resets
+are counted by the one detector the exact counter changes use
+(:func:`~inference_obs.reading.counter_resets.counted_resets`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from functools import partial
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from inference_obs.analyses.gpu import StoppedGpu, gpu_name, gpu_presence, stopped_gpus
+from inference_obs.analyses.unit import Analysis, Settings
+from inference_obs.errors import Annotation
+from inference_obs.metrics import dcgm, vllm
+from inference_obs.metrics.family import Family, MetricType
+from inference_obs.query import Expr, count_over_time, to_promql
+from inference_obs.reading.context import Reading
+from inference_obs.reading.counter_resets import closed_range, counted_resets
+from inference_obs.reading.coverage import Coverage, Gap, coverage
+from inference_obs.reading.measurement import Measurement, Status
+from inference_obs.reading.result import AnalysisResult
+from inference_obs.samples import Labels, Vector
+from inference_obs.source.remembering import soon, together
+
+__all__ = ["CollectionResult", "CollectionSettings", "ScrapeGap", "collection"]
+
+#: The app gauge whose scrapes are counted: every vLLM scrape carries it.
+APP_GAUGE = vllm.NUM_REQUESTS_RUNNING
+#: The GPU gauge whose scrapes are counted.
+GPUS = dcgm.GPU_UTIL
+#: The label naming a scrape target: Prometheus adds it to every scraped series.
+TARGET = "instance"
+#: Counters whose resets are counted: the core vLLM counters and histograms' _count.
+COUNTERS: tuple[Family, ...] = tuple(
+    f for f in vllm.CORE_FAMILIES if f.type in (MetricType.COUNTER, MetricType.HISTOGRAM)
+)
+
+
+class CollectionSettings(Settings):
+    """What counts as a scrape gap."""
+
+    gap_factor: float = Field(
+        1.75,
+        gt=1,
+        le=10,
+        description="A spacing of two consecutive samples of one target longer than this "
+        "many measured scrape intervals (ratio) is a gap; a GPU whose last sample is that "
+        "far before the window's end stopped reporting. 1.75: jitter stays under it, one "
+        "missed scrape (2 intervals) does not.",
+    )
+
+
+class ScrapeGap(BaseModel):
+    """No sample of one target (an app instance, a GPU exporter) from ``start`` to ``end``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    target: str = Field(description="'app <instance>' or 'gpu <instance>'.")
+    start: AwareDatetime = Field(description="The last sample before the gap.")
+    end: AwareDatetime = Field(description="The first sample after it.")
+    seconds: float = Field(description="end - start, seconds.")
+
+
+class CollectionResult(AnalysisResult):
+    """What was collected for one deployment over one window.
+
+    Attributes
+    ----------
+    app_samples
+        Per app instance (its ``instance`` label): distinct scrapes in the window.
+    expected_app_samples
+        Window / measured app scrape interval: the scrapes a target present the
+        whole window has (to within one); None when the interval is unknown.
+    gaps
+        Every scrape gap, longest first.
+    stopped_gpus
+        GPUs that stopped reporting part-way, with their last sample.
+    silent_gpus
+        GPUs seen in another DCGM family without any utilisation sample, by name.
+    """
+
+    scrape_interval: Measurement
+    gpu_scrape_interval: Measurement
+    app_samples: dict[str, Measurement]
+    expected_app_samples: float | None
+    scrape_gaps: Measurement
+    gaps: tuple[ScrapeGap, ...]
+    counter_resets: Measurement
+    gpus_stopped: Measurement
+    stopped_gpus: tuple[StoppedGpu, ...]
+    gpus_silent: Measurement
+    silent_gpus: tuple[str, ...]
+
+
+def _target(labels: Labels) -> str:
+    return labels.get(TARGET) or "all"
+
+
+def _interval(r: Reading, name: str, found: Coverage, family: Family, reads: Expr) -> Measurement:
+    value = found.interval_ms / 1000 if found.interval_ms > 0 else None
+    return r.local(
+        name,
+        value,
+        "seconds",
+        reads=(reads,),
+        computation=f"median spacing of consecutive raw samples of each {family.name} series",
+        missing=[family],
+    )
+
+
+def _app_samples(r: Reading, found: Coverage, expected: float | None) -> dict[str, Measurement]:
+    """Scrapes per app instance, by the server: ``max by (instance) (count_over_time(x[w]))``
+    (the engines of one instance are scraped together)."""
+    window = closed_range(APP_GAUGE.select(r.matchers), r.seconds, r.source.info().rules)
+    expr = count_over_time(window).max(by=(TARGET,))
+    note = (
+        f"About {expected:,.0f} expected over the window at the measured interval."
+        if expected is not None
+        else "No measured interval: no expected count."
+    )
+    wanted = {Labels({TARGET: k}): f"app_samples[{k}]" for k in found.samples}
+    measured = r.measure_by(wanted, expr, (TARGET,), "samples", caveats=(note,))
+    return {labels[TARGET]: m for labels, m in measured.items()}
+
+
+def _gaps(r: Reading, gaps: list[ScrapeGap], seen: bool, reads: tuple[Expr, ...]) -> Measurement:
+    """How many scrape gaps, the longest named in an annotation; ``no_data`` without samples."""
+    how = (
+        "spacings of consecutive scrapes of one target (app instance, GPU exporter) longer "
+        "than gap_factor x the measured interval of its kind"
+    )
+    if not seen:
+        return r.local(
+            "scrape_gaps", None, "gaps", reads=reads, computation=how, missing=[APP_GAUGE, GPUS]
+        )
+    notes: tuple[Annotation, ...] = ()
+    if gaps:
+        longest = gaps[0]
+        notes = (
+            Annotation(
+                "longest_gap",
+                f"longest: {longest.target}, no sample from {_second(longest.start)} to "
+                f"{_second(longest.end)} ({longest.seconds:g} s)",
+            ),
+        )
+    return r.made(
+        "scrape_gaps",
+        float(len(gaps)),
+        "gaps",
+        Status.OK,
+        promql=tuple(to_promql(e) for e in reads),
+        computation=how,
+        annotations=notes,
+    )
+
+
+def _second(moment: datetime) -> str:
+    return moment.isoformat(sep=" ", timespec="seconds")
+
+
+def _gap(r: Reading, gap: Gap, kind: str) -> ScrapeGap:
+    zone = r.window.start.tzinfo
+    return ScrapeGap(
+        target=f"{kind} {gap.key}",
+        start=datetime.fromtimestamp(gap.start_ms / 1000, zone),
+        end=datetime.fromtimestamp(gap.end_ms / 1000, zone),
+        seconds=gap.seconds,
+    )
+
+
+def _resets(r: Reading) -> Measurement:
+    """Restarts seen on the counters: per instance, the most resets of any one counter
+    series (a restart resets them all at once), summed over instances."""
+    rules = r.source.info().rules
+    exprs = [
+        counted_resets(
+            f.select(r.matchers, "count" if f.type is MetricType.HISTOGRAM else None),
+            r.seconds,
+            rules,
+        ).max(by=(TARGET,))
+        for f in COUNTERS
+    ]
+    per_instance: dict[str, float] = {}
+    for answer in r.instants(exprs):
+        if isinstance(answer.value, Vector):
+            for labels, value in answer.value.as_dict().items():
+                name = _target(labels)
+                per_instance[name] = max(per_instance.get(name, 0.0), value)
+    promql = tuple(to_promql(e) for e in exprs)
+    computation = (
+        "sum over instances of the largest resets() of any one series of the core vLLM "
+        "counters (histograms' _count included) on that instance"
+    )
+    if not per_instance:
+        return r.local(
+            "counter_resets",
+            None,
+            "resets",
+            reads=exprs,
+            computation=computation,
+            missing=["every core vLLM counter"],
+        )
+    restarted = {k: v for k, v in sorted(per_instance.items()) if v > 0}
+    notes = (
+        (
+            Annotation(
+                "counter_resets",
+                "reset on " + ", ".join(f"{k} ({v:g})" for k, v in restarted.items()),
+            ),
+        )
+        if restarted
+        else ()
+    )
+    return r.made(
+        "counter_resets",
+        sum(per_instance.values()),
+        "resets",
+        Status.OK,
+        promql=promql,
+        computation=computation,
+        annotations=notes,
+        caveats=("A new pod is a new series, not a reset: a replaced pod shows no reset.",),
+    )
+
+
+def _gpus(
+    r: Reading, statistic: str, names: list[str], found: Coverage, reads: Expr, how: str
+) -> Measurement:
+    if not found.samples and not names:
+        return r.local(statistic, None, "GPUs", reads=(reads,), computation=how)
+    notes = (Annotation(statistic, ", ".join(names)),) if names else ()
+    return r.made(
+        statistic,
+        float(len(names)),
+        "GPUs",
+        Status.OK,
+        promql=(to_promql(reads),),
+        computation=how,
+        annotations=notes,
+    )
+
+
+def _collection(r: Reading, settings: CollectionSettings) -> CollectionResult:
+    """Collection health of the deployment over the window (see the module docstring).
+
+    Every scrape time comes from raw samples of the window; intervals in
+    seconds, samples and gaps as counts, GPUs by name.
+    """
+    factor = settings.gap_factor
+    app_read, gpu_read = APP_GAUGE.select(r.matchers), GPUS.select(r.deployment.gpu_matchers)
+    presence = soon(r.source, partial(gpu_presence, r))
+    resets = soon(r.source, partial(_resets, r))
+    app_raw, gpu_raw = together(
+        r.source, [partial(r.source.raw, s, r.window) for s in (app_read, gpu_read)]
+    )
+    app = coverage(app_raw, _target, factor)
+    exporters, by_gpu = coverage(gpu_raw, _target, factor), coverage(gpu_raw, gpu_name, factor)
+    reads = (app_read.over(r.seconds), gpu_read.over(r.seconds))
+    interval = _interval(r, "scrape_interval", app, APP_GAUGE, reads[0])
+    gpu_interval = _interval(r, "gpu_scrape_interval", exporters, GPUS, reads[1])
+    expected = r.seconds / interval.value if interval.value else None
+    gaps = sorted(
+        [*(_gap(r, g, "app") for g in app.gaps), *(_gap(r, g, "gpu") for g in exporters.gaps)],
+        key=lambda g: (-g.seconds, g.target, g.start),
+    )
+    stopped = stopped_gpus(r, by_gpu, factor)
+    found = presence.result()
+    return CollectionResult(
+        scrape_interval=interval,
+        gpu_scrape_interval=gpu_interval,
+        app_samples=_app_samples(r, app, expected),
+        expected_app_samples=expected,
+        scrape_gaps=_gaps(r, gaps, bool(app.samples or by_gpu.samples), reads),
+        gaps=tuple(gaps),
+        counter_resets=resets.result(),
+        gpus_stopped=_gpus(
+            r,
+            "gpus_stopped",
+            [f"{g.name} (last sample {_second(g.last_sample)})" for g in stopped],
+            by_gpu,
+            reads[1],
+            f"GPUs whose last raw sample is over {factor:g} x the measured GPU scrape "
+            "interval before the window's end",
+        ),
+        stopped_gpus=stopped,
+        gpus_silent=_gpus(
+            r,
+            "gpus_silent",
+            list(found.missing),
+            by_gpu,
+            reads[1],
+            "GPUs seen in another DCGM family (FB, power, temperature, clocks) without any "
+            "utilisation sample in the window",
+        ),
+        silent_gpus=found.missing,
+    )
+
+
+collection = Analysis(
+    name="collection",
+    title="Collection health",
+    entry=_collection,
+    result=CollectionResult,
+    settings=CollectionSettings,
+    summary="Samples per target, measured scrape interval, gaps, resets, GPUs that stopped.",
+)

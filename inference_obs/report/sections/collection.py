@@ -1,0 +1,87 @@
+"""Collection health: what was collected, before any number is read from it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from inference_obs import analyses
+from inference_obs.reading.measurement import Measurement
+from inference_obs.report.document import (
+    Block,
+    Heading,
+    Items,
+    Paragraph,
+    Table,
+    cell,
+    number,
+    when,
+)
+
+if TYPE_CHECKING:
+    from inference_obs.analyses.collection import CollectionResult
+    from inference_obs.report.model import Report
+
+__all__ = ["collection"]
+
+
+def _noted(m: Measurement) -> str:
+    """The cell, then what its annotations name (the GPUs, the targets that reset)."""
+    named = "; ".join(a.message for a in m.annotations if a.kind != "no_data")
+    return f"{cell(m)} ({named})" if named and m.ok and m.value else cell(m)
+
+
+def _samples(c: CollectionResult) -> str:
+    counts = ", ".join(f"{k}: {cell(m)}" for k, m in c.app_samples.items())
+    return counts or "no data"
+
+
+def collection(report: Report) -> Iterator[Block]:
+    yield Heading(2, "Collection health")
+    yield Paragraph(
+        "Scrape intervals are measured from the samples (median spacing), per deployment. "
+        "A gap is a spacing longer than the set multiple of the measured interval; a GPU "
+        "stopped if its last sample came that long before the window's end."
+    )
+    rows = []
+    lines = []
+    for d in report.deployments:
+        c = d.of(analyses.collection)
+        expected = "—" if c.expected_app_samples is None else number(c.expected_app_samples, 3)
+        rows.append(
+            (
+                d.deployment.name,
+                f"{cell(c.scrape_interval)} / {cell(c.gpu_scrape_interval)}",
+                _samples(c),
+                expected,
+                cell(c.scrape_gaps),
+                _noted(c.counter_resets),
+                _noted(c.gpus_stopped),
+                _noted(c.gpus_silent),
+            )
+        )
+        if c.gaps:
+            g = c.gaps[0]
+            lines.append(
+                f"{d.deployment.name}: longest gap {g.target}, no sample from {when(g.start)} "
+                f"to {when(g.end)} ({number(g.seconds, 3)} s); {len(c.gaps)} in all."
+            )
+    yield Table(
+        (
+            "deployment",
+            "interval app / GPU (s)",
+            "app samples per instance",
+            "expected",
+            "scrape gaps",
+            "counter resets",
+            "GPUs stopped",
+            "GPUs never reporting",
+        ),
+        tuple(rows),
+    )
+    if lines:
+        yield Items(tuple(lines))
+    yield Paragraph(
+        "A new pod is a new series, not a counter reset; a GPU with no series at all is "
+        "counted against the declared GPUs, not named (see Deployments compared)."
+    )

@@ -1,0 +1,69 @@
+"""Memory and errors: the largest sampled memory use, Xid codes and KV-connector failures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
+
+from inference_obs import analyses
+from inference_obs.reading.measurement import Measurement
+from inference_obs.report.document import Block, Heading, Paragraph, Table, cell
+
+if TYPE_CHECKING:
+    from inference_obs.report.model import Report
+
+__all__ = ["memory_and_errors"]
+
+#: Bytes per GiB: working sets are shown in GiB.
+GIB = 2.0**30
+ABSENCE = "no series (not evidence of absence)"
+
+
+def _or_absent(m: Measurement, scale: float = 1.0) -> str:
+    """The cell, or a no-series note that does not read as 'none happened'."""
+    return cell(m, scale) if m.ok else ABSENCE
+
+
+def _each(values: Mapping[str, Measurement], scale: float = 1.0) -> str:
+    return ", ".join(f"{k}: {cell(m, scale)}" for k, m in values.items()) or "—"
+
+
+def memory_and_errors(report: Report) -> Iterator[Block]:
+    yield Heading(2, "Memory and errors")
+    yield Paragraph(
+        "Sampled maxima over the window: a peak between two scrapes is not seen. KV-cache "
+        "usage is the fraction (0-1) of logical KV blocks held by live requests: GPU memory "
+        "near capacity does not mean a full KV cache. The working set is host memory of "
+        "one container (CPU offload included). The Xid value is the last code a GPU "
+        "reported (0: none), not a count. A family with no series says nothing either way: "
+        "no Xid series is not the absence of Xid errors."
+    )
+    rows = []
+    for d in report.deployments:
+        m, e = d.of(analyses.memory), d.of(analyses.errors)
+        rows.append(
+            (
+                d.deployment.name,
+                f"{_or_absent(m.kv_cache_usage_max)} ({_each(m.kv_cache_usage_max_per_replica)})"
+                if m.kv_cache_usage_max.ok
+                else ABSENCE,
+                _or_absent(m.working_set_max, 1 / GIB),
+                _or_absent(e.xid_last),
+                _or_absent(e.mooncake_failed_keys),
+                _each(e.mooncake_operation_mean, 1000) if e.mooncake_operation_mean else ABSENCE,
+            )
+        )
+    yield Table(
+        (
+            "deployment",
+            "KV-cache usage max (per replica)",
+            "container working set max (GiB)",
+            "last Xid code (max over GPUs)",
+            "Mooncake failed keys",
+            "Mooncake operation mean (ms)",
+        ),
+        tuple(rows),
+    )
+    yield Paragraph(
+        "A Mooncake operation mean is per operation, not waiting added to each request."
+    )

@@ -1,0 +1,64 @@
+"""Throughput: what was served, read after the request shapes, as a floor unless saturated."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from inference_obs import analyses
+from inference_obs.analyses.throughput import Regime
+from inference_obs.report.document import Block, Heading, Items, Paragraph, Table, cell
+
+if TYPE_CHECKING:
+    from inference_obs.report.model import Report
+
+__all__ = ["throughput"]
+
+#: What each regime (from the throughput analysis) lets the rates be read as.
+_READ_AS = {
+    Regime.DEMAND_LIMITED: "",
+    Regime.CAPACITY_LIMITED: "; the rates still average the whole window, idle minutes included",
+    Regime.UNKNOWN: "; read the rates as an observed floor",
+}
+
+
+def throughput(report: Report) -> Iterator[Block]:
+    yield Heading(2, "Throughput")
+    yield Paragraph(
+        "Extrapolated increases over the window (fractional estimates, not audited counts); "
+        "rates per wall-clock second, idle time included. Observed throughput is an observed "
+        "floor, not capacity, unless the deployment was saturated."
+    )
+    rows, regimes = [], []
+    for d in report.deployments:
+        t = d.of(analyses.throughput)
+        rows.append(
+            (
+                d.deployment.name,
+                "all",
+                cell(t.prompt_tokens),
+                cell(t.output_tokens),
+                cell(t.finished_requests),
+                cell(t.output_tokens_per_second),
+                cell(t.requests_per_second),
+            )
+        )
+        for replica, (tokens, requests) in t.per_replica.items():
+            rows.append((d.deployment.name, replica, "", "", "", cell(tokens), cell(requests)))
+        regimes.append(
+            f"{d.deployment.name} ({t.regime.value.replace('_', '-')}): "
+            f"{t.regime_reason.rstrip('.')}{_READ_AS[t.regime]}."
+        )
+    yield Table(
+        (
+            "deployment",
+            "replica",
+            "prompt tokens",
+            "output tokens",
+            "requests finished",
+            "output tokens/s",
+            "requests/s",
+        ),
+        tuple(rows),
+    )
+    yield Items(tuple(regimes))
