@@ -7,7 +7,9 @@ decode time, :func:`latency` reports the request-weighted mean
 the buckets of every replica added together before the quantile is
 estimated, never an average of per-replica quantiles. Each quantile carries
 in ``bounds`` the edges of the bucket that must hold the true quantile: the
-interpolated value inside it is an estimate, the bucket is not.
+interpolated value inside it is an estimate, the bucket is not. A quantile
+in the lowest bucket also carries a ``lowest_bucket`` annotation: it is
+known only as at most the bucket's upper bound.
 
 The pieces other analyses share (the merged-bucket fetch, the share of
 observations at or below a threshold, a histogram's summary) live here too.
@@ -36,7 +38,13 @@ from inference_obs.reading.counter_ratios import (
     mean_ratio,
     share_ratio,
 )
-from inference_obs.reading.measurement import Bounds, Measurement, Status, derive
+from inference_obs.reading.measurement import (
+    Bounds,
+    Measurement,
+    Status,
+    derive,
+    note_lowest_bucket,
+)
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Instant, Vector
 from inference_obs.source.remembering import soon, together
@@ -263,6 +271,9 @@ def summarise(
 ) -> HistogramSummary:
     """Mean and P50/P90/P95/P99 of ``family``, each quantile with its bucket as bounds.
 
+    A quantile in the lowest bucket carries a ``lowest_bucket`` annotation
+    (:func:`~inference_obs.reading.measurement.note_lowest_bucket`).
+
     ``mean`` and ``answers`` (to :func:`questions`, in order) when asked
     already, with other histograms'.
     """
@@ -287,6 +298,7 @@ def summarise(
             f"{name}_{label}", expr, family.unit, caveats=caveats, bounds=bounds, answer=answer
         )
         out[label] = _no_buckets(m, family, r.deployment.name) if not buckets.upper else m
+        out[label] = note_lowest_bucket(out[label])
     return HistogramSummary(**out)
 
 

@@ -5,6 +5,11 @@ Every analysis returns Measurements. ``status`` keeps "no series matched"
 computation) that produced the value, so a report can list every query for
 rechecking; ``bounds`` holds the interval that must contain the true value
 where the value is an estimate inside it (histogram quantiles).
+
+Two limits of a histogram are said, not hidden: a quantile in the lowest
+bucket is known only as "at most the bucket's upper bound"
+(:func:`note_lowest_bucket` adds the ``lowest_bucket`` annotation), and two
+quantiles in one bucket cannot be ordered (:func:`same_bucket`).
 """
 
 from __future__ import annotations
@@ -19,16 +24,26 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from inference_obs.errors import Annotation
 
 __all__ = [
+    "LOWEST_BUCKET",
     "Bounds",
     "Measurement",
     "Provenance",
     "Status",
     "derive",
+    "in_lowest_bucket",
+    "is_lowest_bucket",
     "json_number",
     "measurement_json",
     "no_data_note",
+    "note_lowest_bucket",
     "number_from_json",
+    "same_bucket",
 ]
+
+#: Annotation kind of a quantile whose bucket is its histogram's lowest (from 0): the
+#: interpolated value assumes observations spread evenly from 0 to the bucket's upper
+#: bound, where latencies such as queue time pile up at 0; only "at most upper" is known.
+LOWEST_BUCKET = "lowest_bucket"
 
 
 class Status(StrEnum):
@@ -84,6 +99,74 @@ class Measurement(_Model):
     def ok(self) -> bool:
         """Whether the value can be read (``ok`` or ``partial``)."""
         return self.status in (Status.OK, Status.PARTIAL)
+
+
+def is_lowest_bucket(bounds: Bounds | None) -> bool:
+    """Whether a quantile's ``bounds`` are its histogram's lowest bucket.
+
+    The lowest bucket starts at 0 (or at ``-Inf`` when its bound is not
+    positive; see :func:`~inference_obs.engine.histograms.quantile_bounds`)
+    and ends at a finite bound; an exact value (lower equal to upper) is not
+    in a bucket.
+
+    Examples
+    --------
+    >>> is_lowest_bucket(Bounds(lower=0, upper=1)), is_lowest_bucket(Bounds(lower=0.5, upper=1))
+    (True, False)
+    """
+    return (
+        bounds is not None
+        and bounds.lower <= 0
+        and math.isfinite(bounds.upper)
+        and bounds.lower != bounds.upper
+    )
+
+
+def note_lowest_bucket(m: Measurement) -> Measurement:
+    """``m``, a histogram quantile, with a ``lowest_bucket`` annotation when its bucket is the
+    lowest (:func:`is_lowest_bucket`); unchanged otherwise. Value and bounds are kept: the
+    annotation says how to read them (at most ``bounds.upper``, in ``m.unit``)."""
+    if m.value is None or m.bounds is None or not is_lowest_bucket(m.bounds):
+        return m
+    upper = m.bounds.upper
+    note = Annotation(
+        LOWEST_BUCKET,
+        f"{m.statistic} lies in the lowest bucket, [0, {upper:g}] {m.unit}: only that it is at "
+        f"most {upper:g} is known; the interpolated {m.value:.4g} assumes observations spread "
+        "evenly from 0, which the histogram cannot tell",
+    )
+    return m.model_copy(update={"annotations": (*m.annotations, note)})
+
+
+def in_lowest_bucket(m: Measurement) -> bool:
+    """Whether ``m`` carries the ``lowest_bucket`` annotation and its bounds: read it as
+    "at most ``m.bounds.upper``", not as its interpolated value."""
+    return m.bounds is not None and any(a.kind == LOWEST_BUCKET for a in m.annotations)
+
+
+def same_bucket(a: Measurement | None, b: Measurement | None) -> Bounds | None:
+    """The bucket two quantiles share, or None: both readable, with the same bounds, which
+    are a bucket (lower below upper). Quantiles in one bucket are indistinguishable at the
+    histogram's resolution; their interpolated values do not say which is lower.
+
+    Examples
+    --------
+    >>> from datetime import datetime, timezone
+    >>> at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    >>> def p50(name, value):
+    ...     return Measurement(key=f"{name}/latency/ttft_p50", deployment=name,
+    ...         analysis="latency", statistic="ttft_p50", value=value, unit="seconds",
+    ...         window_start=at, window_end=at, status=Status.OK,
+    ...         bounds=Bounds(lower=0.25, upper=0.5),
+    ...         provenance=Provenance(promql=(), engine="dataset", rules="prometheus-3"))
+    >>> same_bucket(p50("A", 0.47), p50("B", 0.46))
+    Bounds(lower=0.25, upper=0.5)
+    """
+    if a is None or b is None or not a.ok or not b.ok or a.bounds is None:
+        return None
+    if a.bounds != b.bounds or a.bounds.lower == a.bounds.upper:
+        return None
+    return a.bounds
 
 
 def no_data_note(deployment: str, missing: Sequence[str]) -> Annotation:

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from inference_obs.reading.measurement import Measurement, Status
+from inference_obs.reading.measurement import Bounds, Measurement, Status, in_lowest_bucket
 
 __all__ = [
     "Block",
@@ -21,7 +21,10 @@ __all__ = [
     "Items",
     "Paragraph",
     "Table",
+    "bounded",
     "cell",
+    "duration",
+    "duration_cell",
     "number",
     "when",
 ]
@@ -111,19 +114,85 @@ def when(moment: datetime) -> str:
     return rounded.isoformat(sep=" ")
 
 
+def bounded(
+    value: float,
+    bounds: Bounds | None = None,
+    *,
+    lowest: bool = False,
+    scale: float = 1.0,
+    unit: str = "",
+    digits: int = 4,
+) -> str:
+    """A value with the interval that holds it: ``"0.3026 [0.25, 0.5]"``.
+
+    ``lowest`` (a quantile in its histogram's lowest bucket) shows only what
+    is known, ``"≤ upper"``, not the value interpolated from 0. ``scale``
+    multiplies value and bounds; ``unit``, when given, follows the value.
+    Exact values (bounds equal) show no interval.
+
+    Examples
+    --------
+    >>> bounded(0.3026, Bounds(lower=0.25, upper=0.5))
+    '0.3026 [0.25, 0.5]'
+    >>> bounded(0.5012, Bounds(lower=0, upper=1), lowest=True)
+    '≤ 1'
+    """
+    suffix = f" {unit}" if unit else ""
+    if lowest and bounds is not None:
+        return f"≤ {number(bounds.upper * scale, 3)}{suffix}"
+    text = number(value * scale, digits) + suffix
+    if bounds is not None and bounds.lower != bounds.upper:
+        lower, upper = number(bounds.lower * scale, 3), number(bounds.upper * scale, 3)
+        text += f" [{lower}, {upper}]"
+    return text
+
+
+def duration(
+    seconds: float, bounds: Bounds | None = None, *, lowest: bool = False, digits: int = 4
+) -> str:
+    """A time in seconds as people read it: milliseconds under a second, seconds from one.
+
+    The unit is in the text, after the value and before the bucket (in the
+    same unit), so a column may mix both without misreading; no exponents
+    (:func:`number`). The unit follows what is shown: the value, or the
+    upper bound for a quantile in the lowest bucket (``lowest``).
+
+    Examples
+    --------
+    >>> duration(0.007948, Bounds(lower=0.005, upper=0.01)), duration(2.709), duration(0.0004)
+    ('7.948 ms [5, 10]', '2.709 s', '0.4 ms')
+    >>> duration(22.44, Bounds(lower=20, upper=40)), duration(80, Bounds(lower=80, upper=math.inf))
+    ('22.44 s [20, 40]', '80 s [80, ∞]')
+    >>> at_most_1, at_most_quarter = Bounds(lower=0, upper=1), Bounds(lower=0, upper=0.25)
+    >>> duration(0.5012, at_most_1, lowest=True), duration(0.15, at_most_quarter, lowest=True)
+    ('≤ 1 s', '≤ 250 ms')
+    """
+    shown = bounds.upper if lowest and bounds is not None else seconds
+    milli = math.isfinite(shown) and abs(shown) < 1
+    scale, unit = (1000.0, "ms") if milli else (1.0, "s")
+    return bounded(seconds, bounds, lowest=lowest, scale=scale, unit=unit, digits=digits)
+
+
 def cell(m: Measurement | None, scale: float = 1.0, digits: int = 4) -> str:
     """A Measurement as a table cell: value (with bounds), or its status when it has none.
 
-    ``scale`` multiplies value and bounds (e.g. 1000 for milliseconds).
+    ``scale`` multiplies value and bounds (e.g. 1000 for milliseconds). A
+    quantile in the lowest bucket reads ``≤ upper`` (:func:`bounded`).
     """
     if m is None:
         return "—"
     if m.value is None:
         return m.status.value.replace("_", " ")
-    text = number(m.value * scale, digits)
-    if m.bounds is not None and m.bounds.lower != m.bounds.upper:
-        lower, upper = number(m.bounds.lower * scale, 3), number(m.bounds.upper * scale, 3)
-        text += f" [{lower}, {upper}]"
-    if m.status is Status.PARTIAL:
-        text += " (partial)"
-    return text
+    text = bounded(m.value, m.bounds, lowest=in_lowest_bucket(m), scale=scale, digits=digits)
+    return text + (" (partial)" if m.status is Status.PARTIAL else "")
+
+
+def duration_cell(m: Measurement | None, digits: int = 4) -> str:
+    """A Measurement in seconds as a table cell in ms or s (:func:`duration`), with its bucket;
+    its status when it has no value."""
+    if m is None:
+        return "—"
+    if m.value is None:
+        return m.status.value.replace("_", " ")
+    text = duration(m.value, m.bounds, lowest=in_lowest_bucket(m), digits=digits)
+    return text + (" (partial)" if m.status is Status.PARTIAL else "")

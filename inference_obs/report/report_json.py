@@ -71,6 +71,7 @@ def report_json(report: Report) -> dict[str, Any]:
                         {
                             **v.model_dump(mode="json"),
                             "values": {k: json_number(x) for k, x in v.values.items()},
+                            "bounds": {k: _finite(b) for k, b in v.model_dump()["bounds"].items()},
                         }
                         for v in pair.verdicts.values()
                     ],

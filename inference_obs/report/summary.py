@@ -16,10 +16,19 @@ from typing import TYPE_CHECKING
 from inference_obs.analyses import gpu, latency, throughput
 from inference_obs.analyses.validity.verdicts import PairValidity
 from inference_obs.reading.measurement import Measurement
-from inference_obs.report.document import Block, Heading, Paragraph, Table, cell, number, when
+from inference_obs.report.document import (
+    Block,
+    Heading,
+    Paragraph,
+    Table,
+    cell,
+    duration_cell,
+    when,
+)
 from inference_obs.report.figures import draw_figures
 from inference_obs.report.html import html_body
 from inference_obs.report.sections import sections
+from inference_obs.report.sections.verdicts import compared_value
 from inference_obs.report.write import figure_png
 
 if TYPE_CHECKING:
@@ -40,10 +49,10 @@ HEADLINE_COMPARISONS = (
 _HEADLINE_HEADER = (
     "deployment",
     "requests finished",
-    "TTFT P95 s",
-    "TTFT mean s",
-    "end-to-end P95 s",
-    "end-to-end mean s",
+    "TTFT P95",
+    "TTFT mean",
+    "end-to-end P95",
+    "end-to-end mean",
     "output tokens/s (all replicas)",
     "GPU util % (mean)",
 )
@@ -56,8 +65,9 @@ def summary(report: Report) -> tuple[Block, ...]:
     blocks: list[Block] = [
         Heading(3, report.title),
         Paragraph(
-            f"{s.source} ({s.engine}; {s.rules} rules), {'; '.join(windows)}. Brackets: the "
-            "bucket that holds the true quantile."
+            f"{s.source} ({s.engine}; {s.rules} rules), {'; '.join(windows)}. Times in ms "
+            "under a second, s above. Brackets: the bucket that holds the true quantile; ≤: a "
+            "quantile in the lowest bucket, known only as at most its upper bound."
         ),
         Table(
             _HEADLINE_HEADER,
@@ -65,10 +75,10 @@ def summary(report: Report) -> tuple[Block, ...]:
                 (
                     d.deployment.name,
                     _count(served.finished_requests),
-                    cell(timed.ttft.p95),
-                    cell(timed.ttft.mean),
-                    cell(timed.e2e.p95),
-                    cell(timed.e2e.mean),
+                    duration_cell(timed.ttft.p95),
+                    duration_cell(timed.ttft.mean),
+                    duration_cell(timed.e2e.p95),
+                    duration_cell(timed.e2e.mean),
                     cell(served.output_tokens_per_second),
                     cell(d.of(gpu).utilization_mean),
                 )
@@ -101,10 +111,11 @@ def _verdicts(pair: PairValidity) -> tuple[Block, ...]:
             ("comparison", "verdict", pair.a, pair.b),
             tuple(
                 (
-                    v.description,
-                    v.verdict.value,
-                    number(v.values.get(pair.a)),
-                    number(v.values.get(pair.b)),
+                    # Times carry their unit (ms or s) in each cell.
+                    v.description.removesuffix(" (seconds)"),
+                    v.verdict.value + (" (same bucket)" if "same_bucket" in v.notes else ""),
+                    compared_value(v, pair.a),
+                    compared_value(v, pair.b),
                 )
                 for v in shown
             ),

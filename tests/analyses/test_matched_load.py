@@ -82,3 +82,31 @@ def test_where_loads_never_overlap_nothing_is_invented() -> None:
     assert "H200 ran" in result.reason
     assert all(not m.ok for q in result.quantiles.values() for m in q.values())
     assert result.intervals == {"H100": 0, "H200": 0}
+
+
+def test_a_matched_quantile_in_the_lowest_bucket_says_so(busier_b: DatasetSource) -> None:
+    deployments = busier_b.dataset.manifest.deployments
+    window = window_of(busier_b)
+    windows = {d.name: window for d in deployments}
+    result = matched_concurrency(busier_b, deployments, windows, vllm.REQUEST_QUEUE_TIME)
+    requests = requests_of(busier_b)
+    for d in deployments:
+        for label, m in result.quantiles[d.name].items():
+            assert m.ok
+            assert m.bounds is not None
+            assert m.bounds.lower == 0, (d.name, label, m.bounds)
+            (note,) = [a for a in m.annotations if a.kind == "lowest_bucket"]
+            assert f"at most {m.bounds.upper:g}" in note.message
+        # The bound holds: over the whole window, at least 95% of the requests waited no
+        # longer than it (the matched intervals are a part of the window).
+        waited = requests.loc[requests["replica"].isin(d.replicas), "queue_time"].dropna()
+        upper = result.quantiles[d.name]["p95"].bounds
+        assert upper is not None
+        assert (waited <= upper.upper).mean() >= 0.95
+    # A quantile above the lowest bucket carries no such note.
+    ttft = matched_concurrency(busier_b, deployments, windows, vllm.TIME_TO_FIRST_TOKEN)
+    for q in ttft.quantiles.values():
+        for m in q.values():
+            assert m.bounds is not None
+            assert m.bounds.lower > 0
+            assert all(a.kind != "lowest_bucket" for a in m.annotations)

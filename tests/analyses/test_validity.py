@@ -25,6 +25,8 @@ from inference_obs.simulate import simulate
 from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.dataset.writer import write_dataset
 
+from .ground_truth import true_quantile, truth
+
 ROOT = Path(__file__).resolve().parents[2]
 DATASETS = ROOT / "datasets"
 TWIN = ROOT / "tests" / "fixtures" / "scenarios" / "twin.yaml"
@@ -141,6 +143,29 @@ def test_spec_decoding_on_one_side_invalidates_itl_not_tpot(h100_h200: PairValid
     for key in latency_keys(("itl",)):
         assert spec.affects[key] is Severity.INVALID
     assert spec.affects["tpot_p50"] is Severity.CAVEAT
+
+
+def test_h100_h200_ttft_medians_in_one_bucket_are_noted_indistinguishable(
+    h100_h200: PairValidity,
+) -> None:
+    source = DatasetSource(DATASETS / "h100-vs-h200")
+    p50 = h100_h200.verdicts["ttft_p50"]
+    assert "same_bucket" in p50.notes
+    assert "same_bucket" not in p50.findings  # a note: it makes no verdict worse
+    bucket = p50.bounds["H100"]
+    assert bucket is not None
+    assert bucket == p50.bounds["H200"]
+    # Both true medians (from requests.csv) lie in that bucket: nothing orders them.
+    for name in ("H100", "H200"):
+        true = true_quantile(truth(source, name, "ttft", time="first_token"), 0.5)
+        assert bucket.lower < true <= bucket.upper, (name, true)
+    same = h100_h200.finding("same_bucket")
+    assert same is not None
+    assert same.affects["ttft_p50"] is Severity.INFO
+    # TPOT medians lie in different buckets: no note.
+    tpot = h100_h200.verdicts["tpot_p50"]
+    assert tpot.bounds["H100"] != tpot.bounds["H200"]
+    assert "tpot_p50" not in same.affects
 
 
 @pytest.mark.parametrize("seed", [11, 12, 13])

@@ -180,7 +180,9 @@ def test_in_jupyter_a_report_is_a_frame_and_an_html_fragment() -> None:
     assert h20[:2] == ["H20", "11,674"]  # requests finished, in whole units, with separators
     ttft = report.deployments[1].of(latency).ttft.p95
     assert ttft.bounds is not None
-    assert h20[2] == f"{ttft.value:.4g} [{ttft.bounds.lower:.3g}, {ttft.bounds.upper:.3g}]"
+    assert ttft.value is not None
+    assert (ttft.bounds.lower, ttft.bounds.upper) == (0.5, 1.0)
+    assert h20[2] == f"{ttft.value * 1000:.4g} ms [500, 1,000]"  # under a second: ms
     assert h20[7] == f"{report.deployments[1].of(gpu).utilization_mean.value:.4g}"
     # ... the verdicts of the comparisons they enter, then the whole report, folded.
     assert (

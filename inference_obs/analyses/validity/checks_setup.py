@@ -2,7 +2,8 @@
 
 Declared hardware and software (as the deployments file says), declared
 fields the series contradict, what some numbers are by definition, and
-whether each compared value rests on enough data. See
+whether each compared value rests on enough data, or on buckets too coarse to
+order the two sides' quantiles. See
 :mod:`~inference_obs.analyses.validity.checks` for the workload, load and
 cache checks and the helpers shared with them.
 """
@@ -33,7 +34,7 @@ from inference_obs.analyses.validity.findings import (
     latency_keys,
 )
 from inference_obs.analyses.validity.profile import Profile
-from inference_obs.reading.measurement import Status
+from inference_obs.reading.measurement import Status, same_bucket
 
 __all__ = ["CHECKS"]
 
@@ -218,5 +219,34 @@ def data_quality(a: Profile, b: Profile, t: Thresholds) -> list[Finding]:
     return out
 
 
+def bucket_resolution(a: Profile, b: Profile, t: Thresholds) -> list[Finding]:
+    """Latency quantiles of both sides in one bucket: the histograms cannot order them."""
+    shared: dict[str, Severity] = {}
+    evidence = []
+    for key in latency_keys(stats=("p50", *TAILS)):
+        ma = comparison_value(a, key)
+        bucket = same_bucket(ma, comparison_value(b, key))
+        if bucket is None or ma is None:
+            continue
+        shared[key] = NOTE
+        # The bucket alone: the interpolated values inside it are what cannot be compared.
+        edges = f"[{bucket.lower:g}, {bucket.upper:g}]"
+        evidence.append(side_by_side(f"{key} bucket", ma.unit, a, b, edges, edges))
+    if not shared:
+        return []
+    return [
+        Finding(
+            code="same_bucket",
+            affects=shared,
+            evidence=tuple(evidence),
+            message="Both sides' quantiles lie in the same histogram bucket: they are "
+            "indistinguishable at this bucket resolution, and the interpolated values do not "
+            "say which is lower.",
+            how_to_compare="Read them as equal within the bucket; finer bucket bounds around "
+            "these values would tell them apart.",
+        )
+    ]
+
+
 #: The checks of this module, in report order.
-CHECKS: tuple[Check, ...] = (declared, verified, definitions, data_quality)
+CHECKS: tuple[Check, ...] = (declared, verified, definitions, data_quality, bucket_resolution)

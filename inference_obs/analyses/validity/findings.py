@@ -123,6 +123,7 @@ FINDINGS: dict[str, str] = {
     "missing_data": "a side has no data for the comparison",
     "partial_data": "a side's value was computed from partial data",
     "too_few_observations": "too few observations for the statistic to be stable",
+    "same_bucket": "both sides' quantiles lie in one histogram bucket: indistinguishable",
 }
 
 

@@ -27,7 +27,7 @@ from inference_obs.metrics import vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import avg_over_time, increase, to_promql
 from inference_obs.reading.context import Reading
-from inference_obs.reading.measurement import Bounds, Measurement, Status
+from inference_obs.reading.measurement import Bounds, Measurement, Status, note_lowest_bucket
 from inference_obs.samples import Matrix, Window
 from inference_obs.source.base import Source
 
@@ -120,15 +120,17 @@ def _quantiles(
             low, high = quantile_bounds(q, upper, totals, groups, 1)
             bounds = Bounds(lower=float(low[0]), upper=float(high[0]))
         ok = value is not None and not math.isnan(value)
-        out[label] = reading.made(
-            statistic,
-            value if ok else None,
-            family.unit,
-            Status.OK if ok else Status.NO_DATA,
-            promql=promql,
-            computation=computation,
-            bounds=bounds,
-            annotations=() if ok else (Annotation("no_data", "no observation in the band"),),
+        out[label] = note_lowest_bucket(
+            reading.made(
+                statistic,
+                value if ok else None,
+                family.unit,
+                Status.OK if ok else Status.NO_DATA,
+                promql=promql,
+                computation=computation,
+                bounds=bounds,
+                annotations=() if ok else (Annotation("no_data", "no observation in the band"),),
+            )
         )
     return out
 

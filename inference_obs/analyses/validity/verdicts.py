@@ -36,7 +36,7 @@ from inference_obs.analyses.validity.profile import NEEDED, Profile, profile
 from inference_obs.deployment import Deployment
 from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import vllm
-from inference_obs.reading.measurement import Measurement
+from inference_obs.reading.measurement import Bounds, Measurement, in_lowest_bucket
 from inference_obs.reading.resolution import Resolution
 from inference_obs.reading.result import format_number
 from inference_obs.samples import Window
@@ -81,7 +81,21 @@ class ComparisonVerdict(BaseModel):
     values: dict[str, float | None] = Field(description="Deployment name -> value (its unit).")
     unit: str | None
     findings: tuple[str, ...] = Field(description="Codes of the findings that weigh on it.")
-    notes: tuple[str, ...] = Field(default=(), description="Codes of informational findings.")
+    notes: tuple[str, ...] = Field(
+        default=(),
+        description="Codes of informational findings (same_bucket: both quantiles lie in one "
+        "bucket, indistinguishable at the histograms' resolution).",
+    )
+    bounds: dict[str, Bounds | None] = Field(
+        default_factory=dict,
+        description="Deployment name -> interval holding the true value (a quantile's bucket, "
+        "its unit), or None where the value has none.",
+    )
+    lowest_bucket: tuple[str, ...] = Field(
+        default=(),
+        description="Deployments whose quantile lies in its histogram's lowest bucket: known "
+        "only as at most the bucket's upper bound, not as the interpolated value.",
+    )
 
 
 class PairValidity(BaseModel):
@@ -143,7 +157,7 @@ class ValidityResult(BaseModel):
         return ()
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per pair and comparison: both values, the verdict and its findings."""
+        """One row per pair and comparison: both values, the verdict, its findings and notes."""
         rows = []
         for p in self.pairs:
             for v in p.verdicts.values():
@@ -157,6 +171,7 @@ class ValidityResult(BaseModel):
                         "value_b": v.values.get(p.b),
                         "unit": v.unit,
                         "findings": ", ".join(v.findings),
+                        "notes": ", ".join(v.notes),
                     }
                 )
         return pd.DataFrame(rows)
@@ -248,17 +263,17 @@ def compare_profiles(a: Profile, b: Profile, thresholds: Thresholds | None = Non
         notes = [f.code for f in findings if f.affects.get(key) is Severity.INFO]
         worst = max((f.affects[key] for f in weighing), key=lambda s: s.rank, default=Severity.INFO)
         unit = ma.unit if ma is not None else mb.unit if mb is not None else None
+        sides = {a.deployment.name: ma, b.deployment.name: mb}
         verdicts[key] = ComparisonVerdict(
             comparison=key,
             description=description,
             verdict=_VERDICT[worst],
-            values={
-                a.deployment.name: ma.value if ma else None,
-                b.deployment.name: mb.value if mb else None,
-            },
+            values={name: m.value if m else None for name, m in sides.items()},
             unit=unit,
             findings=tuple(f.code for f in weighing),
             notes=tuple(notes),
+            bounds={name: m.bounds if m and m.ok else None for name, m in sides.items()},
+            lowest_bucket=tuple(n for n, m in sides.items() if m and m.ok and in_lowest_bucket(m)),
         )
     return PairValidity(
         a=a.deployment.name, b=b.deployment.name, findings=findings, verdicts=verdicts

@@ -15,6 +15,7 @@ from inference_obs.report.document import (
     Paragraph,
     Table,
     cell,
+    duration_cell,
     number,
 )
 
@@ -83,7 +84,11 @@ def _queue_shares(report: Report) -> str:
 
 def latency(report: Report) -> Iterator[Block]:
     yield Heading(2, "Latency")
-    yield Paragraph("Seconds. Brackets: the bucket that holds the true quantile.")
+    yield Paragraph(
+        "Times in ms under a second, s above. Brackets: the bucket that holds the true "
+        "quantile; ≤: a quantile in the lowest bucket, known only as at most its upper bound "
+        "(the interpolated value would assume observations spread evenly from 0)."
+    )
     rows = []
     for d in report.deployments:
         for key in METRICS:
@@ -92,8 +97,8 @@ def latency(report: Report) -> Iterator[Block]:
                 (
                     d.deployment.name,
                     key,
-                    cell(summary.mean),
-                    *(cell(getattr(summary, label)) for label, _ in QUANTILES),
+                    duration_cell(summary.mean),
+                    *(duration_cell(getattr(summary, label)) for label, _ in QUANTILES),
                 )
             )
     yield Table(
