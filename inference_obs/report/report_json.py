@@ -54,6 +54,10 @@ def report_json(report: Report) -> dict[str, Any]:
                 "configuration": [
                     c.model_dump(mode="json") for c in d.of(analyses.configuration).checks
                 ],
+                "topology_findings": [
+                    f.model_dump(mode="json")
+                    for f in d.of(analyses.configuration).topology_findings
+                ],
             }
         )
     comparisons = []
