@@ -164,7 +164,7 @@ def test_compare_prints_verdicts_and_fails_on_request(capsys: pytest.CaptureFixt
     assert main(["compare", "--dataset", str(H100), "--fail-on", "caveated"]) == EXIT_INVALID
 
 
-def test_a_topology_file_checks_declared_parallelism_in_the_report(tmp_path: Path) -> None:
+def test_a_topology_file_gives_findings_not_contradictions_in_the_report(tmp_path: Path) -> None:
     # The H100 box of the H100 vs H200 write-up: NVLink only in pairs.
     topology = ROOT / "tests" / "fixtures" / "topology" / "h100-pairs.txt"
     code = main(
@@ -185,13 +185,21 @@ def test_a_topology_file_checks_declared_parallelism_in_the_report(tmp_path: Pat
     text = (tmp_path / "report.md").read_text()
     section = text.split("## Declared and verified configuration")[1].split("\n## ")[0]
     h100 = section.split("### H100")[1].split("### H200")[0]
-    row = next(line for line in h100.splitlines() if line.startswith("| topology.parallelism |"))
-    assert "| contradicted |" in row  # declared TP 4 crosses PCIe between the pairs
+    # The declared TP 4 crosses PCIe between the pairs: a topology finding with what it
+    # means, not a contradiction of the declared configuration (the box does run TP 4).
+    assert "| contradicted |" not in h100
     assert "Topology:" in h100
-    assert "topology.parallelism" not in section.split("### H200")[1]
+    assert "- tensor parallel over 4 GPUs crosses PCIe (PHB)" in h100
+    assert "TP 2 per group would stay on NVLink" in h100
+    tp = next(line for line in h100.splitlines() if line.startswith("| config.tensor_parallel"))
+    assert "| consistent |" in tp  # a GPU count never verifies TP
+    assert "Topology findings" not in section.split("### H200")[1]
     data = json.loads((tmp_path / "report.json").read_text())
     (pair,) = data["comparisons"]
-    assert "config_contradicted" in {f["code"] for f in pair["findings"]}
+    assert "config_contradicted" not in {f["code"] for f in pair["findings"]}
+    h100_json = next(d for d in data["deployments"] if d["name"] == "H100")
+    (found,) = h100_json["topology_findings"]
+    assert (found["group"]["gpus"], found["group"]["path"]) == (4, "pcie")
 
 
 def test_an_unreadable_topology_is_named(

@@ -5,6 +5,14 @@ near 100 % while the tensor pipes idle and the memory interface is saturated
 by weight and KV-cache reads. The profiling ratios (``PROF_DRAM_ACTIVE``,
 ``PROF_PIPE_TENSOR_ACTIVE``, 0-1) tell the cases apart; without them the
 class is ``unknown``, never guessed from GPU_UTIL alone.
+
+Each class comes with the step it suggests, after a published essay on GPU
+boundaries: profile before adding GPUs when the counters are missing, no
+line is crossed, or work waits while the GPUs idle (:func:`advise`, with the
+stage-boundary reading); batch more when the GPUs are underused, or
+bandwidth-bound, while the KV cache stays mostly free
+(``vllm:kv_cache_usage_perc``); reclaim KV memory when it does not; add
+compute only when the tensor pipes are busy.
 """
 
 from __future__ import annotations
@@ -15,8 +23,9 @@ from functools import partial
 
 from pydantic import Field
 
+from inference_obs.analyses.boundaries.stages import BoundariesResult, CapacityReading
 from inference_obs.analyses.unit import Analysis, Settings
-from inference_obs.metrics import builders as b, dcgm
+from inference_obs.metrics import builders as b, dcgm, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Binary, Number, to_promql
 from inference_obs.reading.alignment import scrape_interval_ms
@@ -25,14 +34,30 @@ from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.source.remembering import soon, together
 
-__all__ = ["BottleneckClass", "BottleneckResult", "BottleneckSettings", "bottleneck"]
+__all__ = [
+    "PROFILE_FIRST",
+    "BottleneckClass",
+    "BottleneckResult",
+    "BottleneckSettings",
+    "advise",
+    "bottleneck",
+]
 
 SAMPLE_MEAN = "Sample-weighted mean over every GPU sample of the window; not time-weighted."
-DUTY = (
-    "A sampled share of wall time: the share of GPU-steps (each GPU's latest GPU_UTIL sample "
-    "at every scrape interval) above 0. Above 0 means some kernel ran in the NVML period, "
-    "not that the GPU was saturated."
+NONZERO_UTIL = (
+    "Share of GPU-steps (each GPU's latest GPU_UTIL sample at every scrape interval) above 0: "
+    "some kernel ran in the NVML sample period, not that the GPU was saturated, nor the share "
+    "of time it computed (the stage boundaries' duty cycle)."
 )
+KV_PEAK = (
+    "Largest sampled share of one engine's KV block pool in use: a peak between scrapes is "
+    "not seen."
+)
+#: The actions a reading suggests, in the words the report shows.
+PROFILE_FIRST = "profile before adding GPUs"
+BATCH_MORE = "batch more"
+RECLAIM_KV = "reclaim KV memory to batch more"
+ADD_COMPUTE = "add compute"
 
 
 class BottleneckClass(StrEnum):
@@ -58,8 +83,13 @@ class BottleneckResult(AnalysisResult):
         Sample means, ratio 0-1.
     gpu_util
         Sample mean, percent 0-100.
-    duty_cycle
+    nonzero_util_share
         Share (ratio 0-1) of GPU-steps with GPU_UTIL above 0, at the scrape interval.
+    kv_cache_usage_max
+        Largest sampled ``vllm:kv_cache_usage_perc`` of any engine (ratio 0-1).
+    action, advice
+        The step the class suggests (:data:`PROFILE_FIRST`, ``"batch more"``,
+        ...) and the reading as a sentence with its numbers.
     """
 
     classification: BottleneckClass
@@ -69,7 +99,10 @@ class BottleneckResult(AnalysisResult):
     sm_active: Measurement
     sm_occupancy: Measurement
     gpu_util: Measurement
-    duty_cycle: Measurement
+    nonzero_util_share: Measurement
+    kv_cache_usage_max: Measurement
+    action: str
+    advice: str
 
 
 class BottleneckSettings(Settings):
@@ -99,11 +132,19 @@ class BottleneckSettings(Settings):
         20.0,
         ge=0,
         le=100,
-        description="GPU_UTIL mean (percent 0-100) below which the GPUs are starved of work.",
+        description="GPU_UTIL mean (percent 0-100) below which the GPUs are starved of work "
+        "(underused).",
+    )
+    kv_free_below: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Largest sampled KV-cache usage (ratio 0-1) below which the KV cache stays "
+        "mostly free: underused or bandwidth-bound GPUs can then batch more.",
     )
 
 
-def _duty_cycle(r: Reading) -> Measurement:
+def _nonzero_util_share(r: Reading) -> Measurement:
     """Share (0-1) of GPU-steps with ``GPU_UTIL > 0``, every GPU pooled, reduced by the source.
 
     Two range queries at the family's scrape interval: ``sum(x > bool 0)``
@@ -119,7 +160,7 @@ def _duty_cycle(r: Reading) -> Measurement:
         asked = [partial(r.source.range, expr, r.window, step_ms / 1000) for expr in (busy, every)]
         totals = [float(answer.values.sum()) for answer in together(r.source, asked)]
     return r.local(
-        "duty_cycle",
+        "nonzero_util_share",
         totals[0] / totals[1] if totals[1] else None,
         "ratio",
         reads=[busy, every],
@@ -127,7 +168,7 @@ def _duty_cycle(r: Reading) -> Measurement:
             f"sum over steps of {to_promql(busy)} / sum over steps of {to_promql(every)}, "
             f"range queries every {step_ms / 1000:g} s (the GPU scrape interval)"
         ),
-        caveats=(DUTY,),
+        caveats=(NONZERO_UTIL,),
         missing=[] if totals[1] else [dcgm.GPU_UTIL],
     )
 
@@ -137,11 +178,18 @@ def _bottleneck(r: Reading, settings: BottleneckSettings) -> BottleneckResult:
 
     Every query is evaluated at the window's end over its length. The sample
     means of DRAM, tensor-pipe and SM activity and of SM occupancy (ratios
-    0-1) and of GPU_UTIL (percent 0-100), the duty cycle (ratio 0-1), and the
-    class with its reason, by the lines of ``settings``.
+    0-1) and of GPU_UTIL (percent 0-100), the share of GPU-steps with GPU_UTIL
+    above 0 (ratio 0-1), the largest sampled KV-cache usage (ratio 0-1), and
+    the class with its reason and the step it suggests, by the lines of
+    ``settings``.
     """
     gm, w = r.deployment.gpu_matchers, r.seconds
-    duty_asked = soon(r.source, partial(_duty_cycle, r))
+    nonzero_asked = soon(r.source, partial(_nonzero_util_share, r))
+    kv_expr = b.maximum(vllm.KV_CACHE_USAGE, r.matchers, w)
+    kv_asked = soon(
+        r.source,
+        partial(r.measure, "kv_cache_usage_max", kv_expr, "ratio", caveats=(KV_PEAK,)),
+    )
     questions: tuple[tuple[str, Family, str], ...] = (
         ("dram_active", dcgm.PROF_DRAM_ACTIVE, "ratio"),
         ("tensor_active", dcgm.PROF_PIPE_TENSOR_ACTIVE, "ratio"),
@@ -170,6 +218,8 @@ def _bottleneck(r: Reading, settings: BottleneckSettings) -> BottleneckResult:
         ],
     )
     cls, reason = _classify(dram, tensor, util, settings)
+    kv = kv_asked.result()
+    action, advice = _advice(cls, dram, tensor, util, kv, settings)
     return BottleneckResult(
         classification=cls,
         reason=reason,
@@ -178,7 +228,10 @@ def _bottleneck(r: Reading, settings: BottleneckSettings) -> BottleneckResult:
         sm_active=sm_active,
         sm_occupancy=occupancy,
         gpu_util=util,
-        duty_cycle=duty_asked.result(),
+        nonzero_util_share=nonzero_asked.result(),
+        kv_cache_usage_max=kv,
+        action=action,
+        advice=advice,
     )
 
 
@@ -217,6 +270,75 @@ def _classify(
         BottleneckClass.MIXED,
         f"DRAM active {dram.value:.3g}, tensor active {tensor.value:.3g}: no threshold crossed",
     )
+
+
+def _advice(
+    cls: BottleneckClass,
+    dram: Measurement,
+    tensor: Measurement,
+    util: Measurement,
+    kv: Measurement,
+    settings: BottleneckSettings,
+) -> tuple[str, str]:
+    """The step the class suggests, and the reading as a sentence with its numbers."""
+    free = kv.value is not None and kv.value < settings.kv_free_below
+    peak = "no KV-cache usage data" if kv.value is None else f"KV cache peak {kv.value:.0%} used"
+    busy = "no GPU_UTIL data" if util.value is None else f"GPU_UTIL {util.value:.0f} %"
+    underused = util.value is not None and util.value < settings.util_low
+    profiled = f"DRAM active {dram.value or 0:.0%}, tensor pipes active {tensor.value or 0:.0%}"
+    if cls is BottleneckClass.BANDWIDTH_BOUND_DECODE:
+        bound = f"Decode is bound by memory bandwidth ({profiled}; {peak}): "
+        if free:
+            return BATCH_MORE, bound + (
+                "batch more (more concurrent requests per replica) so each weight read "
+                "serves more tokens; more GPUs of the same kind would stall the same way."
+            )
+        return RECLAIM_KV, bound + (
+            "reclaim KV memory (FP8 KV cache, prefix reuse, quantised weights) to batch more "
+            "before adding GPUs."
+        )
+    if cls is BottleneckClass.COMPUTE_BOUND:
+        return ADD_COMPUTE, (
+            f"The tensor pipes are busy ({profiled}): the GPUs are compute-bound; more or "
+            "faster GPUs, or lower precision, raise throughput."
+        )
+    missing = [
+        f.name
+        for f, m in ((dcgm.PROF_DRAM_ACTIVE, dram), (dcgm.PROF_PIPE_TENSOR_ACTIVE, tensor))
+        if m.value is None
+    ]
+    unknown = f"the profiling counters ({', '.join(missing)}) are not exported"
+    if underused and free:
+        why = f" What bounds them is not known: {unknown}." if missing else ""
+        return BATCH_MORE, (
+            f"The GPUs are underused ({busy}, under {settings.util_low:g} %) while the KV "
+            f"cache stays mostly free ({peak}): batch more (more concurrent requests per "
+            f"replica, or fewer replicas) before adding GPUs.{why}"
+        )
+    if missing:
+        return PROFILE_FIRST, (
+            f"Bound unknown: {unknown}, and {busy} says only that a kernel ran ({peak}): "
+            "export them and profile before adding GPUs."
+        )
+    return PROFILE_FIRST, (
+        f"No single bound ({profiled}; {busy}; {peak}): profile a step (e.g. Nsight) before "
+        "adding GPUs."
+    )
+
+
+def advise(result: BottleneckResult, stages: BoundariesResult | None = None) -> tuple[str, str]:
+    """The step a deployment's GPU readings suggest, and why, in one sentence.
+
+    The bottleneck's own (``result.action``, ``result.advice``), unless the
+    stage boundaries read ``starved``: work waited or ran while the GPUs
+    idled, which more GPUs would do the same way, so profile first.
+    """
+    if stages is not None and stages.reading is CapacityReading.STARVED:
+        return PROFILE_FIRST, (
+            f"Work waited or ran while the GPUs idled ({stages.reason}): the GPUs wait on "
+            f"the host or on transfers, so profile before adding GPUs. {result.advice}"
+        )
+    return result.action, result.advice
 
 
 bottleneck = Analysis(

@@ -6,7 +6,10 @@ reads what the servers expose over the window and reports every declared
 field as a :class:`Check`:
 
 - ``verified``: the series show the declared value;
-- ``contradicted``: they show another value (both are given);
+- ``consistent``: the series agree with the declared value without showing
+  it (the reason says what else they allow);
+- ``contradicted``: they show a value the declared one cannot produce (both
+  are given);
 - ``unverifiable``: nothing exposed can say (the reason names the missing
   family or label, or says no metric carries the field);
 - ``not_declared``: the deployment leaves it open (what the series show is given).
@@ -15,12 +18,19 @@ What is read: the labels of ``vllm:cache_config_info`` (one series per
 engine: ``cache_dtype``, ``block_size``, ``num_gpu_blocks``,
 ``enable_prefix_caching``, ``gpu_memory_utilization``, ``engine``), the GPUs
 dcgm-exporter attributes to each pod with their ``modelName``, and draft
-tokens per draft from the speculative-decoding counters. Tensor-parallel
-size is read as GPUs per engine (GPUs of a replica over its engines), which
-assumes no pipeline parallelism. Given the text of ``nvidia-smi topo -m``,
-the declared interconnect is checked against it, and the declared
-parallel groups against the paths they take on that box
-(:mod:`inference_obs.topology`), placed as well as the box allows.
+tokens per draft from the speculative-decoding counters.
+
+Tensor-parallel size is never verified: no metric carries it, and GPUs per
+engine (the pod's GPUs over its engines) is TP x PP plus any GPU the engine
+leaves unused. A count of at least the declared TP is ``consistent``; a
+smaller one ``contradicted`` (TP alone needs that many GPUs).
+
+Given the text of ``nvidia-smi topo -m``, the declared interconnect is
+checked against it (a declared field). What the box's wiring means for the
+declared parallel groups (which cross PCIe or the sockets, which stay on
+NVLink) is a :class:`TopologyFinding` with its consequence, not a check: a
+TP 4 group over NVLink pairs runs, only slower (:mod:`inference_obs.topology`,
+placed as well as the box allows).
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ from collections.abc import Callable
 from enum import StrEnum
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.configuration_observed import Observed, Seen, kv_capacity
 from inference_obs.analyses.unit import Analysis, NoSettings
@@ -39,9 +49,9 @@ from inference_obs.errors import ConfigurationError
 from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Measurement, Provenance
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.topology import Shape, Topology, parse_topology
+from inference_obs.topology import Parallelism, Path, Shape, Topology, parse_topology
 
-__all__ = ["Check", "CheckStatus", "ConfigurationResult", "configuration"]
+__all__ = ["Check", "CheckStatus", "ConfigurationResult", "TopologyFinding", "configuration"]
 
 #: Relative gap within which draft tokens per draft verify num_speculative_tokens: drafts
 #: cut short near a request's length limit pull the mean slightly below k.
@@ -65,6 +75,8 @@ class CheckStatus(StrEnum):
     """What the series say about one declared field."""
 
     VERIFIED = "verified"
+    #: The series agree with the declared value but cannot show it (e.g. TP from a GPU count).
+    CONSISTENT = "consistent"
     CONTRADICTED = "contradicted"
     UNVERIFIABLE = "unverifiable"
     NOT_DECLARED = "not_declared"
@@ -83,6 +95,20 @@ class Check(BaseModel):
     provenance: Provenance | None = None
 
 
+class TopologyFinding(BaseModel):
+    """What a box's wiring means for one declared parallel group: a finding, not a check.
+
+    A group that crosses PCIe still runs; the wiring sets how fast its
+    collective is, or whether a shape works at all, not what was declared.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    group: Shape
+    finding: str = Field(description="What the group's collective travels over, in words.")
+    consequence: str = Field(description="What follows for serving, and what to do about it.")
+
+
 class ConfigurationResult(AnalysisResult):
     """The declared configuration of one deployment, field by field, against its series.
 
@@ -90,14 +116,17 @@ class ConfigurationResult(AnalysisResult):
     ----------
     checks
         One per declared field (``hardware.*``, ``engine.*``, ``config.*``,
-        ``replicas``), per cache label the deployment cannot declare
-        (``cache.*``) and, with a topology, ``topology.parallelism``.
+        ``replicas``) and per cache label the deployment cannot declare
+        (``cache.*``).
     kv_capacity_tokens, kv_capacity_tokens_per_replica
         KV-cache capacity in tokens, in all and per replica.
     draft_tokens_per_draft
         Mean draft length over the window, tokens (``num_speculative_tokens``).
     topology, parallel_groups
         The parsed ``nvidia-smi topo -m`` and the declared groups on it.
+    topology_findings
+        One per declared group on that box: the path its collective takes and
+        what follows (empty without a topology or declared parallelism).
     """
 
     deployment: str
@@ -107,6 +136,7 @@ class ConfigurationResult(AnalysisResult):
     draft_tokens_per_draft: Measurement
     topology: Topology | None = None
     parallel_groups: tuple[Shape, ...] = ()
+    topology_findings: tuple[TopologyFinding, ...] = ()
 
     def check(self, field: str) -> Check:
         """The check of ``field`` (``"config.kv_cache_dtype"``); ConfigurationError names it."""
@@ -143,7 +173,12 @@ class ConfigurationResult(AnalysisResult):
             cells.append("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in row) + "</tr>")
         head = "".join(f"<th>{h}</th>" for h in ("field", "declared", "observed", "status", "why"))
         checks = f"<table><tr>{head}</tr>{''.join(cells)}</table>"
-        return checks + super()._repr_html_()
+        found = "".join(
+            f"<li>{html.escape(f.finding)}: {html.escape(f.consequence)}</li>"
+            for f in self.topology_findings
+        )
+        wiring = f"<p>Topology findings:</p><ul>{found}</ul>" if found else ""
+        return checks + wiring + super()._repr_html_()
 
 
 def _compare(
@@ -206,25 +241,71 @@ def _interconnect(declared: str | None, box: Topology | None) -> Check:
     return Check(field=field, declared=declared, observed=observed, status=status, reason=reason)
 
 
-def _fit(config: DeclaredConfig, box: Topology) -> tuple[Check, tuple[Shape, ...]]:
-    """Whether the declared parallel groups stay on NVLink on ``box``."""
-    field = "topology.parallelism"
-    if config.tensor_parallel_size is None and config.data_parallel_size is None:
-        why = Seen((), f"no tensor or data parallel size declared; {box.description}")
-        return _compare(field, None, why, _no_provenance), ()
-    tp, dp = config.tensor_parallel_size or 1, config.data_parallel_size or 1
-    groups = box.groups(tp, dp, bool(config.expert_parallel))
-    off = [g.text for g in groups if not g.fits]
-    declared = f"TP {tp}, DP {dp}" + (", EP" if config.expert_parallel else "")
-    reason = "; ".join(off) if off else "every declared group stays on NVLink"
-    check = Check(
+def _tensor_parallel(declared: int | None, seen: Seen, prov: Provenance | None) -> Check:
+    """TP against GPUs per engine: a count can be consistent with TP, or too small for it."""
+    field, text = "config.tensor_parallel_size", None if declared is None else str(declared)
+    counts = [float(v) for v in seen.values]
+    observed = ", ".join(f"{v} GPU{'' if v == '1' else 's'} per engine" for v in seen.values)
+    if declared is None:
+        status, reason = CheckStatus.NOT_DECLARED, f"the deployment declares no value; {seen.why}"
+    elif not counts:
+        status, reason = CheckStatus.UNVERIFIABLE, seen.why
+    elif min(counts) < declared:
+        status = CheckStatus.CONTRADICTED
+        reason = (
+            f"declared TP {declared} needs at least {declared} GPUs per engine (TP x PP); "
+            f"the series show {observed}: {seen.why}"
+        )
+    else:
+        status = CheckStatus.CONSISTENT
+        reason = (
+            f"{seen.why}: room for TP {declared}, but a GPU count is TP x PP plus unused "
+            "GPUs, so it cannot show the TP an engine runs"
+        )
+    return Check(
         field=field,
-        declared=declared,
-        observed="; ".join(g.text for g in groups),
-        status=CheckStatus.CONTRADICTED if off else CheckStatus.VERIFIED,
-        reason=f"{reason} (best placement assumed). {box.description}",
+        declared=text,
+        observed=observed or None,
+        status=status,
+        reason=reason,
+        provenance=prov,
     )
-    return check, groups
+
+
+def _consequence(shape: Shape, box: Topology) -> str:
+    """What a group's path means for serving, after the published H100 vs H200 write-up."""
+    sockets = any("SYS" in row for row in box.links)
+    crossing = " and between the CPU sockets (SYS)" if sockets else ""
+    if shape.path is Path.UNAVAILABLE:
+        return (
+            f"the group needs more GPUs than the {box.gpu_count} on this box: it spans boxes "
+            "over the network, or the declared size is not what runs"
+        )
+    if shape.path is not Path.PCIE:
+        return "no limit from the wiring"
+    if shape.parallelism is Parallelism.TENSOR:
+        return (
+            f"its all-reduce, twice per layer on every decode step, crosses PCIe{crossing}: "
+            "custom and symmetric-memory all-reduce need NVLink between every pair, so NCCL "
+            "over PCIe carries it, and decode (inter-token latency) is slower than the same TP "
+            f"on NVLink; TP {box.largest_nvlink_clique} per group would stay on NVLink"
+        )
+    return (
+        f"its all-to-all lacks NVLink peer access between every pair{crossing}: data- and "
+        "expert-parallel shapes depend on it and may fail or crawl; prefer tensor-parallel "
+        "replicas that fit the NVLink groups"
+    )
+
+
+def _findings(config: DeclaredConfig, box: Topology) -> tuple[TopologyFinding, ...]:
+    """What the box's wiring means for each declared parallel group, placed at best."""
+    if config.tensor_parallel_size is None and config.data_parallel_size is None:
+        return ()
+    tp, dp = config.tensor_parallel_size or 1, config.data_parallel_size or 1
+    return tuple(
+        TopologyFinding(group=g, finding=g.text, consequence=_consequence(g, box))
+        for g in box.groups(tp, dp, bool(config.expert_parallel))
+    )
 
 
 def _configuration(r: Reading, settings: NoSettings) -> ConfigurationResult:
@@ -275,21 +356,26 @@ def _configuration(r: Reading, settings: NoSettings) -> ConfigurationResult:
             if field == "hardware.interconnect":
                 checks.append(_interconnect(declared, box))
                 continue
+            if field == "config.tensor_parallel_size":
+                found = observed[field]
+                checks.append(_tensor_parallel(declared, found, seen.provenance(found.promql)))
+                continue
             why = Seen((), _NOT_EXPOSED.get(field, "no exposed metric carries it"))
             found = observed.get(field, why)
             checks.append(_compare(field, declared, found, seen.provenance, same.get(field)))
     for label in ("block_size", "num_gpu_blocks", "gpu_memory_utilization"):
         checks.append(_compare(f"cache.{label}", None, seen.label(label), seen.provenance))
-    fit, groups = _fit(deployment.config, box) if box is not None else (None, ())
+    findings = _findings(deployment.config, box) if box is not None else ()
     total, each = kv_capacity(seen)
     return ConfigurationResult(
         deployment=deployment.name,
-        checks=(*checks, *((fit,) if fit else ())),
+        checks=tuple(checks),
         kv_capacity_tokens=total,
         kv_capacity_tokens_per_replica=each,
         draft_tokens_per_draft=per_draft,
         topology=box,
-        parallel_groups=groups,
+        parallel_groups=tuple(f.group for f in findings),
+        topology_findings=findings,
     )
 
 

@@ -181,7 +181,7 @@ class Observed:
         both = {r: len(self.gpus[r]) / len(e) for r, e in engines.items() if r in self.gpus}
         if not both:
             return Seen((), "no pod has both DCGM and vLLM series")
-        what = "GPUs per engine (DCGM GPUs / engines, no pipeline parallelism assumed)"
+        what = "GPUs per engine (DCGM GPUs of the pod / its engines)"
         return _counted(what, both, (*self.info_promql, *self.gpu_promql))
 
 

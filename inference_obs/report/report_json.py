@@ -16,6 +16,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from inference_obs import analyses
+from inference_obs.analyses.bottleneck import advise
 from inference_obs.reading.measurement import json_number, measurement_json
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ def report_json(report: Report) -> dict[str, Any]:
     s = report.scope
     deployments = []
     for d in report.deployments:
+        action, advice = advise(d.of(analyses.bottleneck), d.of(analyses.boundaries))
         deployments.append(
             {
                 "name": d.deployment.name,
@@ -40,6 +42,8 @@ def report_json(report: Report) -> dict[str, Any]:
                 "step_seconds": d.step_seconds,
                 "throughput_regime": d.of(analyses.throughput).regime.value,
                 "bottleneck": d.of(analyses.bottleneck).classification.value,
+                "bottleneck_action": action,
+                "bottleneck_advice": advice,
                 "queue_intervals": [
                     i.model_dump(mode="json") for i in d.of(analyses.queueing).intervals
                 ],
@@ -57,6 +61,10 @@ def report_json(report: Report) -> dict[str, Any]:
                 },
                 "configuration": [
                     c.model_dump(mode="json") for c in d.of(analyses.configuration).checks
+                ],
+                "topology_findings": [
+                    f.model_dump(mode="json")
+                    for f in d.of(analyses.configuration).topology_findings
                 ],
             }
         )

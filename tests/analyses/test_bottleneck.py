@@ -10,12 +10,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-from inference_obs.analyses.bottleneck import BottleneckClass, BottleneckSettings, bottleneck
+from inference_obs.analyses.bottleneck import (
+    BottleneckClass,
+    BottleneckSettings,
+    advise,
+    bottleneck,
+)
+from inference_obs.analyses.boundaries import CapacityReading, boundaries
 from inference_obs.deployment import Deployment
 from inference_obs.errors import ConfigurationError
-from inference_obs.metrics import dcgm
+from inference_obs.metrics import dcgm, vllm
 from inference_obs.reading.measurement import Status
 from inference_obs.samples import SampleSet, Series, Window
+from inference_obs.simulate import simulate
 from inference_obs.source.dataset.reader import read_dataset
 from inference_obs.source.dataset.source import DatasetSource
 
@@ -39,9 +46,9 @@ def test_decode_bound_reasoning_is_bandwidth_bound() -> None:
     assert result.tensor_active.value <= 0.3
     assert result.gpu_util.value is not None
     assert result.gpu_util.value > 90.0
-    assert result.duty_cycle.value is not None
-    assert 0.0 <= result.duty_cycle.value <= 1.0
-    assert result.duty_cycle.provenance.computation
+    assert result.nonzero_util_share.value is not None
+    assert 0.0 <= result.nonzero_util_share.value <= 1.0
+    assert result.nonzero_util_share.provenance.computation
 
 
 def test_thresholds_are_settings() -> None:
@@ -63,6 +70,7 @@ def test_settings_default_to_the_old_arguments() -> None:
         "tensor_low": 0.3,
         "tensor_high": 0.5,
         "util_low": 20.0,
+        "kv_free_below": 0.5,
     }
     assert bottleneck.settings is BottleneckSettings
 
@@ -97,7 +105,7 @@ def test_missing_profiling_counters_give_unknown(name: str) -> None:
     assert result.gpu_util.ok
 
 
-def test_duty_cycle_counts_each_gpu_step_above_zero() -> None:
+def test_nonzero_util_share_counts_each_gpu_step_above_zero() -> None:
     # Two GPUs scraped every 60 s at +30 s over [0, 600] s: every 60 s step
     # sees each GPU's newest sample once. GPU 0 is above 0 at 3 scrapes,
     # GPU 1 at 1: 4 of 20 GPU-steps.
@@ -116,6 +124,55 @@ def test_duty_cycle_counts_each_gpu_step_above_zero() -> None:
         hardware={"gpu_model": "NVIDIA H20", "gpus_per_replica": 2},
         engine={"name": "vllm"},
     )
-    duty = bottleneck(source, deployment, window).duty_cycle
-    assert duty.value == pytest.approx(4 / 20, rel=1e-12)
-    assert "every 60 s" in (duty.provenance.computation or "")
+    share = bottleneck(source, deployment, window).nonzero_util_share
+    assert share.key == "A/bottleneck/nonzero_util_share"
+    assert share.value == pytest.approx(4 / 20, rel=1e-12)
+    assert "every 60 s" in (share.provenance.computation or "")
+    # Named and defined apart from the stage boundaries' duty cycle (time spent computing).
+    assert "nor the share of time it computed" in share.caveats[0]
+
+
+def _kv_peak(source: DatasetSource, deployment: Deployment, window: Window) -> float:
+    """Largest raw vllm:kv_cache_usage_perc sample of the deployment (ground truth)."""
+    raw = source.raw(vllm.KV_CACHE_USAGE.select(deployment.matchers), window).values
+    return float(np.nanmax(raw))
+
+
+@pytest.mark.parametrize(
+    ("dataset", "name", "action"),
+    [
+        # Decode-bound (DRAM busy, tensor pipes light) with KV room: batch more.
+        ("r1-decode", "R1", "batch more"),
+        # No profiling counters, GPU_UTIL ~16 % and the KV cache under half full: batch more.
+        ("pro5000-vs-h20", "PRO", "batch more"),
+        # No profiling counters, GPU_UTIL ~95 %: nothing says what bounds them: profile first.
+        ("pro5000-vs-h20", "H20", "profile before adding GPUs"),
+    ],
+)
+def test_each_reading_says_what_to_do(dataset: str, name: str, action: str) -> None:
+    source, window = _open(dataset)
+    deployment = next(d for d in source.dataset.manifest.deployments if d.name == name)
+    result = bottleneck(source, deployment, window)
+    peak = _kv_peak(source, deployment, window)
+    assert result.kv_cache_usage_max.value == pytest.approx(peak, rel=1e-12)
+    assert result.action == action
+    assert (action == "batch more") == (peak < 0.5)  # the default kv_free_below
+    assert f"KV cache peak {peak:.0%} used" in result.advice
+    if result.classification is BottleneckClass.UNKNOWN:
+        assert "DCGM_FI_PROF_DRAM_ACTIVE" in result.advice
+    # A KV cache that is not mostly free turns "batch more" into reclaiming KV memory first.
+    full = bottleneck(source, deployment, window, kv_free_below=peak / 2)
+    assert full.action != "batch more"
+
+
+def test_work_on_idle_gpus_means_profile_before_adding_gpus(tmp_path: Path) -> None:
+    # The gpu-boundaries scenario starves its GPUs on the host and on PCIe: whatever the
+    # profiling ratios say, the step is to profile, not to buy GPUs.
+    source = DatasetSource(simulate("gpu-boundaries", tmp_path / "d", seed=11))
+    deployment = source.dataset.manifest.deployments[0]
+    window = source.dataset.manifest.window.window()
+    stages = boundaries(source, deployment, window)
+    assert stages.reading is CapacityReading.STARVED
+    action, sentence = advise(bottleneck(source, deployment, window), stages)
+    assert action == "profile before adding GPUs"
+    assert sentence.startswith("Work waited or ran while the GPUs idled")

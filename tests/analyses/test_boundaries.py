@@ -8,10 +8,13 @@ under test:
 
 - a ``host_starved`` fault is a boundary interval attributed to the host, a
   ``transfer_bound`` one to transfer, a ``stall`` (nothing on the host or the
-  link) is unexplained, and no interval lies outside a fault;
-- the healthy fleet has no interval and reads healthy, and the same fleet
-  with too few sequence slots (requests queue while the GPUs compute) reads
-  saturated;
+  link) is unexplained, and no sustained interval lies outside a fault;
+- every row the queueing analysis classifies ``starved`` or ``inconsistent``
+  lies in a boundary interval (the two sections agree), a short one listed
+  but not counted toward the reading;
+- the healthy fleet has no sustained interval and reads healthy, and the same
+  fleet with too few sequence slots (requests queue while the GPUs compute)
+  reads saturated;
 - the duty cycle is the share of time requests were running (the simulated
   GPUs compute whenever they are), and tokens per GPU-hour are the tokens the
   engines produced over the declared GPU-hours.
@@ -30,12 +33,14 @@ import yaml
 
 from inference_obs.analyses.boundaries.host import counter_rates, nearest_mean, nearest_total
 from inference_obs.analyses.boundaries.stages import (
+    HEALTHY_WITH_INTERVALS,
     BoundariesResult,
     BoundariesSettings,
     BoundaryCause,
     CapacityReading,
     boundaries,
 )
+from inference_obs.analyses.queueing import QueueClass, queueing
 from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import dcgm, host
 from inference_obs.reading.measurement import Status
@@ -109,10 +114,15 @@ def test_each_fault_is_found_and_attributed(faulty: tuple[DatasetSource, Boundar
         assert covered >= 0.6 * (fault.end - fault.start) / interval, (fault, covered)
 
 
-def test_no_interval_outside_the_faults(faulty: tuple[DatasetSource, BoundariesResult]) -> None:
+def test_no_sustained_interval_outside_the_faults(
+    faulty: tuple[DatasetSource, BoundariesResult],
+) -> None:
     source, result = faulty
     scenario = load_scenario(FAULTY)
     for found in result.intervals:
+        if not found.sustained:  # one row the queue table names: see the agreement test
+            assert found.samples < BoundariesSettings().min_samples, found
+            continue
         windows = [
             (f.start, f.end + LAG_S)
             for f in scenario.faults
@@ -184,12 +194,55 @@ def _busy_share(requests: pd.DataFrame, replica: str, duration: float) -> float:
     return covered / duration
 
 
+def _on_idle_gpus(source: DatasetSource) -> list[tuple[str, float, float]]:
+    """(replica, start, end) of each row queueing classifies starved or inconsistent."""
+    dep = source.dataset.manifest.deployments[0]
+    found = queueing(source, dep, window_of(source)).intervals
+    on_idle = (QueueClass.STARVED, QueueClass.INCONSISTENT)
+    return [
+        (i.replica, i.start.timestamp(), i.end.timestamp())
+        for i in found
+        if i.classification in on_idle
+    ]
+
+
+def _agrees_with_queueing(source: DatasetSource, result: BoundariesResult) -> None:
+    """Every starved or inconsistent queueing interval lies inside a boundary interval."""
+    for replica, start, end in _on_idle_gpus(source):
+        holding = [
+            i
+            for i in result.intervals
+            if i.replica == replica and i.start.timestamp() <= start and end <= i.end.timestamp()
+        ]
+        assert holding, (replica, start, end, result.intervals)
+        assert {"starved", "inconsistent"} & {c for i in holding for c in i.queue_classes}
+
+
+def test_boundaries_name_every_row_queueing_finds_on_idle_gpus(
+    faulty: tuple[DatasetSource, BoundariesResult],
+    healthy: tuple[DatasetSource, BoundariesResult],
+) -> None:
+    for source, result in (faulty, healthy):
+        _agrees_with_queueing(source, result)
+        # What is short of min_samples rows is listed, and queueing named a row of it.
+        for found in result.intervals:
+            if not found.sustained:
+                assert found.samples < BoundariesSettings().min_samples
+                assert {"starved", "inconsistent"} & set(found.queue_classes), found
+
+
 def test_healthy_fleet_has_no_findings(healthy: tuple[DatasetSource, BoundariesResult]) -> None:
     source, result = healthy
     requests = requests_of(source)
     assert float(requests["queue_time"].max()) < 0.5  # ground truth: nothing ever queued
-    assert result.intervals == ()
+    assert [i for i in result.intervals if i.sustained] == []
     assert result.reading is CapacityReading.HEALTHY
+    # Single rows where requests ran while every GPU read 0 (the GPU readings lag the first
+    # request after a quiet spell) are listed, and the reading never claims there are none.
+    if result.intervals:
+        assert result.verdict == HEALTHY_WITH_INTERVALS
+        assert "no boundary findings" not in result.reason
+        assert f"{len(result.intervals)} interval" in result.reason
     spec = load_scenario(HEALTHY).deployments[0]
     duration = window_of(source).seconds
     for replica, measured in zip(spec.replicas, result.replicas, strict=True):
@@ -230,7 +283,7 @@ def test_without_profiling_fields_duty_falls_back_and_transfer_is_unexplained(
     source = DatasetSource(simulate(scenario, tmp_path / "d", seed=SEEDS[0]))
     result = boundaries(source, deployment(source, "FLEET"), window_of(source))
     assert result.duty_family == dcgm.GPU_UTIL.name
-    (found,) = result.intervals
+    (found,) = [i for i in result.intervals if i.sustained]
     assert found.cause is BoundaryCause.UNEXPLAINED
     assert found.pcie_limit_share is None
     assert "pcie_limit_share" in found.reason
@@ -249,7 +302,7 @@ def test_a_queue_on_busy_gpus_reads_saturated(tmp_path: Path) -> None:
     source = DatasetSource(simulate(scenario, tmp_path / "d", seed=SEEDS[0]))
     requests = requests_of(source)
     result = boundaries(source, deployment(source, "FLEET"), window_of(source))
-    assert result.intervals == ()
+    assert [i for i in result.intervals if i.sustained] == []
     assert result.reading is CapacityReading.SATURATED
     for name, replica in zip(scenario.deployments[0].replicas, result.replicas, strict=True):
         queued = requests.loc[requests["replica"] == name, "queue_time"]

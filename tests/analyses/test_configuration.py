@@ -24,6 +24,7 @@ from tests.test_topology import H100_PAIRS, NV18_MESH
 
 DATASETS = Path(__file__).parents[2] / "datasets"
 VERIFIED, CONTRADICTED = CheckStatus.VERIFIED, CheckStatus.CONTRADICTED
+CONSISTENT = CheckStatus.CONSISTENT
 UNVERIFIABLE, NOT_DECLARED = CheckStatus.UNVERIFIABLE, CheckStatus.NOT_DECLARED
 
 
@@ -114,7 +115,7 @@ def test_kv_capacity_is_blocks_times_block_size_summed_over_engines(
     assert h200.check("config.data_parallel_size").observed == "8"
     # No TP declared: one GPU per engine is what the series show.
     tp = h200.check("config.tensor_parallel_size")
-    assert (tp.status, tp.observed) == (NOT_DECLARED, "1")
+    assert (tp.status, tp.observed) == (NOT_DECLARED, "1 GPU per engine")
     # Each H100 TP4 replica: one engine with num_gpu_blocks="3077" of 256 tokens, 787,712
     # tokens (the published write-up measured about 788k at 16,384 batched tokens).
     h100 = _run(h100_h200, "H100")
@@ -134,10 +135,30 @@ def test_tensor_parallel_8_on_4_gpus_per_replica_is_contradicted(
 ) -> None:
     check = _run(h100_h200, "H100", tensor_parallel_size=8).check("config.tensor_parallel_size")
     assert check.status is CONTRADICTED
-    assert (check.declared, check.observed) == ("8", "4")
+    assert (check.declared, check.observed) == ("8", "4 GPUs per engine")
     assert "dsv4-h100-01: 4" in check.reason
+    assert "needs at least 8 GPUs per engine" in check.reason
     assert check.provenance is not None
     assert any("(last_over_time(DCGM_FI_DEV_GPU_UTIL{" in q for q in check.provenance.promql)
+
+
+@pytest.mark.parametrize(("dataset", "name"), [("h100-vs-h200", "H100"), ("pro5000-vs-h20", "H20")])
+def test_a_gpu_count_never_verifies_tensor_parallelism(dataset: str, name: str) -> None:
+    # Each engine holds as many GPUs as the declared TP (H100: 4 per pod, one engine; H20:
+    # 8 per pod, one engine): TP x PP, or spare GPUs, would give the same count, so the
+    # declared TP is consistent with it, never verified.
+    source = DatasetSource(DATASETS / dataset)
+    declared = _deployment(source, name).config.tensor_parallel_size
+    assert declared is not None
+    check = _run(source, name).check("config.tensor_parallel_size")
+    assert check.status is CONSISTENT
+    assert check.observed == f"{declared} GPUs per engine"
+    assert "cannot show the TP an engine runs" in check.reason
+    # Half the GPUs per engine in TP (TP x PP 2, or spare GPUs) is just as consistent.
+    half = _run(source, name, tensor_parallel_size=declared // 2).check(
+        "config.tensor_parallel_size"
+    )
+    assert half.status is CONSISTENT
 
 
 def test_declared_fp8_against_auto_is_contradicted(pro_h20: DatasetSource) -> None:
@@ -254,7 +275,9 @@ def test_kv_pool_changed_within_the_window_is_invalid(
     assert result.check("cache.num_gpu_blocks").observed == "5000, 6000"
 
 
-def test_topology_of_the_write_up_flags_tp_beyond_a_pair(h100_h200: DatasetSource) -> None:
+def test_topology_of_the_write_up_is_a_finding_not_a_contradiction(
+    h100_h200: DatasetSource,
+) -> None:
     deployment = _deployment(h100_h200, "H100")
     window = _window(h100_h200)
     result = configuration(h100_h200, deployment, window, topology_text=H100_PAIRS)
@@ -262,21 +285,29 @@ def test_topology_of_the_write_up_flags_tp_beyond_a_pair(h100_h200: DatasetSourc
     assert result.topology.gpu_count == 8
     # "PCIe (PHB), NVLink pairs (NV12)" is what the matrix shows.
     assert result.check("hardware.interconnect").status is VERIFIED
-    # The declared TP 4 joins two pairs over PHB; TP 2 would stay inside one.
-    fit = result.check("topology.parallelism")
-    assert fit.status is CONTRADICTED
-    assert "tensor parallel over 4 GPUs crosses PCIe (PHB)" in fit.reason
+    # The write-up's H100 box runs TP 4 over two NVLink pairs joined by PHB: it runs, slower.
+    # That is what the wiring means, not a contradiction of what was declared.
+    assert result.contradictions == ()
+    assert "topology.parallelism" not in {c.field for c in result.checks}
+    (found,) = result.topology_findings
+    assert (found.group.gpus, found.group.path.value) == (4, "pcie")
+    assert "tensor parallel over 4 GPUs crosses PCIe (PHB)" in found.finding
+    assert "TP 2 per group would stay on NVLink" in found.consequence
+    assert result.parallel_groups == (found.group,)
     tp8 = deployment.model_copy(
         update={"config": deployment.config.model_copy(update={"tensor_parallel_size": 8})}
     )
     eight = configuration(h100_h200, tp8, window, topology_text=H100_PAIRS)
-    assert eight.check("topology.parallelism").status is CONTRADICTED
     assert [(g.gpus, g.path.value) for g in eight.parallel_groups] == [(8, "pcie")]
+    # TP 8 on 4 GPUs per pod is contradicted by the GPU count, not by the wiring.
+    assert [c.field for c in eight.contradictions] == ["config.tensor_parallel_size"]
     tp2 = deployment.model_copy(
         update={"config": deployment.config.model_copy(update={"tensor_parallel_size": 2})}
     )
     two = configuration(h100_h200, tp2, window, topology_text=H100_PAIRS)
-    assert two.check("topology.parallelism").status is VERIFIED
+    (inside,) = two.topology_findings
+    assert inside.group.path.value == "nvlink"
+    assert inside.consequence == "no limit from the wiring"
 
 
 def test_dp_ep_fits_a_mesh_and_not_pairs(h100_h200: DatasetSource) -> None:
@@ -284,16 +315,18 @@ def test_dp_ep_fits_a_mesh_and_not_pairs(h100_h200: DatasetSource) -> None:
     window = _window(h100_h200)
     mesh = configuration(h100_h200, deployment, window, topology_text=NV18_MESH)
     assert mesh.check("hardware.interconnect").status is VERIFIED  # declared "NVSwitch"
-    assert mesh.check("topology.parallelism").status is VERIFIED
     assert [(g.parallelism.value, g.gpus) for g in mesh.parallel_groups] == [
         ("tensor", 1),
         ("data_expert", 8),
     ]
+    assert all(f.group.fits for f in mesh.topology_findings)
     pairs = configuration(h100_h200, deployment, window, topology_text=H100_PAIRS)
-    assert pairs.check("hardware.interconnect").status is CONTRADICTED
-    fit = pairs.check("topology.parallelism")
-    assert fit.status is CONTRADICTED
-    assert "peer access" in fit.reason
+    # The declared interconnect is a declared field: NVSwitch against pairs contradicts it.
+    assert [c.field for c in pairs.contradictions] == ["hardware.interconnect"]
+    all_to_all = pairs.topology_findings[-1]
+    assert all_to_all.group.path.value == "pcie"
+    assert "peer access" in all_to_all.finding
+    assert "expert-parallel shapes depend on it" in all_to_all.consequence
 
 
 def test_without_topology_the_interconnect_is_unverifiable(h100_h200: DatasetSource) -> None:
@@ -302,7 +335,7 @@ def test_without_topology_the_interconnect_is_unverifiable(h100_h200: DatasetSou
     assert check.status is UNVERIFIABLE
     assert "nvidia-smi topo -m" in check.reason
     assert result.topology is None
-    assert "topology.parallelism" not in {c.field for c in result.checks}
+    assert result.topology_findings == ()
     with pytest.raises(TopologyError, match="line 1: no header"):
         configuration(
             h100_h200, _deployment(h100_h200, "H100"), _window(h100_h200), topology_text="oops"

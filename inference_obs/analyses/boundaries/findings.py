@@ -1,10 +1,16 @@
 """Boundary intervals: app scrapes in a row where work waited or ran while the GPUs idled.
 
 :func:`find_intervals` walks one replica's :class:`~.evidence.Track`
-and keeps runs of at least ``min_samples`` scrapes with work present
-(waiting + running > 0) and a duty cycle under ``idle_below``. Each run is
-attributed from the medians, over its scrapes, of the evidence aligned with
-them, so scrapes at its edges (where the GPU readings lag) do not dilute it:
+and keeps runs of boundary rows: work present (waiting + running > 0) and a
+duty cycle under ``idle_below``, or a row the queueing analysis classified
+``starved`` (requests waited on idle GPUs) or ``inconsistent`` (requests ran
+while every GPU read 0). A run of ``min_samples`` rows or more is
+*sustained* and counts toward the starved reading; a shorter one is kept,
+not sustained, only where queueing named a row of it, so that every such row
+of the queue table is named here too (a single row may be misaligned scrapes).
+Each run is attributed from the medians, over its scrapes, of the evidence
+aligned with them, so scrapes at its edges (where the GPU readings lag) do
+not dilute it:
 
 - **host** when the server process uses ``process_cores`` or more (a Python
   process holds its GIL: near one core it is saturated), the containers are
@@ -19,6 +25,7 @@ them, so scrapes at its edges (where the GPU readings lag) do not dilute it:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from enum import StrEnum
 
@@ -27,10 +34,20 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.boundaries import evidence as ev
 from inference_obs.analyses.boundaries.host import ratio
+from inference_obs.analyses.queueing import QueueClass
 from inference_obs.analyses.unit import Settings
 from inference_obs.samples import Window
 
-__all__ = ["BoundariesSettings", "BoundaryCause", "BoundaryInterval", "find_intervals"]
+__all__ = [
+    "ON_IDLE_GPUS",
+    "BoundariesSettings",
+    "BoundaryCause",
+    "BoundaryInterval",
+    "find_intervals",
+]
+
+#: The queueing classes of rows where requests waited or ran on idle GPUs.
+ON_IDLE_GPUS = frozenset({QueueClass.STARVED.value, QueueClass.INCONSISTENT.value})
 
 
 class BoundaryCause(StrEnum):
@@ -53,12 +70,16 @@ class BoundariesSettings(Settings):
         gt=0,
         le=1,
         description="Duty cycle (ratio 0-1) below which a replica's GPUs idle: a row with work "
-        "present (waiting + running > 0) and a duty cycle under it is a boundary row.",
+        "present (waiting + running > 0) and a duty cycle under it is a boundary row. Times "
+        "100, the GPU_UTIL percent the rows are classified at as queueing classifies them "
+        "(queueing.busy_threshold defaults to the same 50).",
     )
     min_samples: int = Field(
         2,
         ge=1,
-        description="Boundary rows (app scrapes, or tiles) in a row that make a boundary interval.",
+        description="Boundary rows (app scrapes, or tiles) in a row that make a sustained "
+        "boundary interval, the kind the starved reading counts; a shorter one is listed only "
+        "where queueing classified a row of it starved or inconsistent.",
     )
     process_cores: float = Field(
         0.9,
@@ -153,6 +174,16 @@ class BoundaryInterval(_Frozen):
     pcie_rx_bytes_per_second: float | None = Field(description="Host to GPU, mean per GPU.")
     pcie_tx_bytes_per_second: float | None = Field(description="GPU to host, mean per GPU.")
     pcie_limit_share: float | None = Field(description="Larger direction / link rate, 0-1.")
+    queue_classes: tuple[str, ...] = Field(
+        default=(),
+        description="The classes queueing gave its rows (starved, inconsistent, busy, ...), "
+        "in order of first appearance; empty where no queueing row aligns.",
+    )
+    sustained: bool = Field(
+        default=True,
+        description="min_samples rows or more: counts toward the starved reading. A shorter "
+        "interval is kept only where queueing classified a row of it starved or inconsistent.",
+    )
 
 
 def _attribute(
@@ -202,22 +233,31 @@ def _attribute(
 
 
 def find_intervals(
-    replica: str, track: ev.Track, th: BoundariesSettings, window: Window
+    replica: str,
+    track: ev.Track,
+    th: BoundariesSettings,
+    window: Window,
+    classes: Sequence[str] = (),
 ) -> list[BoundaryInterval]:
     """The boundary intervals of one replica, attributed (see the module).
 
-    Interval times are in ``window``'s timezone.
+    ``classes`` holds the queueing class of each row of ``track`` (``""``
+    where none aligns; empty: none known). Interval times are in
+    ``window``'s timezone.
     """
-    flags = track.boundary(th.idle_below)
+    named = np.array([c in ON_IDLE_GPUS for c in classes] or [False] * track.times_ms.size)
+    flags = track.boundary(th.idle_below) | named
     out = []
     start = 0
     for k in range(1, flags.size + 1):
         if k < flags.size and flags[k] == flags[start]:
             continue
-        if flags[start] and k - start >= th.min_samples:
+        sustained = k - start >= th.min_samples
+        if flags[start] and (sustained or named[start:k].any()):
             rows = slice(start, k)
             cause, reason, found = _attribute(track, rows, th)
             zone = window.start.tzinfo
+            seen = [c for c in classes[start:k] if c]
             out.append(
                 BoundaryInterval(
                     replica=replica,
@@ -231,6 +271,8 @@ def find_intervals(
                     max_waiting=float(track.waiting[rows].max()),
                     max_running=float(track.running[rows].max()),
                     duty=float(np.median(track.duty[rows])),
+                    queue_classes=tuple(dict.fromkeys(seen)),
+                    sustained=sustained,
                     **found,
                 )
             )

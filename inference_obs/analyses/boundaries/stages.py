@@ -10,9 +10,13 @@ replica, for that waiting in monitoring data:
   ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` (0-1, averaged over the exporter's
   collect interval) where it is exported, else ``DCGM_FI_DEV_GPU_UTIL / 100``
   (any kernel in NVML's sample period: coarser, and it reads higher);
-- **boundary intervals**: at least ``min_samples`` app scrapes in a row with
-  work present (waiting + running > 0) while the replica's GPUs compute less
-  than ``idle_below`` of the time (aligned as :mod:`~inference_obs.analyses.queueing` aligns them);
+- **boundary intervals**: app scrapes in a row with work present (waiting +
+  running > 0) while the replica's GPUs compute less than ``idle_below`` of
+  the time, or that the queueing analysis classifies ``starved`` or
+  ``inconsistent`` (its classification, at ``idle_below`` x 100 percent
+  GPU_UTIL, so the two sections agree). ``min_samples`` rows or more make a
+  *sustained* interval; a shorter one is kept where queueing named a row of
+  it, so no starved or inconsistent row of the queue table goes unnamed;
 - **attribution** of each interval, from the medians over its scrapes of the
   scrape-to-scrape rates (:mod:`.evidence`), so its first and last
   scrapes do not dilute it: to the **host** when the server process is near
@@ -23,10 +27,11 @@ replica, for that waiting in monitoring data:
   exported: the interval says which);
 - **tokens per GPU-hour**: output tokens over declared GPUs x hours, the
   number that should hold or rise while the GPU count stays flat;
-- a **reading**: ``starved`` (re-place work before adding GPUs) when boundary
-  intervals hold ``starved_share`` of the scrapes with work; ``saturated``
+- a **reading**: ``starved`` (re-place work before adding GPUs) when sustained
+  boundary intervals hold ``starved_share`` of the scrapes with work; ``saturated``
   when the GPUs compute ``saturated_duty`` of the time and requests wait in
-  ``queued_share`` of those scrapes; ``healthy`` otherwise;
+  ``queued_share`` of those scrapes; ``healthy`` otherwise (its reason
+  counts any interval below those shares: "healthy" never hides one);
   ``insufficient_data`` without a duty cycle or app scrapes.
 """
 
@@ -34,9 +39,11 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from functools import partial
 
+import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
@@ -48,6 +55,7 @@ from inference_obs.analyses.boundaries.findings import (
     find_intervals,
 )
 from inference_obs.analyses.boundaries.host import pod_matchers, server_matchers
+from inference_obs.analyses.queueing import QueueingResult, QueueingSettings, queueing
 from inference_obs.analyses.unit import Analysis
 from inference_obs.metrics import builders as b, dcgm, host, host_queries as hq, vllm
 from inference_obs.metrics.family import Family
@@ -94,6 +102,7 @@ VERDICTS: dict[CapacityReading, str] = {
     CapacityReading.HEALTHY: "healthy — no boundary findings",
     CapacityReading.INSUFFICIENT_DATA: "insufficient data",
 }
+HEALTHY_WITH_INTERVALS = "healthy overall — boundary intervals below the starved share"
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +171,9 @@ class BoundariesResult(AnalysisResult):
 
     @property
     def verdict(self) -> str:
-        """The reading in words."""
+        """The reading in words; a healthy one says whether it has intervals below the shares."""
+        if self.reading is CapacityReading.HEALTHY and self.intervals:
+            return HEALTHY_WITH_INTERVALS
         return VERDICTS[self.reading]
 
     def intervals_frame(self) -> pd.DataFrame:
@@ -326,7 +337,8 @@ def _replica(
             missing=[n for n in evidence.missing if n in {s.metric for s in app}],
         )
 
-    boundary = share("boundary_share", sum(i.samples for i in found), "scrapes in intervals")
+    sustained = sum(i.samples for i in found if i.sustained)
+    boundary = share("boundary_share", sustained, "scrapes in sustained boundary intervals")
     queued = share("queued_share", int((work & (track.waiting > 0)).sum()), "scrapes queued")
     gpus = r.deployment.hardware.gpus_per_replica
     tokens = got["output_tokens"]
@@ -339,6 +351,8 @@ def _replica(
         (GPU_HOURS,),
     )
     reading, reason = _read(got["duty_cycle"], boundary, queued, th)
+    if reading is CapacityReading.HEALTHY and found:
+        reason += f"; {_counted(found)}"
     return ReplicaBoundaries(
         replica=replica,
         reading=reading,
@@ -349,6 +363,34 @@ def _replica(
         throttled_ratio=asked["throttled_ratio"],
         **got,
     )
+
+
+def _counted(found: list[BoundaryInterval]) -> str:
+    """How many intervals, how many rows, and their causes, in words."""
+    causes = ", ".join(sorted({i.cause.value for i in found}))
+    rows = sum(i.samples for i in found)
+    many, rows_many = "s" if len(found) > 1 else "", "s" if rows > 1 else ""
+    return (
+        f"{len(found)} interval{many} over {rows} row{rows_many} where requests waited or ran "
+        f"on idle GPUs; cause: {causes}"
+    )
+
+
+def _ms(moment: datetime) -> int:
+    return round(moment.timestamp() * 1000)
+
+
+def _queue_classes(track: ev.Track, replica: str, queued: QueueingResult) -> list[str]:
+    """The queueing class of each row of ``track`` (``""`` where no queueing row aligns)."""
+    classes = [""] * track.times_ms.size
+    begins = track.times_ms - track.tile_ms
+    for i in queued.intervals:
+        if i.replica != replica:
+            continue
+        low = int(np.searchsorted(begins, _ms(i.start), side="left"))
+        high = int(np.searchsorted(track.times_ms, _ms(i.end), side="right"))
+        classes[low:high] = [i.classification.value] * max(high - low, 0)
+    return classes
 
 
 _SEVERITY = (
@@ -403,6 +445,12 @@ def _boundaries(r: Reading, settings: BoundariesSettings) -> BoundariesResult:
     (ratio) and PCIe rates (bytes/s).
     """
     tolerance = tolerance_ms(r.analysis, r.step, settings.tolerance_s)
+    # Queueing's own classification of the same rows, at the same idle line: the two
+    # sections name the same rows where requests waited or ran on idle GPUs.
+    like_queueing = QueueingSettings(
+        busy_threshold=100.0 * settings.idle_below, tolerance_s=settings.tolerance_s
+    )
+    queue_asked = soon(r.source, partial(queueing.entry, r.of(queueing.name), like_queueing))
     duty_family = _duty_family(r)
     scale = 0.01 if duty_family is dcgm.GPU_UTIL else 1.0
     duty_expr = b.sample_mean(duty_family, r.deployment.gpu_matchers, r.seconds) * scale
@@ -415,8 +463,10 @@ def _boundaries(r: Reading, settings: BoundariesSettings) -> BoundariesResult:
     intervals: list[BoundaryInterval] = []
     replicas = []
     asked = _per_replica(r, evidence, duty_family)
+    queued = queue_asked.result()
     for name, track in evidence.tracks.items():
-        found = find_intervals(name, track, settings, r.window)
+        classes = _queue_classes(track, name, queued)
+        found = find_intervals(name, track, settings, r.window, classes)
         intervals += found
         replicas.append(_replica(r, evidence, name, asked[name], found, settings))
     worst = min(
@@ -425,10 +475,14 @@ def _boundaries(r: Reading, settings: BoundariesSettings) -> BoundariesResult:
         default=CapacityReading.INSUFFICIENT_DATA,
     )
     named = [one.replica for one in replicas if one.reading is worst]
-    causes = sorted({i.cause.value for i in intervals if i.replica in named})
-    reason = f"{', '.join(named) or 'no replica'}: {VERDICTS[worst]}"
-    if causes:
-        reason += f" (boundary intervals attributed to: {', '.join(causes)})"
+    theirs = [i for i in intervals if i.replica in named]
+    verdict = HEALTHY_WITH_INTERVALS if worst is CapacityReading.HEALTHY and theirs else None
+    reason = f"{', '.join(named) or 'no replica'}: {verdict or VERDICTS[worst]}"
+    if theirs:
+        reason += f" ({_counted(theirs)})"
+    others = [i for i in intervals if i.replica not in named]
+    if others:
+        reason += f"; other replicas: {_counted(others)}"
     return BoundariesResult(
         reading=worst,
         reason=reason,

@@ -1,15 +1,24 @@
-"""Caches and speculative decoding, GPU activity and bottleneck, stage boundaries."""
+"""Caches and speculative decoding, GPU activity and bottleneck, stage boundaries.
+
+Each table is followed by the definitions and caveats its numbers carry
+(:attr:`~inference_obs.reading.measurement.Measurement.caveats`), so what a
+number does not mean is read beside it, not only in report.json.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from inference_obs import analyses
+from inference_obs.analyses.bottleneck import advise
+from inference_obs.analyses.boundaries import BoundariesResult
+from inference_obs.reading.measurement import Measurement
 from inference_obs.report.document import (
     Block,
     FigureRef,
     Heading,
+    Items,
     Paragraph,
     Table,
     cell,
@@ -22,20 +31,32 @@ if TYPE_CHECKING:
 
 __all__ = ["caches", "gpus", "stage_boundaries"]
 
+_NOTES = "What these numbers mean and do not mean:"
+
+
+def caveats(measurements: Iterable[Measurement]) -> Iterator[Block]:
+    """The caveats of the numbers shown, each once, in the order first shown."""
+    found = tuple(dict.fromkeys(c for m in measurements for c in m.caveats))
+    if found:
+        yield Paragraph(_NOTES)
+        yield Items(found)
+
 
 def caches(report: Report) -> Iterator[Block]:
     yield Heading(2, "Caches and speculative decoding")
-    rows = tuple(
+    shown = [
         (
             d.deployment.name,
-            cell(d.of(analyses.cache).prefix_cache_hit_rate),
-            cell(d.of(analyses.cache).external_kv_hit_rate),
-            cell(d.of(analyses.cache).preemptions),
-            cell(d.of(analyses.cache).spec_acceptance_rate),
-            cell(d.of(analyses.cache).spec_mean_acceptance_length),
+            (
+                d.of(analyses.cache).prefix_cache_hit_rate,
+                d.of(analyses.cache).external_kv_hit_rate,
+                d.of(analyses.cache).preemptions,
+                d.of(analyses.cache).spec_acceptance_rate,
+                d.of(analyses.cache).spec_mean_acceptance_length,
+            ),
         )
         for d in report.deployments
-    )
+    ]
     yield Table(
         (
             "deployment",
@@ -45,19 +66,32 @@ def caches(report: Report) -> Iterator[Block]:
             "draft acceptance",
             "mean acceptance length",
         ),
-        rows,
+        tuple((name, *(cell(m) for m in ms)) for name, ms in shown),
     )
     yield Paragraph(
-        "The two hit rates have different denominators (every prompt token looked up, and the "
-        "tokens the local cache missed) and are never added."
+        "Draft acceptance is accepted over proposed draft tokens; mean acceptance length is "
+        "tokens per verification step, the bonus token included."
     )
+    yield from caveats(m for _, ms in shown for m in ms)
 
 
 def gpus(report: Report) -> Iterator[Block]:
     yield Heading(2, "GPU activity and bottleneck")
-    rows = []
+    rows, shown = [], list[Measurement]()
     for d in report.deployments:
         g, b = d.of(analyses.gpu), d.of(analyses.bottleneck)
+        action, _ = advise(b, d.of(analyses.boundaries))
+        numbers = (
+            g.utilization_mean,
+            g.utilization_replica_min,
+            g.utilization_replica_max,
+            g.power_mean_watts,
+            g.fb_used_mean_mib,
+            g.fb_capacity_mib,
+            b.nonzero_util_share,
+            b.kv_cache_usage_max,
+        )
+        shown.extend(numbers)
         rows.append(
             (
                 d.deployment.name,
@@ -66,8 +100,10 @@ def gpus(report: Report) -> Iterator[Block]:
                 cell(g.power_mean_watts),
                 cell(g.fb_used_mean_mib),
                 cell(g.fb_capacity_mib),
-                cell(b.duty_cycle),
-                b.classification.value,
+                cell(b.nonzero_util_share),
+                cell(b.kv_cache_usage_max),
+                b.classification.value.replace("_", " "),
+                action,
             )
         )
     yield Table(
@@ -78,10 +114,17 @@ def gpus(report: Report) -> Iterator[Block]:
             "board power W",
             "FB used MiB",
             "FB capacity MiB",
-            "duty cycle",
-            "bottleneck",
+            "GPU-steps with util > 0",
+            "KV cache peak (share used)",
+            "bound",
+            "what to do",
         ),
         tuple(rows),
+    )
+    yield Paragraph(
+        "GPU-steps with util > 0: the share of GPU-steps (each GPU's latest GPU_UTIL sample at "
+        "every scrape interval) in which some kernel ran; not the duty cycle of the stage "
+        "boundaries below, which is the share of time the GPUs compute."
     )
     for d in report.deployments:
         if missing := d.of(analyses.gpu).missing_gpus:
@@ -92,7 +135,8 @@ def gpus(report: Report) -> Iterator[Block]:
                 f"{d.deployment.name}: GPUs that stopped reporting part-way: {names}; the "
                 "utilisation mean weighs only the samples they sent."
             )
-        yield Paragraph(f"{d.deployment.name} bottleneck: {d.of(analyses.bottleneck).reason}")
+        _, sentence = advise(d.of(analyses.bottleneck), d.of(analyses.boundaries))
+        yield Paragraph(f"{d.deployment.name}: {sentence}")
         yield FigureRef(
             f"{d.deployment.name}-gpu-heatmap",
             f"{d.deployment.name}: utilisation per GPU over time.",
@@ -101,58 +145,83 @@ def gpus(report: Report) -> Iterator[Block]:
             f"{d.deployment.name}-dram-vs-tensor",
             f"{d.deployment.name}: DRAM against tensor-pipe activity.",
         )
+    yield from caveats(shown)
 
 
 def stage_boundaries(report: Report) -> Iterator[Block]:
     yield Heading(2, "Stage boundaries: what the GPUs wait on")
+    families = sorted({d.of(analyses.boundaries).duty_family for d in report.deployments})
     yield Paragraph(
-        "Duty cycle is the share of wall time the GPUs compute. Intervals where requests wait "
-        "or run while the GPUs idle are attributed to the host CPU (saturated or throttled), "
-        "to host-device transfer (PCIe near its limit), or left unexplained, with the evidence."
+        "Duty cycle: the share of wall time the GPUs compute, the mean of "
+        f"{' or '.join(families) or 'the duty family'} (GPU_UTIL read as a share); not the "
+        "share of GPU-steps with util > 0 above. Intervals where requests waited or ran while "
+        "the GPUs idled (duty cycle under the idle line, or rows the queue table classes "
+        "starved or inconsistent) are attributed to the host CPU (saturated or throttled), to "
+        "host-device transfer (PCIe near its limit), or left unexplained, with the evidence. "
+        "Sustained intervals (boundaries.min_samples rows in a row or more, 2 by default) "
+        "decide the reading; shorter ones are listed."
     )
-    rows = tuple(
-        (
-            d.deployment.name,
-            d.of(analyses.boundaries).reading.value,
-            cell(d.of(analyses.boundaries).duty_cycle),
-            cell(d.of(analyses.boundaries).tokens_per_gpu_hour),
-            d.of(analyses.boundaries).reason,
-        )
-        for d in report.deployments
-    )
-    yield Table(("deployment", "reading", "duty cycle", "tokens per GPU-hour", "why"), rows)
+    shown: list[Measurement] = []
+    rows = []
     for d in report.deployments:
-        if not d.of(analyses.boundaries).intervals:
-            continue
-        yield Heading(3, d.deployment.name)
-        if d.step_seconds is not None:
-            yield Paragraph(f"Rows are {d.step_seconds:g} s tiles: samples counts tiles.")
-        yield Table(
+        found = d.of(analyses.boundaries)
+        shown += [found.duty_cycle, found.tokens_per_gpu_hour]
+        rows.append(
             (
-                "replica",
-                "cause",
-                "start",
-                "end",
-                "samples",
-                "duty",
-                "server CPU cores",
-                "throttled",
-                "PCIe share of link",
-                "why",
-            ),
-            tuple(
-                (
-                    i.replica,
-                    i.cause.value,
-                    when(i.start),
-                    when(i.end),
-                    str(i.samples),
-                    number(i.duty),
-                    number(i.server_cpu_cores),
-                    number(i.throttled_ratio),
-                    number(i.pcie_limit_share),
-                    i.reason,
-                )
-                for i in d.of(analyses.boundaries).intervals
-            ),
+                d.deployment.name,
+                found.reading.value.replace("_", " "),
+                cell(found.duty_cycle),
+                cell(found.tokens_per_gpu_hour),
+                found.reason,
+            )
         )
+    yield Table(("deployment", "reading", "duty cycle", "tokens per GPU-hour", "why"), tuple(rows))
+    yield from caveats(shown)
+    for d in report.deployments:
+        yield from _intervals(d.deployment.name, d.of(analyses.boundaries), d.step_seconds)
+
+
+def _intervals(name: str, found: BoundariesResult, step: float | None) -> Iterator[Block]:
+    """One deployment's boundary intervals, each named by its times to the second."""
+    if not found.intervals:
+        return
+    yield Heading(3, name)
+    if step is not None:
+        yield Paragraph(f"Rows are {step:g} s tiles: rows counts tiles.")
+    reasons = {i.reason for i in found.intervals}
+    shared = reasons.pop() if len(reasons) == 1 else None
+    if shared is not None:
+        yield Paragraph(f"Every interval: {shared}.")
+    yield Table(
+        (
+            "replica",
+            "queue class",
+            "cause",
+            "start",
+            "end",
+            "rows",
+            "sustained",
+            "duty",
+            "server CPU cores",
+            "throttled",
+            "PCIe share of link",
+            *(() if shared is not None else ("why",)),
+        ),
+        tuple(
+            (
+                i.replica,
+                ", ".join(i.queue_classes) or "—",
+                i.cause.value,
+                when(i.start),
+                when(i.end),
+                str(i.samples),
+                "yes" if i.sustained else "no",
+                number(i.duty),
+                number(i.server_cpu_cores),
+                number(i.throttled_ratio),
+                number(i.pcie_limit_share),
+                *(() if shared is not None else (i.reason,)),
+            )
+            for i in found.intervals
+        ),
+    )

@@ -109,7 +109,9 @@ def configurations(report: Report) -> Iterator[Block]:
     yield Heading(2, "Declared and verified configuration")
     yield Paragraph(
         "Each declared field against what the series expose (cache_config_info labels, DCGM "
-        "labels): verified, contradicted (both values shown) or unverifiable (why)."
+        "labels): verified (the series show it), consistent (the series agree without showing "
+        "it, e.g. tensor parallelism from a GPU count), contradicted (both values shown) or "
+        "unverifiable (why)."
     )
     for d in report.deployments:
         c = d.of(analyses.configuration)
@@ -122,6 +124,13 @@ def configurations(report: Report) -> Iterator[Block]:
         yield Table(("field", "declared", "series show", "status", "why"), rows)
         if c.topology is not None:
             yield Paragraph(f"Topology: {c.topology.description}")
+        if c.topology_findings:
+            yield Paragraph(
+                "Topology findings: what the wiring means for the declared parallel groups "
+                "(placed as well as the box allows). They say how the groups run, not that the "
+                "declaration is wrong."
+            )
+            yield Items(tuple(f"{f.finding} — {f.consequence}." for f in c.topology_findings))
 
 
 def _read_at(step: float | None) -> str:

@@ -1,0 +1,176 @@
+"""The GPU sections of the report read as one story: what the command line writes, checked
+against the queue table beside them, the scenario's injected faults and the numbers' own
+caveats.
+
+Reports are written by ``inference-obs report`` with its defaults, for the bundled
+``pro5000-vs-h20`` dataset and for the same scenario simulated with a fresh seed (4242).
+The scenario injects a stall on PRO-01 from 43m44.4s to 44m40s after the window's start
+(pro5000-vs-h20.yaml); the scrape that saw its requests is found from requests.csv and
+the raw samples, not by the code under test.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from inference_obs.cli import main
+from inference_obs.metrics import vllm
+from inference_obs.report.document import when
+from inference_obs.simulate import simulate
+from inference_obs.simulate.faults import Stall
+from inference_obs.simulate.scenario import load_scenario
+from inference_obs.source.dataset.source import DatasetSource
+
+ROOT = Path(__file__).resolve().parents[2]
+BUNDLED = ROOT / "datasets" / "pro5000-vs-h20"
+SCENARIO = "pro5000-vs-h20"
+FRESH_SEED = 4242
+STAGES = "## Stage boundaries: what the GPUs wait on"
+GPUS = "## GPU activity and bottleneck"
+CACHES = "## Caches and speculative decoding"
+
+
+def _write(dataset: Path, out: Path) -> tuple[str, dict[str, Any]]:
+    argv = ["report", "--dataset", str(dataset), "--out", str(out), "--quiet"]
+    assert main([*argv, "--format", "md,json"]) == 0
+    text = (out / "report.md").read_text(encoding="utf-8")
+    return text, json.loads((out / "report.json").read_text(encoding="utf-8"))
+
+
+def _section(text: str, heading: str) -> str:
+    return text.split(heading)[1].split("\n## ")[0]
+
+
+@pytest.fixture(scope="module", params=["bundled", "fresh"])
+def written(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, str, dict[str, Any]]:
+    root = tmp_path_factory.mktemp(request.param)
+    dataset = BUNDLED
+    if request.param == "fresh":
+        dataset = simulate(SCENARIO, root / "dataset", seed=FRESH_SEED).path
+    return (dataset, *_write(dataset, root / "report"))
+
+
+def _stall_scrapes(dataset: Path) -> list[datetime]:
+    """PRO's app scrapes that saw the stalled requests running: from the first of the
+    requests held when the stall began being scheduled (requests.csv, seconds from the
+    window's start) to the stall's end, from the raw samples."""
+    source = DatasetSource(dataset)
+    (stall,) = [f for f in load_scenario(SCENARIO).faults if isinstance(f, Stall)]
+    requests = source.dataset.requests
+    assert requests is not None
+    held = requests[
+        (requests["replica"] == stall.replica)
+        & (requests["scheduled"] <= stall.start)
+        & (requests["finish"].fillna(np.inf) > stall.start)
+    ]
+    pro = next(d for d in source.dataset.manifest.deployments if d.name == "PRO")
+    window = source.dataset.manifest.window.window()
+    times_ms = source.raw(vllm.NUM_REQUESTS_RUNNING.select(pro.matchers), window).t_ms
+    start = window.start + timedelta(seconds=float(held["scheduled"].min()))
+    end = window.start + timedelta(seconds=stall.end)
+    zone = window.start.tzinfo
+    moments = [datetime.fromtimestamp(t / 1000, zone) for t in np.unique(times_ms).tolist()]
+    return [m for m in moments if start <= m <= end]
+
+
+def test_the_injected_stall_is_named_in_the_stage_boundaries(
+    written: tuple[Path, str, dict[str, Any]],
+) -> None:
+    dataset, text, _ = written
+    scrapes = _stall_scrapes(dataset)
+    assert scrapes  # the stall's requests run for about a minute: one 60 s scrape sees them
+    stages = _section(text, STAGES)
+    for moment in scrapes:
+        assert when(moment) in stages, when(moment)
+
+
+def test_every_queue_row_on_idle_gpus_is_named_and_never_called_healthy_without_findings(
+    written: tuple[Path, str, dict[str, Any]],
+) -> None:
+    _, text, data = written
+    stages = _section(text, STAGES)
+    for d in data["deployments"]:
+        on_idle = [
+            i for i in d["queue_intervals"] if i["classification"] in ("starved", "inconsistent")
+        ]
+        for interval in on_idle:
+            start = when(datetime.fromisoformat(interval["start"]))
+            assert start in stages, (d["name"], interval)
+        found = d["boundaries"]
+        if on_idle:
+            assert found["intervals"], d["name"]
+            assert "no boundary findings" not in found["reason"], found["reason"]
+    assert "no boundary findings (boundary intervals" not in stages
+
+
+def test_two_statistics_two_names_each_defined_where_shown(
+    written: tuple[Path, str, dict[str, Any]],
+) -> None:
+    _, text, data = written
+    gpus, stages = _section(text, GPUS), _section(text, STAGES)
+    assert "duty cycle" not in gpus.split("\n\n")[1]  # the table's header row
+    assert "GPU-steps with util > 0" in gpus.split("\n\n")[1]
+    assert "GPU-steps with util > 0: the share of GPU-steps" in gpus
+    assert "| duty cycle |" in stages
+    assert "Duty cycle: the share of wall time the GPUs compute" in stages
+    keys = {m["key"] for m in data["measurements"]}
+    assert "PRO/bottleneck/nonzero_util_share" in keys
+    assert "PRO/bottleneck/duty_cycle" not in keys
+    assert "PRO/boundaries/duty_cycle" in keys
+
+
+def _shown(data: dict[str, Any], analysis: str, statistics: tuple[str, ...]) -> list[str]:
+    """The caveats, in report.json, of the numbers a section shows."""
+    return [
+        caveat
+        for m in data["measurements"]
+        if m["analysis"] == analysis and m["statistic"] in statistics
+        for caveat in m["caveats"]
+    ]
+
+
+def test_every_caveat_of_a_shown_number_is_shown_with_it(
+    written: tuple[Path, str, dict[str, Any]],
+) -> None:
+    _, text, data = written
+    cache = ("prefix_cache_hit_rate", "external_kv_hit_rate", "preemptions")
+    spec = ("spec_acceptance_rate", "spec_mean_acceptance_length")
+    expected = {
+        CACHES: _shown(data, "cache", cache + spec),
+        GPUS: _shown(data, "bottleneck", ("nonzero_util_share", "kv_cache_usage_max"))
+        + _shown(data, "gpu", ("utilization_mean", "power_mean_watts", "fb_used_mean_mib")),
+        STAGES: _shown(data, "boundaries", ("duty_cycle", "tokens_per_gpu_hour")),
+    }
+    for heading, caveats in expected.items():
+        section = _section(text, heading)
+        assert caveats, heading
+        for caveat in caveats:
+            assert caveat in section, (heading, caveat)
+    assert "Acceptance is progress per verification step, not an end-to-end speed-up" in (
+        _section(text, CACHES)
+    )
+
+
+def test_the_bottleneck_reads_as_a_sentence_with_what_to_do(
+    written: tuple[Path, str, dict[str, Any]],
+) -> None:
+    _, text, data = written
+    gpus = _section(text, GPUS)
+    assert "bottleneck: " not in gpus
+    for d in data["deployments"]:
+        assert f"\n{d['name']}: {d['bottleneck_advice']}\n" in gpus
+        assert f"| {d['bottleneck_action']} |" in gpus
+    # Neither deployment exports profiling counters. PRO's GPUs idle (GPU_UTIL ~15 %) with
+    # its KV cache under half full: batch more; H20's are busy: profile before adding GPUs.
+    actions = {d["name"]: d["bottleneck_action"] for d in data["deployments"]}
+    assert actions == {"PRO": "batch more", "H20": "profile before adding GPUs"}
+    for d in data["deployments"]:
+        assert "DCGM_FI_PROF_DRAM_ACTIVE" in d["bottleneck_advice"]
