@@ -1,10 +1,11 @@
 """The sections of an observation report, in the order its method reads them.
 
 Scope first (what was read, and that nothing was sent or changed), then
-which deployments are compared and how each statistic is defined, then
-request shapes before any throughput, latency, queues against GPU
-activity, caches, GPU activity and bottleneck, cost, the comparison
-verdicts, and an appendix listing every query behind every number.
+the summary of what the report concludes, then which deployments are
+compared and how each statistic is defined, then request shapes before any
+throughput, latency, queues against GPU activity, caches, GPU activity and
+bottleneck, cost, the comparison verdicts, what not to conclude, and an
+appendix listing every query behind every number, grouped by analysis.
 Each module holds the sections of one part of the method; :func:`sections`
 puts them in order.
 """
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from inference_obs.report.document import Block
 from inference_obs.report.sections.appendix import appendix, other_analyses
+from inference_obs.report.sections.conclusions import not_to_conclude, summary
 from inference_obs.report.sections.cost import costs
 from inference_obs.report.sections.gpus import caches, gpus, stage_boundaries
 from inference_obs.report.sections.queues import queues
@@ -32,6 +34,7 @@ def sections(report: Report) -> tuple[Block, ...]:
     """Every block of the report, in order."""
     parts = (
         scope,
+        summary,
         deployments,
         configurations,
         definitions,
@@ -45,6 +48,7 @@ def sections(report: Report) -> tuple[Block, ...]:
         other_analyses,
         verdicts,
         baseline,
+        not_to_conclude,
         appendix,
     )
     return tuple(block for part in parts for block in part(report))
