@@ -164,6 +164,20 @@ def test_compare_prints_verdicts_and_fails_on_request(capsys: pytest.CaptureFixt
     assert main(["compare", "--dataset", str(H100), "--fail-on", "caveated"]) == EXIT_INVALID
 
 
+def test_compare_fits_its_tables_to_the_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(["compare", "--dataset", str(DATASET)]) == EXIT_OK
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert lines[0] == "PRO vs H20"
+    # Numbers as the report shows them: significant digits, no exponent.
+    row = next(line for line in lines if line.startswith("output_throughput "))
+    assert row.split()[:4] == ["output_throughput", "invalid", "7.828", "431.1"]
+    assert not any("e+0" in line for line in lines)
+
+
 def test_a_topology_file_gives_findings_not_contradictions_in_the_report(tmp_path: Path) -> None:
     # The H100 box of the H100 vs H200 write-up: NVLink only in pairs.
     topology = ROOT / "tests" / "fixtures" / "topology" / "h100-pairs.txt"

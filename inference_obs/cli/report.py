@@ -10,6 +10,7 @@ A run that fails or is interrupted after the checks leaves no report in
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from collections.abc import Collection
@@ -41,6 +42,7 @@ from inference_obs.reading.resolution import ROWS, Resolution
 
 if TYPE_CHECKING:
     from inference_obs.analyses.run import DeploymentResults
+    from inference_obs.analyses.validity.verdicts import ValidityResult
 
 __all__ = ["DEFAULT_DATASET", "register"]
 
@@ -256,10 +258,7 @@ def _compare(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise InferenceObsError(str(exc)) from exc
-    print(result.to_frame().to_string(index=False))
-    print()
-    findings = result.findings_frame()
-    print(findings[["a", "b", "code", "severity", "evidence"]].to_string(index=False))
+    _print_verdicts(result)
     missing = {
         name
         for pair in result.pairs
@@ -273,6 +272,53 @@ def _compare(args: argparse.Namespace) -> int:
     if args.fail_on == "caveated" and worst - {Verdict.VALID}:
         return EXIT_INVALID
     return EXIT_OK
+
+
+def _print_verdicts(result: ValidityResult) -> None:
+    """Each pair's verdicts and findings as tables fitted to the terminal's width."""
+    from inference_obs.report.document import Table, number
+    from inference_obs.report.text import fitted
+
+    width = shutil.get_terminal_size().columns
+    for pair in result.pairs:
+        verdicts = Table(
+            ("comparison", "verdict", pair.a, pair.b, "unit", "findings"),
+            tuple(
+                (
+                    v.comparison,
+                    v.verdict.value,
+                    number(v.values.get(pair.a)),
+                    number(v.values.get(pair.b)),
+                    v.unit or "",
+                    ", ".join(v.findings),
+                )
+                for v in pair.verdicts.values()
+            ),
+        )
+        findings = Table(
+            ("finding", "severity", "evidence"),
+            tuple(
+                (
+                    f.code,
+                    f.severity.value,
+                    "; ".join(
+                        f"{e.statistic}: "
+                        + ", ".join(
+                            f"{k} {number(x) if isinstance(x, float) else x}"
+                            for k, x in e.values.items()
+                        )
+                        for e in f.evidence
+                    )
+                    or "—",
+                )
+                for f in pair.findings
+            ),
+        )
+        print(f"{pair.a} vs {pair.b}")
+        print(fitted(verdicts, width))
+        print()
+        print(fitted(findings, width))
+        print()
 
 
 def _analysis_options(command: argparse.ArgumentParser) -> None:

@@ -3,6 +3,11 @@
 Every Measurement appears once under its stable key
 (``deployment/analysis/statistic``), with value, unit, bounds, status,
 window, provenance and annotations, followed by the comparison verdicts.
+The ``summary`` comes first: the report's conclusions, ranked, each with the
+keys of the Measurements it rests on (:mod:`~inference_obs.report.conclusions`);
+``cautions`` lists what not to conclude (:mod:`~inference_obs.report.cautions`).
+The format is pinned by the pydantic models of
+:mod:`~inference_obs.report.report_json_model`.
 Infinite bounds (a quantile in the ``+Inf`` bucket) are written as the
 strings ``"+Inf"`` and ``"-Inf"``, as Prometheus writes them; JSON has no
 infinity. With ``--baseline`` the ``baseline`` object holds every headline
@@ -18,6 +23,9 @@ from typing import TYPE_CHECKING, Any
 from inference_obs import analyses
 from inference_obs.analyses.bottleneck import advise
 from inference_obs.reading.measurement import json_number, measurement_json
+from inference_obs.report.cautions import cautions
+from inference_obs.report.conclusions import conclusions
+from inference_obs.report.document import anchor
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
@@ -114,11 +122,34 @@ def report_json(report: Report) -> dict[str, Any]:
             "read_only": True,
         },
         "methodology": list(report.methodology),
+        "summary": _summary(report),
+        "cautions": [
+            {"kind": c.kind, "text": c.text, "keys": list(c.keys)} for c in cautions(report)
+        ],
         "deployments": deployments,
         "measurements": [measurement_json(m) for m in report.measurements()],
         "comparisons": comparisons,
         "baseline": None if report.baseline is None else _finite(report.baseline.model_dump()),
     }
+
+
+def _summary(report: Report) -> list[dict[str, Any]]:
+    """The conclusions, ranked from 1, each with its section's anchor in report.md/html."""
+    return [
+        {
+            "rank": rank,
+            "kind": c.kind,
+            "text": c.text,
+            "keys": list(c.keys),
+            "section": c.section,
+            "anchor": anchor(c.section),
+            "caveat": c.caveat,
+            "verdict": c.verdict,
+            "deployments": list(c.deployments),
+            "comparison": c.comparison,
+        }
+        for rank, c in enumerate(conclusions(report), 1)
+    ]
 
 
 def _finite(value: Any) -> Any:

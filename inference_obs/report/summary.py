@@ -3,7 +3,8 @@
 :func:`summary_html` is what ``Report._repr_html_`` returns: one small table
 of each deployment's headline numbers (requests finished, time to first
 token and end-to-end latency at P95 and mean, output throughput, GPU
-utilisation), the verdicts of the comparisons those numbers enter, and the
+utilisation), the verdicts of the comparisons those numbers enter, the
+report's conclusions (the Summary section's findings, ranked), and the
 whole report (:func:`~inference_obs.report.sections.sections`) inside a
 ``<details>`` element, open on a click.
 """
@@ -28,6 +29,7 @@ from inference_obs.report.document import (
 from inference_obs.report.figures import draw_figures
 from inference_obs.report.html import html_body
 from inference_obs.report.sections import sections
+from inference_obs.report.sections.conclusions import summary_notes
 from inference_obs.report.sections.verdicts import compared_value
 from inference_obs.report.write import figure_png
 
@@ -59,7 +61,7 @@ _HEADLINE_HEADER = (
 
 
 def summary(report: Report) -> tuple[Block, ...]:
-    """The summary's blocks: title, scope in a line, headline numbers, verdicts."""
+    """The summary's blocks: title, scope in a line, headline numbers, verdicts, conclusions."""
     s = report.scope
     windows = sorted({f"{when(w.start)} to {when(w.end)}" for w in s.windows.values()})
     blocks: list[Block] = [
@@ -89,6 +91,9 @@ def summary(report: Report) -> tuple[Block, ...]:
     ]
     for pair in report.validity.pairs if report.validity is not None else ():
         blocks.extend(_verdicts(pair))
+    notes = summary_notes(report)
+    if notes.items:
+        blocks.append(notes)
     if report.baseline is not None:
         found = len(report.baseline.regressions)
         blocks.append(Paragraph(f"Against {report.baseline.source}: {found} regression(s) found."))

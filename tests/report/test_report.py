@@ -23,12 +23,13 @@ from inference_obs.source.dataset.source import DatasetSource
 
 DATASET = Path(__file__).resolve().parents[2] / "datasets" / "pro5000-vs-h20"
 SECTIONS = (
-    "Scope", "Deployments compared", "Collection health", "Declared and verified configuration",
+    "Scope", "Summary", "Deployments compared", "Collection health",
+    "Declared and verified configuration",
     "Collection and statistical definitions",
     "Request shapes", "Throughput", "Latency", "Queues and GPU activity", "Memory and errors",
     "Caches and speculative decoding",
     "GPU activity and bottleneck", "Stage boundaries: what the GPUs wait on", "Cost",
-    "Comparison verdicts",
+    "Comparison verdicts", "What not to conclude",
     "Appendix: recheck these numbers",
 )  # fmt: skip
 
@@ -170,9 +171,13 @@ def test_in_jupyter_a_report_is_a_frame_and_an_html_fragment() -> None:
     assert not fragment.startswith("<!DOCTYPE")
     # A summary first, small and without the report's sections ...
     summary, folded = fragment.split("\n<details><summary>", 1)
-    assert summary.startswith(f"<h3>{html.escape(report.title)}</h3>")
-    assert "<h2>" not in summary
-    assert len(summary) < 5000
+    assert re.match(rf'<h3 id="[^"]+">{re.escape(html.escape(report.title))}</h3>', summary)
+    assert "<h2" not in summary
+    assert len(summary) < 12_000
+    # ... with the report's conclusions, ranked, as the Summary section has them ...
+    conclusions = re.findall(r'<ol class="notes">(.*?)</ol>', summary)
+    assert len(conclusions) == 1
+    assert conclusions[0].count("<li>") == len(report_json(report)["summary"]) > 0
     # ... each deployment's headline numbers in a row ...
     rows = re.findall(r"<tr><td>(.*?)</td></tr>", summary)
     pro, h20 = (row.split("</td><td>") for row in rows[:2])
@@ -191,8 +196,8 @@ def test_in_jupyter_a_report_is_a_frame_and_an_html_fragment() -> None:
     )
     assert "PRO vs H20: 26 comparisons (14 caveated, 12 invalid)" in summary
     assert folded.startswith("The whole report")
-    assert f"<h1>{html.escape(report.title)}</h1>" in folded
-    assert "<h2>Comparison verdicts</h2>" in folded
+    assert f">{html.escape(report.title)}</h1>" in folded
+    assert '<h2 id="comparison-verdicts">Comparison verdicts</h2>' in folded
     assert folded.count("<img") == 8  # every figure, drawn from the results
     assert folded.endswith("</details>")
 

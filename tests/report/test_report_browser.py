@@ -1,4 +1,5 @@
-"""report.html in headless Chromium (Debian's): no console errors, every figure rendered.
+"""report.html in headless Chromium (Debian's): no console errors, every figure rendered,
+a table of contents whose links land on their sections, the appendix folded by analysis.
 
 The page is opened from disk, as a user would open it. Every ``<img>`` must
 decode to the size of the PNG it embeds (read from the PNG header, not from
@@ -61,7 +62,32 @@ def test_report_html_renders_every_figure_without_console_errors(tmp_path: Path)
         )
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "report-html.png"), full_page=True)
+        toc = page.eval_on_selector_all(
+            "nav.contents a", "els => els.map(e => e.getAttribute('href'))"
+        )
+        sections = page.eval_on_selector_all("h2", "els => els.map(e => '#' + e.id)")
+        folds = page.eval_on_selector_all(
+            "details", "els => els.map(e => [e.open, e.querySelector('summary').textContent])"
+        )
+        # A click on a link of the contents brings its section to the top of the window.
+        page.click("nav.contents a[href='#what-not-to-conclude']")
+        landed = page.eval_on_selector(
+            "#what-not-to-conclude", "e => Math.round(e.getBoundingClientRect().top)"
+        )
+        # A fold opens on a click and shows its queries.
+        page.click("details summary")
+        opened = page.eval_on_selector(
+            "details", "e => [e.open, e.querySelector('pre').offsetHeight]"
+        )
         browser.close()
+    assert toc == sections
+    assert toc[:2] == ["#scope", "#summary"]
+    analyses = list(dict.fromkeys(m.analysis for m in report.measurements()))
+    assert [open_ for open_, _ in folds] == [False] * len(analyses)
+    assert folds[1][1].startswith("Latency (")
+    assert abs(landed) <= 1
+    assert opened[0] is True
+    assert opened[1] > 100
     assert errors == []
     assert sorted(name for name, *_ in images) == sorted(draw_figures(report))
     for name, complete, width, height, data in images:

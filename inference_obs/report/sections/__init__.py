@@ -1,11 +1,13 @@
 """The sections of an observation report, in the order its method reads them.
 
 Scope first (what was read, and that nothing was sent or changed), then
-which deployments are compared, whether their collection is whole, and how
-each statistic is defined, then request shapes before throughput, latency,
-queues against GPU activity, memory and errors, caches, GPU activity and
-bottleneck, cost, the comparison verdicts, and an appendix listing every
-query behind every number.
+the summary of what the report concludes, then which deployments are
+compared, whether their collection is whole, and how each statistic is
+defined, then request shapes before throughput, latency, queues against
+GPU activity, caches, memory and errors, GPU activity and bottleneck,
+stage boundaries, cost, the comparison verdicts, what not to conclude,
+and an appendix listing every query behind every number, grouped by
+analysis.
 Each module holds the sections of one part of the method; :func:`sections`
 puts them in order.
 """
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING
 from inference_obs.report.document import Block
 from inference_obs.report.sections.appendix import appendix, other_analyses
 from inference_obs.report.sections.collection import collection
+from inference_obs.report.sections.conclusions import not_to_conclude, summary
 from inference_obs.report.sections.cost import costs
 from inference_obs.report.sections.gpus import caches, gpus, stage_boundaries
 from inference_obs.report.sections.memory import memory_and_errors
@@ -36,6 +39,7 @@ def sections(report: Report) -> tuple[Block, ...]:
     """Every block of the report, in order."""
     parts = (
         scope,
+        summary,
         deployments,
         collection,
         configurations,
@@ -52,6 +56,7 @@ def sections(report: Report) -> tuple[Block, ...]:
         other_analyses,
         verdicts,
         baseline,
+        not_to_conclude,
         appendix,
     )
     return tuple(block for part in parts for block in part(report))

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from inference_obs.analyses.registry import ANALYSES
-from inference_obs.report.document import Block, Code, Heading, Paragraph, Table, number
+from inference_obs.reading.measurement import Measurement
+from inference_obs.report.document import Block, Code, Folded, Heading, Paragraph, Table, number
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
@@ -56,13 +57,20 @@ def appendix(report: Report) -> Iterator[Block]:
     yield Heading(2, "Appendix: recheck these numbers")
     yield Paragraph(
         "Every number above, by key, with the queries behind it (evaluated at the window's "
-        "end) and any local arithmetic. Paste them into Prometheus to recheck."
+        "end) and any local arithmetic, grouped by analysis. Paste them into Prometheus to "
+        "recheck."
     )
-    lines = []
+    groups: dict[str, list[Measurement]] = {}
     for m in report.measurements():
-        lines.append(f"# {m.key} = {number(m.value, 6)} {m.unit} ({m.status.value})")
-        if m.provenance.computation:
-            lines.append(f"#   computed: {m.provenance.computation}")
-        lines.extend(m.provenance.promql)
-        lines.append("")
-    yield Code("\n".join(lines), "promql")
+        groups.setdefault(m.analysis, []).append(m)
+    titles = {one.name: one.title for one in ANALYSES}
+    for analysis, found in groups.items():
+        lines = []
+        for m in found:
+            lines.append(f"# {m.key} = {number(m.value, 6)} {m.unit} ({m.status.value})")
+            if m.provenance.computation:
+                lines.append(f"#   computed: {m.provenance.computation}")
+            lines.extend(m.provenance.promql)
+            lines.append("")
+        title = titles.get(analysis, analysis.replace("_", " ").capitalize())
+        yield Folded(f"{title} ({len(found)} numbers)", (Code("\n".join(lines), "promql"),))

@@ -1,0 +1,473 @@
+"""What a report concludes: the few findings that matter, ranked, each with what not to conclude.
+
+Each kind of finding is one small function of the report (a *finder*) that
+yields :class:`Conclusion` objects; :data:`FINDERS` lists them in rank order
+and :func:`conclusions` runs them. A new analysis adds its findings by adding
+a finder to the tuple. Every conclusion is derived from the report's results
+(the analyses' results and the comparison verdicts), never from knowledge of
+a dataset; it names the Measurement keys it rests on and the section that
+shows them.
+
+Rules the sentences follow:
+
+- a quantile is called lower only when its bucket lies wholly below the
+  other's (the histogram cannot order two values in overlapping buckets);
+- a mean or rate is called lower only when it is at least
+  :data:`DIFFERENCE` below the other;
+- a comparison the validity checks caveat or invalidate says so, with its
+  findings, and what not to conclude comes from the finding that weighs most.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from inference_obs import analyses
+from inference_obs.analyses.bottleneck import BottleneckClass
+from inference_obs.analyses.boundaries import CapacityReading
+from inference_obs.analyses.latency import METRICS
+from inference_obs.analyses.queueing import QueueClass, QueueingSettings
+from inference_obs.analyses.run import DeploymentResults
+from inference_obs.analyses.throughput import Regime
+from inference_obs.analyses.validity.checks import Thresholds
+from inference_obs.analyses.validity.findings import Finding, Severity
+from inference_obs.analyses.validity.verdicts import PairValidity, Verdict
+from inference_obs.reading.measurement import Measurement
+from inference_obs.report.document import cell, number, when
+from inference_obs.report.facts import has_data, priced_cost
+
+if TYPE_CHECKING:
+    from inference_obs.report.model import Report
+
+__all__ = ["DIFFERENCE", "FINDERS", "SECTIONS", "Conclusion", "conclusions", "lower", "quantity"]
+
+#: Smallest relative difference (10%) for which an exact number (a mean, a rate) is called
+#: lower: the tolerance the baseline comparison gives exact numbers (docs/report-json.md).
+DIFFERENCE = 0.1
+
+#: The sections a conclusion points to, by the text of their headings.
+SECTIONS = {
+    "deployments": "Deployments compared",
+    "latency": "Latency",
+    "queues": "Queues and GPU activity",
+    "gpus": "GPU activity and bottleneck",
+    "boundaries": "Stage boundaries: what the GPUs wait on",
+    "cost": "Cost",
+    "verdicts": "Comparison verdicts",
+}
+
+_UNITS = {"seconds": "s"}
+#: The latency metrics the summary compares, by their P95, with the words for them.
+HEADLINE_LATENCY = (
+    ("ttft", "time to first token"),
+    ("tpot", "time per output token"),
+    ("e2e", "end-to-end latency"),
+)
+#: Findings named in a verdict clause before "and N more".
+_NAMED = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Conclusion:
+    """One finding of the summary, in plain words, with what it rests on.
+
+    Attributes
+    ----------
+    kind
+        Stable code of the finder (``latency_lower``, ``throughput_ratio``, ...).
+    text
+        One sentence with its numbers, bounds and units.
+    keys
+        Measurement keys it rests on (each in ``Report.measurements()``).
+    section
+        Text of the heading of the section that shows the numbers.
+    caveat
+        What not to conclude from it; None when nothing needs saying.
+    verdict
+        The verdict (``valid``, ``caveated``, ``invalid``) of the comparison
+        it rests on; None for a finding about one deployment.
+    deployments
+        The deployments it is about; for ``latency_lower``, the lower one first.
+    comparison
+        The comparison key it rests on (``ttft_p95``), if any.
+    """
+
+    kind: str
+    text: str
+    keys: tuple[str, ...]
+    section: str
+    caveat: str | None = None
+    verdict: str | None = None
+    deployments: tuple[str, ...] = ()
+    comparison: str | None = None
+
+
+Finder = Callable[["Report"], Iterable[Conclusion]]
+
+
+def quantity(m: Measurement) -> str:
+    """A Measurement as a sentence shows it: value (bucket in brackets), short unit.
+
+    Seconds read ``s`` and percent ``%``; a Measurement without a value reads
+    its status (``no data``).
+    """
+    text = cell(m)
+    if m.value is None:
+        return text
+    return f"{text}%" if m.unit == "percent" else f"{text} {_UNITS.get(m.unit, m.unit)}"
+
+
+def lower(x: Measurement, y: Measurement) -> int | None:
+    """Which of two values is lower, where the numbers can tell: 0 for ``x``, 1 for ``y``.
+
+    With bounds (quantiles), only when one bucket lies wholly at or below the
+    other (buckets are ``(lower, upper]``: ``x <= x.upper <= y.lower < y``);
+    without, only when one is at least :data:`DIFFERENCE` below the other.
+    None when either has no value or they cannot be told apart.
+    """
+    if not (x.ok and y.ok) or x.value is None or y.value is None:
+        return None
+    if x.bounds is not None and y.bounds is not None:
+        if x.bounds.upper <= y.bounds.lower:
+            return 0
+        if y.bounds.upper <= x.bounds.lower:
+            return 1
+        return None
+    high = max(abs(x.value), abs(y.value))
+    if high == 0 or abs(x.value - y.value) < DIFFERENCE * high:
+        return None
+    return 0 if x.value < y.value else 1
+
+
+def _runs(report: Report) -> dict[str, DeploymentResults]:
+    return {d.deployment.name: d for d in report.deployments}
+
+
+def _pairs(report: Report) -> tuple[PairValidity, ...]:
+    return report.validity.pairs if report.validity is not None else ()
+
+
+def _weighing(pair: PairValidity, comparison: str) -> list[Finding]:
+    """The findings that weigh on a comparison, the one to heed first first.
+
+    Worst severity first; then findings that say how to compare fairly; then
+    the most specific (affecting the fewest comparisons: queueing before
+    output length, for TTFT).
+    """
+    found = [
+        f for f in pair.findings if f.affects.get(comparison, Severity.INFO) is not Severity.INFO
+    ]
+    return sorted(
+        found,
+        key=lambda f: (-f.affects[comparison].rank, f.how_to_compare is None, len(f.affects)),
+    )
+
+
+def _clause(pair: PairValidity, comparison: str) -> tuple[str, str | None, str | None]:
+    """The verdict clause ending a sentence, the verdict, and what not to conclude."""
+    verdict = pair.verdicts.get(comparison)
+    if verdict is None:
+        return "", None, None
+    weighing = _weighing(pair, comparison)
+    codes = [f.code.replace("_", " ") for f in weighing]
+    named = ", ".join(codes[:_NAMED])
+    if len(codes) > _NAMED:
+        named += f" and {len(codes) - _NAMED} more"
+    caveat = None
+    if weighing:
+        first = weighing[0]
+        caveat = first.message + (f" {first.how_to_compare}" if first.how_to_compare else "")
+    if verdict.verdict is Verdict.VALID:
+        return "; a valid comparison", verdict.verdict.value, caveat
+    return f"; the comparison is {verdict.verdict.value} ({named})", verdict.verdict.value, caveat
+
+
+def _no_data(report: Report) -> Iterator[Conclusion]:
+    """A deployment with no series at all: nothing about it is known."""
+    for d in report.deployments:
+        if has_data(d):
+            continue
+        seen, gpus = d.of(analyses.throughput).replicas_seen, d.of(analyses.gpu).gpus_with_samples
+        yield Conclusion(
+            kind="no_data",
+            text=f"{d.deployment.name} had no vLLM or GPU series in its window: none of its "
+            "numbers is known.",
+            keys=(seen.key, gpus.key),
+            section=SECTIONS["deployments"],
+            caveat="No series is not an idle or healthy deployment: check its selectors and "
+            "that it was scraped.",
+            deployments=(d.deployment.name,),
+        )
+
+
+def _latency(report: Report) -> Iterator[Conclusion]:
+    """Per pair and headline metric: which side had the lower P95, where the buckets tell."""
+    runs = _runs(report)
+    for pair in _pairs(report):
+        for metric, words in HEADLINE_LATENCY:
+            a, b = (getattr(runs[n].of(analyses.latency), metric) for n in (pair.a, pair.b))
+            if not (a.p95.ok and b.p95.ok):
+                continue
+            comparison = f"{metric}_p95"
+            clause, verdict, caveat = _clause(pair, comparison)
+            caveat = _matched(pair, metric, caveat)
+            means = f"means {quantity(a.mean)} and {quantity(b.mean)}"
+            keys = (a.p95.key, b.p95.key, a.mean.key, b.mean.key)
+            order = lower(a.p95, b.p95)
+            if order is None:
+                text = (
+                    f"The {words} P95 of {pair.a} and {pair.b} cannot be told apart: "
+                    f"{quantity(a.p95)} and {quantity(b.p95)} lie in overlapping buckets "
+                    f"({means}){clause}."
+                )
+                kind, named = "latency_indistinguishable", (pair.a, pair.b)
+            else:
+                names, p95s = (pair.a, pair.b), (a.p95, b.p95)
+                low, high, m_low, m_high = (
+                    names[order],
+                    names[1 - order],
+                    p95s[order],
+                    p95s[1 - order],
+                )
+                text = (
+                    f"{low} had the lower {words}: P95 {quantity(m_low)} against {high}'s "
+                    f"{quantity(m_high)} ({means} for {pair.a} and {pair.b}){clause}."
+                )
+                kind, named = "latency_lower", (low, high)
+            yield Conclusion(
+                kind, text, keys, SECTIONS["latency"], caveat, verdict, named, comparison
+            )
+
+
+def _matched(pair: PairValidity, metric: str, caveat: str | None) -> str | None:
+    """The caveat, with what latency at matched concurrency showed for the metric's family."""
+    family = METRICS[metric][0].name
+    found = next((m for m in pair.matched if m.family == family), None)
+    if found is None:
+        return caveat
+    return f"{caveat + ' ' if caveat else ''}At matched concurrency: {found.reason}."
+
+
+def _latency_alone(report: Report) -> Iterator[Conclusion]:
+    """Without a comparison: each deployment's headline latency, with its buckets."""
+    if report.validity is not None:
+        return
+    for d in report.deployments:
+        timed = d.of(analyses.latency)
+        parts, keys = [], []
+        for metric, words in HEADLINE_LATENCY:
+            summary = getattr(timed, metric)
+            if summary.p95.ok:
+                parts.append(f"{words} P95 {quantity(summary.p95)}, mean {quantity(summary.mean)}")
+                keys += [summary.p95.key, summary.mean.key]
+            elif summary.mean.ok:  # buckets dropped or missing: the exact mean still stands
+                parts.append(f"{words} mean {quantity(summary.mean)} (no P95: no buckets)")
+                keys.append(summary.mean.key)
+        if parts:
+            yield Conclusion(
+                kind="latency_observed",
+                text=f"{d.deployment.name}: {'; '.join(parts)}.",
+                keys=tuple(keys),
+                section=SECTIONS["latency"],
+                caveat="Server-side times of the requests vLLM finished; client aborts are "
+                "not in them, and a quantile is certain only to its bucket.",
+                deployments=(d.deployment.name,),
+            )
+
+
+def _throughput(report: Report) -> Iterator[Conclusion]:
+    """Per pair: the output-throughput ratio, and whether it means anything."""
+    runs = _runs(report)
+    for pair in _pairs(report):
+        served = {n: runs[n].of(analyses.throughput) for n in (pair.a, pair.b)}
+        ma, mb = (served[n].output_tokens_per_second_per_replica for n in (pair.a, pair.b))
+        if not (ma.ok and mb.ok) or not ma.value or not mb.value:
+            continue
+        clause, verdict, caveat = _clause(pair, "output_throughput")
+        ratio = max(ma.value, mb.value) / min(ma.value, mb.value)
+        rates = f"{quantity(ma)} and {quantity(mb)} per replica"
+        if verdict == Verdict.VALID.value:
+            text = f"{pair.a} and {pair.b} produced {rates}, a ratio of {number(ratio, 3)}{clause}."
+        else:
+            text = (
+                f"The output-throughput ratio of {pair.a} and {pair.b} ({number(ratio, 3)}: "
+                f"{rates}) says nothing about the hardware{clause}."
+            )
+        floors = [n for n in (pair.a, pair.b) if served[n].regime is Regime.DEMAND_LIMITED]
+        if floors:
+            floor = f"{' and '.join(floors)} served all the demand sent: a floor, not a capacity."
+            caveat = f"{caveat} {floor}" if caveat else floor
+        yield Conclusion(
+            kind="throughput_ratio",
+            text=text,
+            keys=(ma.key, mb.key, *_evidence_keys(report, pair, "output_throughput")),
+            section=SECTIONS["verdicts"],
+            caveat=caveat,
+            verdict=verdict,
+            deployments=(pair.a, pair.b),
+            comparison="output_throughput",
+        )
+
+
+def _evidence_keys(report: Report, pair: PairValidity, comparison: str) -> tuple[str, ...]:
+    """Keys of the Measurements the evidence of the findings a clause names rests on."""
+    known: dict[tuple[str, str], str] = {}
+    for m in report.measurements():
+        known.setdefault((m.deployment, m.statistic), m.key)
+    keys = [
+        known[n, e.statistic]
+        for f in _weighing(pair, comparison)[:_NAMED]
+        for e in f.evidence
+        for n in (pair.a, pair.b)
+        if (n, e.statistic) in known
+    ]
+    return tuple(dict.fromkeys(keys))
+
+
+def _queued(report: Report) -> Iterator[Conclusion]:
+    """A deployment that queued in a share of its scrapes, against its GPUs' activity."""
+    share = report.validity.thresholds.queue_share if report.validity else Thresholds().queue_share
+    busy = QueueingSettings().busy_threshold
+    for d in report.deployments:
+        waiting = d.of(analyses.throughput).waiting_sample_share
+        q, util = d.of(analyses.queueing), d.of(analyses.gpu).utilization_mean
+        if not waiting.ok or waiting.value is None or waiting.value < share:
+            continue
+        rows = {
+            c: sum(i.samples for i in q.intervals if i.classification is c)
+            for c in (QueueClass.CAPACITY, QueueClass.STARVED)
+        }
+        gpus = f"its GPUs averaged {quantity(util)} utilisation"
+        if util.ok and util.value is not None and util.value < busy:
+            gpus = f"its GPUs were mostly idle ({quantity(util)} mean utilisation)"
+        peak = ""
+        if q.peak_waiting.ok and q.peak_time is not None:
+            peak = f" (peak {number(q.peak_waiting.value)} waiting at {when(q.peak_time)})"
+        rows_are = "scrapes" if d.step_seconds is None else "tiles"
+        text = (
+            f"{d.deployment.name} had requests waiting in {number(100 * waiting.value, 3)}% of "
+            f"its {rows_are}{peak} while {gpus}; of the {rows_are} with a queue, the GPUs were "
+            f"busy in {rows[QueueClass.CAPACITY]} and idle in {rows[QueueClass.STARVED]}."
+        )
+        caveat = (
+            "A low mean utilisation is not spare capacity at every moment: queues form in "
+            "bursts, and waiting reasons are scheduler classes, not a diagnosis."
+        )
+        if rows[QueueClass.STARVED]:
+            caveat += " A queue beside idle GPUs points at the host, transfers or scheduling."
+        yield Conclusion(
+            kind="queued",
+            text=text,
+            keys=(
+                waiting.key,
+                q.peak_waiting.key,
+                util.key,
+                *(q.class_share[c].key for c in rows if c in q.class_share),
+            ),
+            section=SECTIONS["queues"],
+            caveat=caveat,
+            deployments=(d.deployment.name,),
+        )
+
+
+def _gpus_without_samples(report: Report) -> Iterator[Conclusion]:
+    """Allocated GPUs without utilisation samples: their activity is unknown, not zero."""
+    for d in report.deployments:
+        g = d.of(analyses.gpu)
+        if not g.missing_gpus or not has_data(d):
+            continue
+        named = ", ".join(g.missing_gpus[:_NAMED]) + (" ..." if len(g.missing_gpus) > 3 else "")
+        yield Conclusion(
+            kind="gpus_without_samples",
+            text=f"{len(g.missing_gpus)} of {number(g.gpus_expected.value)} GPUs of "
+            f"{d.deployment.name} had no utilisation samples ({named}).",
+            keys=(g.gpus_expected.key, g.gpus_with_samples.key, g.utilization_mean.key),
+            section=SECTIONS["gpus"],
+            caveat="Their activity is unknown, not zero: the mean covers the GPUs with samples.",
+            deployments=(d.deployment.name,),
+        )
+
+
+def _boundaries(report: Report) -> Iterator[Conclusion]:
+    """A fleet whose GPUs waited on the host or on transfers, or were saturated."""
+    for d in report.deployments:
+        b = d.of(analyses.boundaries)
+        if b.reading not in (CapacityReading.STARVED, CapacityReading.SATURATED):
+            continue
+        causes: dict[str, set[str]] = {}
+        for i in b.intervals:
+            causes.setdefault(i.cause.value, set()).add(i.replica)
+        found = "; ".join(f"{c}: {', '.join(sorted(r))}" for c, r in sorted(causes.items()))
+        yield Conclusion(
+            kind=f"boundaries_{b.reading.value}",
+            text=f"{d.deployment.name}'s GPUs read {b.reading.value} (duty cycle "
+            f"{quantity(b.duty_cycle)}){f', by cause: {found}' if found else ''}.",
+            keys=(b.duty_cycle.key, b.tokens_per_gpu_hour.key),
+            section=SECTIONS["boundaries"],
+            caveat="Causes rest on sampled host and PCIe counters beside the queue: "
+            "a correlation in time, not a trace of each request.",
+            deployments=(d.deployment.name,),
+        )
+
+
+def _bottleneck(report: Report) -> Iterator[Conclusion]:
+    """What bounded the GPUs, where the profiling counters say."""
+    for d in report.deployments:
+        b = d.of(analyses.bottleneck)
+        if b.classification is BottleneckClass.UNKNOWN:
+            continue
+        yield Conclusion(
+            kind="bottleneck",
+            text=f"{d.deployment.name}'s GPUs read {b.classification.value.replace('_', ' ')} "
+            f"over the window: {b.reason}.",
+            keys=(b.dram_active.key, b.tensor_active.key, b.gpu_util.key),
+            section=SECTIONS["gpus"],
+            caveat="Window means of profiling counters: which unit was busy, not that "
+            "another GPU would be faster.",
+            deployments=(d.deployment.name,),
+        )
+
+
+def _cost(report: Report) -> Iterator[Conclusion]:
+    """Cost per useful token, where GPU-hour prices were given."""
+    runs = _runs(report)
+    for pair in _pairs(report):
+        if "cost_per_token" not in pair.verdicts:
+            continue
+        ca, cb = (priced_cost(runs[n]) for n in (pair.a, pair.b))
+        if ca is None or cb is None:
+            continue
+        ma, mb = ca.cost_per_million_useful_output_tokens, cb.cost_per_million_useful_output_tokens
+        clause, verdict, caveat = _clause(pair, "cost_per_token")
+        yield Conclusion(
+            kind="cost",
+            text=f"Cost per million useful output tokens: {pair.a} {number(ma.value)}, "
+            f"{pair.b} {number(mb.value)} (GPU-hour rent only){clause}.",
+            keys=(ma.key, mb.key),
+            section=SECTIONS["cost"],
+            caveat=caveat,
+            verdict=verdict,
+            deployments=(pair.a, pair.b),
+            comparison="cost_per_token",
+        )
+
+
+#: The finders, in rank order: what is unknown, latency, throughput, queues, GPUs, cost.
+FINDERS: tuple[Finder, ...] = (
+    _no_data,
+    _latency,
+    _latency_alone,
+    _throughput,
+    _queued,
+    _gpus_without_samples,
+    _boundaries,
+    _bottleneck,
+    _cost,
+)
+
+
+def conclusions(report: Report, finders: Iterable[Finder] = FINDERS) -> tuple[Conclusion, ...]:
+    """The report's conclusions, ranked: every finder's, in the finders' order."""
+    return tuple(c for find in finders for c in find(report))

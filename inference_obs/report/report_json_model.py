@@ -1,0 +1,292 @@
+"""The documented format of ``report.json`` (docs/report-json.md) as pydantic models.
+
+:class:`ReportDocument` validates a whole ``report.json``; a field the
+document does not describe fails validation (``extra="forbid"`` on every
+object whose fields are fixed), so the format and its documentation cannot
+drift apart unnoticed. Objects that carry a deployment as declared, or a
+stage boundary's evidence, are open (their fields follow the deployment
+file and the evidence exported).
+
+JSON has no infinity: numbers that may be infinite (a quantile's bound in
+the ``+Inf`` bucket) are :data:`JsonNumber`, a number or ``"+Inf"``/``"-Inf"``.
+
+Beyond the shapes, :class:`ReportDocument` checks that measurement keys are
+unique and that every key a summary entry or caution names is among them.
+
+Examples
+--------
+>>> sorted(ReportDocument.model_fields)[:4]
+['baseline', 'cautions', 'comparisons', 'deployments']
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "Caution",
+    "Comparison",
+    "DeploymentEntry",
+    "JsonNumber",
+    "MeasurementEntry",
+    "ReportDocument",
+    "SummaryEntry",
+]
+
+#: A number, or an infinity as Prometheus writes it; null where there is none.
+JsonNumber = float | Literal["+Inf", "-Inf"] | None
+Status = Literal["ok", "no_data", "partial", "invalid"]
+VerdictName = Literal["valid", "caveated", "invalid"]
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+class WindowEntry(_Closed):
+    start: str = Field(description="ISO 8601, timezone-aware.")
+    end: str = Field(description="ISO 8601, timezone-aware.")
+
+
+class ScopeEntry(_Closed):
+    source: str = Field(description="URL (no credentials) or dataset path.")
+    engine: str
+    rules: str
+    windows: dict[str, WindowEntry]
+    scrape_interval_seconds: float | None
+    read_only: Literal[True]
+
+
+class SummaryEntry(_Closed):
+    """One conclusion of the summary, ranked from 1 (the most important)."""
+
+    rank: int = Field(ge=1)
+    kind: str = Field(description="Stable code of the kind of finding.")
+    text: str = Field(description="One sentence with its numbers, bounds and units.")
+    keys: list[str] = Field(description="Measurement keys it rests on (all in measurements).")
+    section: str = Field(description="Heading of the section that shows the numbers.")
+    anchor: str = Field(description="That heading's id in report.md and report.html.")
+    caveat: str | None = Field(description="What not to conclude from it.")
+    verdict: VerdictName | None = Field(description="Verdict of the comparison it rests on.")
+    deployments: list[str] = Field(description="Deployments it is about (the lower one first).")
+    comparison: str | None = Field(description="Comparison key it rests on, if any.")
+
+
+class Caution(_Closed):
+    """One thing not to conclude from the report."""
+
+    kind: str
+    text: str
+    keys: list[str]
+
+
+class QueueIntervalEntry(_Closed):
+    classification: Literal["capacity", "starved", "inconsistent", "busy", "idle", "unknown"]
+    replica: str
+    start: str
+    end: str
+    samples: int = Field(description="App scrapes, or tiles with step_seconds.")
+    max_waiting: float
+    max_running: float
+    mean_gpu_util: float | None = Field(description="Percent 0-100.")
+
+
+class BoundaryIntervalEntry(_Open):
+    """A boundary interval; its evidence fields (cores, throttled share, PCIe) are open."""
+
+    replica: str
+    cause: Literal["host", "transfer", "unexplained"]
+    reason: str
+    start: str
+    end: str
+    samples: int
+    duty: float = Field(description="Share of time the GPUs computed, ratio 0-1.")
+
+
+class BoundariesEntry(_Closed):
+    reading: Literal["starved", "saturated", "healthy", "insufficient_data"]
+    reason: str
+    intervals: list[BoundaryIntervalEntry]
+
+
+class ProvenanceEntry(_Closed):
+    promql: list[str]
+    engine: str
+    rules: str
+    computation: str | None
+
+
+class ConfigurationEntry(_Closed):
+    field: str
+    declared: str | None
+    observed: str | None
+    status: Literal["verified", "contradicted", "unverifiable", "not_declared"]
+    reason: str
+    provenance: ProvenanceEntry | None
+
+
+class DeploymentEntry(_Closed):
+    name: str
+    window: WindowEntry
+    declared: dict[str, Any] = Field(description="The deployment as given.")
+    step_seconds: float | None
+    throughput_regime: Literal["demand_limited", "capacity_limited", "unknown"]
+    bottleneck: Literal["bandwidth_bound_decode", "compute_bound", "starved", "mixed", "unknown"]
+    queue_intervals: list[QueueIntervalEntry]
+    gpus_without_samples: list[str]
+    boundaries: BoundariesEntry
+    configuration: list[ConfigurationEntry]
+
+
+class BoundsEntry(_Closed):
+    lower: JsonNumber
+    upper: JsonNumber
+
+
+class AnnotationEntry(_Closed):
+    kind: str
+    message: str
+
+
+class MeasurementEntry(_Closed):
+    key: str = Field(description="deployment/analysis/statistic; unique in the file.")
+    deployment: str
+    analysis: str
+    statistic: str
+    value: JsonNumber = Field(description="Null unless status is ok or partial.")
+    unit: str
+    status: Status
+    bounds: BoundsEntry | None = Field(description="Interval holding the true value.")
+    window: WindowEntry
+    provenance: ProvenanceEntry
+    annotations: list[AnnotationEntry]
+    caveats: list[str]
+
+
+class VerdictEntry(_Closed):
+    comparison: str
+    description: str
+    verdict: VerdictName
+    values: dict[str, JsonNumber]
+    unit: str | None
+    findings: list[str]
+    notes: list[str]
+
+
+class EvidenceEntry(_Closed):
+    statistic: str
+    unit: str
+    values: dict[str, float | str | None]
+
+
+class FindingEntry(_Closed):
+    code: str
+    message: str
+    evidence: list[EvidenceEntry]
+    affects: dict[str, Literal["info", "caveat", "invalid"]]
+    how_to_compare: str | None
+
+
+class MatchedEntry(_Closed):
+    family: str
+    band: list[float] | None = Field(description="[low, high] requests in flight, or null.")
+    step_seconds: float
+    intervals: dict[str, int]
+    reason: str
+    measurements: list[str]
+
+
+class Comparison(_Closed):
+    a: str
+    b: str
+    verdicts: list[VerdictEntry]
+    findings: list[FindingEntry]
+    matched_concurrency: list[MatchedEntry]
+
+
+class SideEntry(_Closed):
+    value: JsonNumber
+    lower: JsonNumber = None
+    upper: JsonNumber = None
+    status: str
+
+
+class ComparedEntry(_Closed):
+    deployment: str
+    statistic: str
+    unit: str
+    worse: Literal["higher", "lower"] | None
+    previous: SideEntry | None
+    current: SideEntry | None
+    change: Literal[
+        "regression",
+        "improvement",
+        "within_bucket",
+        "within_tolerance",
+        "unchanged",
+        "not_comparable",
+        "context",
+    ]
+    ratio: JsonNumber
+    reason: str
+
+
+class RegressionEntry(_Closed):
+    deployment: str
+    statistic: str
+    unit: str
+    previous: SideEntry
+    current: SideEntry
+    verdict: Literal["regression", "caveated"]
+    findings: list[str]
+    reason: str
+
+
+class BaselineFindingEntry(_Closed):
+    deployment: str
+    code: str
+    message: str
+
+
+class BaselineEntry(_Closed):
+    source: str
+    previous_title: str
+    previous_windows: dict[str, WindowEntry]
+    compared: list[ComparedEntry]
+    regressions: list[RegressionEntry]
+    findings: list[BaselineFindingEntry]
+    unmatched: list[str]
+
+
+class ReportDocument(_Closed):
+    """A whole ``report.json`` (format ``inference-obs-report/1``)."""
+
+    format: Literal["inference-obs-report/1"]
+    title: str
+    scope: ScopeEntry
+    methodology: list[str]
+    summary: list[SummaryEntry] = Field(description="The conclusions, ranked.")
+    cautions: list[Caution] = Field(description="What not to conclude.")
+    deployments: list[DeploymentEntry]
+    measurements: list[MeasurementEntry]
+    comparisons: list[Comparison]
+    baseline: BaselineEntry | None
+
+    @model_validator(mode="after")
+    def _keys_known(self) -> ReportDocument:
+        keys = [m.key for m in self.measurements]
+        if len(set(keys)) != len(keys):
+            repeated = sorted({k for k in keys if keys.count(k) > 1})
+            raise ValueError(f"measurement keys repeat: {repeated}")
+        entries: list[SummaryEntry | Caution] = [*self.summary, *self.cautions]
+        for entry in entries:
+            unknown = sorted(set(entry.keys) - set(keys))
+            if unknown:
+                raise ValueError(f"{entry.kind!r} names keys not in measurements: {unknown}")
+        return self

@@ -1,0 +1,44 @@
+"""The report's conclusions first (Summary) and, before the appendix, what not to conclude."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from inference_obs.report.cautions import cautions
+from inference_obs.report.conclusions import conclusions
+from inference_obs.report.document import Block, Heading, Items, Note, Notes, Paragraph
+
+if TYPE_CHECKING:
+    from inference_obs.report.model import Report
+
+__all__ = ["SUMMARY", "WHAT_NOT_TO_CONCLUDE", "not_to_conclude", "summary", "summary_notes"]
+
+SUMMARY = "Summary"
+WHAT_NOT_TO_CONCLUDE = "What not to conclude"
+
+
+def summary_notes(report: Report) -> Notes:
+    """The conclusions as ranked notes, each linked to its section and keys."""
+    return Notes(tuple(Note(c.text, c.caveat, c.section, c.keys) for c in conclusions(report)))
+
+
+def summary(report: Report) -> Iterator[Block]:
+    yield Heading(2, SUMMARY)
+    notes = summary_notes(report)
+    if not notes.items:
+        yield Paragraph("No finding stands out: the sections below hold every number.")
+        return
+    yield Paragraph(
+        "The findings that matter, most important first; each says what not to conclude "
+        "from it and links the section and the measurement keys behind it."
+    )
+    yield notes
+
+
+def not_to_conclude(report: Report) -> Iterator[Block]:
+    found = cautions(report)
+    if not found:
+        return
+    yield Heading(2, WHAT_NOT_TO_CONCLUDE)
+    yield Items(tuple(c.text for c in found))
