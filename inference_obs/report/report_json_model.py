@@ -126,9 +126,36 @@ class ConfigurationEntry(_Closed):
     field: str
     declared: str | None
     observed: str | None
-    status: Literal["verified", "contradicted", "unverifiable", "not_declared"]
+    status: Literal["verified", "consistent", "contradicted", "unverifiable", "not_declared"]
     reason: str
     provenance: ProvenanceEntry | None
+
+
+class StoppedGpuEntry(_Closed):
+    name: str = Field(description="The GPU: host or pod, then its index.")
+    last_sample: str = Field(description="ISO 8601 time of its last utilisation sample.")
+
+
+class ScrapeGapEntry(_Closed):
+    target: str = Field(description="'app <instance>' or 'gpu <instance>'.")
+    start: str = Field(description="ISO 8601 time of the last sample before the gap.")
+    end: str = Field(description="ISO 8601 time of the first sample after it.")
+    seconds: float
+
+
+class TopologyGroupEntry(_Closed):
+    """The declared parallel group a topology finding is about."""
+
+    parallelism: str = Field(description="tensor, pipeline, data or expert.")
+    gpus: int = Field(ge=1, description="GPUs in the group.")
+    path: str = Field(description="What its collective travels over (nvlink, pcie, ...).")
+    text: str = Field(description="The same in plain words.")
+
+
+class TopologyFindingEntry(_Closed):
+    group: TopologyGroupEntry
+    finding: str = Field(description="What the group's collective travels over.")
+    consequence: str = Field(description="What follows for serving, and what to do.")
 
 
 class DeploymentEntry(_Closed):
@@ -138,10 +165,17 @@ class DeploymentEntry(_Closed):
     step_seconds: float | None
     throughput_regime: Literal["demand_limited", "capacity_limited", "unknown"]
     bottleneck: Literal["bandwidth_bound_decode", "compute_bound", "starved", "mixed", "unknown"]
+    bottleneck_action: Literal[
+        "profile before adding GPUs", "batch more", "reclaim KV memory to batch more", "add compute"
+    ] = Field(description="What the bottleneck reading suggests doing.")
+    bottleneck_advice: str = Field(description="The reading and its action, as one sentence.")
     queue_intervals: list[QueueIntervalEntry]
     gpus_without_samples: list[str]
+    gpus_stopped: list[StoppedGpuEntry] = Field(description="GPUs that stopped part-way.")
+    scrape_gaps: list[ScrapeGapEntry]
     boundaries: BoundariesEntry
     configuration: list[ConfigurationEntry]
+    topology_findings: list[TopologyFindingEntry]
 
 
 class BoundsEntry(_Closed):
@@ -177,6 +211,8 @@ class VerdictEntry(_Closed):
     unit: str | None
     findings: list[str]
     notes: list[str]
+    bounds: dict[str, BoundsEntry | None] = Field(description="Each side's bucket, if a quantile.")
+    lowest_bucket: list[str] = Field(description="Sides whose quantile is in the lowest bucket.")
 
 
 class EvidenceEntry(_Closed):
