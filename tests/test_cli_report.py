@@ -35,7 +35,7 @@ def test_the_default_report_regenerates_the_bundled_dataset_where_there_is_none(
     assert lines[:3] == [f"wrote {Path('report') / f'report.{x}'}" for x in ("md", "html", "json")]
     figures = sorted(str(p) for p in Path("report", "figures").glob("*.png"))
     assert lines[3:] == [f"wrote {p}" for p in figures]  # the figures are listed too
-    assert len(figures) == 8
+    assert len(figures) == 6
     assert "regenerating it from its scenario" in err
     regenerated = tmp_path / "cache" / "inference-obs" / "pro5000-vs-h20"
     # The regenerated dataset is the bundled one, byte for byte.

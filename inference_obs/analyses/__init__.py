@@ -22,7 +22,7 @@ from inference_obs.analyses.latency import LatencyResult, latency
 from inference_obs.analyses.memory import MemoryResult, memory
 from inference_obs.analyses.queueing import QueueingResult, queueing
 from inference_obs.analyses.registry import ANALYSES, analysis
-from inference_obs.analyses.rolling import RollingQuantiles, rolling_quantiles
+from inference_obs.analyses.rolling import RollingQuantiles, rolling_itl, rolling_quantiles
 from inference_obs.analyses.run import DeploymentResults, run
 from inference_obs.analyses.shapes import ShapesResult, shapes
 from inference_obs.analyses.throughput import ThroughputResult, throughput
@@ -72,6 +72,7 @@ __all__ = [
     "latency",
     "memory",
     "queueing",
+    "rolling_itl",
     "rolling_quantiles",
     "run",
     "shapes",

@@ -90,6 +90,8 @@ class BottleneckResult(AnalysisResult):
     action, advice
         The step the class suggests (:data:`PROFILE_FIRST`, ``"batch more"``,
         ...) and the reading as a sentence with its numbers.
+    thresholds
+        The lines the class was read against (the run's settings).
     """
 
     classification: BottleneckClass
@@ -103,6 +105,7 @@ class BottleneckResult(AnalysisResult):
     kv_cache_usage_max: Measurement
     action: str
     advice: str
+    thresholds: BottleneckSettings
 
 
 class BottleneckSettings(Settings):
@@ -232,6 +235,7 @@ def _bottleneck(r: Reading, settings: BottleneckSettings) -> BottleneckResult:
         kv_cache_usage_max=kv,
         action=action,
         advice=advice,
+        thresholds=settings,
     )
 
 

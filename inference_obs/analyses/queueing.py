@@ -18,6 +18,12 @@ scrape interval) nearest the scrape, within a tolerance. Per tile, a row holds
 each engine's largest sample in the tile (summed over the engines) and the
 mean of the replica's GPU samples in the same tile.
 
+Beyond the classes, the same rows are counted in a 2x2 table of requests
+waiting against GPUs idle, per replica and pooled, with its odds ratio, phi
+and Fisher's exact p-value (:mod:`~inference_obs.analyses.waiting_idle`):
+whether queues and idle GPUs went together more often than chance, next to
+the lag of the strongest Pearson correlation. Correlation is not causation.
+
 Low hourly utilisation and minutes of substantial queueing are compatible: a
 published PRO 5000 vs H20 observation had both in one hour. GPU series are
 matched to replicas by the label names of the deployment's GPU selector (e.g.
@@ -29,22 +35,31 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from enum import StrEnum
+from functools import partial
 
 import numpy as np
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.unit import Analysis, Settings
+from inference_obs.analyses.waiting_idle import TwoByTwo, WaitingIdle, waiting_idle
 from inference_obs.metrics import dcgm, vllm
 from inference_obs.metrics.family import Family
-from inference_obs.query import max_over_time
+from inference_obs.query import Expr, max_over_time
 from inference_obs.reading.alignment import gpu_label_sets
 from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.reading.rows import AlignedGpu, AppRows, align_gpu, app_rows, tolerance_ms
-from inference_obs.samples import Vector
+from inference_obs.samples import Floats, Vector
 
-__all__ = ["QueueClass", "QueueInterval", "QueueingResult", "QueueingSettings", "queueing"]
+__all__ = [
+    "QueueClass",
+    "QueueInterval",
+    "QueueRows",
+    "QueueingResult",
+    "QueueingSettings",
+    "queueing",
+]
 
 LAGS = (-2, -1, 0, 1, 2)
 ALIGNMENT = (
@@ -108,6 +123,37 @@ class QueueInterval(BaseModel):
     mean_gpu_util: float | None
 
 
+class QueueRows(BaseModel):
+    """One replica's classified rows, as read: what the queue figure draws.
+
+    Attributes
+    ----------
+    replica
+        The replica.
+    begin, t
+        Where each row begins and its time, unix seconds (ascending): both the
+        scrape time per scrape; per tile, the tile's start and end.
+    waiting, running
+        ``num_requests_waiting`` / ``num_requests_running`` at each row
+        (requests, summed over the replica's engines).
+    gpu_util
+        The replica's mean GPU utilisation at each row, percent (0-100); NaN
+        where no GPU reading aligned.
+    classes
+        Each row's class.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    replica: str
+    begin: Floats
+    t: Floats
+    waiting: Floats
+    running: Floats
+    gpu_util: Floats
+    classes: tuple[QueueClass, ...]
+
+
 class QueueingResult(AnalysisResult):
     """Queues and GPU activity of one deployment over one window.
 
@@ -115,6 +161,14 @@ class QueueingResult(AnalysisResult):
     ----------
     step_seconds
         ``None`` when each row is an app scrape; else the tile width, seconds.
+    row_seconds
+        How far apart rows are, seconds: the median app scrape interval (0
+        without app series), or the tile width.
+    busy_threshold
+        Mean GPU utilisation, percent (0-100), at and above which a replica's
+        GPUs counted as busy (the setting the rows were classified with).
+    rows
+        Per replica (sorted by name), every classified row.
     intervals
         Consecutive same-class rows per replica, in time order.
     peak_waiting
@@ -131,9 +185,16 @@ class QueueingResult(AnalysisResult):
     best_lag, best_lag_correlation
         Lag (rows; positive: GPU idle follows the queue) with the strongest
         correlation between waiting and GPU idle, and that coefficient.
+    waiting_idle, waiting_idle_by_replica
+        Rows counted by requests waiting against GPUs idle (below
+        ``busy_threshold``), with odds ratio, phi and Fisher's exact p-value:
+        every replica pooled, and per replica (keys ``waiting_idle_*[replica]``).
     """
 
     step_seconds: float | None
+    row_seconds: float
+    busy_threshold: float
+    rows: tuple[QueueRows, ...]
     intervals: tuple[QueueInterval, ...]
     peak_waiting: Measurement
     peak_time: AwareDatetime | None
@@ -143,6 +204,8 @@ class QueueingResult(AnalysisResult):
     gpu_alignment: Measurement
     best_lag: Measurement
     best_lag_correlation: Measurement
+    waiting_idle: WaitingIdle
+    waiting_idle_by_replica: dict[str, WaitingIdle]
 
 
 class QueueingSettings(Settings):
@@ -208,7 +271,10 @@ class _Row:
 class _Walk:
     """What classifying every replica's rows found, before it becomes Measurements."""
 
+    busy_threshold: float
     intervals: list[QueueInterval] = field(default_factory=list)
+    rows: list[QueueRows] = field(default_factory=list)
+    tables: dict[str, TwoByTwo] = field(default_factory=dict)
     counts: dict[QueueClass, int] = field(default_factory=lambda: dict.fromkeys(QueueClass, 0))
     pairs: dict[int, tuple[list[float], list[float]]] = field(
         default_factory=lambda: {lag: ([], []) for lag in LAGS}
@@ -218,11 +284,16 @@ class _Walk:
 
     def add(self, replica: str, rows: list[_Row], zone: tzinfo | None) -> None:
         """Count ``replica``'s classified rows, pair them for the lags, cut them into intervals."""
+        cells = [0, 0, 0, 0]  # waiting & idle, waiting & busy, not waiting & idle, & busy
         for row in rows:
             self.aligned += row.util is not None
             self.counts[row.cls] += 1
             if self.peak is None or row.waiting > self.peak[0]:
                 self.peak = (row.waiting, row.t, replica)
+            if row.util is not None:
+                cells[2 * (row.waiting <= 0) + (row.util >= self.busy_threshold)] += 1
+        self.tables[replica] = TwoByTwo(*cells)
+        self.rows.append(_rows(replica, rows))
         for lag in LAGS:
             for k, row in enumerate(rows):
                 if 0 <= k + lag < len(rows):
@@ -259,10 +330,27 @@ class _Walk:
         return best
 
 
+def _rows(replica: str, rows: list[_Row]) -> QueueRows:
+    """``replica``'s classified rows as arrays, times in unix seconds."""
+
+    def column(values: list[float]) -> Floats:
+        return np.asarray(values, dtype=np.float64)
+
+    return QueueRows(
+        replica=replica,
+        begin=column([row.begin / 1000.0 for row in rows]),
+        t=column([row.t / 1000.0 for row in rows]),
+        waiting=column([row.waiting for row in rows]),
+        running=column([row.running for row in rows]),
+        gpu_util=column([np.nan if row.util is None else row.util for row in rows]),
+        classes=tuple(row.cls for row in rows),
+    )
+
+
 def _walk(rows: AppRows, gpu: AlignedGpu, busy_threshold: float, zone: tzinfo | None) -> _Walk:
-    """Classify every row of every replica (see the module)."""
-    walk = _Walk()
-    for replica, times in rows.times.items():
+    """Classify every row of every replica (see the module), replicas in name order."""
+    walk = _Walk(busy_threshold)
+    for replica, times in sorted(rows.times.items()):
         columns = (
             rows.starts(replica),
             times,
@@ -396,8 +484,12 @@ def _queueing(r: Reading, settings: QueueingSettings) -> QueueingResult:
         )
 
     zone = r.window.start.tzinfo
+    pooled, by_replica = _tables(r, walk, unit, tuple(reads))
     return QueueingResult(
         step_seconds=r.step,
+        row_seconds=rows.interval_ms / 1000.0 if r.step is None else r.step,
+        busy_threshold=settings.busy_threshold,
+        rows=tuple(walk.rows),
         intervals=tuple(walk.intervals),
         peak_waiting=peak_m,
         peak_time=_time(peak[1], zone) if peak else None,
@@ -409,7 +501,18 @@ def _queueing(r: Reading, settings: QueueingSettings) -> QueueingResult:
         best_lag_correlation=lagged(
             "best_lag_correlation", None if best is None else best[1], "ratio"
         ),
+        waiting_idle=pooled,
+        waiting_idle_by_replica=by_replica,
     )
+
+
+def _tables(
+    r: Reading, walk: _Walk, unit: str, reads: tuple[Expr, ...]
+) -> tuple[WaitingIdle, dict[str, WaitingIdle]]:
+    """The waiting-vs-idle tables as Measurements: every replica pooled, then each replica."""
+    made = partial(waiting_idle, r, unit=unit, busy_threshold=walk.busy_threshold, reads=reads)
+    pooled = sum(walk.tables.values(), TwoByTwo(0, 0, 0, 0))
+    return made(pooled, "all"), {name: made(t, name) for name, t in walk.tables.items()}
 
 
 queueing = Analysis(

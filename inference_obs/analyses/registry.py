@@ -23,7 +23,7 @@ from inference_obs.analyses.gpu import gpu
 from inference_obs.analyses.latency import latency
 from inference_obs.analyses.memory import memory
 from inference_obs.analyses.queueing import queueing
-from inference_obs.analyses.rolling import rolling_quantiles
+from inference_obs.analyses.rolling import rolling_itl, rolling_quantiles
 from inference_obs.analyses.shapes import shapes
 from inference_obs.analyses.throughput import throughput
 from inference_obs.analyses.unit import Analysis, Settings
@@ -47,6 +47,7 @@ ANALYSES: tuple[Analysis[Any, Any], ...] = (
     boundaries,
     cost,
     rolling_quantiles,
+    rolling_itl,
     activity,
 )
 

@@ -10,6 +10,10 @@ A rolling P95 answers "how bad was the worst five minutes", not "what was the
 hour's P95": a short burst can lift it far above the whole-window P95, and the
 mean of its samples is not a request-weighted mean. Each series carries the
 PromQL that produced it.
+
+Two analyses run it: :data:`rolling_quantiles` (by default of time to first
+token) and :data:`rolling_itl` (by default of inter-token latency); each
+one's ``family`` setting chooses another histogram.
 """
 
 from __future__ import annotations
@@ -39,8 +43,10 @@ from inference_obs.source.remembering import together
 __all__ = [
     "CAVEATS",
     "QuantileSeries",
+    "RollingItlSettings",
     "RollingQuantiles",
     "RollingSettings",
+    "rolling_itl",
     "rolling_quantiles",
 ]
 
@@ -254,6 +260,18 @@ class RollingSettings(Settings):
         return value
 
 
+class RollingItlSettings(RollingSettings):
+    """The rolling quantiles of inter-token latency (:data:`rolling_itl`): the same settings,
+    another default histogram."""
+
+    family: str = Field(
+        vllm.INTER_TOKEN_LATENCY.name,
+        description="The histogram family, by an exposed name of the catalogue (see "
+        "rolling_quantiles.family). Inter-token latency is the gap between a request's "
+        "output events, seconds; with speculative decoding one event carries several tokens.",
+    )
+
+
 def _family(name: str) -> Family:
     """The catalogue's histogram ``name``, spelt as given (an earlier version's name stays)."""
     found = catalogue_family(name)
@@ -309,4 +327,14 @@ rolling_quantiles = Analysis(
     result=RollingQuantiles,
     settings=RollingSettings,
     summary="A histogram's merged-bucket quantiles over a sliding interval, as time series.",
+)
+
+rolling_itl = Analysis(
+    name="rolling_itl",
+    title="Rolling quantiles of inter-token latency",
+    entry=_rolling_quantiles,
+    result=RollingQuantiles,
+    settings=RollingItlSettings,
+    summary="Inter-token latency's merged-bucket quantiles over a sliding interval, as time "
+    "series.",
 )

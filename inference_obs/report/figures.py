@@ -5,6 +5,12 @@ with the object-oriented API (no pyplot global state, so any backend,
 ``Agg`` included, works). Time axes are in the window's timezone; titles
 and axis labels carry units. matplotlib's artists share caches between
 figures, so one figure is drawn at a time (:data:`DRAWING`).
+
+A figure with nothing to draw is not drawn (no placeholder image): which
+figures a deployment has is decided once, in
+:func:`~inference_obs.report.figure_plan.nothing_to_draw`, for the drawing
+here and for the sections that cite them. Drawing one anyway raises
+:class:`~inference_obs.errors.NoDataError`.
 """
 
 from __future__ import annotations
@@ -19,11 +25,28 @@ import numpy as np
 import numpy.typing as npt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from inference_obs.analyses.activity import ActivityResult, Panel, activity
-from inference_obs.analyses.queueing import QueueClass, QueueingResult, queueing
-from inference_obs.analyses.rolling import RollingQuantiles, rolling_quantiles
+from inference_obs.analyses.bottleneck import BottleneckResult, bottleneck
+from inference_obs.analyses.latency import QUANTILES, HistogramSummary
+from inference_obs.analyses.queueing import QueueClass, QueueingResult, QueueRows, queueing
+from inference_obs.analyses.rolling import RollingQuantiles
 from inference_obs.analyses.run import DeploymentResults
+from inference_obs.errors import NoDataError
+from inference_obs.report.document import number
+from inference_obs.report.figure_plan import (
+    DRAM_VS_TENSOR,
+    FIGURES,
+    GPU_HEATMAP,
+    QUEUE_VS_GPU,
+    ROLLING,
+    figure_name,
+    latency_summary,
+    nothing_to_draw,
+    profiling_pairs,
+)
 from inference_obs.samples import Window
 
 if TYPE_CHECKING:
@@ -31,6 +54,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DRAWING",
+    "QUEUE_PANELS",
+    "SHADES",
     "deployment_figures",
     "dram_vs_tensor_figure",
     "draw_figures",
@@ -42,8 +67,15 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 #: Held while a figure is drawn: figures may be drawn in several threads, one at a time.
 DRAWING = threading.Lock()
-NO_PROFILING = "no profiling counters"
-_SHADE = {QueueClass.CAPACITY: "tab:red", QueueClass.INCONSISTENT: "tab:purple"}
+#: The queue classes the queue figure shades, their colours and legend words.
+SHADES: dict[QueueClass, tuple[str, str]] = {
+    QueueClass.CAPACITY: ("tab:red", "capacity: queue, GPUs busy"),
+    QueueClass.STARVED: ("tab:orange", "starved: queue, GPUs idle"),
+    QueueClass.INCONSISTENT: ("tab:purple", "inconsistent: running, GPUs at 0 %"),
+}
+#: Replicas the queue figure draws a panel for (those with the largest queues): more panels
+#: would be too small to read; the title says how many were left out.
+QUEUE_PANELS = 6
 # matplotlib.dates ships without annotations: typed entry points, no untyped calls.
 _date2num: Callable[[Any], Any] = mdates.date2num
 _locator = cast("Callable[..., mdates.AutoDateLocator]", mdates.AutoDateLocator)
@@ -76,77 +108,90 @@ def draw_figures(report: Report) -> dict[str, Figure]:
 
 
 def deployment_figures(run: DeploymentResults) -> dict[str, Figure]:
-    """One deployment's figures, from its run's rolling quantiles, activity and queueing."""
+    """One deployment's figures with something to draw, in :data:`FIGURES` order, keyed by name.
+
+    The rolling quantiles of time to first token and of inter-token latency
+    (with the latency analysis's whole-window quantiles), queues against GPU
+    utilisation per replica, utilisation per GPU, and DRAM against tensor
+    activity with the bottleneck classifier's thresholds.
+    """
     name = run.deployment.name
-    seen = run.of(activity)
+
+    def draw(figure: str) -> Figure:
+        if figure in ROLLING:
+            result = run.of(ROLLING[figure])
+            return rolling_quantiles_figure(result, latency_summary(run, result.family))
+        if figure == QUEUE_VS_GPU:
+            return queue_vs_gpu_figure(name, run.window, run.of(queueing))
+        if figure == GPU_HEATMAP:
+            return gpu_heatmap_figure(name, run.window, run.of(activity).gpu_util)
+        assert figure == DRAM_VS_TENSOR
+        return dram_vs_tensor_figure(name, run.of(activity), run.of(bottleneck))
+
     return {
-        f"{name}-rolling-quantiles": rolling_quantiles_figure(run.of(rolling_quantiles)),
-        f"{name}-queue-vs-gpu": queue_vs_gpu_figure(name, run.window, seen, run.of(queueing)),
-        f"{name}-gpu-heatmap": gpu_heatmap_figure(name, run.window, seen.gpu_util),
-        f"{name}-dram-vs-tensor": dram_vs_tensor_figure(name, seen),
+        figure_name(run, figure): draw(figure)
+        for figure in FIGURES
+        if nothing_to_draw(run, figure) is None
     }
 
 
-def rolling_quantiles_figure(result: RollingQuantiles) -> Figure:
-    """Lines of each rolling quantile over the window, in the family's unit, with the caveat
-    that a rolling quantile is not the whole-window one in a footnote."""
+def rolling_quantiles_figure(
+    result: RollingQuantiles, whole: HistogramSummary | None = None
+) -> Figure:
+    """Lines of each rolling quantile over the window, in the family's unit, titled with the
+    family's name; ``whole``'s quantiles of the same levels as dashed reference lines, and the
+    caveat that a rolling quantile is not the whole-window one in a footnote.
+
+    Raises
+    ------
+    NoDataError
+        When no quantile has a point (the histogram's buckets have no series).
+    """
+    if not any(s.t.size for s in result.series):
+        raise NoDataError(f"{result.deployment}: no rolling quantile of {result.family} to draw")
     with DRAWING:
         fig = Figure(figsize=(10, 4.5), layout="constrained")
         ax = fig.add_subplot()
         for s in result.series:
-            ax.plot(_times(s.t), s.values, label=f"P{s.quantile * 100:g}", linewidth=1.2)
+            label = f"P{s.quantile * 100:g}"
+            (line,) = ax.plot(_times(s.t), s.values, label=f"rolling {label}", linewidth=1.2)
+            reference = _whole_window(whole, s.quantile)
+            if reference is not None:
+                ax.axhline(
+                    reference,
+                    color=line.get_color(),
+                    linestyle="--",
+                    linewidth=0.9,
+                    label=f"whole-window {label} {number(reference)} {result.unit}",
+                )
         _time_axis(ax, result.window)
-        ax.set_ylabel(f"{result.family} ({result.unit})")
+        ax.set_ylabel(result.unit)
         ax.set_title(
-            f"{result.deployment}: rolling quantiles over {result.length:g} s, "
-            f"every {result.every:g} s"
+            f"{result.deployment}: {result.family}, rolling quantiles over "
+            f"{result.length:g} s, every {result.every:g} s"
         )
-        if result.series:
-            ax.legend(loc="upper left")
+        ax.legend(loc="upper left", fontsize=8)
         ax.grid(alpha=0.3)
-        note = "Rolling P95 ≠ whole-window P95; a mean of samples is not request-weighted."
-        fig.text(0.01, 0.0, note, fontsize=7, va="bottom")
+        note = (
+            "Rolling P95 ≠ whole-window P95 (dashed: the window's, from merged buckets); "
+            "a mean of samples is not request-weighted."
+        )
+        _footnote(fig, note)
         return fig
 
 
-def queue_vs_gpu_figure(
-    deployment: str, window: Window, seen: ActivityResult, queue: QueueingResult | None = None
-) -> Figure:
-    """Waiting and running requests per replica (left axis), mean GPU utilisation, percent
-    (right axis); ``queue``'s capacity and inconsistent intervals shaded."""
-    with DRAWING:
-        fig = Figure(figsize=(11, 5), layout="constrained")
-        ax = fig.add_subplot()
-        right = ax.twinx()
-        for kind, style, panel in (("waiting", "-", seen.waiting), ("running", ":", seen.running)):
-            for s in panel.series:
-                ax.plot(_times(s.t), s.values, style, label=f"{kind} {s.name}", linewidth=1.0)
-        for s in seen.gpu_util_mean.series:
-            right.plot(_times(s.t), s.values, color="black", alpha=0.6, label="mean GPU util")
-        _shade(ax, queue, seen.waiting.step_seconds)
-        _time_axis(ax, window)
-        ax.set_ylabel("requests (sampled gauge)")
-        right.set_ylabel("GPU utilisation (%)")
-        right.set_ylim(0, 105)
-        ax.set_title(f"{deployment}: queue vs GPU utilisation")
-        handles = ax.get_legend_handles_labels()
-        extra = right.get_legend_handles_labels()
-        if handles[0] or extra[0]:
-            ax.legend(handles[0] + extra[0], handles[1] + extra[1], loc="upper left", fontsize=7)
-        return fig
+def _footnote(fig: Figure, text: str) -> None:
+    """A small note under everything: as the figure's x label, so the layout makes room."""
+    fig.supxlabel(text, x=0.01, ha="left", fontsize=7)
 
 
-def _shade(ax: Axes, queue: QueueingResult | None, every: float) -> None:
-    """Shade the queueing result's capacity and inconsistent intervals."""
-    for interval in queue.intervals if queue is not None else ():
-        color = _SHADE.get(interval.classification)
-        if color is None:
-            continue
-        # A one-sample interval (start == end) still gets half a step either side,
-        # or its shading would have no width at all.
-        pad = timedelta(seconds=every / 2) if interval.start == interval.end else timedelta()
-        start, end = _num(interval.start - pad), _num(interval.end + pad)
-        ax.axvspan(start, end, color=color, alpha=0.15, linewidth=0)
+def _whole_window(whole: HistogramSummary | None, quantile: float) -> float | None:
+    """The whole-window quantile of level ``quantile`` in ``whole``, where it has a value."""
+    for label, q in QUANTILES if whole is not None else ():
+        if q == quantile:
+            m = getattr(whole, label)
+            return float(m.value) if m.value is not None else None
+    return None
 
 
 def gpu_heatmap_figure(deployment: str, window: Window, panel: Panel) -> Figure:
@@ -180,40 +225,139 @@ def gpu_heatmap_figure(deployment: str, window: Window, panel: Panel) -> Figure:
         return fig
 
 
-def dram_vs_tensor_figure(deployment: str, seen: ActivityResult) -> Figure:
-    """DRAM activity against tensor-pipe activity, one point per GPU and time (both ratios
-    0-1). Without the DCGM profiling families, one blank axes saying "no profiling counters"."""
-    dram = {s.name: s for s in seen.dram_active.series}
-    tensor = {s.name: s for s in seen.tensor_active.series}
-    xs: list[FloatArray] = []
-    ys: list[FloatArray] = []
-    for name in sorted(dram.keys() & tensor.keys()):
-        common, i, j = np.intersect1d(dram[name].t, tensor[name].t, return_indices=True)
-        if common.size:
-            xs.append(dram[name].values[i])
-            ys.append(tensor[name].values[j])
+def _panels(queue: QueueingResult) -> tuple[list[QueueRows], int]:
+    """The replicas to draw, in name order (at most :data:`QUEUE_PANELS`: those with the
+    largest queue, then the most rows in a shaded class), and how many had rows."""
+    seen = [rows for rows in queue.rows if rows.t.size]
+
+    def queued(rows: QueueRows) -> tuple[float, int, str]:
+        shaded = sum(cls in SHADES for cls in rows.classes)
+        return -float(np.max(rows.waiting)), -shaded, rows.replica
+
+    drawn = sorted(seen, key=queued)[:QUEUE_PANELS]
+    return sorted(drawn, key=lambda rows: rows.replica), len(seen)
+
+
+def queue_vs_gpu_figure(deployment: str, window: Window, queue: QueueingResult) -> Figure:
+    """One panel per replica of the rows queueing classified, each row a point: requests
+    waiting and running (left axis, requests) against the replica's mean GPU utilisation
+    (right axis, percent, with the busy threshold dashed), the capacity, starved and
+    inconsistent rows shaded in the colours of :data:`SHADES`.
+
+    Raises
+    ------
+    NoDataError
+        When no replica has a row (no ``num_requests_waiting`` series).
+    """
+    panels, replicas = _panels(queue)
+    if not panels:
+        raise NoDataError(f"{deployment}: no queue rows to draw")
+    per = "scrape" if queue.step_seconds is None else f"{queue.step_seconds:g} s tile"
+    some = f" ({len(panels)} of {replicas} replicas: the largest queues)" if replicas > 1 else ""
     with DRAWING:
-        fig = Figure(figsize=(6.5, 5.5), layout="constrained")
+        fig = Figure(figsize=(11, 1.6 + 2.4 * len(panels)), layout="constrained")
+        axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+        for ax, rows in zip(axes, panels, strict=True):
+            _queue_panel(ax, rows, queue)
+        _time_axis(axes[-1], window)
+        fig.suptitle(
+            f"{deployment}: requests waiting and running against mean GPU utilisation, "
+            f"one point per {per}{some if replicas > len(panels) else ''}"
+        )
+        fig.legend(handles=_queue_legend(queue), loc="outside lower center", ncols=4, fontsize=8)
+        return fig
+
+
+def _queue_panel(ax: Axes, rows: QueueRows, queue: QueueingResult) -> None:
+    """One replica's rows: the gauges left, its mean GPU utilisation right, classes shaded."""
+    # A tile's point sits in its middle; a scrape's at the scrape (begin == t).
+    x = _times((rows.begin + rows.t) / 2.0)
+    ax.plot(x, rows.waiting, "-o", color="tab:blue", markersize=3, linewidth=1.2, label="waiting")
+    ax.plot(x, rows.running, ":.", color="tab:green", markersize=4, linewidth=1.0, label="running")
+    ax.set_ylabel("requests")
+    ax.set_title(rows.replica, loc="left", fontsize=9)
+    ax.grid(alpha=0.3)
+    # Both axes leave the same 5 % below zero, so 0 requests and 0 % lie on one line.
+    top = max(float(np.max(rows.waiting)), float(np.max(rows.running)), 1.0)
+    ax.set_ylim(-0.05 * top, 1.05 * top)
+    right = ax.twinx()
+    right.plot(x, rows.gpu_util, color="black", alpha=0.55, linewidth=1.0, label="mean GPU util")
+    right.axhline(queue.busy_threshold, color="grey", linestyle="--", linewidth=0.8)
+    right.set_ylim(-5, 105)
+    right.set_ylabel("GPU util (%)")
+    # Per scrape, a row stands for the half interval either side of it; a tile for itself.
+    pad = timedelta(seconds=queue.row_seconds / 2 if queue.step_seconds is None else 0.0)
+    for interval in queue.intervals:
+        shade = SHADES.get(interval.classification)
+        if shade is None or interval.replica != rows.replica:
+            continue
+        start, end = _num(interval.start - pad), _num(interval.end + pad)
+        span = ax.axvspan(start, end, color=shade[0], alpha=0.22, linewidth=0)
+        span.set_gid(interval.classification.value)
+
+
+def _queue_legend(queue: QueueingResult) -> list[Line2D | Patch]:
+    """The key to every panel: the three lines, the threshold, and each shaded class."""
+    lines: list[Line2D | Patch] = [
+        Line2D([], [], color="tab:blue", marker="o", markersize=3, label="waiting (requests)"),
+        Line2D([], [], color="tab:green", marker=".", linestyle=":", label="running (requests)"),
+        Line2D([], [], color="black", alpha=0.55, label="mean GPU util (%)"),
+        Line2D(
+            [], [], color="grey", linestyle="--", label=f"busy at {queue.busy_threshold:g} % util"
+        ),
+    ]
+    shades = [Patch(color=color, alpha=0.22, label=words) for color, words in SHADES.values()]
+    return lines + shades
+
+
+def dram_vs_tensor_figure(deployment: str, seen: ActivityResult, found: BottleneckResult) -> Figure:
+    """DRAM activity against tensor-pipe activity, one point per GPU and time (both ratios
+    0-1), with the bottleneck classifier's lines (``found.thresholds``), its regions, and the
+    window means it classified (a star, labelled with the class).
+
+    Raises
+    ------
+    NoDataError
+        Without a GPU and time with both profiling readings.
+    """
+    dram, tensor = profiling_pairs(seen)
+    if not dram.size:
+        raise NoDataError(f"{deployment}: no DRAM and tensor-pipe readings in common to draw")
+    t = found.thresholds
+    with DRAWING:
+        fig = Figure(figsize=(7, 6), layout="constrained")
         ax = fig.add_subplot()
-        ax.set_title(f"{deployment}: DRAM active vs tensor pipe active")
-        if not xs:
-            missing = [
-                family
-                for family, got in (
-                    ("DCGM_FI_PROF_DRAM_ACTIVE", dram),
-                    ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", tensor),
-                )
-                if not got
-            ]
-            why = ", ".join(missing) or "no common samples"
-            ax.set_axis_off()
-            text = f"{NO_PROFILING}\n({why})"
-            ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
-            return fig
-        ax.scatter(np.concatenate(xs), np.concatenate(ys), s=6, alpha=0.4)
+        ax.fill_between([t.dram_high, 1.0], 0.0, t.tensor_low, color="tab:blue", alpha=0.08)
+        ax.fill_between([0.0, 1.0], t.tensor_high, 1.0, color="tab:red", alpha=0.08)
+        ax.text(0.99, 0.01, "bandwidth-bound decode", ha="right", va="bottom", fontsize=8)
+        ax.text(0.99, 0.99, "compute-bound", ha="right", va="top", fontsize=8)
+        ax.scatter(dram, tensor, s=6, alpha=0.35, label="one GPU at one time")
+        ax.axvline(
+            t.dram_high, color="tab:gray", linestyle="--", label=f"DRAM high {t.dram_high:g}"
+        )
+        ax.axhline(
+            t.tensor_low, color="tab:gray", linestyle=":", label=f"tensor low {t.tensor_low:g}"
+        )
+        ax.axhline(
+            t.tensor_high, color="tab:gray", linestyle="--", label=f"tensor high {t.tensor_high:g}"
+        )
+        x, y = found.dram_active.value, found.tensor_active.value
+        if x is not None and y is not None:
+            ax.plot([x], [y], "*", color="black", markersize=14, label=_mean_label(found))
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.set_xlabel("DCGM_FI_PROF_DRAM_ACTIVE (ratio 0-1)")
         ax.set_ylabel("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE (ratio 0-1)")
+        ax.set_title(f"{deployment}: DRAM active vs tensor pipe active")
+        ax.legend(loc="center left", fontsize=8)
         ax.grid(alpha=0.3)
+        _footnote(
+            fig,
+            "The class reads the window means (star) against these lines; starved "
+            f"(GPU_UTIL mean < {t.util_low:g} %) is decided first, outside this plane.",
+        )
         return fig
+
+
+def _mean_label(found: BottleneckResult) -> str:
+    return f"window mean: {found.classification.value.replace('_', ' ')}"

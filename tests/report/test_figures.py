@@ -1,30 +1,50 @@
-"""Figures on the bundled datasets, drawn from results: axes, data, PNG output, budgets and
-the no-counters case."""
+"""Figures on the bundled datasets, drawn from results: axes, data, PNG output and budgets.
+
+The report's figures are drawn as the command line draws them: the report built with its
+defaults (``inference_obs.report.from_source.report``), then ``draw_figures``; what they
+must show is read from their drawn artists and checked against the dataset's raw samples.
+"""
 
 from __future__ import annotations
 
 import io
+import itertools
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 import numpy as np
 import pytest
+from matplotlib.axes import Axes
+from matplotlib.collections import PathCollection
+from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
 
 from inference_obs.analyses.activity import ActivityResult, activity
-from inference_obs.analyses.queueing import queueing
-from inference_obs.analyses.rolling import rolling_quantiles
+from inference_obs.analyses.bottleneck import BottleneckSettings, bottleneck
+from inference_obs.analyses.latency import latency
+from inference_obs.analyses.queueing import QueueClass, queueing
+from inference_obs.analyses.rolling import rolling_itl
 from inference_obs.deployment import Deployment
-from inference_obs.metrics import dcgm
+from inference_obs.errors import NoDataError
+from inference_obs.metrics import dcgm, vllm
 from inference_obs.query import to_promql
+from inference_obs.report.document import FigureRef, Paragraph
 from inference_obs.report.figures import (
-    NO_PROFILING,
+    SHADES,
     dram_vs_tensor_figure,
+    draw_figures,
     gpu_heatmap_figure,
     queue_vs_gpu_figure,
     rolling_quantiles_figure,
 )
+from inference_obs.report.from_source import report
+from inference_obs.report.model import Report
+from inference_obs.report.sections import sections
 from inference_obs.samples import Window
 from inference_obs.source.dataset.source import DatasetSource
 
@@ -39,6 +59,26 @@ def pro_source() -> DatasetSource:
 @pytest.fixture(scope="module")
 def r1_source() -> DatasetSource:
     return DatasetSource(DATASETS / "r1-decode")
+
+
+@pytest.fixture(scope="module")
+def pro_report(pro_source: DatasetSource) -> Report:
+    return report(pro_source)  # the command line's defaults
+
+
+@pytest.fixture(scope="module")
+def pro_figures(pro_report: Report) -> dict[str, Figure]:
+    return draw_figures(pro_report)
+
+
+@pytest.fixture(scope="module")
+def r1_report(r1_source: DatasetSource) -> Report:
+    return report(r1_source)
+
+
+@pytest.fixture(scope="module")
+def r1_figures(r1_report: Report) -> dict[str, Figure]:
+    return draw_figures(r1_report)
 
 
 def _window(source: DatasetSource) -> Window:
@@ -69,62 +109,6 @@ def _texts(fig: Figure) -> str:
     return " ".join(parts)
 
 
-def test_rolling_quantiles_figure(pro_source: DatasetSource) -> None:
-    window = _window(pro_source)
-    result = rolling_quantiles(pro_source, _deployment(pro_source, "PRO"), window)
-    fig = rolling_quantiles_figure(result)
-    assert len(fig.axes) == 1
-    lines = fig.axes[0].get_lines()
-    assert len(lines) == 3
-    assert all(np.asarray(line.get_xdata()).size > 0 for line in lines)
-    assert "seconds" in fig.axes[0].get_ylabel()
-    assert "whole-window P95" in _texts(fig)
-    _png(fig)
-    ticks = [label.get_text() for label in fig.axes[0].get_xticklabels()]
-    assert ticks[0] == "17:40"  # the window's +08:00 local time, not UTC
-    assert "UTC+0800" in fig.axes[0].get_xlabel()
-
-
-def test_queue_vs_gpu_figure_shades_intervals(pro_source: DatasetSource) -> None:
-    window = _window(pro_source)
-    deployment = _deployment(pro_source, "H20")
-    result = queueing(pro_source, deployment, window)
-    seen = _seen(pro_source, "H20", step_seconds=60.0)
-    fig = queue_vs_gpu_figure("H20", window, seen, result)
-    assert len(fig.axes) == 2
-    left, right = fig.axes
-    assert len(left.get_lines()) == 2 * len(deployment.replicas)  # waiting + running per replica
-    assert len(right.get_lines()) == 1
-    assert all(
-        np.asarray(line.get_xdata()).size > 0 for line in [*left.get_lines(), *right.get_lines()]
-    )
-    assert "%" in right.get_ylabel()
-    assert "requests" in left.get_ylabel()
-    _png(fig)
-
-
-def test_queue_vs_gpu_figure_without_result(pro_source: DatasetSource) -> None:
-    seen = _seen(pro_source, "PRO", step_seconds=60.0)
-    fig = queue_vs_gpu_figure("PRO", _window(pro_source), seen)
-    assert len(fig.axes) == 2
-    assert not fig.axes[0].patches
-    _png(fig)
-
-
-def test_with_the_report_defaults_every_line_has_a_point_every_15_s(
-    pro_source: DatasetSource,
-) -> None:
-    # The defaults a report uses: an hour at 15 s steps, so 241 points a line, not one.
-    window = _window(pro_source)
-    deployment = _deployment(pro_source, "H20")
-    seen = activity(pro_source, deployment, window)
-    fig = queue_vs_gpu_figure("H20", window, seen, queueing(pro_source, deployment, window))
-    left, right = fig.axes
-    sizes = {np.asarray(line.get_xdata()).size for line in [*left.get_lines(), *right.get_lines()]}
-    assert min(sizes) > 200, sizes
-    assert seen.waiting.step_seconds == 15.0
-
-
 def test_gpu_heatmap_figure(pro_source: DatasetSource) -> None:
     seen = _seen(pro_source, "H20", step_seconds=60.0)
     fig = gpu_heatmap_figure("H20", _window(pro_source), seen.gpu_util)
@@ -135,25 +119,6 @@ def test_gpu_heatmap_figure(pro_source: DatasetSource) -> None:
     assert array.shape == (32, 61)  # 4 replicas x 8 GPUs, one column per minute
     assert np.ma.count(array) > 0.9 * array.size
     assert len(fig.axes[0].get_yticklabels()) == 32
-    _png(fig)
-
-
-def test_dram_vs_tensor_figure(r1_source: DatasetSource) -> None:
-    fig = dram_vs_tensor_figure("R1", _seen(r1_source, "R1", step_seconds=60.0))
-    assert len(fig.axes) == 1
-    offsets = fig.axes[0].collections[0].get_offsets()
-    assert np.asarray(offsets).shape[0] > 0
-    assert NO_PROFILING not in _texts(fig)
-    _png(fig)
-
-
-def test_dram_vs_tensor_figure_without_counters_says_so(pro_source: DatasetSource) -> None:
-    fig = dram_vs_tensor_figure("PRO", _seen(pro_source, "PRO", step_seconds=60.0))
-    assert len(fig.axes) == 1
-    assert not fig.axes[0].collections
-    text = _texts(fig)
-    assert NO_PROFILING in text
-    assert "DCGM_FI_PROF_DRAM_ACTIVE" in text
     _png(fig)
 
 
@@ -176,9 +141,11 @@ def test_default_columns_shrink_once_gpus_times_columns_pass_the_budget(
 
 
 def test_the_scatter_keeps_within_its_own_budget(r1_source: DatasetSource) -> None:
+    found = bottleneck(r1_source, _deployment(r1_source, "R1"), _window(r1_source))
+
     def points(**settings: Any) -> int:
-        fig = dram_vs_tensor_figure("R1", _seen(r1_source, "R1", **settings))
-        return int(np.asarray(fig.axes[0].collections[0].get_offsets()).shape[0])
+        fig = dram_vs_tensor_figure("R1", _seen(r1_source, "R1", **settings), found)
+        return _scattered(fig.axes[0])
 
     r1 = _deployment(r1_source, "R1")
     gpus = len(r1_source.series(dcgm.GPU_UTIL.select(r1.gpu_matchers), _window(r1_source)))
@@ -218,3 +185,275 @@ def test_per_gpu_series_ask_whole_second_steps_and_only_the_labels_they_read(
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert len(labels) == 32
     assert all("/gpu" in name for name in labels), labels  # host/gpuN: names survive
+
+
+BEIJING = timezone(timedelta(hours=8))
+
+
+def _at(hour: int, minute: int, second: int = 0) -> datetime:
+    return datetime(2026, 10, 19, hour, minute, second, tzinfo=BEIJING)
+
+
+def _panel(fig: Figure, replica: str) -> Axes:
+    return next(ax for ax in fig.axes if ax.get_title(loc="left") == replica)
+
+
+def _date(number: float) -> datetime:
+    """A matplotlib date number (days since its epoch, 1970 by default) in +08:00."""
+    epoch = datetime.fromisoformat(str(matplotlib.rcParams["date.epoch"])).replace(tzinfo=UTC)
+    return (epoch + timedelta(days=float(number))).astimezone(BEIJING)
+
+
+def _line(ax: Axes, label: str) -> tuple[list[datetime], np.ndarray[Any, Any]]:
+    (line,) = [one for one in ax.get_lines() if one.get_label() == label]
+    x = np.asarray(line.get_xdata(), dtype=np.float64)
+    return [_date(v) for v in x], np.asarray(line.get_ydata())
+
+
+Span = tuple[str, datetime, datetime, tuple[float, float, float]]
+
+
+def _spans(ax: Axes) -> list[Span]:
+    """Each shaded span: its class, start, end and colour (without alpha)."""
+    out = []
+    for patch in ax.patches:
+        if isinstance(patch, Rectangle) and patch.get_gid():
+            x0, x1 = patch.get_x(), patch.get_x() + patch.get_width()
+            r, g, b, _ = to_rgba(patch.get_facecolor())
+            out.append((str(patch.get_gid()), _date(x0), _date(x1), (r, g, b)))
+    return out
+
+
+def _raw_waiting(source: DatasetSource, name: str) -> list[tuple[datetime, float]]:
+    d = _deployment(source, name)
+    (raw,) = list(source.raw(vllm.NUM_REQUESTS_WAITING.select(d.matchers), _window(source)))
+    return [
+        (datetime.fromtimestamp(t, tz=BEIJING), v)
+        for t, v in zip(raw.timestamps.tolist(), raw.values.tolist(), strict=True)
+    ]
+
+
+def test_the_pro_queue_and_the_1824_stall_are_visible_in_the_report_figure(
+    pro_source: DatasetSource, pro_figures: dict[str, Figure]
+) -> None:
+    fig = pro_figures["PRO-queue-vs-gpu"]
+    ax = _panel(fig, "llm/pro-model-01")
+    times, waiting = _line(ax, "waiting")
+    raw = _raw_waiting(pro_source, "PRO")
+    # Every scrape is a point (60 in the hour, a minute apart), at its own time and value.
+    assert len(times) == len(raw) == 60
+    for (t, value), (drawn_t, drawn) in zip(raw, zip(times, waiting, strict=True), strict=True):
+        assert abs((drawn_t - t).total_seconds()) < 0.01
+        assert drawn == value
+    spans = _spans(ax)
+    capacity = to_rgba(SHADES[QueueClass.CAPACITY][0])[:3]
+    # 17:54-17:56: the queue (waiting > 0 at each scrape) inside one capacity span.
+    burst = [(t, v) for t, v in raw if _at(17, 54) <= t < _at(17, 57)]
+    assert len(burst) == 3
+    assert all(v > 0 for _, v in burst)
+    assert any(
+        cls == "capacity" and colour == capacity and start <= burst[0][0] and burst[-1][0] <= end
+        for cls, start, end, colour in spans
+    ), spans
+    # 18:24:25: requests waited while the GPUs read 0; a shaded span covers the scrape.
+    (stall,) = [(t, v) for t, v in raw if _at(18, 24) <= t < _at(18, 25)]
+    assert stall[1] > 0
+    assert abs((stall[0] - _at(18, 24, 25)).total_seconds()) < 1
+    covering = [cls for cls, start, end, _ in spans if start <= stall[0] <= end]
+    assert covering == ["inconsistent"]
+
+
+def test_capacity_and_starved_are_shaded_in_distinct_colours_and_in_the_legend(
+    pro_figures: dict[str, Figure],
+) -> None:
+    fig = pro_figures["PRO-queue-vs-gpu"]
+    spans = _spans(_panel(fig, "llm/pro-model-01"))
+    colours = {cls: colour for cls, _, _, colour in spans}
+    assert {"capacity", "starved", "inconsistent"} <= set(colours)
+    assert len({colours["capacity"], colours["starved"], colours["inconsistent"]}) == 3
+    (legend,) = fig.legends
+    texts = [t.get_text() for t in legend.get_texts()]
+    for cls in (QueueClass.CAPACITY, QueueClass.STARVED, QueueClass.INCONSISTENT):
+        words = SHADES[cls][1]
+        assert words in texts
+        handle = legend.legend_handles[texts.index(words)]
+        assert handle is not None
+        assert tuple(to_rgba(handle.get_facecolor())[:3]) == colours[cls.value]  # type: ignore[attr-defined]
+
+
+def test_each_replica_has_its_panel_and_tiles_are_drawn_across_their_width(
+    pro_source: DatasetSource, pro_figures: dict[str, Figure]
+) -> None:
+    fig = pro_figures["H20-queue-vs-gpu"]
+    titles = [ax.get_title(loc="left") for ax in fig.axes if ax.get_title(loc="left")]
+    # The four replicas, by the pod each one's series carry, in name order.
+    assert titles == [f"llm/h20-model-0{k}" for k in range(1, 5)]
+    _png(fig)
+    # In 300 s tiles a row is a tile: its point sits mid-tile, its shading spans the tile.
+    window = _window(pro_source)
+    tiled = queueing(pro_source, _deployment(pro_source, "PRO"), window, step=300.0)
+    fig = queue_vs_gpu_figure("PRO", window, tiled)
+    ax = _panel(fig, "llm/pro-model-01")
+    times, _ = _line(ax, "waiting")
+    assert len(times) == 12
+    assert times[0] == _at(17, 42, 30)
+    assert all(
+        (b - a).total_seconds() == pytest.approx(300.0, abs=0.01)
+        for a, b in itertools.pairwise(times)
+    )
+    widths = {round((end - start).total_seconds()) % 300 for _, start, end, _ in _spans(ax)}
+    assert widths == {0}
+
+
+def test_a_queue_figure_without_rows_is_refused(pro_source: DatasetSource) -> None:
+    window = _window(pro_source)
+    nothing = _deployment(pro_source, "PRO").model_copy(update={"selector": {"pod": "nomatch"}})
+    with pytest.raises(NoDataError, match="PRO"):
+        queue_vs_gpu_figure("PRO", window, queueing(pro_source, nothing, window))
+
+
+def test_rolling_quantiles_carry_the_metric_name_and_whole_window_references(
+    pro_report: Report, pro_figures: dict[str, Figure]
+) -> None:
+    fig = pro_figures["PRO-rolling-quantiles"]
+    (ax,) = fig.axes
+    assert vllm.TIME_TO_FIRST_TOKEN.name in ax.get_title()
+    assert ax.get_ylabel() == "seconds"
+    ttft = pro_report.deployments[0].of(latency).ttft
+    dashed = {
+        str(line.get_label()): float(np.asarray(line.get_ydata())[0])
+        for line in ax.get_lines()
+        if line.get_linestyle() == "--"
+    }
+    expected = {"P50": ttft.p50.value, "P95": ttft.p95.value, "P99": ttft.p99.value}
+    assert len(dashed) == 3
+    for level, value in expected.items():
+        (label,) = [label for label in dashed if label.startswith(f"whole-window {level} ")]
+        assert dashed[label] == value
+    solid = [line for line in ax.get_lines() if line.get_linestyle() == "-"]
+    assert [line.get_label() for line in solid] == ["rolling P50", "rolling P95", "rolling P99"]
+    # The rolling P95 of the burst rises far above the window's P95: both visible.
+    assert float(np.max(np.asarray(solid[1].get_ydata()))) > 2 * (ttft.p95.value or 0)
+    ticks = [label.get_text() for label in ax.get_xticklabels()]
+    assert ticks[0] == "17:40"  # the window's +08:00 local time, not UTC
+    assert "UTC+0800" in ax.get_xlabel()
+    assert "whole-window P95" in _texts(fig) + (fig.get_supxlabel() or "")
+    _png(fig)
+
+
+def test_itl_without_buckets_has_no_figure_and_the_report_says_why(
+    pro_source: DatasetSource, pro_report: Report, pro_figures: dict[str, Figure]
+) -> None:
+    window = _window(pro_source)
+    pro = _deployment(pro_source, "PRO")
+    # The dataset has inter-token latency's _count but no _bucket series (dropped).
+    family = vllm.INTER_TOKEN_LATENCY
+    assert pro_source.series(family.select(pro.matchers, "count"), window)
+    assert not pro_source.series(family.select(pro.matchers, "bucket"), window)
+    assert "PRO-rolling-itl" not in pro_figures
+    said = [b.text for b in sections(pro_report) if isinstance(b, Paragraph)]
+    (why,) = [text for text in said if text.startswith("PRO: No rolling quantiles of")]
+    assert family.name in why
+    assert "relabelling" in why
+    with pytest.raises(NoDataError, match=family.name):
+        rolling_quantiles_figure(rolling_itl(pro_source, pro, window))
+
+
+def test_itl_with_buckets_is_drawn_with_its_name(r1_figures: dict[str, Figure]) -> None:
+    (ax,) = r1_figures["R1-rolling-itl"].axes
+    assert vllm.INTER_TOKEN_LATENCY.name in ax.get_title()
+    solid = [line for line in ax.get_lines() if line.get_linestyle() == "-"]
+    assert len(solid) == 3
+    assert all(np.asarray(line.get_xdata()).size > 50 for line in solid)
+
+
+def test_dram_vs_tensor_draws_the_classifier_thresholds(
+    r1_source: DatasetSource, r1_report: Report, r1_figures: dict[str, Figure]
+) -> None:
+    (ax,) = r1_figures["R1-dram-vs-tensor"].axes
+    lines: list[Line2D] = ax.get_lines()
+    vertical = {float(np.asarray(ln.get_xdata())[0]) for ln in lines if _flat(ln.get_xdata())}
+    horizontal = {float(np.asarray(ln.get_ydata())[0]) for ln in lines if _flat(ln.get_ydata())}
+    defaults = BottleneckSettings()
+    assert defaults.dram_high in vertical
+    assert {defaults.tensor_low, defaults.tensor_high} <= horizontal
+    found = r1_report.deployments[0].of(bottleneck)
+    (star,) = [ln for ln in lines if ln.get_marker() == "*"]
+    assert float(np.asarray(star.get_xdata())[0]) == found.dram_active.value
+    assert float(np.asarray(star.get_ydata())[0]) == found.tensor_active.value
+    assert "bandwidth bound decode" in str(star.get_label())
+    assert _scattered(ax) > 0
+    # The run's own thresholds, not the defaults: an override moves the line.
+    moved = bottleneck(r1_source, _deployment(r1_source, "R1"), _window(r1_source), dram_high=0.7)
+    fig = dram_vs_tensor_figure("R1", r1_report.deployments[0].of(activity), moved)
+    xs = {
+        float(np.asarray(ln.get_xdata())[0])
+        for ln in fig.axes[0].get_lines()
+        if _flat(ln.get_xdata())
+    }
+    assert 0.7 in xs
+    assert defaults.dram_high not in xs
+    _png(fig)
+
+
+def _scattered(ax: Axes) -> int:
+    """Points of the scatter (the one PathCollection; the regions are PolyCollections)."""
+    (points,) = [c for c in ax.collections if isinstance(c, PathCollection)]
+    return int(np.asarray(points.get_offsets()).shape[0])
+
+
+def _flat(data: Any) -> bool:
+    """A straight axis line: two equal coordinates."""
+    values = np.asarray(data, dtype=np.float64)
+    return values.size == 2 and values[0] == values[1]
+
+
+def _cited(report_: Report) -> set[str]:
+    return {b.name for b in sections(report_) if isinstance(b, FigureRef)}
+
+
+def test_no_placeholder_without_profiling_counters(
+    pro_report: Report, pro_figures: dict[str, Figure], pro_source: DatasetSource
+) -> None:
+    assert not pro_source.series(
+        dcgm.PROF_DRAM_ACTIVE.select(_deployment(pro_source, "PRO").gpu_matchers),
+        _window(pro_source),
+    )
+    assert (
+        set(pro_figures)
+        == _cited(pro_report)
+        == {
+            f"{d}-{figure}"
+            for d in ("PRO", "H20")
+            for figure in ("rolling-quantiles", "queue-vs-gpu", "gpu-heatmap")
+        }
+    )
+    said = [b.text for b in sections(pro_report) if isinstance(b, Paragraph)]
+    for name in ("PRO", "H20"):
+        (why,) = [text for text in said if text.startswith(f"{name}: No DRAM-vs-tensor figure")]
+        assert dcgm.PROF_DRAM_ACTIVE.name in why
+    with pytest.raises(NoDataError):
+        dram_vs_tensor_figure(
+            "PRO", pro_report.deployments[0].of(activity), pro_report.deployments[0].of(bottleneck)
+        )
+
+
+def test_with_profiling_counters_every_figure_is_drawn_and_cited(
+    r1_report: Report, r1_figures: dict[str, Figure]
+) -> None:
+    assert (
+        set(r1_figures)
+        == _cited(r1_report)
+        == {
+            f"R1-{figure}"
+            for figure in (
+                "rolling-quantiles",
+                "rolling-itl",
+                "queue-vs-gpu",
+                "gpu-heatmap",
+                "dram-vs-tensor",
+            )
+        }
+    )
+    for fig in r1_figures.values():
+        _png(fig)

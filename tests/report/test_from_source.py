@@ -54,11 +54,11 @@ def test_the_four_lines_give_a_whole_report_from_the_dataset_alone(
     assert report.scope.scrape_interval_seconds == MANIFEST.scrape_interval_seconds
     assert report.scope.source == "datasets/pro5000-vs-h20"
     assert report.scope.engine == "dataset"
-    assert len(draw_figures(report)) == 8  # four per deployment
+    assert len(draw_figures(report)) == 6  # three per deployment: no ITL buckets, no profiling
     html = report._repr_html_()
     summary, full = html.split("<details>")
     assert "<img" not in summary  # the figures are in the folded report only
-    assert full.count("<img") == 8
+    assert full.count("<img") == 6
     assert full.rstrip().endswith("</details>")
 
 

@@ -32,6 +32,7 @@ SHOWN = frozenset(
         "boundaries",
         "cost",
         "rolling_quantiles",
+        "rolling_itl",
         "activity",
     }
 )

@@ -16,7 +16,6 @@ from inference_obs.analyses.boundaries import BoundariesResult
 from inference_obs.reading.measurement import Measurement
 from inference_obs.report.document import (
     Block,
-    FigureRef,
     Heading,
     Items,
     Paragraph,
@@ -25,6 +24,7 @@ from inference_obs.report.document import (
     number,
     when,
 )
+from inference_obs.report.figure_plan import DRAM_VS_TENSOR, GPU_HEATMAP, cite
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
@@ -137,13 +137,12 @@ def gpus(report: Report) -> Iterator[Block]:
             )
         _, sentence = advise(d.of(analyses.bottleneck), d.of(analyses.boundaries))
         yield Paragraph(f"{d.deployment.name}: {sentence}")
-        yield FigureRef(
-            f"{d.deployment.name}-gpu-heatmap",
-            f"{d.deployment.name}: utilisation per GPU over time.",
-        )
-        yield FigureRef(
-            f"{d.deployment.name}-dram-vs-tensor",
-            f"{d.deployment.name}: DRAM against tensor-pipe activity.",
+        yield cite(d, GPU_HEATMAP, f"{d.deployment.name}: utilisation per GPU over time.")
+        yield cite(
+            d,
+            DRAM_VS_TENSOR,
+            f"{d.deployment.name}: DRAM against tensor-pipe activity, with the bottleneck "
+            "classifier's thresholds and the window means it classified.",
         )
     yield from caveats(shown)
 

@@ -1,4 +1,5 @@
-"""Queues against GPU activity, per deployment."""
+"""Queues against GPU activity, per deployment: the classes, how queues and idle GPUs went
+together, the waiting reasons, the intervals worth reading, and the figure."""
 
 from __future__ import annotations
 
@@ -6,69 +7,241 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from inference_obs import analyses
+from inference_obs.analyses.queueing import QueueClass, QueueingResult
+from inference_obs.analyses.waiting_idle import WaitingIdle
+from inference_obs.reading.measurement import Measurement
 from inference_obs.report.document import (
     Block,
-    FigureRef,
     Heading,
+    Items,
     Paragraph,
     Table,
     cell,
     number,
     when,
 )
+from inference_obs.report.figure_plan import QUEUE_VS_GPU, cite
 
 if TYPE_CHECKING:
+    from inference_obs.analyses.run import DeploymentResults
     from inference_obs.report.model import Report
 
 __all__ = ["queues"]
 
+#: A p-value below this reads as "more (or less) than chance": the conventional 5 % level,
+#: taken as a guide only, as consecutive rows are not independent draws.
+SURPRISING = 0.05
+#: Each class in plain words, in the order an SRE acts on them.
+LEGEND = (
+    "capacity: requests waited while the replica's GPUs were busy (mean utilisation at or "
+    "above the busy threshold): more GPU capacity would shorten the queue.",
+    "starved: requests waited while the GPUs were idle (below the threshold): look at the "
+    "host, transfers or scheduling, not at GPU capacity.",
+    "inconsistent: requests were running while every GPU read 0 %: investigate; the "
+    "independent app and GPU scrapes may simply be misaligned.",
+    "busy: no queue, and requests running or the GPUs busy.",
+    "idle: no queue, nothing running and the GPUs idle; not listed below, only counted.",
+    "unknown: no GPU reading aligned with the row.",
+)
+
 
 def queues(report: Report) -> Iterator[Block]:
     yield Heading(2, "Queues and GPU activity")
-    for d in report.deployments:
-        q = d.of(analyses.queueing)
-        yield Heading(3, d.deployment.name)
-        if d.step_seconds is not None:
-            yield Paragraph(f"Rows are {d.step_seconds:g} s tiles: samples counts tiles.")
-        peak = (
-            f"Peak waiting {cell(q.peak_waiting)} at "
-            f"{when(q.peak_time) if q.peak_time else '—'} on {q.peak_replica or '—'}."
-        )
-        yield Paragraph(peak)
-        if q.intervals:
-            yield Table(
-                (
-                    "class",
-                    "replica",
-                    "start",
-                    "end",
-                    "samples",
-                    "max waiting",
-                    "max running",
-                    "mean GPU util %",
-                ),
-                tuple(
-                    (
-                        i.classification.value,
-                        i.replica,
-                        when(i.start),
-                        when(i.end),
-                        str(i.samples),
-                        number(i.max_waiting),
-                        number(i.max_running),
-                        number(i.mean_gpu_util),
-                    )
-                    for i in q.intervals
-                ),
-            )
-        else:
-            yield Paragraph("No interval with a queue or with work running on idle GPUs.")
-        yield FigureRef(
-            f"{d.deployment.name}-queue-vs-gpu",
-            f"{d.deployment.name}: waiting and running against GPU utilisation.",
-        )
     yield Paragraph(
-        "capacity: a queue while GPUs are busy; starved: a queue while GPUs idle (host, "
-        "transfer or scheduling); inconsistent: running > 0 while GPU utilisation is 0 "
-        "(investigate; scrapes may be misaligned)."
+        "Each app scrape of a replica (or each tile, for a large scope) is one row, read "
+        "against the mean utilisation of the replica's GPUs and put in one class:"
     )
+    yield Items(LEGEND)
+    for d in report.deployments:
+        yield from _deployment(d)
+    yield Paragraph(
+        "Correlation is not causation: rows where queues and idle GPUs went together say "
+        "where to look (host, transfers, scheduling), not what caused the queue."
+    )
+
+
+def _deployment(d: DeploymentResults) -> Iterator[Block]:
+    q = d.of(analyses.queueing)
+    name = d.deployment.name
+    yield Heading(3, name)
+    if d.step_seconds is not None:
+        yield Paragraph(f"Rows are {d.step_seconds:g} s tiles: samples counts tiles.")
+    peak = (
+        f"Peak waiting {cell(q.peak_waiting)} at "
+        f"{when(q.peak_time) if q.peak_time else '—'} on {q.peak_replica or '—'}."
+    )
+    yield Paragraph(f"{peak} {_reasons(q)}")
+    yield Paragraph(_reading(name, q))
+    yield from _tables(q)
+    yield from _intervals(q)
+    yield cite(
+        d,
+        QUEUE_VS_GPU,
+        f"{name}: per replica, each row's requests waiting and running against its GPUs' mean "
+        "utilisation; capacity, starved and inconsistent rows shaded.",
+    )
+
+
+def _reasons(q: QueueingResult) -> str:
+    """The waiting reasons' peaks in a sentence, or that the engine exports none."""
+    if not q.peak_waiting_by_reason:
+        return "The engine exports no waiting reasons (num_requests_waiting_by_reason)."
+    peaks = ", ".join(f"{r} {cell(m)}" for r, m in q.peak_waiting_by_reason.items())
+    return (
+        f"Largest sampled queue by waiting reason: {peaks} (a scheduler's classification, "
+        "not a diagnosis: 'capacity' is not 'GPU memory full')."
+    )
+
+
+def _rows(q: QueueingResult, count: float | None) -> str:
+    word = "scrape" if q.step_seconds is None else "tile"
+    n = round(count or 0)
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def _reading(name: str, q: QueueingResult) -> str:
+    """The pooled waiting-vs-idle table and the lag in plain words."""
+    t = q.waiting_idle
+    total = _sum(t.waiting_idle, t.waiting_busy, t.not_waiting_idle, t.not_waiting_busy)
+    if not total:
+        return f"{name}: no row had both a queue and a GPU reading: nothing to correlate."
+    waiting = _sum(t.waiting_idle, t.waiting_busy)
+    idle = f"idle (mean utilisation below {q.busy_threshold:g} %)"
+    if not waiting:
+        return (
+            f"{name}: requests never waited in the {_rows(q, total)} with a GPU reading; the "
+            f"GPUs were {idle} in {_rows(q, t.not_waiting_idle.value)}."
+        )
+    calm = total - waiting
+    counts = (
+        f"{name}: requests waited in {number(waiting)} of {_rows(q, total)}; in "
+        f"{number(t.waiting_idle.value)} of them the GPUs were {idle}, against "
+        f"{number(t.not_waiting_idle.value)} of the {_rows(q, calm)} without a queue."
+    )
+    stats = (
+        f"Odds ratio {_statistic(t.odds_ratio)}, phi {_statistic(t.phi)}, Fisher's exact "
+        f"p = {cell(t.p_value)}: {_verdict(t)}."
+    )
+    if (t.waiting_idle.value or 0) > 0 and (t.phi.value or 0) < 0:
+        stats += (
+            f" Still, {_rows(q, t.waiting_idle.value)} with a queue had idle GPUs: read the "
+            "starved and inconsistent intervals below."
+        )
+    lag = (
+        f"The strongest Pearson correlation of queue depth against GPU idle (100 - util) is "
+        f"r = {cell(q.best_lag_correlation)} at a lag of {cell(q.best_lag)} rows (positive: "
+        "the idle GPUs follow the queue)."
+    )
+    return f"{counts} {stats} {lag}"
+
+
+def _sum(*counts: Measurement) -> float:
+    return sum(m.value or 0.0 for m in counts)
+
+
+def _statistic(m: Measurement) -> str:
+    """A statistic's value, or why it has none (its annotation)."""
+    if m.value is not None or not m.annotations:
+        return cell(m)
+    return f"undefined ({m.annotations[0].message.split(': ', 1)[-1]})"
+
+
+def _verdict(t: WaitingIdle) -> str:
+    """Whether waiting and idle GPUs went together more (or less) than chance, in words."""
+    p, phi = t.p_value.value, t.phi.value
+    if p is None or phi is None or p >= SURPRISING:
+        return (
+            "waiting and idle GPUs did not co-occur more, nor less, than chance would give "
+            f"(p ≥ {SURPRISING:g})"
+        )
+    if phi > 0:
+        return (
+            "waiting and idle GPUs co-occurred more than chance would give: queues came with "
+            "idle GPUs (look at the host, transfers and scheduling)"
+        )
+    return (
+        "waiting and idle GPUs co-occurred less than chance would give: queues came with busy "
+        "GPUs (capacity)"
+    )
+
+
+def _tables(q: QueueingResult) -> Iterator[Block]:
+    """The waiting-vs-idle table of the deployment and of each replica, one row each, and
+    what an ``invalid`` statistic means."""
+    scopes = [q.waiting_idle]
+    if len(q.waiting_idle_by_replica) > 1:
+        scopes += [q.waiting_idle_by_replica[r] for r in sorted(q.waiting_idle_by_replica)]
+    yield Table(
+        (
+            "replica",
+            "waiting, GPUs idle",
+            "waiting, GPUs busy",
+            "no queue, GPUs idle",
+            "no queue, GPUs busy",
+            "odds ratio",
+            "phi",
+            "Fisher p",
+        ),
+        tuple(
+            (
+                "all (pooled)" if t.scope == "all" else t.scope,
+                cell(t.waiting_idle),
+                cell(t.waiting_busy),
+                cell(t.not_waiting_idle),
+                cell(t.not_waiting_busy),
+                cell(t.odds_ratio),
+                cell(t.phi),
+                cell(t.p_value),
+            )
+            for t in scopes
+        ),
+    )
+    if any(t.odds_ratio.value is None or t.phi.value is None for t in scopes if t.p_value.ok):
+        yield Paragraph(
+            "invalid: with no row waiting, or GPUs never (or always) idle, a zero cell leaves "
+            "the odds ratio or phi undefined; Fisher's p still holds."
+        )
+
+
+def _intervals(q: QueueingResult) -> Iterator[Block]:
+    """The intervals other than idle, grouped by replica, then a sentence counting the idle."""
+    shown = sorted(
+        (i for i in q.intervals if i.classification is not QueueClass.IDLE),
+        key=lambda i: (i.replica, i.start),
+    )
+    idle = [i for i in q.intervals if i.classification is QueueClass.IDLE]
+    if shown:
+        yield Table(
+            (
+                "replica",
+                "class",
+                "start",
+                "end",
+                "samples",
+                "max waiting",
+                "max running",
+                "mean GPU util %",
+            ),
+            tuple(
+                (
+                    i.replica,
+                    i.classification.value,
+                    when(i.start),
+                    when(i.end),
+                    str(i.samples),
+                    number(i.max_waiting),
+                    number(i.max_running),
+                    number(i.mean_gpu_util),
+                )
+                for i in shown
+            ),
+        )
+    else:
+        yield Paragraph("No interval with a queue, with work running, or with busy GPUs.")
+    if idle:
+        rows = sum(i.samples for i in idle)
+        yield Paragraph(
+            f"{len(idle):,} idle interval{'' if len(idle) == 1 else 's'} "
+            f"({_rows(q, rows)}: no queue, nothing running, GPUs below "
+            f"{q.busy_threshold:g} %) not listed."
+        )

@@ -9,7 +9,6 @@ from inference_obs import analyses
 from inference_obs.analyses.latency import METRICS, QUANTILES
 from inference_obs.report.document import (
     Block,
-    FigureRef,
     Heading,
     Items,
     Paragraph,
@@ -18,6 +17,7 @@ from inference_obs.report.document import (
     duration_cell,
     number,
 )
+from inference_obs.report.figure_plan import ROLLING, cite, rolling_caption
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
@@ -107,8 +107,5 @@ def latency(report: Report) -> Iterator[Block]:
     if report.deployments:
         yield Paragraph(_queue_shares(report))
     yield Items(report.deployments[0].of(analyses.latency).caveats if report.deployments else ())
-    for name in (d.deployment.name for d in report.deployments):
-        yield FigureRef(
-            f"{name}-rolling-quantiles",
-            f"{name}: rolling P50/P95/P99 of time to first token (5-minute windows).",
-        )
+    for d in report.deployments:
+        yield from (cite(d, figure, rolling_caption(d, figure)) for figure in ROLLING)

@@ -1,0 +1,139 @@
+"""The queues section of the report built with its defaults on the bundled PRO 5000 vs H20
+data: the legend before the tables, the waiting-vs-idle reading in words, the waiting
+reasons, idle intervals counted rather than listed, replicas grouped. Expected numbers come
+from the dataset's raw samples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inference_obs.metrics import dcgm, vllm
+from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
+from inference_obs.report.from_source import report
+from inference_obs.report.model import Report
+from inference_obs.report.sections import sections
+from inference_obs.samples import Window
+from inference_obs.source.dataset.source import DatasetSource
+
+DATASET = Path(__file__).parents[2] / "datasets" / "pro5000-vs-h20"
+
+
+@pytest.fixture(scope="module")
+def source() -> DatasetSource:
+    return DatasetSource(DATASET)
+
+
+@pytest.fixture(scope="module")
+def built(source: DatasetSource) -> Report:
+    return report(source)
+
+
+@pytest.fixture(scope="module")
+def blocks(built: Report) -> list[Block]:
+    every = list(sections(built))
+    start = every.index(Heading(2, "Queues and GPU activity"))
+    end = next(k for k in range(start + 1, len(every)) if getattr(every[k], "level", 0) == 2)
+    return every[start:end]
+
+
+def _part(blocks: list[Block], name: str) -> list[Block]:
+    start = blocks.index(Heading(3, name))
+    ends = [k for k in range(start + 1, len(blocks)) if isinstance(blocks[k], Heading)]
+    return blocks[start : ends[0] if ends else len(blocks)]
+
+
+def _pro_rows(source: DatasetSource) -> list[tuple[float, float, float]]:
+    """Per PRO scrape, from the raw samples: waiting, running, and the mean of the 8 GPUs'
+    latest samples at or before the scrape."""
+    window = Window(source.dataset.manifest.window.start, source.dataset.manifest.window.end)
+    d = next(d for d in source.dataset.manifest.deployments if d.name == "PRO")
+    (waiting,) = list(source.raw(vllm.NUM_REQUESTS_WAITING.select(d.matchers), window))
+    (running,) = list(source.raw(vllm.NUM_REQUESTS_RUNNING.select(d.matchers), window))
+    gpus = list(source.raw(dcgm.GPU_UTIL.select(d.gpu_matchers), window))
+    assert np.array_equal(waiting.timestamps, running.timestamps)
+    out = []
+    for t, w, r in zip(waiting.timestamps, waiting.values, running.values, strict=True):
+        util = np.mean([g.values[np.searchsorted(g.timestamps, t, "right") - 1] for g in gpus])
+        out.append((float(w), float(r), float(util)))
+    return out
+
+
+def test_the_class_legend_comes_before_any_table(blocks: list[Block]) -> None:
+    first_table = next(k for k, b in enumerate(blocks) if isinstance(b, Table))
+    (legend,) = [k for k, b in enumerate(blocks) if isinstance(b, Items)]
+    assert legend < first_table
+    items = blocks[legend]
+    assert isinstance(items, Items)
+    assert [item.split(":")[0] for item in items.items] == [
+        "capacity",
+        "starved",
+        "inconsistent",
+        "busy",
+        "idle",
+        "unknown",
+    ]
+
+
+def test_the_reading_says_how_often_queues_met_idle_gpus(
+    source: DatasetSource, blocks: list[Block]
+) -> None:
+    rows = _pro_rows(source)
+    waited = [util for w, _, util in rows if w > 0]
+    idle_when_waiting = sum(util < 50 for util in waited)
+    idle_otherwise = sum(util < 50 for w, _, util in rows if w <= 0)
+    texts = [b.text for b in _part(blocks, "PRO") if isinstance(b, Paragraph)]
+    (reading,) = [t for t in texts if t.startswith("PRO: requests waited in")]
+    assert (
+        f"requests waited in {len(waited)} of {len(rows)} scrapes; in {idle_when_waiting} of "
+        f"them the GPUs were idle" in reading
+    )
+    assert f"against {idle_otherwise} of the {len(rows) - len(waited)} scrapes" in reading
+    assert "Fisher's exact p = 0.0005845" in reading  # the hypergeometric sum, see the analyses
+    assert "less than chance" in reading
+    assert "at a lag of 0 rows" in reading
+    assert any("not causation" in b.text for b in blocks if isinstance(b, Paragraph))
+
+
+def test_waiting_reasons_are_in_the_body(source: DatasetSource, blocks: list[Block]) -> None:
+    window = Window(source.dataset.manifest.window.start, source.dataset.manifest.window.end)
+    d = next(d for d in source.dataset.manifest.deployments if d.name == "PRO")
+    peaks: dict[str, float] = {}
+    for one in source.raw(vllm.NUM_REQUESTS_WAITING_BY_REASON.select(d.matchers), window):
+        reason = one.labels["reason"]
+        peaks[reason] = max(peaks.get(reason, 0.0), float(np.max(one.values)))
+    assert peaks == {"capacity": 19.0, "deferred": 4.0}
+    texts = " ".join(b.text for b in _part(blocks, "PRO") if isinstance(b, Paragraph))
+    assert "by waiting reason: capacity 19, deferred 4" in texts
+
+
+def test_idle_intervals_are_counted_not_listed(source: DatasetSource, blocks: list[Block]) -> None:
+    # Idle rows: no queue, nothing running, GPUs below 50 %.
+    idle = [w <= 0 and r <= 0 and util < 50 for w, r, util in _pro_rows(source)]
+    runs = sum(1 for k, flag in enumerate(idle) if flag and (k == 0 or not idle[k - 1]))
+    part = _part(blocks, "PRO")
+    tables = [b for b in part if isinstance(b, Table) and "class" in b.header]
+    (intervals,) = tables
+    assert "idle" not in {row[intervals.header.index("class")] for row in intervals.rows}
+    texts = [b.text for b in part if isinstance(b, Paragraph)]
+    assert f"{runs} idle intervals ({sum(idle)} scrapes: no queue" in " ".join(texts)
+    # Timestamps to the second in the window's zone: the 17:54-17:56 capacity interval.
+    (capacity,) = [row for row in intervals.rows if row[1] == "capacity"]
+    assert capacity[2:4] == ("2026-10-19 17:54:26+08:00", "2026-10-19 17:56:26+08:00")
+
+
+def test_replicas_are_grouped_and_each_has_its_table_row(blocks: list[Block]) -> None:
+    part = _part(blocks, "H20")
+    (intervals,) = [b for b in part if isinstance(b, Table) and "class" in b.header]
+    keys = [(row[0], row[2]) for row in intervals.rows]
+    assert keys == sorted(keys)
+    (odds,) = [b for b in part if isinstance(b, Table) and "odds ratio" in b.header]
+    assert [row[0] for row in odds.rows] == [
+        "all (pooled)",
+        *(f"llm/h20-model-0{k}" for k in range(1, 5)),
+    ]
+    # A replica that never queued has no odds ratio; the section says what that means.
+    assert odds.rows[1][odds.header.index("odds ratio")] == "invalid"
+    assert any(b.text.startswith("invalid: ") for b in part if isinstance(b, Paragraph))
