@@ -198,16 +198,18 @@ def test_a_topology_file_gives_findings_not_contradictions_in_the_report(tmp_pat
     assert code == EXIT_OK
     text = (tmp_path / "report.md").read_text()
     section = text.split("## Declared and verified configuration")[1].split("\n## ")[0]
-    h100 = section.split("### H100")[1].split("### H200")[0]
+    table, h100 = section.split("### H100 topology")
     # The declared TP 4 crosses PCIe between the pairs: a topology finding with what it
     # means, not a contradiction of the declared configuration (the box does run TP 4).
-    assert "| contradicted |" not in h100
+    assert "| contradicted:" not in table
     assert "Topology:" in h100
     assert "- tensor parallel over 4 GPUs crosses PCIe (PHB)" in h100
     assert "TP 2 per group would stay on NVLink" in h100
-    tp = next(line for line in h100.splitlines() if line.startswith("| config.tensor_parallel"))
-    assert "| consistent |" in tp  # a GPU count never verifies TP
-    assert "Topology findings" not in section.split("### H200")[1]
+    header = next(line for line in table.splitlines() if line.startswith("| field |"))
+    assert header.split(" | ")[1:3] == ["H100", "H200"]
+    tp = next(line for line in table.splitlines() if line.startswith("| config.tensor_parallel"))
+    assert tp.split(" | ")[1].startswith("consistent: 4 declared")  # a count never verifies TP
+    assert "### H200 topology" not in section
     data = json.loads((tmp_path / "report.json").read_text())
     (pair,) = data["comparisons"]
     assert "config_contradicted" not in {f["code"] for f in pair["findings"]}

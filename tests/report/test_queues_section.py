@@ -109,16 +109,28 @@ def test_waiting_reasons_are_in_the_body(source: DatasetSource, blocks: list[Blo
     assert "by waiting reason: capacity 19, deferred 4" in texts
 
 
-def test_idle_intervals_are_counted_not_listed(source: DatasetSource, blocks: list[Block]) -> None:
-    # Idle rows: no queue, nothing running, GPUs below 50 %.
-    idle = [w <= 0 and r <= 0 and util < 50 for w, r, util in _pro_rows(source)]
-    runs = sum(1 for k, flag in enumerate(idle) if flag and (k == 0 or not idle[k - 1]))
+def _runs(flags: list[bool]) -> int:
+    return sum(1 for k, flag in enumerate(flags) if flag and (k == 0 or not flags[k - 1]))
+
+
+def test_idle_and_busy_intervals_are_counted_not_listed(
+    source: DatasetSource, blocks: list[Block]
+) -> None:
+    rows = _pro_rows(source)
+    # Idle rows: no queue, nothing running, GPUs below 50 %. Busy: no queue, and work
+    # running on GPUs reading above 0 % or GPUs at 50 % or more.
+    idle = [w <= 0 and r <= 0 and util < 50 for w, r, util in rows]
+    busy = [w <= 0 and ((r > 0 and util > 0) or util >= 50) for w, r, util in rows]
     part = _part(blocks, "PRO")
     tables = [b for b in part if isinstance(b, Table) and "class" in b.header]
     (intervals,) = tables
-    assert "idle" not in {row[intervals.header.index("class")] for row in intervals.rows}
-    texts = [b.text for b in part if isinstance(b, Paragraph)]
-    assert f"{runs} idle intervals ({sum(idle)} scrapes: no queue" in " ".join(texts)
+    classes = {row[intervals.header.index("class")] for row in intervals.rows}
+    assert classes == {"capacity", "starved", "inconsistent"}
+    texts = " ".join(b.text for b in part if isinstance(b, Paragraph))
+    assert (
+        f"{_runs(busy)} busy intervals ({sum(busy)} scrapes) and {_runs(idle)} idle intervals "
+        f"({sum(idle)} scrapes)"
+    ) in texts
     # Timestamps to the second in the window's zone: the 17:54-17:56 capacity interval.
     (capacity,) = [row for row in intervals.rows if row[1] == "capacity"]
     assert capacity[2:4] == ("2026-10-19 17:54:26+08:00", "2026-10-19 17:56:26+08:00")

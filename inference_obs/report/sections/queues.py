@@ -39,7 +39,7 @@ LEGEND = (
     "host, transfers or scheduling, not at GPU capacity.",
     "inconsistent: requests were running while every GPU read 0 %: investigate; the "
     "independent app and GPU scrapes may simply be misaligned.",
-    "busy: no queue, and requests running or the GPUs busy.",
+    "busy: no queue, and requests running or the GPUs busy; not listed below, only counted.",
     "idle: no queue, nothing running and the GPUs idle; not listed below, only counted.",
     "unknown: no GPU reading aligned with the row.",
 )
@@ -203,13 +203,17 @@ def _tables(q: QueueingResult) -> Iterator[Block]:
         )
 
 
+#: Classes without a queue or a contradiction: counted in a sentence, not listed.
+FOLDED = (QueueClass.BUSY, QueueClass.IDLE)
+
+
 def _intervals(q: QueueingResult) -> Iterator[Block]:
-    """The intervals other than idle, grouped by replica, then a sentence counting the idle."""
+    """The intervals with a queue or a contradiction, grouped by replica, then a sentence
+    counting the busy and idle ones."""
     shown = sorted(
-        (i for i in q.intervals if i.classification is not QueueClass.IDLE),
+        (i for i in q.intervals if i.classification not in FOLDED),
         key=lambda i: (i.replica, i.start),
     )
-    idle = [i for i in q.intervals if i.classification is QueueClass.IDLE]
     if shown:
         yield Table(
             (
@@ -237,11 +241,17 @@ def _intervals(q: QueueingResult) -> Iterator[Block]:
             ),
         )
     else:
-        yield Paragraph("No interval with a queue, with work running, or with busy GPUs.")
-    if idle:
-        rows = sum(i.samples for i in idle)
+        yield Paragraph("No interval with a queue or with work running on GPUs reading 0 %.")
+    counted = []
+    for kind in FOLDED:
+        found = [i for i in q.intervals if i.classification is kind]
+        if found:
+            rows = _rows(q, sum(i.samples for i in found))
+            counted.append(
+                f"{len(found):,} {kind.value} interval{'' if len(found) == 1 else 's'} ({rows})"
+            )
+    if counted:
         yield Paragraph(
-            f"{len(idle):,} idle interval{'' if len(idle) == 1 else 's'} "
-            f"({_rows(q, rows)}: no queue, nothing running, GPUs below "
-            f"{q.busy_threshold:g} %) not listed."
+            f"Not listed (no queue; busy or idle against the {q.busy_threshold:g} % line): "
+            f"{' and '.join(counted)}."
         )

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from inference_obs import analyses
-from inference_obs.analyses.configuration import CheckStatus
+from inference_obs.analyses.configuration import Check, CheckStatus
 from inference_obs.reading.measurement import Measurement
 from inference_obs.report.document import (
     Block,
@@ -105,23 +106,60 @@ def deployments(report: Report) -> Iterator[Block]:
     )
 
 
+def _check_cell(k: Check | None) -> str:
+    """One deployment's side of a configuration row: the status, then the values it rests on."""
+    if k is None:
+        return "—"
+    declared, observed = k.declared or "—", k.observed or "—"
+    if k.status is CheckStatus.VERIFIED:
+        return f"verified: {observed}"
+    if k.status is CheckStatus.CONSISTENT:
+        return f"consistent: {declared} declared, series show {observed}"
+    if k.status is CheckStatus.CONTRADICTED:
+        return f"contradicted: {declared} declared, series show {observed}"
+    if k.status is CheckStatus.UNVERIFIABLE:
+        return f"unverifiable: {declared} declared"
+    return f"not declared; series show {observed}"
+
+
+def _why(checks: Sequence[tuple[str, Check | None]]) -> str:
+    """How a row was checked: once where every side says the same (replica details aside)."""
+    reasons = {name: k.reason for name, k in checks if k is not None}
+    contradicted = any(k is not None and k.status is CheckStatus.CONTRADICTED for _, k in checks)
+    general = {_BY_REPLICA.sub(" per replica", r) for r in reasons.values()}
+    if len(general) == 1 and not contradicted:
+        return general.pop()
+    return "; ".join(f"{name}: {reason}" for name, reason in reasons.items())
+
+
+#: The per-replica detail of a check's reason (kept in report.json, folded in the table).
+_BY_REPLICA = re.compile(r", by replica \([^)]*\)")
+
+
 def configurations(report: Report) -> Iterator[Block]:
     yield Heading(2, "Declared and verified configuration")
     yield Paragraph(
         "Each declared field against what the series expose (cache_config_info labels, DCGM "
         "labels): verified (the series show it), consistent (the series agree without showing "
         "it, e.g. tensor parallelism from a GPU count), contradicted (both values shown) or "
-        "unverifiable (why)."
+        "unverifiable (why). Per-replica values are in report.json."
     )
+    names = [d.deployment.name for d in report.deployments]
+    by_field: dict[str, dict[str, Check]] = {}
+    for d in report.deployments:
+        for k in d.of(analyses.configuration).checks:
+            if k.status is not CheckStatus.NOT_DECLARED or k.observed:
+                by_field.setdefault(k.field, {})[d.deployment.name] = k
+    rows = []
+    for field, found in by_field.items():
+        checks = [(name, found.get(name)) for name in names]
+        rows.append((field, *(_check_cell(k) for _, k in checks), _why(checks)))
+    yield Table(("field", *names, "how it was checked"), tuple(rows))
     for d in report.deployments:
         c = d.of(analyses.configuration)
-        rows = tuple(
-            (k.field, k.declared or "—", k.observed or "—", k.status.value, k.reason)
-            for k in c.checks
-            if k.status is not CheckStatus.NOT_DECLARED or k.observed
-        )
-        yield Heading(3, d.deployment.name)
-        yield Table(("field", "declared", "series show", "status", "why"), rows)
+        if c.topology is None and not c.topology_findings:
+            continue
+        yield Heading(3, f"{d.deployment.name} topology")
         if c.topology is not None:
             yield Paragraph(f"Topology: {c.topology.description}")
         if c.topology_findings:
