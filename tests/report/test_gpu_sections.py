@@ -174,3 +174,26 @@ def test_the_bottleneck_reads_as_a_sentence_with_what_to_do(
     assert actions == {"PRO": "batch more", "H20": "profile before adding GPUs"}
     for d in data["deployments"]:
         assert "DCGM_FI_PROF_DRAM_ACTIVE" in d["bottleneck_advice"]
+
+
+def test_short_unexplained_intervals_read_as_a_sentence_sustained_ones_as_rows(
+    tmp_path: Path,
+) -> None:
+    dataset = simulate("gpu-boundaries", tmp_path / "dataset", seed=7).path
+    text, data = _write(dataset, tmp_path / "report")
+    stages = _section(text, STAGES)
+    (fleet,) = data["deployments"]
+    intervals = fleet["boundaries"]["intervals"]
+    sustained = [i for i in intervals if i["sustained"] or i["cause"] != "unexplained"]
+    brief = [i for i in intervals if i not in sustained]
+    assert sustained  # the scenario's host and PCIe faults
+    assert brief  # stray misaligned scrapes
+    rows = [line for line in stages.splitlines() if line.startswith("| serving/")]
+    assert len(rows) == len(sustained)
+    for i in sustained:
+        start = when(datetime.fromisoformat(i["start"]))
+        assert any(start in row and f"| {i['cause']} |" in row for row in rows), i
+    (sentence,) = [line for line in stages.splitlines() if line.startswith("Short intervals")]
+    for i in brief:
+        assert when(datetime.fromisoformat(i["start"])) in sentence, i
+        assert not any(when(datetime.fromisoformat(i["start"])) in row for row in rows)

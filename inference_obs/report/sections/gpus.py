@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from inference_obs import analyses
 from inference_obs.analyses.bottleneck import advise
-from inference_obs.analyses.boundaries import BoundariesResult
+from inference_obs.analyses.boundaries import BoundariesResult, BoundaryCause
 from inference_obs.reading.measurement import Measurement
 from inference_obs.report.document import (
     Block,
@@ -181,16 +181,40 @@ def stage_boundaries(report: Report) -> Iterator[Block]:
 
 
 def _intervals(name: str, found: BoundariesResult, step: float | None) -> Iterator[Block]:
-    """One deployment's boundary intervals, each named by its times to the second."""
+    """One deployment's boundary intervals, each named by its times to the second.
+
+    Short intervals nothing explains (a row or two of the queue table's
+    starved or inconsistent, no host or transfer evidence) are named in one
+    sentence; sustained or explained ones get a table row with their evidence.
+    """
     if not found.intervals:
         return
     yield Heading(3, name)
     if step is not None:
         yield Paragraph(f"Rows are {step:g} s tiles: rows counts tiles.")
-    reasons = {i.reason for i in found.intervals}
+    brief = [i for i in found.intervals if not i.sustained and i.cause is BoundaryCause.UNEXPLAINED]
+    listed = [i for i in found.intervals if i not in brief]
+    if brief:
+        named = "; ".join(
+            f"{replica}: "
+            + ", ".join(
+                f"{when(i.start)} ({', '.join(i.queue_classes) or i.cause.value})"
+                for i in brief
+                if i.replica == replica
+            )
+            for replica in dict.fromkeys(i.replica for i in brief)
+        )
+        reasons = {i.reason for i in brief}
+        why = f" {brief[0].reason[0].upper()}{brief[0].reason[1:]}." if len(reasons) == 1 else ""
+        yield Paragraph(
+            f"Short intervals (under boundaries.min_samples rows), unexplained: {named}.{why}"
+        )
+    if not listed:
+        return
+    reasons = {i.reason for i in listed}
     shared = reasons.pop() if len(reasons) == 1 else None
     if shared is not None:
-        yield Paragraph(f"Every interval: {shared}.")
+        yield Paragraph(f"Every interval in the table: {shared}.")
     yield Table(
         (
             "replica",
@@ -221,6 +245,6 @@ def _intervals(name: str, found: BoundariesResult, step: float | None) -> Iterat
                 number(i.pcie_limit_share),
                 *(() if shared is not None else (i.reason,)),
             )
-            for i in found.intervals
+            for i in listed
         ),
     )
