@@ -67,7 +67,7 @@ def test_quickstart_is_a_report_in_four_lines() -> None:
     )
     (shown,) = (o for o in first.outputs if o.output_type == "execute_result")
     summary, folded = shown.data["text/html"].split("<details>")
-    assert "<td>H20</td><td>11674</td>" in summary  # the headline numbers first ...
+    assert "<td>H20</td><td>11,674</td>" in summary  # the headline numbers first ...
     assert folded.count("data:image/png;base64,") == 6  # ... the figures folded below
     text = output_text(book)
     assert "output throughput: invalid" in text

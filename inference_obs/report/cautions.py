@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from inference_obs import analyses
 from inference_obs.analyses.bottleneck import BottleneckClass
+from inference_obs.analyses.run import DeploymentResults
 from inference_obs.analyses.validity.findings import LATENCY, TAILS, Severity
 from inference_obs.analyses.validity.verdicts import Verdict
 from inference_obs.reading.measurement import Status
@@ -33,6 +34,8 @@ __all__ = ["CAUTIONS", "Caution", "cautions"]
 _WORK = ("output_throughput", "request_throughput", "tokens_per_gpu_hour")
 #: Informational findings that are the comparison's subject, not a caveat.
 _SUBJECT = frozenset({"gpu_model_differs"})
+#: Notes another caution says already (same_bucket: quantiles inside one bucket).
+_SAID = frozenset({"same_bucket"})
 #: Annotation kinds and verdict notes saying a quantile or two cannot be told apart.
 _BUCKET_NOTES = frozenset({"lowest_bucket", "same_bucket"})
 _FAMILY = re.compile(r"no series of (.+?) for ")
@@ -175,21 +178,32 @@ def _speculative(report: Report) -> Iterator[Caution]:
 
 
 def _bottleneck_unknown(report: Report) -> Iterator[Caution]:
+    # Deployments unknown for one reason share one sentence.
+    by_reason: dict[str, list[DeploymentResults]] = {}
     for d in report.deployments:
         b = d.of(analyses.bottleneck)
         if b.classification is BottleneckClass.UNKNOWN:
-            yield Caution(
-                "bottleneck_unknown",
-                f"What bounds {d.deployment.name}'s GPUs is not known: {b.reason}.",
-                (b.dram_active.key, b.tensor_active.key),
+            by_reason.setdefault(b.reason, []).append(d)
+    for reason, runs in by_reason.items():
+        names = " and ".join(f"{d.deployment.name}'s" for d in runs)
+        keys = tuple(
+            k
+            for d in runs
+            for k in (
+                d.of(analyses.bottleneck).dram_active.key,
+                d.of(analyses.bottleneck).tensor_active.key,
             )
+        )
+        yield Caution(
+            "bottleneck_unknown", f"What bounds {names} GPUs is not known: {reason}.", keys
+        )
 
 
 def _notes(report: Report) -> Iterator[Caution]:
     seen: set[str] = set()
     for pair in report.validity.pairs if report.validity else ():
         for f in pair.findings:
-            if f.severity is Severity.INFO and f.code not in _SUBJECT and f.code not in seen:
+            if f.severity is Severity.INFO and f.code not in _SUBJECT | _SAID | seen:
                 seen.add(f.code)
                 yield Caution(f.code, f.message)
 

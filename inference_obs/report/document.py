@@ -51,7 +51,10 @@ class Paragraph:
 
 @dataclass(frozen=True, slots=True)
 class Items:
+    """A bulleted list, with the sentence that introduces it (``lead``) where it has one."""
+
     items: tuple[str, ...]
+    lead: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +96,7 @@ class Notes:
     """A ranked (numbered) list of :class:`Note`."""
 
     items: tuple[Note, ...]
+    lead: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ figures it returns None for. No matplotlib here: the Markdown needs none.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ __all__ = [
     "QUEUE_VS_GPU",
     "ROLLING",
     "cite",
+    "cite_each",
     "figure_name",
     "latency_summary",
     "nothing_to_draw",
@@ -141,6 +143,22 @@ def cite(run: DeploymentResults, figure: str, caption: str) -> FigureRef | Parag
     if why is None:
         return FigureRef(figure_name(run, figure), caption)
     return Paragraph(f"{run.deployment.name}: {why}")
+
+
+def cite_each(
+    runs: Sequence[DeploymentResults], figure: str, caption: Callable[[DeploymentResults], str]
+) -> Iterator[FigureRef | Paragraph]:
+    """:func:`cite` for each of ``runs``, the deployments without the figure for one reason
+    named in one sentence (after the figures drawn), not one sentence each."""
+    missing: dict[str, list[str]] = {}
+    for run in runs:
+        why = nothing_to_draw(run, figure)
+        if why is None:
+            yield FigureRef(figure_name(run, figure), caption(run))
+        else:
+            missing.setdefault(why, []).append(run.deployment.name)
+    for why, names in missing.items():
+        yield Paragraph(f"{', '.join(names)}: {why}")
 
 
 def rolling_caption(run: DeploymentResults, figure: str) -> str:

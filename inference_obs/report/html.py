@@ -134,9 +134,13 @@ def _render(blocks: Sequence[Block], figures: Mapping[str, bytes], ids: _Ids) ->
                 yield f'<h{level} id="{ids.next(text)}">{e(text)}</h{level}>'
             case Paragraph(text):
                 yield f"<p>{e(text)}</p>"
-            case Items(items):
+            case Items(items, lead):
+                if lead:
+                    yield f"<p>{e(lead)}</p>"
                 yield "<ul>" + "".join(f"<li>{e(i)}</li>" for i in items) + "</ul>"
-            case Notes(items):
+            case Notes(items, lead):
+                if lead:
+                    yield f"<p>{e(lead)}</p>"
                 yield '<ol class="notes">' + "".join(_note(n) for n in items) + "</ol>"
             case Table(header, rows):
                 head = "".join(f"<th>{e(h)}</th>" for h in header)

@@ -53,16 +53,21 @@ def _blocks(blocks: Sequence[Block], figure_dir: str) -> list[str]:
                 out.append(f"{'#' * level} {text}")
             case Paragraph(text):
                 out.append(text)
-            case Items(items):
-                out.append("\n".join(f"- {item}" for item in items))
-            case Notes(items):
-                out.append("\n".join(_note(rank, n) for rank, n in enumerate(items, 1)))
+            case Items(items, lead):
+                # A list may follow its lead line directly (CommonMark lets it interrupt
+                # a paragraph).
+                out.append("\n".join((*([lead] if lead else []), *(f"- {i}" for i in items))))
+            case Notes(items, lead):
+                notes = (_note(rank, n) for rank, n in enumerate(items, 1))
+                out.append("\n".join((*([lead] if lead else []), *notes)))
             case Table(header, rows):
                 rule = "|" + "---|" * len(header)
                 lines = [_table_row(header), rule, *(_table_row(row) for row in rows)]
                 out.append("\n".join(lines))
             case FigureRef(name, caption):
-                out.append(f"![{caption}]({figure_dir}/{name}.png)\n\n*{caption}*")
+                # A backslash at the line's end is a hard break: the caption shows under
+                # the image, in the same paragraph.
+                out.append(f"![{caption}]({figure_dir}/{name}.png)\\\n*{caption}*")
             case Code(text, language):
                 out.append(f"```{language}\n{text.rstrip()}\n```")
             case Folded(title, inner, level):

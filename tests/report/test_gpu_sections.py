@@ -193,7 +193,9 @@ def test_short_unexplained_intervals_read_as_a_sentence_sustained_ones_as_rows(
     for i in sustained:
         start = when(datetime.fromisoformat(i["start"]))
         assert any(start in row and f"| {i['cause']} |" in row for row in rows), i
-    (sentence,) = [line for line in stages.splitlines() if line.startswith("Short intervals")]
+    (sentence,) = [
+        line for line in stages.splitlines() if line.startswith("FLEET: short intervals")
+    ]
     for i in brief:
         assert when(datetime.fromisoformat(i["start"])) in sentence, i
         assert not any(when(datetime.fromisoformat(i["start"])) in row for row in rows)

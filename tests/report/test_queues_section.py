@@ -94,7 +94,7 @@ def test_the_reading_says_how_often_queues_met_idle_gpus(
     assert "Fisher's exact p = 0.0005845" in reading  # the hypergeometric sum, see the analyses
     assert "less than chance" in reading
     assert "at a lag of 0 rows" in reading
-    assert any("not causation" in b.text for b in blocks if isinstance(b, Paragraph))
+    assert any("not causation" in b.lead for b in blocks if isinstance(b, Items))
 
 
 def test_waiting_reasons_are_in_the_body(source: DatasetSource, blocks: list[Block]) -> None:
@@ -149,3 +149,12 @@ def test_replicas_are_grouped_and_each_has_its_table_row(blocks: list[Block]) ->
     # A replica that never queued has no odds ratio; the section says what that means.
     assert odds.rows[1][odds.header.index("odds ratio")] == "invalid"
     assert any(b.text.startswith("invalid: ") for b in part if isinstance(b, Paragraph))
+
+
+def test_one_replica_gets_its_counts_in_the_reading_not_a_second_table(
+    blocks: list[Block],
+) -> None:
+    part = _part(blocks, "PRO")
+    assert not [b for b in part if isinstance(b, Table) and "odds ratio" in b.header]
+    (reading,) = [b.text for b in part if isinstance(b, Paragraph) and "Odds ratio" in b.text]
+    assert "Odds ratio 0, phi -0.6882, Fisher's exact p = 0.0005845" in reading

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 
 from inference_obs.cli import main
 
@@ -17,11 +18,30 @@ APPENDIX = "## Appendix"
 
 
 @pytest.fixture(scope="module")
-def body(tmp_path_factory: pytest.TempPathFactory) -> str:
+def written(tmp_path_factory: pytest.TempPathFactory) -> str:
     out = tmp_path_factory.mktemp("comfort") / "report"
     assert main(["report", "--dataset", str(DATASET), "--out", str(out)]) == 0
-    text = (out / "report.md").read_text()
-    return text[: text.index(APPENDIX)]
+    return (out / "report.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def body(written: str) -> str:
+    return written[: written.index(APPENDIX)]
+
+
+def test_the_summary_comes_early_and_the_body_is_short(written: str, body: str) -> None:
+    lines = written.splitlines()
+    assert lines.index("## Summary") < 40
+    assert len(body.splitlines()) <= 350
+
+
+def test_each_figure_shows_its_caption_under_it_in_commonmark(body: str) -> None:
+    page = MarkdownIt("commonmark").render(body)
+    figures = re.findall(r'<img src="(figures/[^"]+)" alt="([^"]*)" />(.{0,12})', page)
+    assert figures
+    for src, alt, after in figures:
+        assert after.startswith("<br />"), src
+        assert f"<br />\n<em>{alt}</em>" in page, src
 
 
 def test_the_body_has_no_scientific_notation(body: str) -> None:

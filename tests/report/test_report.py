@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from inference_obs.analyses import boundaries, gpu, latency, queueing, throughput
-from inference_obs.analyses.validity.findings import FINDINGS
+from inference_obs.analyses.validity.findings import FINDINGS, Severity
 from inference_obs.reading import resolution
 from inference_obs.report import Report, build_report, report_json, write_report
 from inference_obs.report.markdown import to_markdown
@@ -105,7 +105,20 @@ def test_verdicts_show_each_finding_with_its_evidence(
     report, paths = written
     text = paths["md"].read_text()
     assert report.validity is not None
-    for finding in report.validity.pairs[0].findings:
+    pair = report.validity.pairs[0]
+    # Comparisons with no number on either side are named once, not given finding rows.
+    empty = {c for c, v in pair.verdicts.items() if all(x is None for x in v.values.values())}
+    assert empty == {"itl_p50", "itl_p95", "itl_p99"}  # the dataset drops ITL's buckets
+    assert f"Not compared, no data on either side: {', '.join(sorted(empty))}." in text
+    for finding in pair.findings:
+        if finding.affects and set(finding.affects) <= empty:
+            assert f"| {finding.code} |" not in text
+            continue
+        if not finding.evidence and finding.severity is Severity.INFO:
+            # A standing note (true whatever the data) is named, and said in full below.
+            standing = next(line for line in text.splitlines() if line.startswith("Standing"))
+            assert finding.code in standing
+            continue
         row = next(line for line in text.splitlines() if line.startswith(f"| {finding.code} |"))
         for evidence in finding.evidence:
             assert evidence.statistic in row, (finding.code, evidence.statistic)

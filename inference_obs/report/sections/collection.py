@@ -79,9 +79,8 @@ def collection(report: Report) -> Iterator[Block]:
         ),
         tuple(rows),
     )
-    if lines:
-        yield Items(tuple(lines))
-    yield Paragraph(
+    note = (
         "A new pod is a new series, not a counter reset; a GPU with no series at all is "
         "counted against the declared GPUs, not named (see Deployments compared)."
     )
+    yield Items(tuple(lines), lead=note) if lines else Paragraph(note)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from inference_obs.report.cautions import cautions
@@ -29,11 +30,11 @@ def summary(report: Report) -> Iterator[Block]:
     if not notes.items:
         yield Paragraph("No finding stands out: the sections below hold every number.")
         return
-    yield Paragraph(
-        "The findings that matter, most important first; each says what not to conclude "
-        "from it and links the section and the measurement keys behind it."
+    yield replace(
+        notes,
+        lead="The findings that matter, most important first; each says what not to conclude "
+        "from it and links the section and the measurement keys behind it.",
     )
-    yield notes
 
 
 def not_to_conclude(report: Report) -> Iterator[Block]:

@@ -24,7 +24,7 @@ from inference_obs.report.document import (
     number,
     when,
 )
-from inference_obs.report.figure_plan import DRAM_VS_TENSOR, GPU_HEATMAP, cite
+from inference_obs.report.figure_plan import DRAM_VS_TENSOR, GPU_HEATMAP, cite, cite_each
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
@@ -34,12 +34,14 @@ __all__ = ["caches", "gpus", "stage_boundaries"]
 _NOTES = "What these numbers mean and do not mean:"
 
 
-def caveats(measurements: Iterable[Measurement]) -> Iterator[Block]:
-    """The caveats of the numbers shown, each once, in the order first shown."""
+def caveats(measurements: Iterable[Measurement], definition: str = "") -> Iterator[Block]:
+    """The caveats of the numbers shown, each once, in the order first shown, after the
+    ``definition`` of what the table shows where it needs one."""
     found = tuple(dict.fromkeys(c for m in measurements for c in m.caveats))
     if found:
-        yield Paragraph(_NOTES)
-        yield Items(found)
+        yield Items(found, lead=f"{definition} {_NOTES}".strip())
+    elif definition:
+        yield Paragraph(definition)
 
 
 def caches(report: Report) -> Iterator[Block]:
@@ -68,11 +70,11 @@ def caches(report: Report) -> Iterator[Block]:
         ),
         tuple((name, *(cell(m) for m in ms)) for name, ms in shown),
     )
-    yield Paragraph(
+    yield from caveats(
+        (m for _, ms in shown for m in ms),
         "Draft acceptance is accepted over proposed draft tokens; mean acceptance length is "
-        "tokens per verification step, the bonus token included."
+        "tokens per verification step, the bonus token included.",
     )
-    yield from caveats(m for _, ms in shown for m in ms)
 
 
 def gpus(report: Report) -> Iterator[Block]:
@@ -121,10 +123,11 @@ def gpus(report: Report) -> Iterator[Block]:
         ),
         tuple(rows),
     )
-    yield Paragraph(
+    yield from caveats(
+        shown,
         "GPU-steps with util > 0: the share of GPU-steps (each GPU's latest GPU_UTIL sample at "
         "every scrape interval) in which some kernel ran; not the duty cycle of the stage "
-        "boundaries below, which is the share of time the GPUs compute."
+        "boundaries below, which is the share of time the GPUs compute.",
     )
     for d in report.deployments:
         if missing := d.of(analyses.gpu).missing_gpus:
@@ -138,13 +141,14 @@ def gpus(report: Report) -> Iterator[Block]:
         _, sentence = advise(d.of(analyses.bottleneck), d.of(analyses.boundaries))
         yield Paragraph(f"{d.deployment.name}: {sentence}")
         yield cite(d, GPU_HEATMAP, f"{d.deployment.name}: utilisation per GPU over time.")
-        yield cite(
-            d,
-            DRAM_VS_TENSOR,
+    yield from cite_each(
+        report.deployments,
+        DRAM_VS_TENSOR,
+        lambda d: (
             f"{d.deployment.name}: DRAM against tensor-pipe activity, with the bottleneck "
-            "classifier's thresholds and the window means it classified.",
-        )
-    yield from caveats(shown)
+            "classifier's thresholds and the window means it classified."
+        ),
+    )
 
 
 def stage_boundaries(report: Report) -> Iterator[Block]:
@@ -189,9 +193,8 @@ def _intervals(name: str, found: BoundariesResult, step: float | None) -> Iterat
     """
     if not found.intervals:
         return
-    yield Heading(3, name)
     if step is not None:
-        yield Paragraph(f"Rows are {step:g} s tiles: rows counts tiles.")
+        yield Paragraph(f"{name}: rows are {step:g} s tiles: rows counts tiles.")
     brief = [i for i in found.intervals if not i.sustained and i.cause is BoundaryCause.UNEXPLAINED]
     listed = [i for i in found.intervals if i not in brief]
     if brief:
@@ -207,14 +210,15 @@ def _intervals(name: str, found: BoundariesResult, step: float | None) -> Iterat
         reasons = {i.reason for i in brief}
         why = f" {brief[0].reason[0].upper()}{brief[0].reason[1:]}." if len(reasons) == 1 else ""
         yield Paragraph(
-            f"Short intervals (under boundaries.min_samples rows), unexplained: {named}.{why}"
+            f"{name}: short intervals (under boundaries.min_samples rows), unexplained: "
+            f"{named}.{why}"
         )
     if not listed:
         return
     reasons = {i.reason for i in listed}
     shared = reasons.pop() if len(reasons) == 1 else None
     if shared is not None:
-        yield Paragraph(f"Every interval in the table: {shared}.")
+        yield Paragraph(f"{name}: every interval in the table: {shared}.")
     yield Table(
         (
             "replica",

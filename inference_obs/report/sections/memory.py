@@ -36,7 +36,8 @@ def memory_and_errors(report: Report) -> Iterator[Block]:
         "near capacity does not mean a full KV cache. The working set is host memory of "
         "one container (CPU offload included). The Xid value is the last code a GPU "
         "reported (0: none), not a count. A family with no series says nothing either way: "
-        "no Xid series is not the absence of Xid errors."
+        "no Xid series is not the absence of Xid errors. A Mooncake operation mean is per "
+        "operation, not waiting added to each request."
     )
     rows = []
     for d in report.deployments:
@@ -63,7 +64,4 @@ def memory_and_errors(report: Report) -> Iterator[Block]:
             "Mooncake operation mean (ms)",
         ),
         tuple(rows),
-    )
-    yield Paragraph(
-        "A Mooncake operation mean is per operation, not waiting added to each request."
     )

@@ -47,17 +47,15 @@ LEGEND = (
 
 def queues(report: Report) -> Iterator[Block]:
     yield Heading(2, "Queues and GPU activity")
-    yield Paragraph(
-        "Each app scrape of a replica (or each tile, for a large scope) is one row, read "
-        "against the mean utilisation of the replica's GPUs and put in one class:"
+    yield Items(
+        LEGEND,
+        lead="Each app scrape of a replica (or each tile, for a large scope) is one row, read "
+        "against the mean utilisation of the replica's GPUs and put in one class. Correlation "
+        "is not causation: rows where queues and idle GPUs went together say where to look "
+        "(host, transfers, scheduling), not what caused the queue.",
     )
-    yield Items(LEGEND)
     for d in report.deployments:
         yield from _deployment(d)
-    yield Paragraph(
-        "Correlation is not causation: rows where queues and idle GPUs went together say "
-        "where to look (host, transfers, scheduling), not what caused the queue."
-    )
 
 
 def _deployment(d: DeploymentResults) -> Iterator[Block]:
@@ -70,8 +68,7 @@ def _deployment(d: DeploymentResults) -> Iterator[Block]:
         f"Peak waiting {cell(q.peak_waiting)} at "
         f"{when(q.peak_time) if q.peak_time else '—'} on {q.peak_replica or '—'}."
     )
-    yield Paragraph(f"{peak} {_reasons(q)}")
-    yield Paragraph(_reading(name, q))
+    yield Paragraph(f"{_reading(name, q)} {peak} {_reasons(q)}")
     yield from _tables(q)
     yield from _intervals(q)
     yield cite(
@@ -167,10 +164,12 @@ def _verdict(t: WaitingIdle) -> str:
 
 def _tables(q: QueueingResult) -> Iterator[Block]:
     """The waiting-vs-idle table of the deployment and of each replica, one row each, and
-    what an ``invalid`` statistic means."""
+    what an ``invalid`` statistic means; none with one replica, whose pooled counts the
+    reading above already gives."""
+    if len(q.waiting_idle_by_replica) <= 1:
+        return
     scopes = [q.waiting_idle]
-    if len(q.waiting_idle_by_replica) > 1:
-        scopes += [q.waiting_idle_by_replica[r] for r in sorted(q.waiting_idle_by_replica)]
+    scopes += [q.waiting_idle_by_replica[r] for r in sorted(q.waiting_idle_by_replica)]
     yield Table(
         (
             "replica",

@@ -43,7 +43,8 @@ def throughput(report: Report) -> Iterator[Block]:
                 cell(t.requests_per_second),
             )
         )
-        for replica, (tokens, requests) in t.per_replica.items():
+        # One replica's rates are the deployment's: no second row.
+        for replica, (tokens, requests) in t.per_replica.items() if len(t.per_replica) > 1 else ():
             rows.append((d.deployment.name, replica, "", "", "", cell(tokens), cell(requests)))
         regimes.append(
             f"{d.deployment.name} ({t.regime.value.replace('_', '-')}): "

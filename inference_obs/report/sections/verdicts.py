@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from inference_obs.analyses.validity.findings import Severity
+from inference_obs.analyses.validity.findings import Finding, Severity
 from inference_obs.analyses.validity.matched_load import MatchedConcurrency
-from inference_obs.analyses.validity.verdicts import ComparisonVerdict
+from inference_obs.analyses.validity.verdicts import ComparisonVerdict, PairValidity
 from inference_obs.reading.measurement import same_bucket
 from inference_obs.report.baseline_section import baseline_blocks
 from inference_obs.report.document import (
@@ -50,61 +50,106 @@ def verdicts(report: Report) -> Iterator[Block]:
         "bucket resolution."
     )
     for pair in report.validity.pairs:
-        yield Heading(3, f"{pair.a} vs {pair.b}")
+        if len(report.validity.pairs) > 1:
+            yield Heading(3, f"{pair.a} vs {pair.b}")
+        empty = {
+            v.comparison
+            for v in pair.verdicts.values()
+            if all(x is None for x in v.values.values())
+        }
+        yield from _verdicts(pair, empty)
+        yield from _findings(pair, empty)
+        yield from _matched(pair)
+
+
+def _verdicts(pair: PairValidity, empty: set[str]) -> Iterator[Block]:
+    """One row per comparison with a number on some side; the ``empty`` ones (no number on
+    either side) named in a sentence."""
+    yield Table(
+        ("comparison", "verdict", pair.a, pair.b, "unit", "findings", "notes"),
+        tuple(
+            (
+                v.comparison,
+                v.verdict.value,
+                compared_value(v, pair.a),
+                compared_value(v, pair.b),
+                "ms or s (in cell)" if v.unit == "seconds" else v.unit or "",
+                ", ".join(v.findings),
+                ", ".join(v.notes),
+            )
+            for v in pair.verdicts.values()
+            if v.comparison not in empty
+        ),
+    )
+    if empty:
+        names = ", ".join(c for c in pair.verdicts if c in empty)
+        yield Paragraph(f"Not compared, no data on either side: {names}.")
+
+
+def _findings(pair: PairValidity, empty: set[str]) -> Iterator[Block]:
+    """The findings with evidence or a weight on some comparison, one row each; a note
+    with neither (a standing caveat, in every verdict's notes) is named here and said in
+    full under "What not to conclude"; a finding about ``empty`` comparisons only (no
+    number on either side, named above) is not repeated."""
+    rows = []
+    for f in pair.findings:
+        if _standing(f) or (f.affects and set(f.affects) <= empty):
+            continue
+        evidence = "; ".join(
+            f"{e.statistic}: "
+            + ", ".join(
+                f"{k} {number(v) if isinstance(v, float) else v}" for k, v in e.values.items()
+            )
+            for e in f.evidence
+        )
+        affected = [k for k, s in f.affects.items() if s is not Severity.INFO]
+        rows.append(
+            (
+                f.code,
+                f.severity.value,
+                f.message,
+                evidence or "—",
+                ", ".join(affected) or f"(notes only: {', '.join(f.affects)})",
+                f.how_to_compare or "",
+            )
+        )
+    yield Table(
+        ("finding", "severity", "what", "evidence", "weighs on", "fair comparison"), tuple(rows)
+    )
+    if notes := [f.code for f in pair.findings if _standing(f)]:
+        yield Paragraph(f"Standing notes, in full under What not to conclude: {', '.join(notes)}.")
+
+
+def _standing(f: Finding) -> bool:
+    """A note that holds whatever the data (no evidence, weighs on nothing)."""
+    return not f.evidence and f.severity is Severity.INFO
+
+
+def _matched(pair: PairValidity) -> Iterator[Block]:
+    """Latency at matched concurrency: the families sharing one reason in one sentence."""
+    by_reason: dict[str, list[str]] = {}
+    for m in pair.matched:
+        if m.band is None:
+            by_reason.setdefault(m.reason, []).append(m.family)
+    for reason, families in by_reason.items():
+        yield Paragraph(f"{' and '.join(families)} at matched concurrency: {reason}.")
+    for m in pair.matched:
+        if m.band is None:
+            continue
+        yield Paragraph(f"{m.family} at matched concurrency: {m.reason}.")
         yield Table(
-            ("comparison", "verdict", pair.a, pair.b, "unit", "findings", "notes"),
+            ("deployment", "intervals", "P50", "P95"),
             tuple(
                 (
-                    v.comparison,
-                    v.verdict.value,
-                    compared_value(v, pair.a),
-                    compared_value(v, pair.b),
-                    "ms or s (in cell)" if v.unit == "seconds" else v.unit or "",
-                    ", ".join(v.findings),
-                    ", ".join(v.notes),
+                    name,
+                    str(m.intervals[name]),
+                    duration_cell(q["p50"]),
+                    duration_cell(q["p95"]),
                 )
-                for v in pair.verdicts.values()
+                for name, q in m.quantiles.items()
             ),
         )
-        rows = []
-        for f in pair.findings:
-            evidence = "; ".join(
-                f"{e.statistic}: "
-                + ", ".join(
-                    f"{k} {number(v) if isinstance(v, float) else v}" for k, v in e.values.items()
-                )
-                for e in f.evidence
-            )
-            affected = [k for k, s in f.affects.items() if s is not Severity.INFO]
-            rows.append(
-                (
-                    f.code,
-                    f.severity.value,
-                    f.message,
-                    evidence or "—",
-                    ", ".join(affected) or f"(notes only: {', '.join(f.affects)})",
-                    f.how_to_compare or "",
-                )
-            )
-        yield Table(
-            ("finding", "severity", "what", "evidence", "weighs on", "fair comparison"), tuple(rows)
-        )
-        for m in pair.matched:
-            yield Paragraph(f"{m.family} at matched concurrency: {m.reason}.")
-            if m.band is not None:
-                yield Table(
-                    ("deployment", "intervals", "P50", "P95"),
-                    tuple(
-                        (
-                            name,
-                            str(m.intervals[name]),
-                            duration_cell(q["p50"]),
-                            duration_cell(q["p95"]),
-                        )
-                        for name, q in m.quantiles.items()
-                    ),
-                )
-                yield from _same_buckets(m)
+        yield from _same_buckets(m)
 
 
 def _same_buckets(m: MatchedConcurrency) -> Iterator[Block]:

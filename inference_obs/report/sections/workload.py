@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from typing import TYPE_CHECKING
 
 from inference_obs import analyses
@@ -17,7 +18,7 @@ from inference_obs.report.document import (
     duration_cell,
     number,
 )
-from inference_obs.report.figure_plan import ROLLING, cite, rolling_caption
+from inference_obs.report.figure_plan import ROLLING, cite_each, rolling_caption
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
@@ -90,8 +91,20 @@ def latency(report: Report) -> Iterator[Block]:
         "(the interpolated value would assume observations spread evenly from 0)."
     )
     rows = []
+    # A metric no deployment has any number of (a family not exported) is one sentence.
+    absent = [
+        key
+        for key in METRICS
+        if all(
+            getattr(getattr(d.of(analyses.latency), key), statistic).value is None
+            for d in report.deployments
+            for statistic in ("mean", *(label for label, _ in QUANTILES))
+        )
+    ]
     for d in report.deployments:
         for key in METRICS:
+            if key in absent:
+                continue
             summary = getattr(d.of(analyses.latency), key)
             rows.append(
                 (
@@ -104,8 +117,9 @@ def latency(report: Report) -> Iterator[Block]:
     yield Table(
         ("deployment", "metric", "mean", *(label.upper() for label, _ in QUANTILES)), tuple(rows)
     )
-    if report.deployments:
-        yield Paragraph(_queue_shares(report))
-    yield Items(report.deployments[0].of(analyses.latency).caveats if report.deployments else ())
-    for d in report.deployments:
-        yield from (cite(d, figure, rolling_caption(d, figure)) for figure in ROLLING)
+    if not report.deployments:
+        return
+    lead = f"No data for {' or '.join(absent)} on any deployment (no series). " if absent else ""
+    yield Items(report.deployments[0].of(analyses.latency).caveats, lead + _queue_shares(report))
+    for figure in ROLLING:
+        yield from cite_each(report.deployments, figure, partial(rolling_caption, figure=figure))
