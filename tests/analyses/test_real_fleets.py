@@ -230,3 +230,34 @@ def test_a_time_sliced_gpu_is_counted_once(tmp_path: Path) -> None:
     for m in (gpus, total):
         assert {"shared_gpus", "gpu_label_scheme"} <= {a.kind for a in m.annotations}
         assert "worker1/gpu0" in next(a for a in m.annotations if a.kind == "shared_gpus").message
+
+
+# The V0 paste's cache_config_info line has num_gpu_blocks="11560" and block_size="16".
+_INFO_LINE = re.compile(r"^(vllm:cache_config_info\{.*)\} 1\.0$", re.M)
+
+
+@pytest.mark.parametrize(
+    ("exported", "expected", "how"),
+    [
+        (None, 11560 * 16, "num_gpu_blocks x block_size"),
+        # A pool size as vLLM >= 0.33 exports it beside a hybrid model's smallest block size
+        # (the figure a public deployment note reads from its own /metrics).
+        ("286458", 286458, "kv_cache_size_tokens"),
+        # An unset field is the text None: the blocks are read instead.
+        ("None", 11560 * 16, "num_gpu_blocks x block_size"),
+    ],
+)
+def test_kv_capacity_prefers_the_exported_pool_size(
+    tmp_path: Path, exported: str | None, expected: int, how: str
+) -> None:
+    text = V0
+    if exported is not None:  # the real line, with the label newer vLLM adds to it
+        text = _INFO_LINE.sub(rf'\1,kv_cache_size_tokens="{exported}"}} 1.0', V0)
+    deployment = Deployment(
+        name="v0", selector={"job": "vllm"}, hardware=HARDWARE, engine={"name": "vllm"}
+    )
+    served = [(target("vllm=http://10.0.0.1:8000/metrics"), text, 0)]
+    found = measurements(report(record(tmp_path / "ds", served, [deployment]), tmp_path / "r"))
+    capacity = found["v0/configuration/kv_capacity_tokens"]
+    assert (capacity["status"], capacity["value"]) == ("ok", expected)
+    assert how in capacity["provenance"]["computation"]
