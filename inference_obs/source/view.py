@@ -47,7 +47,11 @@ from inference_obs.samples import Instant, Labels, Matrix, SampleSet, Series, Ve
 from inference_obs.source.base import EngineInfo, Metadata, Source
 from inference_obs.source.remembering import Pending, soon
 
-__all__ = ["Found", "ViewSource"]
+__all__ = ["READ_AS_FOUND", "Found", "ViewSource"]
+
+#: The annotation kinds a view adds: an older family name read, the DCGM label scheme
+#: found, GPUs counted once though their series repeat per pod.
+READ_AS_FOUND: frozenset[str] = frozenset({"renamed_family", "gpu_label_scheme", "shared_gpus"})
 
 T = TypeVar("T")
 _NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")

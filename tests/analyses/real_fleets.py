@@ -76,8 +76,9 @@ def fixture(name: str) -> str:
 
 
 def report(dataset: Path, out: Path) -> dict[str, Any]:
-    """The JSON report of ``dataset`` as ``inference-obs report`` writes it by default."""
-    assert main(["report", "--dataset", str(dataset), "--format", "json", "--out", str(out)]) == 0
+    """The JSON report of ``dataset`` as ``inference-obs report`` writes it by default (its
+    Markdown beside it, in ``out``)."""
+    assert main(["report", "--dataset", str(dataset), "--format", "md,json", "--out", str(out)]) == 0
     document: dict[str, Any] = json.loads((out / "report.json").read_text())
     return document
 

@@ -136,6 +136,9 @@ def _gpu_operator(tmp_path: Path, deployment: Deployment) -> dict[str, dict[str,
     document = report(dataset, tmp_path / "report")
     (only,) = document["deployments"]
     assert only["boundaries"]["reading"] != "insufficient_data"
+    # The report says which scheme its queries read.
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "GPUs joined on the exported_* labels" in text
     return measurements(document)
 
 
