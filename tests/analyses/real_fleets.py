@@ -78,7 +78,8 @@ def fixture(name: str) -> str:
 def report(dataset: Path, out: Path) -> dict[str, Any]:
     """The JSON report of ``dataset`` as ``inference-obs report`` writes it by default (its
     Markdown beside it, in ``out``)."""
-    assert main(["report", "--dataset", str(dataset), "--format", "md,json", "--out", str(out)]) == 0
+    status = main(["report", "--dataset", str(dataset), "--format", "md,json", "--out", str(out)])
+    assert status == 0
     document: dict[str, Any] = json.loads((out / "report.json").read_text())
     return document
 
