@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from inference_obs.analyses.gpu import PRESENCE, gpu_name
 from inference_obs.errors import Annotation
 from inference_obs.metrics import builders, dcgm, vllm
+from inference_obs.metrics.vllm_cache_config import FROM_BLOCKS, kv_capacity_tokens
 from inference_obs.query import to_promql
 from inference_obs.reading.alignment import gpu_label_query, gpu_label_sets
 from inference_obs.reading.context import Reading
@@ -28,8 +29,9 @@ __all__ = ["Observed", "Seen", "kv_capacity"]
 
 _INFO = vllm.CACHE_CONFIG_INFO
 _KV = (
-    "Tokens the engines' GPU KV pools hold at once: num_gpu_blocks x block_size per engine, "
-    "summed; a pool spans its engine's TP ranks. Not the tokens in use (kv_cache_usage_perc)."
+    "Tokens the engines' GPU KV pools hold at once: kv_cache_size_tokens where vLLM exports "
+    "it, else num_gpu_blocks x block_size (wrong for hybrid models), per engine, summed; a "
+    "pool spans its engine's TP ranks. Not the tokens in use (kv_cache_usage_perc)."
 )
 _CONNECTOR = "its lookups are counted; which connector it is is not exposed"
 
@@ -189,13 +191,14 @@ def kv_capacity(seen: Observed) -> tuple[Measurement, tuple[Measurement, ...]]:
     """KV capacity in tokens, in all and per replica, from cache_config_info's labels."""
     per_engine: dict[tuple[str, str], set[int]] = defaultdict(set)
     unreadable = []
+    read_as: set[str] = set()  # how capacities were read: vLLM's own figure, or blocks x size
     for labels in seen.engines:
-        try:
-            blocks = int(labels["num_gpu_blocks"]) * int(labels["block_size"])
-        except (KeyError, ValueError):
+        capacity = kv_capacity_tokens(labels)
+        if capacity is None:
             unreadable.append(labels)
             continue
-        per_engine[_engine(labels)].add(blocks)
+        per_engine[_engine(labels)].add(capacity[0])
+        read_as.add(capacity[1])
 
     def one(statistic: str, keys: Collection[tuple[str, str]]) -> Measurement:
         changed = [k for k in keys if len(per_engine[k]) > 1]
@@ -207,12 +210,15 @@ def kv_capacity(seen: Observed) -> tuple[Measurement, tuple[Measurement, ...]]:
             value,
             "tokens",
             reads=[_INFO.select(seen.r.matchers)],
-            computation="sum over engines of num_gpu_blocks x block_size (labels)",
+            computation=f"sum over engines of {' or '.join(sorted(read_as)) or FROM_BLOCKS}",
             caveats=(_KV,),
             missing=[] if seen.engines else [_INFO],
         )
         if unreadable:
-            note = f"{_INFO.name} lacks integer num_gpu_blocks and block_size labels"
+            note = (
+                f"{_INFO.name} lacks an integer kv_cache_size_tokens, or integer "
+                "num_gpu_blocks and block_size labels"
+            )
             return m.model_copy(update={"annotations": (Annotation("no_label", note),)})
         if changed:
             names = "; ".join(f"{r} engine {e}: {sorted(per_engine[(r, e)])}" for r, e in changed)

@@ -17,6 +17,11 @@ from inference_obs.query import Expr, avg_over_time
 __all__ = ["DCGM_QUERIES"]
 
 _GPU_BY: By = ("modelName",)
+# Per GPU: by both spellings of the node label (dcgm-exporter's Hostname; hostname where
+# a newer exporter or a relabelling names it so). A series lacks the other spelling, and
+# an absent label groups like an empty one, so grouping by both groups by whichever the
+# data has; either would drop the other one's node from the answer.
+_PER_GPU_BY: By = ("modelName", *dcgm.HOSTNAME_LABELS)
 
 
 def _summed_gpu_mean(family: Family) -> Builder:
@@ -67,7 +72,7 @@ def _activity_queries() -> list[StandardQuery]:
             ("A GPU missing here reported nothing: no data, not zero.",),
             (dcgm.GPU_UTIL,),
             partial(b.sample_count, dcgm.GPU_UTIL),
-            ("modelName", "Hostname", "gpu"),
+            (*_PER_GPU_BY, "gpu"),
         ),
         _gpu_mean(
             "dcgm_dram_active_ratio",
@@ -183,7 +188,7 @@ def _error_queries() -> list[StandardQuery]:
             ("No series is no data, not proof of no errors.",),
             (dcgm.XID_ERRORS,),
             lambda m, w, by: b.last_value(dcgm.XID_ERRORS, m, w, (*by, "gpu")),
-            ("modelName", "Hostname"),
+            _PER_GPU_BY,
         ),
     ]
 

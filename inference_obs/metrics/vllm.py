@@ -176,6 +176,10 @@ CACHE_CONFIG_INFO = _vllm(
         "num_gpu_blocks is the size of the pool that kv_cache_usage_perc is a fraction of.",
         "KV capacity in tokens is num_gpu_blocks x block_size per engine (the pool spans its TP "
         "ranks: never multiply by TP); add engines and replicas for a deployment.",
+        "Hybrid models (KV groups of different block sizes in one pool) report the smallest "
+        "block_size, so that product is wrong: read the kv_cache_size_tokens label "
+        "(vLLM >= 0.33).",
+        "Unset fields read as the text None, not as a number.",
         "The sample is always 1: sum() of it counts engines; the configuration is in the labels.",
     ),
 )

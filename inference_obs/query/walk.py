@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 from inference_obs.query.expr import (
     Aggregate,
@@ -15,7 +16,7 @@ from inference_obs.query.expr import (
     Subquery,
 )
 
-__all__ = ["children", "selectors", "walk"]
+__all__ = ["children", "selectors", "transform", "walk"]
 
 
 def children(expr: Expr) -> tuple[Expr, ...]:
@@ -55,3 +56,48 @@ def walk(expr: Expr) -> Iterator[Expr]:
 def selectors(expr: Expr) -> list[Selector]:
     """Every selector in ``expr``, in the order they are written."""
     return [node for node in walk(expr) if isinstance(node, Selector)]
+
+
+def _rebuilt(expr: Expr, operands: tuple[Expr, ...]) -> Expr:
+    """``expr`` with its direct operands replaced by ``operands``, in :func:`children`'s order."""
+    match expr:
+        case Binary():
+            return replace(expr, lhs=operands[0], rhs=operands[1])
+        case Call():
+            return Call(expr.name, operands)
+        case Aggregate(param=param):
+            if param is None:
+                return replace(expr, expr=operands[0])
+            return replace(expr, param=operands[0], expr=operands[1])
+        case HistogramQuantile():
+            return HistogramQuantile(operands[0], operands[1])
+        case Range():
+            (selector,) = operands
+            if not isinstance(selector, Selector):
+                return expr  # a range holds a selector only: nothing else can replace it
+            return replace(expr, selector=selector)
+        case Subquery():
+            return replace(expr, expr=operands[0])
+    return expr
+
+
+def transform(expr: Expr, change: Callable[[Expr], Expr]) -> Expr:
+    """``expr`` rebuilt bottom-up, each node passed through ``change`` after its operands.
+
+    ``change`` returns the node unchanged (the same object) where it has nothing
+    to do; a tree ``change`` leaves alone is returned as it was (``is`` equal).
+
+    Examples
+    --------
+    >>> from inference_obs.query import Selector, rate, to_promql
+    >>> def renamed(node):
+    ...     return Selector("y", node.matchers) if node == Selector("x") else node
+    >>> to_promql(transform(rate(Selector("x").over(60)).sum(), renamed))
+    'sum(rate(y[1m]))'
+    """
+    operands = children(expr)
+    if operands:
+        changed = tuple(transform(one, change) for one in operands)
+        if any(new is not old for new, old in zip(changed, operands, strict=True)):
+            expr = _rebuilt(expr, changed)
+    return change(expr)

@@ -24,6 +24,7 @@ from inference_obs.metrics import family as catalogue_family
 from inference_obs.metrics.family import Family, MetricType
 from inference_obs.query import Expr, Matcher, Selector, to_promql
 from inference_obs.query.walk import selectors
+from inference_obs.reading.discovery import view
 from inference_obs.reading.joined import instants
 from inference_obs.reading.measurement import (
     Bounds,
@@ -34,6 +35,7 @@ from inference_obs.reading.measurement import (
 )
 from inference_obs.samples import Instant, Labels, Vector, Window
 from inference_obs.source.base import Source
+from inference_obs.source.view import ViewSource
 
 __all__ = ["Reading", "missing_families"]
 
@@ -71,6 +73,18 @@ class Reading:
     step: float | None = None
     gpu_hour_price: float | None = None
     topology_text: str | None = None
+
+    def __post_init__(self) -> None:
+        # Every question is read as this deployment's data holds its series (older family
+        # names, the exporter's pod labels, shared GPUs): see reading.discovery. A view of
+        # the same deployment and window is kept, so the analyses of one run share it.
+        source = self.source
+        if not (
+            isinstance(source, ViewSource)
+            and source.deployment_name == self.deployment.name
+            and source.window == self.window
+        ):
+            object.__setattr__(self, "source", view(source, self.deployment, self.window))
 
     def of(self, analysis: str) -> Reading:
         """The same reading, for another analysis's numbers."""
@@ -227,6 +241,9 @@ class Reading:
             status = Status.PARTIAL
         readable = status in (Status.OK, Status.PARTIAL)
         info = self.source.info()
+        if isinstance(self.source, ViewSource):  # always, past __post_init__; typed for mypy
+            promql = tuple(self.source.promql(text) for text in promql)
+            annotations = tuple(dict.fromkeys((*annotations, *self.source.notes(promql))))
         return Measurement(
             key=f"{self.deployment.name}/{self.analysis}/{statistic}",
             deployment=self.deployment.name,

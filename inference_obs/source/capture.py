@@ -224,14 +224,15 @@ class Recording:
 
 
 def _with_target(labels: Labels, target: Target) -> Labels:
-    """``labels`` with the target's ``job`` and ``instance``, as Prometheus adds them.
+    """``labels`` with the target's labels (``job``, ``instance``, any others), as Prometheus
+    adds them.
 
     Prometheus 2.42 ``mutateSampleLabels`` with ``honor_labels: false``: an
     exposed label a target label would replace moves to ``exported_<name>``,
     prefixed again while that name is taken too.
     """
     out = dict(labels)
-    for name, value in (("instance", target.instance), ("job", target.job)):
+    for name, value in (*target.labels.items(), ("instance", target.instance), ("job", target.job)):
         if name in labels:
             moved = f"exported_{name}"
             while moved in out:

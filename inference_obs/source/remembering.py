@@ -32,14 +32,14 @@ import contextvars
 import threading
 from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from inference_obs.errors import ConfigurationError
 from inference_obs.query import Expr, Selector
 from inference_obs.samples import Instant, Labels, Matrix, SampleSet, Window
 from inference_obs.source.base import EngineInfo, Metadata, Source
 
-__all__ = ["Pending", "RememberingSource", "soon", "together"]
+__all__ = ["Pending", "RememberingSource", "Starting", "soon", "together"]
 
 T = TypeVar("T")
 
@@ -75,6 +75,14 @@ class Pending(Generic[T]):
         """The work's result (or its exception), running it in this thread if not started."""
         self.run()
         return self._outcome.result()
+
+
+@runtime_checkable
+class Starting(Protocol):
+    """A source that runs work alongside: a :class:`RememberingSource`, or a view over one."""
+
+    def start(self, call: Callable[[], T]) -> Pending[T]:
+        """``call`` started in a free thread now, where there is one."""
 
 
 class RememberingSource:
@@ -222,7 +230,7 @@ def soon(source: Source, call: Callable[[], T]) -> Pending[T]:
     >>> pending.result().kind
     'dataset'
     """
-    if isinstance(source, RememberingSource):
+    if isinstance(source, Starting):
         return source.start(call)
     return Pending(call)
 

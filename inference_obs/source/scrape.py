@@ -24,9 +24,10 @@ import http.client
 import random
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from inference_obs.errors import AnswerTooLarge, ConfigurationError, SourceUnavailable
+from inference_obs.samples import Labels
 from inference_obs.source.auth import Auth
 from inference_obs.source.endpoint import Endpoint, parse_base_url, redact_url
 from inference_obs.source.http import Limits, check_header
@@ -54,11 +55,15 @@ class Target:
         The ``job`` label, as a Prometheus scrape job would name it.
     instance
         The ``instance`` label: ``host:port``, as Prometheus writes ``__address__``.
+    labels
+        Further target labels, as service discovery gives them (Kubernetes: the
+        scraped pod's ``pod``, ``namespace``, ``container``); none by default.
     """
 
     endpoint: Endpoint
     job: str
     instance: str
+    labels: Labels = field(default_factory=Labels)
 
     @property
     def url(self) -> str:

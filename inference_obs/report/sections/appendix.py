@@ -7,7 +7,17 @@ from typing import TYPE_CHECKING
 
 from inference_obs.analyses.registry import ANALYSES
 from inference_obs.reading.measurement import Measurement
-from inference_obs.report.document import Block, Code, Folded, Heading, Paragraph, Table, number
+from inference_obs.report.document import (
+    Block,
+    Code,
+    Folded,
+    Heading,
+    Items,
+    Paragraph,
+    Table,
+    number,
+)
+from inference_obs.source.view import READ_AS_FOUND
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
@@ -61,6 +71,7 @@ def appendix(report: Report) -> Iterator[Block]:
         "end) and any local arithmetic, grouped by analysis. Paste them into Prometheus to "
         "recheck."
     )
+    yield from _read_as_found(report)
     groups: dict[str, list[Measurement]] = {}
     for m in report.measurements():
         groups.setdefault(m.analysis, []).append(m)
@@ -75,3 +86,17 @@ def appendix(report: Report) -> Iterator[Block]:
             lines.append("")
         title = titles.get(analysis, analysis.replace("_", " ").capitalize())
         yield Folded(f"{title} ({len(found)} numbers)", (Code("\n".join(lines), "promql"),))
+
+
+def _read_as_found(report: Report) -> Iterator[Block]:
+    """What the data held that the queries were adapted to (older names, the exporter's pod
+    labels, shared GPUs), once per deployment and message."""
+    found = dict.fromkeys(
+        f"{m.deployment}: {a.message}"
+        for m in report.measurements()
+        for a in m.annotations
+        if a.kind in READ_AS_FOUND
+    )
+    if found:
+        yield Paragraph("The queries below read the series as the data holds them:")
+        yield Items(tuple(found))

@@ -109,6 +109,7 @@ KEEP: tuple[str, ...] = (
     "handler",
     "is_streaming",
     "job",
+    "kv_cache_size_tokens",
     "le",
     "max_lora",
     "method",

@@ -1,0 +1,99 @@
+"""Renamed families: which exposed name of each catalogue family a source's data holds.
+
+Exporters rename metrics across versions (vLLM's
+``vllm:time_per_output_token_seconds`` became ``vllm:inter_token_latency_seconds``
+in 0.10.2); the analyses ask for the newest name. :func:`renames` maps each
+family whose newest name is absent, but one of its older names present, to that
+older name (:meth:`~inference_obs.metrics.family.Family.resolve`), and
+:func:`rename` rewrites an expression to read it: a histogram's
+``_bucket``/``_sum``/``_count`` series follow their family.
+
+>>> from inference_obs.query import Selector, to_promql
+>>> found = renames({"vllm:time_per_output_token_seconds_bucket"})
+>>> found
+{'vllm:inter_token_latency_seconds': 'vllm:time_per_output_token_seconds'}
+>>> to_promql(rename(Selector("vllm:inter_token_latency_seconds_count"), found))
+'vllm:time_per_output_token_seconds_count'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Mapping
+
+from inference_obs.errors import NoDataError
+from inference_obs.metrics import FAMILIES
+from inference_obs.metrics.family import Family, MetricType
+from inference_obs.query import Expr, Selector
+from inference_obs.query.walk import transform
+
+__all__ = ["HISTOGRAM_PARTS", "probe_name", "rename", "rename_text", "renamed", "renames"]
+
+#: The series a classic histogram family exposes, by suffix of its base name.
+HISTOGRAM_PARTS: tuple[str, ...] = ("_bucket", "_sum", "_count")
+
+
+def probe_name(family: Family, name: str) -> str:
+    """The series that shows ``family`` exposed as ``name`` (a histogram's ``_count``)."""
+    return f"{name}_count" if family.type is MetricType.HISTOGRAM else name
+
+
+def renames(available: Collection[str], families: Iterable[Family] | None = None) -> dict[str, str]:
+    """Per family of ``families`` (default: the catalogue) read under an older name: newest ->
+    the name ``available`` holds.
+
+    ``available`` holds series names (``_bucket``/``_count`` names, or base names,
+    for histograms). A family whose newest name is present, or none of whose
+    names is, is not listed: it is read as asked.
+    """
+    out: dict[str, str] = {}
+    for family in FAMILIES if families is None else families:
+        if not family.aliases:
+            continue
+        try:
+            found = family.resolve(available)
+        except NoDataError:
+            continue
+        if found.name != family.name:
+            out[family.name] = found.name
+    return out
+
+
+def renamed(name: str, names: Mapping[str, str]) -> str:
+    """The series ``name`` (a histogram part allowed) as ``names`` renames its family."""
+    if name in names:
+        return names[name]
+    for part in HISTOGRAM_PARTS:
+        base = name.removesuffix(part)
+        if base != name and base in names:
+            return names[base] + part
+    return name
+
+
+def rename(expr: Expr, names: Mapping[str, str]) -> Expr:
+    """``expr`` reading each family under the name ``names`` gives it (see :func:`renames`)."""
+    if not names:
+        return expr
+
+    def change(node: Expr) -> Expr:
+        if isinstance(node, Selector) and node.metric is not None:
+            new = renamed(node.metric, names)
+            if new != node.metric:
+                return Selector(new, node.matchers, node.offset, node.at)
+        return node
+
+    return transform(expr, change)
+
+
+def rename_text(promql: str, names: Mapping[str, str]) -> str:
+    """PromQL text with each metric of ``names`` (and its histogram parts) renamed.
+
+    Names are replaced whole: a name is a run of ``[A-Za-z0-9_:]`` characters,
+    so ``vllm:x_seconds`` is not found inside ``vllm:x_seconds_total``.
+    """
+    for old, new in names.items():
+        pattern = (
+            rf"(?<![A-Za-z0-9_:]){re.escape(old)}(?=(?:_bucket|_sum|_count)?(?![A-Za-z0-9_:]))"
+        )
+        promql = re.sub(pattern, new, promql)
+    return promql
