@@ -84,12 +84,16 @@ PSEUDONYMISE: tuple[str, ...] = (
     "name",
     "running_lora_adapters",
     "waiting_lora_adapters",
+    "pid",  # a process on some host: distinct values kept, the numbers not
 )
 #: Labels the metric catalogue declares that carry no identity, and those analyses read.
 KEEP: tuple[str, ...] = (
+    "attn_cp_rank",
+    "attn_cp_size",
     "block_size",
     "cache_dtype",
     "cache_source",
+    "cache_type",
     "clock_event",
     "container",
     "cpu",
@@ -123,8 +127,10 @@ KEEP: tuple[str, ...] = (
     "operation",
     "outcome",
     "pci_bus_id",
+    "pool",
     "position",
     "pp_rank",
+    "pp_size",
     "quantile",
     "reason",
     "request_type",
@@ -132,6 +138,7 @@ KEEP: tuple[str, ...] = (
     "source",
     "stage",
     "status",
+    "storage_backend",
     "tp_rank",
     "transfer_type",
     "window_size_in_ms",
