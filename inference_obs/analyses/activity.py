@@ -28,7 +28,7 @@ from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, to_promql
 from inference_obs.reading.alignment import gpu_label_sets
 from inference_obs.reading.context import Reading
-from inference_obs.reading.result import AnalysisResult
+from inference_obs.reading.result import AnalysisResult, FloatColumn
 from inference_obs.samples import Labels, Matrix
 from inference_obs.source.remembering import together
 
@@ -47,8 +47,8 @@ class Timeline(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     name: str
-    t: FloatArray
-    values: FloatArray
+    t: FloatColumn
+    values: FloatColumn
 
 
 class Panel(BaseModel):

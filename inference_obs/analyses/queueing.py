@@ -48,7 +48,7 @@ from inference_obs.query import Expr, max_over_time
 from inference_obs.reading.alignment import gpu_label_sets
 from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Measurement
-from inference_obs.reading.result import AnalysisResult
+from inference_obs.reading.result import AnalysisResult, FloatColumn
 from inference_obs.reading.rows import AlignedGpu, AppRows, align_gpu, app_rows, tolerance_ms
 from inference_obs.samples import Floats, Vector
 
@@ -146,11 +146,11 @@ class QueueRows(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     replica: str
-    begin: Floats
-    t: Floats
-    waiting: Floats
-    running: Floats
-    gpu_util: Floats
+    begin: FloatColumn
+    t: FloatColumn
+    waiting: FloatColumn
+    running: FloatColumn
+    gpu_util: FloatColumn
     classes: tuple[QueueClass, ...]
 
 

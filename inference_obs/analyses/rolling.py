@@ -36,8 +36,8 @@ from inference_obs.metrics import family as catalogue_family, vllm
 from inference_obs.metrics.family import Family, MetricType
 from inference_obs.query import Expr, histogram_quantile, rate, to_promql
 from inference_obs.reading.context import Reading
-from inference_obs.reading.result import AnalysisResult, format_number
-from inference_obs.samples import Floats as FloatArray, Window
+from inference_obs.reading.result import AnalysisResult, FloatColumn, format_number
+from inference_obs.samples import Window
 from inference_obs.source.remembering import together
 
 __all__ = [
@@ -79,8 +79,8 @@ class QuantileSeries(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     quantile: float
-    t: FloatArray
-    values: FloatArray
+    t: FloatColumn
+    values: FloatColumn
     promql: str
 
 

@@ -5,13 +5,21 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Iterable, Iterator
+from typing import Annotated, TypeAlias
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PlainSerializer
 
 from inference_obs.reading.measurement import Measurement
+from inference_obs.samples import Floats
 
-__all__ = ["AnalysisResult", "format_number", "measurements_frame"]
+__all__ = ["AnalysisResult", "FloatColumn", "format_number", "measurements_frame"]
+
+#: A float64 array field of a result (times, sampled values): written to JSON as a list
+#: (NaN as null), so every result serialises, not only its Measurements.
+FloatColumn: TypeAlias = Annotated[
+    Floats, PlainSerializer(lambda a: a.tolist(), return_type=list[float], when_used="json")
+]
 
 
 class AnalysisResult(BaseModel):

@@ -280,3 +280,13 @@ def test_a_report_asked_as_of_a_server_has_the_numbers_asked_as_of_a_dataset(
     served = json.dumps(report_json(make(AsServer(DATASET))))
     assert '"engine": "dataset"' not in served
     assert served.replace('"engine": "prometheus"', '"engine": "dataset"') == local
+
+
+def test_every_analysis_result_serialises_to_json(written: tuple[Report, dict[str, Path]]) -> None:
+    # Array fields (the queue rows, rolling and activity series) included, NaN as null.
+    for d in written[0].deployments:
+        for name, result in d.results.items():
+            data = json.loads(result.model_dump_json())
+            assert data, name
+    (rows,) = json.loads(written[0].deployments[0].of(queueing).model_dump_json())["rows"]
+    assert len(rows["t"]) == len(rows["waiting"]) == 60  # PRO's app scrapes over the hour
