@@ -65,7 +65,7 @@ def test_a_live_report_from_a_deployments_file_and_an_hour(
     assert report.scope.windows["H20"] == obs.Window.ending(end, "1h")
     _same_numbers(report.to_frame(), offline)
     html = report._repr_html_()
-    assert "<td>H20</td><td>11674</td>" in html.split("<details>")[0]
+    assert "<td>H20</td><td>11,674</td>" in html.split("<details>")[0]
 
 
 def test_a_live_report_over_the_last_hour_reads_now(prometheus: PrometheusServer) -> None:
