@@ -28,14 +28,14 @@ from inference_obs import analyses
 from inference_obs.analyses.bottleneck import BottleneckClass
 from inference_obs.analyses.boundaries import CapacityReading
 from inference_obs.analyses.latency import METRICS
-from inference_obs.analyses.queueing import QueueClass, QueueingSettings
+from inference_obs.analyses.queueing import QueueingSettings
 from inference_obs.analyses.run import DeploymentResults
 from inference_obs.analyses.throughput import Regime
 from inference_obs.analyses.validity.checks import Thresholds
 from inference_obs.analyses.validity.findings import Finding, Severity
 from inference_obs.analyses.validity.verdicts import PairValidity, Verdict
 from inference_obs.reading.measurement import Measurement
-from inference_obs.report.document import cell, number, when
+from inference_obs.report.document import cell, duration_cell, number, when
 from inference_obs.report.facts import has_data, priced_cost
 
 if TYPE_CHECKING:
@@ -110,9 +110,12 @@ Finder = Callable[["Report"], Iterable[Conclusion]]
 def quantity(m: Measurement) -> str:
     """A Measurement as a sentence shows it: value (bucket in brackets), short unit.
 
-    Seconds read ``s`` and percent ``%``; a Measurement without a value reads
-    its status (``no data``).
+    Times read in ms under a second and s above, the unit after the value as in
+    the tables (:func:`~inference_obs.report.document.duration_cell`); percent
+    reads ``%``; a Measurement without a value reads its status (``no data``).
     """
+    if m.unit == "seconds":
+        return duration_cell(m)
     text = cell(m)
     if m.value is None:
         return text
@@ -335,10 +338,9 @@ def _queued(report: Report) -> Iterator[Conclusion]:
         q, util = d.of(analyses.queueing), d.of(analyses.gpu).utilization_mean
         if not waiting.ok or waiting.value is None or waiting.value < share:
             continue
-        rows = {
-            c: sum(i.samples for i in q.intervals if i.classification is c)
-            for c in (QueueClass.CAPACITY, QueueClass.STARVED)
-        }
+        # The counts the queues section's contingency gives: one reading, one set of numbers.
+        table = q.waiting_idle
+        idle = table.waiting_idle.value or 0
         gpus = f"its GPUs averaged {quantity(util)} utilisation"
         if util.ok and util.value is not None and util.value < busy:
             gpus = f"its GPUs were mostly idle ({quantity(util)} mean utilisation)"
@@ -349,13 +351,14 @@ def _queued(report: Report) -> Iterator[Conclusion]:
         text = (
             f"{d.deployment.name} had requests waiting in {number(100 * waiting.value, 3)}% of "
             f"its {rows_are}{peak} while {gpus}; of the {rows_are} with a queue, the GPUs were "
-            f"busy in {rows[QueueClass.CAPACITY]} and idle in {rows[QueueClass.STARVED]}."
+            f"busy in {number(table.waiting_busy.value)} and idle (under {busy:g}%) in "
+            f"{number(idle)} (Fisher's exact p = {number(table.p_value.value)})."
         )
         caveat = (
             "A low mean utilisation is not spare capacity at every moment: queues form in "
             "bursts, and waiting reasons are scheduler classes, not a diagnosis."
         )
-        if rows[QueueClass.STARVED]:
+        if idle:
             caveat += " A queue beside idle GPUs points at the host, transfers or scheduling."
         yield Conclusion(
             kind="queued",
@@ -364,7 +367,9 @@ def _queued(report: Report) -> Iterator[Conclusion]:
                 waiting.key,
                 q.peak_waiting.key,
                 util.key,
-                *(q.class_share[c].key for c in rows if c in q.class_share),
+                table.waiting_busy.key,
+                table.waiting_idle.key,
+                table.p_value.key,
             ),
             section=SECTIONS["queues"],
             caveat=caveat,

@@ -16,7 +16,7 @@ from inference_obs.cli import main
 from inference_obs.reading.measurement import Bounds, Measurement, Provenance, Status
 from inference_obs.report import build_report
 from inference_obs.report.conclusions import conclusions, lower
-from inference_obs.report.document import Notes, anchor, cell
+from inference_obs.report.document import Notes, anchor, duration_cell
 from inference_obs.report.sections import sections
 from inference_obs.source.dataset.source import DatasetSource
 
@@ -51,8 +51,8 @@ def test_the_summary_comes_first_and_says_what_the_published_observation_opens_w
     # H20's TTFT P95 bucket (0.5, 1] lies wholly below PRO's (20, 40]: H20 is called lower.
     assert by["H20/latency/ttft_p95"]["bounds"] == {"lower": 0.5, "upper": 1.0}
     assert by["PRO/latency/ttft_p95"]["bounds"] == {"lower": 20.0, "upper": 40.0}
-    assert ttft.startswith("H20 had the lower time to first token: P95 0.9568 [0.5, 1] s")
-    assert "PRO's 22.44 [20, 40] s" in ttft
+    assert ttft.startswith("H20 had the lower time to first token: P95 956.8 ms [500, 1,000]")
+    assert "PRO's 22.44 s [20, 40]" in ttft
     assert "the comparison is caveated" in ttft
     assert "*Not to conclude:*" in ttft
     assert "([Latency](#latency); `PRO/latency/ttft_p95`, `H20/latency/ttft_p95`" in ttft
@@ -61,6 +61,10 @@ def test_the_summary_comes_first_and_says_what_the_published_observation_opens_w
     queued = next(i for i in items if i.startswith("PRO had requests waiting"))
     assert "while its GPUs were mostly idle (15.61% mean utilisation)" in queued
     assert "peak 19 waiting at 2026-10-19 17:55:26+08:00" in queued
+    # The queues section's contingency, one set of numbers: of PRO's 6 scrapes with requests
+    # waiting, 3 had GPUs at 50% or more and 3 below (tests/report/test_queues_section.py
+    # counts them from the raw samples).
+    assert "the GPUs were busy in 3 and idle (under 50%) in 3" in queued
     assert not any(i.startswith("H20 had requests waiting") for i in items)  # 1 scrape in 240
 
 
@@ -184,5 +188,5 @@ def test_with_prices_the_summary_states_cost_with_its_verdict() -> None:
         if c.kind == "latency_lower":
             metric = (c.comparison or "").removesuffix("_p95")
             for name in c.deployments:
-                assert cell(getattr(runs[name].of(latency), metric).p95) in c.text
+                assert duration_cell(getattr(runs[name].of(latency), metric).p95) in c.text
     assert {gpu.name, queueing.name, throughput.name} <= set(runs["PRO"].results)
