@@ -111,7 +111,11 @@ def test_the_server_sees_each_injected_fault(
     spec = scenario.deployments[0]
     start = dataset.manifest.window.window().start_s
     if not scenario.faults:
-        assert remote.intervals == ()
+        # No fault: nothing sustained and nothing blamed on the host or transfers; single
+        # scrapes the queue table calls inconsistent (app and GPU scrapes misaligned) are
+        # listed as short, unexplained intervals.
+        assert all(not i.sustained for i in remote.intervals), remote.intervals
+        assert {i.cause for i in remote.intervals} <= {BoundaryCause.UNEXPLAINED}
         return
     for fault in scenario.faults:
         assert isinstance(fault, HostStarved | TransferBound | Stall)

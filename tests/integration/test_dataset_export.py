@@ -121,7 +121,10 @@ def test_the_command_line_exports_then_verifies_without_showing_credentials(
     )  # fmt: skip
     text = capsys.readouterr()
     assert status == 0, text.err
-    assert text.out.startswith(f"wrote {out}: 542 series, 32,520 samples, 203 published")
+    # 217 published: latency, shapes, cache, throughput and gpu numbers of both deployments,
+    # with each one's queue share of TTFT and request rate, and the five replicas' token and
+    # request rates (14 more than before those were measured).
+    assert text.out.startswith(f"wrote {out}: 542 series, 32,520 samples, 217 published")
     assert "PRO: PRO-01; H20: H20-01, H20-02, H20-03, H20-04" in text.out
     assert main(["dataset", "verify", str(out)]) == 0
     shown = text.out + text.err + capsys.readouterr().out

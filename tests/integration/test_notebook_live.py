@@ -48,7 +48,7 @@ def test_live_prometheus_runs_against_a_loaded_server(
         assert (span["start"], span["end"]) == (window.start.isoformat(), window.end.isoformat())
     assert "<details><summary>The whole report" in text
     if deployments == "manifest":  # the offline report's headline numbers, read live
-        assert "<td>H20</td><td>11674</td>" in text
+        assert "<td>H20</td><td>11,674</td>" in text
     if deployments == "discovered":
         assert 'pod: {regex: "h20-model-.*"}' in text
         assert "DeepSeek-V4.1-Flash-1017-H20" in text
