@@ -97,7 +97,8 @@ class Found:
 
     def rewrite(self, expr: Expr) -> Expr:
         """``expr`` as it must be asked of this data."""
-        renamed = read_as_sglang(rename(expr, self.renames), self.stand_ins)
+        # Stand-ins first: an older vLLM name elsewhere in the fleet must not hide the family.
+        renamed = rename(read_as_sglang(expr, self.stand_ins), self.renames)
         return in_workload_terms(renamed, self.scheme, dedupe=bool(self.shared))
 
     def notes(self, promql: Sequence[str], asked: Sequence[str] = ()) -> tuple[Annotation, ...]:
