@@ -3,6 +3,9 @@
 Kept apart from :mod:`.sglang` because it is a relation between two
 catalogues, not part of either: comparing an SGLang deployment with a vLLM
 one starts here, and each entry says why the two numbers are not the same.
+The report reads an SGLang deployment through
+:mod:`~inference_obs.metrics.sglang_reading`, which takes from this table the
+entries whose two families have one meaning and unit.
 """
 
 from __future__ import annotations

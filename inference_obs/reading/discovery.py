@@ -14,7 +14,11 @@
    family present, across the fleet: the scheme is the scrape's, not the
    deployment's);
 3. the deployment's GPUs whose series repeat once per pod (``group by`` GPU
-   identity and pod).
+   identity and pod);
+4. whether the deployment's engine is SGLang: declared so, or found so (the
+   fleet has ``sglang:`` names, and the deployment has ``sglang:`` series and no
+   ``vllm:`` ones). Then the vLLM families the analyses ask for are read as
+   their SGLang stand-ins (:data:`~inference_obs.metrics.sglang_reading.STAND_INS`).
 
 :func:`view` wraps a source in that view; :class:`~inference_obs.reading.context.Reading`
 does it for every analysis.
@@ -39,6 +43,7 @@ from inference_obs.metrics.dcgm_labels import (
 )
 from inference_obs.metrics.family import Family
 from inference_obs.metrics.renames import probe_name, renames
+from inference_obs.metrics.sglang_reading import STAND_INS
 from inference_obs.query import Aggregate, Expr, Matcher, Selector, last_over_time
 from inference_obs.samples import Labels, Vector, Window
 from inference_obs.source.base import Source
@@ -75,15 +80,35 @@ def discover(source: Source, deployment: Deployment, window: Window) -> Found:
     """What ``deployment``'s data holds over ``window`` (see the module)."""
     names = frozenset(source.label_values("__name__", window))
     chosen = _renames(source, deployment, window, names)
+    stand_ins = STAND_INS if _runs_sglang(source, deployment, window, names) else {}
     gpu = _gpu_family(names)
     if gpu is None:
-        return Found(chosen)
+        return Found(chosen, stand_ins=stand_ins)
     scheme = scheme_of(_labels(source, _grouping(gpu, (), window, _POD_LABELS), window))
     asked = _grouping(gpu, deployment.gpu_matchers, window, (*GPU_IDENTITY, "pod"))
     sets = _labels(source, in_workload_terms(asked, scheme, dedupe=False), window)
     if scheme is GpuLabelScheme.EXPORTED:
         sets = tuple(workload_labels(one) for one in sets)
-    return Found(chosen, scheme, tuple(shared_gpus(sets)))
+    return Found(chosen, scheme, tuple(shared_gpus(sets)), stand_ins)
+
+
+def _runs_sglang(
+    source: Source, deployment: Deployment, window: Window, names: frozenset[str]
+) -> bool:
+    """Whether ``deployment``'s engine is SGLang, declared or found (see the module)."""
+    if deployment.engine.name == "sglang":
+        return True
+    if not any(name.startswith("sglang:") for name in names):
+        return False
+    return _exports(source, deployment, window, "sglang") and not _exports(
+        source, deployment, window, "vllm"
+    )
+
+
+def _exports(source: Source, deployment: Deployment, window: Window, prefix: str) -> bool:
+    """Whether ``deployment`` has a series named ``prefix:...`` in ``window``."""
+    named = Matcher.regex("__name__", f"{prefix}:.+")
+    return bool(source.series(Selector(None, (*deployment.matchers, named)), window))
 
 
 #: The pod labels of either scheme.

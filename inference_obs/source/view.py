@@ -8,6 +8,10 @@ absorbs, found once per source, deployment and window (:class:`Found`, by
   (vLLM <= 0.10: ``vllm:time_per_output_token_seconds``); every expression is
   rewritten to read the name the data has
   (:func:`~inference_obs.metrics.renames.rename`);
+- **another engine's families**: on an SGLang deployment each vLLM family with
+  an SGLang equivalent of the same meaning and unit is read as that family
+  (:func:`~inference_obs.metrics.sglang_reading.read_as_sglang`); the others
+  keep their vLLM names and read "no data";
 - **the DCGM label scheme**: under a default GPU Operator scrape the plain
   ``pod`` of a GPU series is the exporter's, the workload's is
   ``exported_pod``; expressions and answers are put in workload terms
@@ -17,21 +21,22 @@ absorbs, found once per source, deployment and window (:class:`Found`, by
 What was rewritten is said: :meth:`ViewSource.promql` gives the PromQL a
 number was really read with (to paste into Prometheus), and
 :meth:`ViewSource.notes` the annotations that say which name and which scheme
-were read.
+were read, and what still differs where another engine's family stood in.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
 
-from inference_obs.errors import Annotation
+from inference_obs.errors import Annotation, QueryError
 from inference_obs.metrics import FAMILIES, family as catalogue_family
 from inference_obs.metrics.dcgm_labels import (
     GpuLabelScheme,
@@ -41,17 +46,27 @@ from inference_obs.metrics.dcgm_labels import (
     without_copies,
     workload_labels,
 )
-from inference_obs.metrics.renames import rename, rename_text
-from inference_obs.query import Expr, Selector, to_promql
+from inference_obs.metrics.renames import HISTOGRAM_PARTS, rename, rename_text
+from inference_obs.metrics.sglang import PER_RANK_COPIES
+from inference_obs.metrics.sglang_reading import (
+    UNIT_READINGS,
+    StandIn,
+    read_as_sglang,
+    without_splits,
+)
+from inference_obs.query import Expr, Selector, parse, to_promql
 from inference_obs.samples import Instant, Labels, Matrix, SampleSet, Series, Vector, Window
 from inference_obs.source.base import EngineInfo, Metadata, Source
 from inference_obs.source.remembering import Pending, soon
 
 __all__ = ["READ_AS_FOUND", "Found", "ViewSource"]
 
-#: The annotation kinds a view adds: an older family name read, the DCGM label scheme
-#: found, GPUs counted once though their series repeat per pod.
-READ_AS_FOUND: frozenset[str] = frozenset({"renamed_family", "gpu_label_scheme", "shared_gpus"})
+#: The annotation kinds a view adds: an older family name read, another engine's family
+#: read for the one asked, the DCGM label scheme found, GPUs counted once though their
+#: series repeat per pod.
+READ_AS_FOUND: frozenset[str] = frozenset(
+    {"renamed_family", "engine_equivalent", "gpu_label_scheme", "shared_gpus"}
+)
 
 T = TypeVar("T")
 _NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
@@ -70,21 +85,27 @@ class Found:
         Whose pod the plain ``pod``/``namespace``/``container`` of the DCGM series name.
     shared
         GPUs whose series repeat once per pod (names), counted once each.
+    stand_ins
+        vLLM family name -> the SGLang family read in its place (an SGLang
+        deployment; empty otherwise).
     """
 
     renames: Mapping[str, str] = field(default_factory=dict)
     scheme: GpuLabelScheme = GpuLabelScheme.WORKLOAD
     shared: tuple[str, ...] = ()
+    stand_ins: Mapping[str, StandIn] = field(default_factory=dict)
 
     def rewrite(self, expr: Expr) -> Expr:
         """``expr`` as it must be asked of this data."""
-        renamed = rename(expr, self.renames)
+        # Stand-ins first: an older vLLM name elsewhere in the fleet must not hide the family.
+        renamed = rename(read_as_sglang(expr, self.stand_ins), self.renames)
         return in_workload_terms(renamed, self.scheme, dedupe=bool(self.shared))
 
-    def notes(self, promql: Sequence[str]) -> tuple[Annotation, ...]:
-        """What the PromQL texts ``promql`` (as asked) read differently from the catalogue."""
+    def notes(self, promql: Sequence[str], asked: Sequence[str] = ()) -> tuple[Annotation, ...]:
+        """What the PromQL texts ``promql`` (as read; ``asked``: as the analyses asked them)
+        read differently from the catalogue."""
         read = {name for text in promql for name in _NAME.findall(text)}
-        out = []
+        out = list(_stood_in(self.stand_ins, read, asked))
         for newest, older in self.renames.items():
             if older in read or any(
                 f"{older}{part}" in read for part in ("_bucket", "_sum", "_count")
@@ -167,11 +188,18 @@ class ViewSource:
         """The PromQL an expression rendered as ``asked`` was read with."""
         with self._lock:
             known = self._asked.get(asked)
-        return known if known is not None else rename_text(asked, self.found.renames)
+        if known is not None:
+            return known
+        if self.found.stand_ins:  # matchers are added too: rewrite the expression itself
+            with contextlib.suppress(QueryError):
+                return to_promql(self.found.rewrite(parse(asked)))
+        return rename_text(asked, self.found.renames)
 
     def notes(self, promql: Sequence[str]) -> tuple[Annotation, ...]:
         """Annotations saying what ``promql`` (as read) read differently from the catalogue."""
-        return self.found.notes(promql)
+        with self._lock:
+            asked = {read: text for text, read in self._asked.items()}
+        return self.found.notes(promql, [asked.get(text, text) for text in promql])
 
     def _rewritten(self, expr: Expr) -> Expr:
         new = self.found.rewrite(expr)
@@ -217,6 +245,9 @@ class ViewSource:
         """Label sets of the selected series; in workload terms for a DCGM family."""
         asked = self._rewritten(selector)
         found = self.source.series(asked if isinstance(asked, Selector) else selector, window)
+        if self.found.stand_ins:
+            # As the vLLM family's series: its answers are summed over the splits too.
+            found = tuple(dict.fromkeys(without_splits(one, self.found.stand_ins) for one in found))
         if not self._moved(selector):
             return found
         return tuple(dict.fromkeys(workload_labels(one) for one in found))
@@ -232,6 +263,32 @@ class ViewSource:
     def metadata(self, metric: str | None = None) -> tuple[Metadata, ...]:
         """Declared type, help and unit of ``metric`` (or of all)."""
         return self.source.metadata(metric)
+
+
+def _stood_in(
+    stand_ins: Mapping[str, StandIn], read: set[str], asked: Sequence[str]
+) -> Iterator[Annotation]:
+    """One ``engine_equivalent`` annotation per vLLM family asked (in ``asked``) and read as
+    its SGLang stand-in (in ``read``)."""
+    if not stand_ins:
+        return
+    wanted = {name for text in asked for name in _NAME.findall(text)}
+    for name, one in stand_ins.items():
+        if not (_holds(wanted, name) and _holds(read, one.read.name)):
+            continue
+        how = to_promql(Selector(one.read.name, one.matchers))
+        if one.read.name in PER_RANK_COPIES:
+            how += " (max over TP/PP/EP ranks: each rank counts every event)"
+        unit = f" Units: {UNIT_READINGS[name]}." if name in UNIT_READINGS else ""
+        yield Annotation(
+            "engine_equivalent",
+            f"read SGLang's {how} for {name}: {one.differs}{unit}",
+        )
+
+
+def _holds(names: set[str], family: str) -> bool:
+    """Whether ``names`` holds the series ``family`` or one of its histogram parts."""
+    return family in names or any(f"{family}{part}" in names for part in HISTOGRAM_PARTS)
 
 
 def _relabel(expr: Expr) -> Callable[[Labels], Labels]:
