@@ -222,42 +222,9 @@ def _throughput(r: Reading, settings: ThroughputSettings) -> ThroughputResult:
     finished = run(
         "finished_requests", vllm.REQUEST_SUCCESS, "requests", (EXTRAPOLATED, engine_finished)
     )
-    out = output.value or 0.0
-    rate = derive(
-        "output_tokens_per_second",
-        out / w,
-        "tokens/s",
-        [output],
-        f"output_tokens / {w:g} s",
-        (WALL_CLOCK,),
-    )
-    requests_rate = derive(
-        "requests_per_second",
-        (finished.value or 0.0) / w,
-        "requests/s",
-        [finished],
-        f"finished_requests / {w:g} s",
-        (WALL_CLOCK,),
-    )
     replicas = replicas_asked.result()
-    n = replicas.value or math.nan
-    per_replica = derive(
-        "output_tokens_per_second_per_replica",
-        out / w / n,
-        "tokens/s",
-        [output, replicas],
-        f"output_tokens / {w:g} s / replicas_seen",
-        (WALL_CLOCK, "A mean over the replicas seen, not any one replica's rate."),
-    )
-    hardware = r.deployment.hardware
-    per_gpu_hour = derive(
-        "output_tokens_per_gpu_hour",
-        out / (hardware.gpus_per_replica * n * w / 3600.0),
-        "tokens/GPU-hour",
-        [output, replicas],
-        f"output_tokens / ({hardware.gpus_per_replica} GPUs/replica x "
-        f"replicas_seen x {w / 3600.0:g} h)",
-        (WALL_CLOCK, "GPUs are as declared per replica, not verified from DCGM."),
+    rate, requests_rate, per_replica, per_gpu_hour = _rates(
+        output, finished, replicas, w, r.deployment.hardware.gpus_per_replica
     )
     share = share_asked.result()
     sampled = "A sampled maximum: a peak between two scrapes is not seen."
@@ -269,10 +236,9 @@ def _throughput(r: Reading, settings: ThroughputSettings) -> ThroughputResult:
         share, kv_max, settings.queue_share_threshold, settings.kv_full, counted
     )
     if regime is Regime.DEMAND_LIMITED:
-        rate = rate.model_copy(update={"caveats": (*rate.caveats, FLOOR)})
-        per_replica = per_replica.model_copy(update={"caveats": (*per_replica.caveats, FLOOR)})
-        requests_rate = requests_rate.model_copy(
-            update={"caveats": (*requests_rate.caveats, FLOOR)}
+        rate, per_replica, requests_rate = (
+            m.model_copy(update={"caveats": (*m.caveats, FLOOR)})
+            for m in (rate, per_replica, requests_rate)
         )
     return ThroughputResult(
         output_tokens=output,
@@ -290,6 +256,51 @@ def _throughput(r: Reading, settings: ThroughputSettings) -> ThroughputResult:
         regime=regime,
         regime_reason=reason,
     )
+
+
+def _rates(
+    output: Measurement,
+    finished: Measurement,
+    replicas: Measurement,
+    w: float,
+    gpus_per_replica: int,
+) -> tuple[Measurement, Measurement, Measurement, Measurement]:
+    """Output tokens/s, requests/s, tokens/s per replica and tokens per GPU-hour, from the
+    window's totals over its ``w`` seconds of wall clock."""
+    out, n = output.value or 0.0, replicas.value or math.nan
+    rate = derive(
+        "output_tokens_per_second",
+        out / w,
+        "tokens/s",
+        [output],
+        f"output_tokens / {w:g} s",
+        (WALL_CLOCK,),
+    )
+    requests_rate = derive(
+        "requests_per_second",
+        (finished.value or 0.0) / w,
+        "requests/s",
+        [finished],
+        f"finished_requests / {w:g} s",
+        (WALL_CLOCK,),
+    )
+    per_replica = derive(
+        "output_tokens_per_second_per_replica",
+        out / w / n,
+        "tokens/s",
+        [output, replicas],
+        f"output_tokens / {w:g} s / replicas_seen",
+        (WALL_CLOCK, "A mean over the replicas seen, not any one replica's rate."),
+    )
+    per_gpu_hour = derive(
+        "output_tokens_per_gpu_hour",
+        out / (gpus_per_replica * n * w / 3600.0),
+        "tokens/GPU-hour",
+        [output, replicas],
+        f"output_tokens / ({gpus_per_replica} GPUs/replica x replicas_seen x {w / 3600.0:g} h)",
+        (WALL_CLOCK, "GPUs are as declared per replica, not verified from DCGM."),
+    )
+    return rate, requests_rate, per_replica, per_gpu_hour
 
 
 def _classify(
