@@ -39,6 +39,7 @@ LABEL_VALUES = {
     "finished_reason": "stop",
     "reason": "capacity",
     "source": "local_compute",
+    "cache_source": "device",  # SGLang's GPU radix cache, which a standard query selects
     "position": "0",
     "operation": "get",
     "status": "success",

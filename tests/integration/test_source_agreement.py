@@ -239,7 +239,8 @@ def test_victoria_metrics_histogram_quantile_is_refused_offline(
     """
     dataset = imported[path.name]
     source = DatasetSource(dataset, rules=Rules.VICTORIAMETRICS)
-    cases = [c for c in _cases(dataset) if c.quantile]
+    # Quantiles of families the dataset holds: another engine's histograms answer nothing.
+    cases = [c for c in _with_families(dataset, _cases(dataset)) if c.quantile]
     assert cases
     answered = 0
     for case in cases:
