@@ -2,8 +2,9 @@
 
 A :class:`StandardQuery` says what it computes, in which unit, and what it does
 not mean; its builder takes a deployment's matchers, a window in seconds and a
-grouping. The queries themselves live in :mod:`.vllm_queries` and
-:mod:`.dcgm_queries`; :mod:`.standard` collects them.
+grouping. The queries themselves live in :mod:`.vllm_queries`,
+:mod:`.sglang_queries`, :mod:`.dcgm_queries` and :mod:`.host_queries`;
+:mod:`.standard` collects them.
 """
 
 from __future__ import annotations
