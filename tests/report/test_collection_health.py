@@ -43,8 +43,8 @@ class Written:
         self.start_ms, self.end_ms = window.start.timestamp() * 1000, window.end.timestamp() * 1000
 
     def measurement(self, key: str) -> dict[str, Any]:
-        (found,) = [m for m in self.json["measurements"] if m["key"] == key]
-        assert isinstance(found, dict)
+        matches: list[dict[str, Any]] = [m for m in self.json["measurements"] if m["key"] == key]
+        (found,) = matches
         return found
 
     def in_window(self, name: str, **labels: str) -> list[Series]:

@@ -65,8 +65,7 @@ def test_the_class_legend_comes_before_any_table(blocks: list[Block]) -> None:
     first_table = next(k for k, b in enumerate(blocks) if isinstance(b, Table))
     (legend,) = [k for k, b in enumerate(blocks) if isinstance(b, Items)]
     assert legend < first_table
-    items = blocks[legend]
-    assert isinstance(items, Items)
+    (items,) = [b for b in blocks if isinstance(b, Items)]
     assert [item.split(":")[0] for item in items.items] == [
         "capacity",
         "starved",
