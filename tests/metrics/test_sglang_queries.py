@@ -31,6 +31,7 @@ from inference_obs.query.walk import children, selectors
 from inference_obs.samples import Vector
 from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.scrape_files import dataset_from_scrapes
+from tests import exposition
 from tests.source.fake_exporters import real_text
 
 T0 = 1_777_636_800  # 2026-05-01T12:00:00Z
@@ -75,42 +76,21 @@ def _gauges(n: int) -> list[str]:
     ]
 
 
-def _counter(name: str, parts: Sequence[tuple[str, float, float]], n: int) -> list[str]:
-    """``name``'s series (labels, start, step) after ``n`` steps."""
-    lines = [f"# TYPE {name} counter"]
-    return lines + [f"{name}{{{labels}}} {start + step * n!r}" for labels, start, step in parts]
-
-
-def _histogram(
-    family_: Family,
-    series: Sequence[tuple[str, Sequence[tuple[float, int]]]],
-    n: int,
-) -> list[str]:
-    """``family_`` on its default buckets after ``n`` scrapes, each adding its observations."""
-    name = family_.name
-    lines = [f"# TYPE {name} histogram"]
-    for labels, observed in series:
-        for le in (*(family_.buckets or ()), float("inf")):
-            count = 100 + n * sum(k for value, k in observed if value <= le)
-            text = "+Inf" if le == float("inf") else repr(float(le))
-            lines.append(f'{name}_bucket{{{labels},le="{text}"}} {float(count)!r}')
-        total = 100 + n * sum(k for _, k in observed)
-        lines.append(f"{name}_sum{{{labels}}} {100.0 + n * sum(v * k for v, k in observed)!r}")
-        lines.append(f"{name}_count{{{labels}}} {float(total)!r}")
-    return lines
-
-
 def _scrape(n: int) -> str:
     lines = _gauges(n)
-    lines += _counter("sglang:prompt_tokens_total", [(STREAM, 1e5, 2400), (BATCH, 5e4, 600)], n)
-    lines += _counter("sglang:generation_tokens_total", [(STREAM, 4e4, 900), (BATCH, 2e4, 300)], n)
-    lines += _counter("sglang:num_requests_total", [(STREAM, 900, 8), (BATCH, 400, 2)], n)
-    lines += _counter(
+    lines += exposition.counter(
+        "sglang:prompt_tokens_total", [(STREAM, 1e5, 2400), (BATCH, 5e4, 600)], n
+    )
+    lines += exposition.counter(
+        "sglang:generation_tokens_total", [(STREAM, 4e4, 900), (BATCH, 2e4, 300)], n
+    )
+    lines += exposition.counter("sglang:num_requests_total", [(STREAM, 900, 8), (BATCH, 400, 2)], n)
+    lines += exposition.counter(
         "sglang:cached_tokens_total",
         [(f'{TOK},cache_source="device"', 3e4, 1200), (f'{TOK},cache_source="host"', 9e3, 300)],
         n,
     )
-    lines += _counter(
+    lines += exposition.counter(
         "sglang:num_retracted_requests_total",
         [(f'{SCHED},dp_rank="{dp}",tp_rank="{tp}"', 5, step) for dp, tp, step in RETRACTIONS],
         n,
@@ -120,6 +100,13 @@ def _scrape(n: int) -> str:
     lines += _histogram(sglang.E2E_REQUEST_LATENCY, E2E, n)
     lines += _histogram(sglang.QUEUE_TIME, QUEUE, n)
     return "\n".join(lines) + "\n"
+
+
+def _histogram(
+    family_: Family, series: Sequence[tuple[str, Sequence[tuple[float, int]]]], n: int
+) -> list[str]:
+    """``family_`` on its default buckets after ``n`` scrapes."""
+    return exposition.histogram(family_.name, family_.buckets or (), series, n)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ worked out by hand from those steps.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,7 @@ from inference_obs.report.sections import sections
 from inference_obs.source.dataset.reader import read_dataset
 from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.scrape_files import dataset_from_scrapes
+from tests import exposition
 from tests.source.fake_exporters import real_text
 
 T0 = 1_777_636_800  # 2026-05-01T12:00:00Z
@@ -65,53 +65,37 @@ def _gauges(n: int) -> str:
     return "\n".join(out)
 
 
-def _counter(name: str, parts: Sequence[tuple[str, float, float]], n: int) -> list[str]:
-    """``name``'s series (extra labels, start, step) after ``n`` steps."""
-    lines = [f"# TYPE {name} counter"]
-    lines += [f"{name}{{{labels}}} {start + step * n!r}" for labels, start, step in parts]
-    return lines
-
-
-def _histogram(
-    name: str, labels: str, bounds: Sequence[float], observed: Sequence[tuple[float, int]], n: int
-) -> list[str]:
-    """``name`` after ``n`` scrapes, each adding ``observed``, on the bucket ``bounds``."""
-    lines = [f"# TYPE {name} histogram"]
-    for le in (*bounds, float("inf")):
-        count = 100 + n * sum(k for value, k in observed if value <= le)
-        text = "+Inf" if le == float("inf") else repr(float(le))
-        lines.append(f'{name}_bucket{{{labels},le="{text}"}} {float(count)!r}')
-    total = 100 + n * sum(k for _, k in observed)
-    lines.append(f"{name}_sum{{{labels}}} {100.0 + n * sum(v * k for v, k in observed)!r}")
-    lines.append(f"{name}_count{{{labels}}} {float(total)!r}")
-    return lines
-
-
 def _scrape(n: int) -> str:
     lines = [_gauges(n)]
     stream, batch = f'{TOK},is_streaming="true"', f'{TOK},is_streaming="false"'
-    lines += _counter("sglang:prompt_tokens_total", [(stream, 1e5, 2000), (batch, 5e4, 1000)], n)
-    lines += _counter("sglang:generation_tokens_total", [(stream, 4e4, 1000), (batch, 2e4, 500)], n)
-    lines += _counter("sglang:num_requests_total", [(stream, 900, 20), (batch, 400, 10)], n)
-    lines += _counter(
+    lines += exposition.counter(
+        "sglang:prompt_tokens_total", [(stream, 1e5, 2000), (batch, 5e4, 1000)], n
+    )
+    lines += exposition.counter(
+        "sglang:generation_tokens_total", [(stream, 4e4, 1000), (batch, 2e4, 500)], n
+    )
+    lines += exposition.counter(
+        "sglang:num_requests_total", [(stream, 900, 20), (batch, 400, 10)], n
+    )
+    lines += exposition.counter(
         "sglang:cached_tokens_total",
         [(f'{TOK},cache_source="device"', 3e4, 1200), (f'{TOK},cache_source="host"', 9e3, 300)],
         n,
     )
     # Both TP ranks count every retraction (SGLang 0.5.7 and later).
-    lines += _counter(
+    lines += exposition.counter(
         "sglang:num_retracted_requests_total",
         [(f'{SCHED},tp_rank="0"', 7, 2), (f'{SCHED},tp_rank="1"', 7, 2)],
         n,
     )
     ttft, e2e = sglang.TIME_TO_FIRST_TOKEN.name, sglang.E2E_REQUEST_LATENCY.name
-    lines += _histogram(ttft, stream, sglang.TTFT_BUCKETS, TTFT, n)
-    lines += _histogram(
-        sglang.INTER_TOKEN_LATENCY.name, TOK, sglang.INTER_TOKEN_LATENCY_BUCKETS, ITL, n
+    lines += exposition.histogram(ttft, sglang.TTFT_BUCKETS, [(stream, TTFT)], n)
+    lines += exposition.histogram(
+        sglang.INTER_TOKEN_LATENCY.name, sglang.INTER_TOKEN_LATENCY_BUCKETS, [(TOK, ITL)], n
     )
-    lines += _histogram(e2e, stream, sglang.E2E_REQUEST_LATENCY_BUCKETS, E2E, n)
-    lines += _histogram(
-        sglang.QUEUE_TIME.name, f'{SCHED},tp_rank="0"', sglang.QUEUE_TIME_BUCKETS, QUEUE, n
+    lines += exposition.histogram(e2e, sglang.E2E_REQUEST_LATENCY_BUCKETS, [(stream, E2E)], n)
+    lines += exposition.histogram(
+        sglang.QUEUE_TIME.name, sglang.QUEUE_TIME_BUCKETS, [(f'{SCHED},tp_rank="0"', QUEUE)], n
     )
     return "\n".join(lines) + "\n"
 
