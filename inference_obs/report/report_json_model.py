@@ -299,6 +299,7 @@ class SideEntry(_Closed):
     lower: JsonNumber = None
     upper: JsonNumber = None
     status: str
+    lowest_bucket: bool = Field(False, description="In the lowest bucket: known as <= upper.")
 
 
 class ComparedEntry(_Closed):
