@@ -227,18 +227,28 @@ class RollingQuantiles(AnalysisResult):
         cells = []
         for s in self.series:
             low = float(s.values.min()) if s.values.size else None
-            high = float(s.values.max()) if s.values.size else None
             row = (
                 f"{s.quantile:g}",
                 str(s.t.size),
                 format_number(low),
-                format_number(high),
+                _highest(s),
                 s.promql,
             )
             cells.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>")
         names = ("quantile", "points", f"min ({self.unit})", f"max ({self.unit})", "promql")
         head = "".join(f"<th>{html.escape(h)}</th>" for h in names)
         return f"<table><tr>{head}</tr>{''.join(cells)}</table>"
+
+
+def _highest(s: QuantileSeries) -> str:
+    """The highest point as the report shows a quantile: its value and bucket, ``≤ upper``
+    in the lowest bucket; an em dash without points."""
+    if not s.t.size:
+        return format_number(None)
+    top = s.points()[int(np.argmax(s.values))]
+    if top.lowest_bucket:
+        return f"≤ {top.upper:.4g}"
+    return f"{format_number(top.value)} [{top.lower:.4g}, {top.upper:.4g}]"
 
 
 def rolling_expr(family: Family, q: float, deployment: Deployment, length: float) -> Expr:

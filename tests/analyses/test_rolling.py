@@ -260,3 +260,11 @@ def test_table_shows_each_series_query(pro: RollingQuantiles) -> None:
     assert table.count("<tr>") == 1 + len(pro.series)
     for s in pro.series:
         assert html.escape(s.promql) in table
+
+
+def test_table_shows_the_highest_point_with_its_bucket(pro: RollingQuantiles) -> None:
+    # PRO's highest rolling P99 (18:26, requests.csv: those requests waited at most 56.6 s)
+    # lies in the (40, 80] s bucket; the table shows that bucket beside the interpolation.
+    table = pro._repr_html_()
+    (p99_row,) = [row for row in table.split("<tr>") if row.startswith("<td>0.99</td>")]
+    assert "[40, 80]</td>" in p99_row
