@@ -11,6 +11,14 @@ hour's P95": a short burst can lift it far above the whole-window P95, and the
 mean of its samples is not a request-weighted mean. Each series carries the
 PromQL that produced it.
 
+Each point also carries the bucket that must hold the true quantile, its
+``lower`` and ``upper`` edges (:func:`~inference_obs.engine.histograms.quantile_bounds`
+on the same merged bucket rates, ``sum by (le) (rate(h_bucket{m}[length]))``):
+the interpolated value inside it is an estimate, the bucket is not. A spike
+whose requests all sit in the 40-80 s bucket reads as "somewhere in 40-80 s",
+not as the interpolated 78 s. :meth:`QuantileSeries.points` gives them one
+:class:`RollingPoint` at a time.
+
 Two analyses run it: :data:`rolling_quantiles` (by default of time to first
 token) and :data:`rolling_itl` (by default of inter-token latency); each
 one's ``family`` setting chooses another histogram.
@@ -20,7 +28,8 @@ from __future__ import annotations
 
 import html
 import math
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Annotated
 
@@ -31,19 +40,22 @@ from pydantic_core import PydanticCustomError
 
 from inference_obs.analyses.unit import Analysis, Settings
 from inference_obs.deployment import Deployment
+from inference_obs.engine.histograms import parse_le, quantile_bounds
 from inference_obs.errors import Annotation, ConfigurationError, QueryError
 from inference_obs.metrics import family as catalogue_family, vllm
 from inference_obs.metrics.family import Family, MetricType
 from inference_obs.query import Expr, histogram_quantile, rate, to_promql
 from inference_obs.reading.context import Reading
+from inference_obs.reading.measurement import Bounds, is_lowest_bucket
 from inference_obs.reading.result import AnalysisResult, FloatColumn, format_number
-from inference_obs.samples import Window
+from inference_obs.samples import Floats, Matrix, Window
 from inference_obs.source.remembering import together
 
 __all__ = [
     "CAVEATS",
     "QuantileSeries",
     "RollingItlSettings",
+    "RollingPoint",
     "RollingQuantiles",
     "RollingSettings",
     "rolling_itl",
@@ -55,14 +67,48 @@ CAVEATS: tuple[str, ...] = (
     "P95: a short burst lifts it far above the window's P95, and it is never comparable to it.",
     "The mean of a rolling quantile's samples (what a plot's eye averages) is neither a quantile "
     "nor a request-weighted mean: intervals with few requests weigh as much as busy ones.",
-    "Quantiles are interpolated inside the bucket holding them; only the bucket is certain. "
-    "Replicas' buckets are merged before the quantile is taken.",
+    "Quantiles are interpolated inside the bucket holding them; only the bucket is certain "
+    "(each point's lower and upper bounds). Replicas' buckets are merged before the quantile "
+    "is taken.",
     "An interval with no observation has no value (a gap), not zero.",
 )
 
 
+@dataclass(frozen=True, slots=True)
+class RollingPoint:
+    """One evaluation of a rolling quantile: when, the interpolated value, and its bucket.
+
+    Attributes
+    ----------
+    t
+        Evaluation time, unix seconds (the end of the trailing interval).
+    value
+        The interpolated quantile, in the family's unit: an estimate.
+    lower, upper
+        Edges of the bucket that must hold the true quantile, in the family's
+        unit (``lower <= value <= upper``); ``upper`` is ``inf`` for the
+        ``+Inf`` bucket, NaN where the buckets gave none.
+    """
+
+    t: float
+    value: float
+    lower: float
+    upper: float
+
+    @property
+    def bounds(self) -> Bounds:
+        """``lower`` and ``upper`` as the :class:`~inference_obs.reading.measurement.Bounds`
+        the report shows beside a quantile."""
+        return Bounds(lower=self.lower, upper=self.upper)
+
+    @property
+    def lowest_bucket(self) -> bool:
+        """Whether the bucket is the histogram's lowest: only "at most ``upper``" is known."""
+        return is_lowest_bucket(self.bounds)
+
+
 class QuantileSeries(BaseModel):
-    """One quantile's rolling estimate over the window.
+    """One quantile's rolling estimate over the window, each point with its bucket.
 
     Attributes
     ----------
@@ -72,8 +118,12 @@ class QuantileSeries(BaseModel):
         Evaluation times, unix seconds (ascending); only steps with a value.
     values
         The estimate at each time, in the family's unit; finite where present.
+    lower, upper
+        At each time, the edges of the bucket that must hold the true
+        quantile, in the family's unit (see :class:`RollingPoint`).
     promql
-        The query that produced the series.
+        The query that produced the values (the bounds come from
+        :attr:`RollingQuantiles.buckets_promql`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -81,7 +131,17 @@ class QuantileSeries(BaseModel):
     quantile: float
     t: FloatColumn
     values: FloatColumn
+    lower: FloatColumn
+    upper: FloatColumn
     promql: str
+
+    def points(self) -> tuple[RollingPoint, ...]:
+        """Each evaluation as a :class:`RollingPoint` (time, value, lower, upper), in time
+        order."""
+        return tuple(
+            RollingPoint(float(t), float(v), float(lo), float(hi))
+            for t, v, lo, hi in zip(self.t, self.values, self.lower, self.upper, strict=True)
+        )
 
 
 class RollingQuantiles(AnalysisResult):
@@ -98,6 +158,8 @@ class RollingQuantiles(AnalysisResult):
     series
         One :class:`QuantileSeries` per requested quantile, in request order,
         each with the PromQL behind it.
+    buckets_promql
+        The merged bucket rates every point's bounds are taken from.
     caveats
         What the series cannot be used for.
     annotations
@@ -111,6 +173,7 @@ class RollingQuantiles(AnalysisResult):
     every: float
     length: float
     series: tuple[QuantileSeries, ...]
+    buckets_promql: str
     caveats: tuple[str, ...] = CAVEATS
     annotations: tuple[Annotation, ...] = ()
 
@@ -140,7 +203,8 @@ class RollingQuantiles(AnalysisResult):
         -------
         pandas.DataFrame
             Columns ``time`` (timezone-aware, in the window's timezone),
-            ``quantile`` (0-1) and ``value`` (the family's unit).
+            ``quantile`` (0-1), ``value``, and the bucket holding the true
+            quantile, ``lower`` and ``upper`` (the family's unit).
         """
         zone = self.window.start.tzinfo
         frames = [
@@ -149,30 +213,42 @@ class RollingQuantiles(AnalysisResult):
                     "time": pd.to_datetime(s.t, unit="s", utc=True).tz_convert(zone),
                     "quantile": np.full(s.t.size, s.quantile),
                     "value": s.values,
+                    "lower": s.lower,
+                    "upper": s.upper,
                 }
             )
             for s in self.series
         ]
         if not frames:
-            return pd.DataFrame({"time": [], "quantile": [], "value": []})
+            return pd.DataFrame({c: [] for c in ("time", "quantile", "value", "lower", "upper")})
         return pd.concat(frames, ignore_index=True)
 
     def _repr_html_(self) -> str:
         cells = []
         for s in self.series:
             low = float(s.values.min()) if s.values.size else None
-            high = float(s.values.max()) if s.values.size else None
             row = (
                 f"{s.quantile:g}",
                 str(s.t.size),
                 format_number(low),
-                format_number(high),
+                _highest(s),
                 s.promql,
             )
             cells.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>")
         names = ("quantile", "points", f"min ({self.unit})", f"max ({self.unit})", "promql")
         head = "".join(f"<th>{html.escape(h)}</th>" for h in names)
         return f"<table><tr>{head}</tr>{''.join(cells)}</table>"
+
+
+def _highest(s: QuantileSeries) -> str:
+    """The highest point as the report shows a quantile: its value and bucket, ``≤ upper``
+    in the lowest bucket; an em dash without points."""
+    if not s.t.size:
+        return format_number(None)
+    top = s.points()[int(np.argmax(s.values))]
+    if top.lowest_bucket:
+        return f"≤ {top.upper:.4g}"
+    return f"{format_number(top.value)} [{top.lower:.4g}, {top.upper:.4g}]"
 
 
 def rolling_expr(family: Family, q: float, deployment: Deployment, length: float) -> Expr:
@@ -201,8 +277,50 @@ def rolling_expr(family: Family, q: float, deployment: Deployment, length: float
     """
     if isinstance(q, bool) or not isinstance(q, int | float) or not 0 <= q <= 1:
         raise QueryError(f"quantile {q!r} for {family.name}: must be a number in [0, 1]")
-    buckets = rate(family.select(deployment.matchers, "bucket").over(length))
-    return histogram_quantile(q, buckets.sum(by=("le",)))
+    return histogram_quantile(q, buckets_expr(family, deployment, length))
+
+
+def buckets_expr(family: Family, deployment: Deployment, length: float) -> Expr:
+    """``sum by (le) (rate(h_bucket{m}[length]))``: the merged bucket rates a rolling
+    quantile interpolates in, one series per bucket bound (observations per second)."""
+    return rate(family.select(deployment.matchers, "bucket").over(length)).sum(by=("le",))
+
+
+def step_bounds(q: float, buckets: Matrix, t: Floats) -> tuple[Floats, Floats]:
+    """The bucket holding the true ``q``-quantile at each time of ``t``, from merged bucket rates.
+
+    Parameters
+    ----------
+    q
+        The quantile, 0-1.
+    buckets
+        The answer to :func:`buckets_expr` as a range query: one series per
+        ``le``, points at the evaluation times.
+    t
+        The times wanted, unix seconds (those of the quantile's series).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Lower and upper edges at each time, in the family's unit
+        (:func:`~inference_obs.engine.histograms.quantile_bounds`, each
+        evaluation time one group); NaN at a time the buckets have no point.
+    """
+    lower = np.full(t.size, np.nan)
+    upper = np.full(t.size, np.nan)
+    if not len(buckets):
+        return lower, upper
+    les = parse_le([labels.get("le", "") for labels in buckets.labels])
+    steps, groups = np.unique(buckets.t_ms, return_inverse=True)
+    low, high = quantile_bounds(
+        q, np.repeat(les, np.diff(buckets.offsets)), buckets.values, groups, steps.size
+    )
+    # Both queries are evaluated on one grid (start + k * every): times match to the ms.
+    wanted = np.rint(t * 1000.0).astype(np.int64)
+    at = np.clip(np.searchsorted(steps, wanted), 0, steps.size - 1)
+    found = steps[at] == wanted
+    lower[found], upper[found] = low[at[found]], high[at[found]]
+    return lower, upper
 
 
 Quantile = Annotated[float, Field(ge=0, le=1)]
@@ -290,14 +408,34 @@ def _rolling_quantiles(r: Reading, settings: RollingSettings) -> RollingQuantile
     """
     family = _family(settings.family)
     every, length = settings.every, settings.length
-    series: list[QuantileSeries] = []
     notes: dict[Annotation, None] = {}
     exprs = [rolling_expr(family, q, r.deployment, length) for q in settings.quantiles]
-    matrices = together(
-        r.source, [partial(r.source.range, expr, r.window, every) for expr in exprs]
+    merged = buckets_expr(family, r.deployment, length)
+    *matrices, buckets = together(
+        r.source, [partial(r.source.range, expr, r.window, every) for expr in [*exprs, merged]]
     )
-    for q, expr, matrix in zip(settings.quantiles, exprs, matrices, strict=True):
+    for matrix in [*matrices, buckets]:
         notes.update(dict.fromkeys(matrix.annotations))
+    series = _series(settings.quantiles, exprs, matrices, buckets)
+    return RollingQuantiles(
+        deployment=r.deployment.name,
+        family=family.name,
+        unit=family.unit,
+        window=r.window,
+        every=float(every),
+        length=float(length),
+        series=series,
+        buckets_promql=to_promql(merged),
+        annotations=tuple(notes),
+    )
+
+
+def _series(
+    quantiles: Sequence[float], exprs: Sequence[Expr], matrices: Sequence[Matrix], buckets: Matrix
+) -> tuple[QuantileSeries, ...]:
+    """Each quantile's points (time order, finite values only) with their buckets' edges."""
+    out = []
+    for q, expr, matrix in zip(quantiles, exprs, matrices, strict=True):
         t = np.zeros(0, np.float64)
         values = np.zeros(0, np.float64)
         if len(matrix):
@@ -307,17 +445,18 @@ def _rolling_quantiles(r: Reading, settings: RollingSettings) -> RollingQuantile
             keep = np.isfinite(values)
             order = np.argsort(t[keep], kind="stable")
             t, values = t[keep][order], values[keep][order]
-        series.append(QuantileSeries(quantile=float(q), t=t, values=values, promql=to_promql(expr)))
-    return RollingQuantiles(
-        deployment=r.deployment.name,
-        family=family.name,
-        unit=family.unit,
-        window=r.window,
-        every=float(every),
-        length=float(length),
-        series=tuple(series),
-        annotations=tuple(notes),
-    )
+        lower, upper = step_bounds(float(q), buckets, t)
+        out.append(
+            QuantileSeries(
+                quantile=float(q),
+                t=t,
+                values=values,
+                lower=lower,
+                upper=upper,
+                promql=to_promql(expr),
+            )
+        )
+    return tuple(out)
 
 
 rolling_quantiles = Analysis(

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.validity.checks import Thresholds
 from inference_obs.errors import DatasetError
+from inference_obs.reading.measurement import LOWEST_BUCKET
 from inference_obs.report.baseline_rules import comparability, observation_findings
 
 __all__ = [
@@ -104,6 +105,9 @@ class Side(_Model):
     lower: float | None = None
     upper: float | None = None
     status: str
+    lowest_bucket: bool = Field(
+        False, description="A quantile in its histogram's lowest bucket: known as <= upper."
+    )
 
 
 class Compared(_Model):
@@ -204,6 +208,7 @@ def _side(m: Mapping[str, Any] | None) -> Side | None:
         lower=_number(bounds.get("lower")),
         upper=_number(bounds.get("upper")),
         status=str(m["status"]),
+        lowest_bucket=any(a.get("kind") == LOWEST_BUCKET for a in m.get("annotations") or ()),
     )
 
 

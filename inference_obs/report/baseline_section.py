@@ -4,22 +4,41 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from inference_obs.reading.measurement import Bounds
 from inference_obs.report.baseline import Baseline, Side
-from inference_obs.report.document import Block, Heading, Items, Paragraph, Table, number
+from inference_obs.report.document import (
+    Block,
+    Heading,
+    Items,
+    Paragraph,
+    Table,
+    bounded,
+    duration,
+)
 
 __all__ = ["baseline_blocks"]
 
 
-def _side(s: Side | None) -> str:
-    """A value with the interval that holds it, as the other tables show them."""
+def _side(s: Side | None, unit: str) -> str:
+    """A value with the interval that holds it, as the other tables show them: ``≤ upper`` in
+    the lowest bucket, times in ms or s with the unit in the cell."""
     if s is None:
         return "absent"
     if s.value is None:
         return s.status.replace("_", " ")
-    text = number(s.value)
-    if s.lower is not None and s.upper is not None and s.lower != s.upper:
-        text += f" [{number(s.lower, 3)}, {number(s.upper, 3)}]"
+    bounds = None
+    if s.lower is not None and s.upper is not None:
+        bounds = Bounds(lower=s.lower, upper=s.upper)
+    if unit == "seconds":
+        text = duration(s.value, bounds, lowest=s.lowest_bucket)
+    else:
+        text = bounded(s.value, bounds, lowest=s.lowest_bucket)
     return text + (" (partial)" if s.status == "partial" else "")
+
+
+def _unit(unit: str) -> str:
+    """The unit column: times say theirs in the cell (ms or s), as in the verdicts table."""
+    return "ms or s (in cell)" if unit == "seconds" else unit
 
 
 def baseline_blocks(b: Baseline) -> Iterator[Block]:
@@ -31,7 +50,8 @@ def baseline_blocks(b: Baseline) -> Iterator[Block]:
         "A quantile changed only when the buckets holding it then and now do not overlap; an "
         "exact number when it moved by more than its tolerance. A regression is caveated when "
         "then and now are not comparable (findings below): the change happened, but may not "
-        "be the service's doing."
+        "be the service's doing. Brackets: the bucket holding a quantile; ≤: a quantile in "
+        "the lowest bucket, known only as at most its upper bound."
     )
     if b.unmatched:
         yield Items(b.unmatched)
@@ -42,9 +62,9 @@ def baseline_blocks(b: Baseline) -> Iterator[Block]:
                 (
                     r.deployment,
                     r.statistic,
-                    _side(r.previous),
-                    _side(r.current),
-                    r.unit,
+                    _side(r.previous, r.unit),
+                    _side(r.current, r.unit),
+                    _unit(r.unit),
                     r.verdict,
                     ", ".join(r.findings) or "—",
                     r.reason,
@@ -61,7 +81,14 @@ def baseline_blocks(b: Baseline) -> Iterator[Block]:
         yield Table(
             ("number", "then", "now", "unit", "change", "why"),
             tuple(
-                (c.statistic, _side(c.previous), _side(c.current), c.unit, c.change, c.reason)
+                (
+                    c.statistic,
+                    _side(c.previous, c.unit),
+                    _side(c.current, c.unit),
+                    _unit(c.unit),
+                    c.change,
+                    c.reason,
+                )
                 for c in b.compared
                 if c.deployment == name
             ),

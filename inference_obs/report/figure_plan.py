@@ -167,6 +167,7 @@ def rolling_caption(run: DeploymentResults, figure: str) -> str:
     levels = "/".join(f"P{s.quantile * 100:g}" for s in result.series)
     return (
         f"{run.deployment.name}: rolling {levels} of {result.family} over "
-        f"{result.length / 60:g}-minute windows, every {result.every:g} s; dashed: the "
-        "whole-window quantiles."
+        f"{result.length / 60:g}-minute windows, every {result.every:g} s; shaded: the bucket "
+        "that must hold each (the line interpolates inside it); dashed: the whole-window "
+        "quantiles."
     )

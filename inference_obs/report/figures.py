@@ -16,14 +16,16 @@ here and for the sections that cite them. Drawing one anyway raises
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 import matplotlib.dates as mdates
 import numpy as np
 import numpy.typing as npt
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -32,10 +34,11 @@ from inference_obs.analyses.activity import ActivityResult, Panel, activity
 from inference_obs.analyses.bottleneck import BottleneckResult, bottleneck
 from inference_obs.analyses.latency import QUANTILES, HistogramSummary
 from inference_obs.analyses.queueing import QueueClass, QueueingResult, QueueRows, queueing
-from inference_obs.analyses.rolling import RollingQuantiles
+from inference_obs.analyses.rolling import QuantileSeries, RollingQuantiles
 from inference_obs.analyses.run import DeploymentResults
 from inference_obs.errors import NoDataError
-from inference_obs.report.document import number
+from inference_obs.reading.measurement import Measurement
+from inference_obs.report.document import cell, duration_cell
 from inference_obs.report.figure_plan import (
     DRAM_VS_TENSOR,
     FIGURES,
@@ -138,9 +141,14 @@ def deployment_figures(run: DeploymentResults) -> dict[str, Figure]:
 def rolling_quantiles_figure(
     result: RollingQuantiles, whole: HistogramSummary | None = None
 ) -> Figure:
-    """Lines of each rolling quantile over the window, in the family's unit, titled with the
-    family's name; ``whole``'s quantiles of the same levels as dashed reference lines, and the
-    caveat that a rolling quantile is not the whole-window one in a footnote.
+    """Each rolling quantile over the window as the bucket that must hold it (shaded, lower to
+    upper bound) with the interpolated value inside it (a line), in the family's unit, titled
+    with the family's name; ``whole``'s quantiles of the same levels as dashed reference lines
+    labelled with their buckets, and the caveat that a rolling quantile is not the
+    whole-window one in a footnote.
+
+    A point in the ``+Inf`` bucket is shaded from the highest finite bound to the top of the
+    axes: nothing above that bound is known.
 
     Raises
     ------
@@ -150,31 +158,52 @@ def rolling_quantiles_figure(
     if not any(s.t.size for s in result.series):
         raise NoDataError(f"{result.deployment}: no rolling quantile of {result.family} to draw")
     with DRAWING:
-        fig = Figure(figsize=(10, 4.5), layout="constrained")
+        fig = Figure(figsize=(12, 4.5), layout="constrained")
         ax = fig.add_subplot()
+        handles: list[Artist | tuple[Artist, ...]] = []
+        labels: list[str] = []
+        colors: list[str] = []
         for s in result.series:
-            label = f"P{s.quantile * 100:g}"
-            (line,) = ax.plot(_times(s.t), s.values, label=f"rolling {label}", linewidth=1.2)
+            level = f"P{s.quantile * 100:g}"
+            x = _times(s.t)
+            (line,) = ax.plot(x, s.values, label=f"rolling {level}", linewidth=1.2)
+            color = to_hex(line.get_color())
+            colors.append(color)
+            # The +Inf bucket has no top: shaded up to the axes' top once it is known.
+            top = np.where(np.isinf(s.upper), np.nan, s.upper)
+            # step="mid": each point's bucket is flat around it; a slope between two
+            # buckets would draw values no bucket said.
+            band = ax.fill_between(x, s.lower, top, step="mid", color=color, alpha=0.2, linewidth=0)
+            band.set_gid(f"bucket {level}")
+            handles.append((band, line))
+            labels.append(f"rolling {level}: interpolated (line) in its bucket (shaded)")
             reference = _whole_window(whole, s.quantile)
-            if reference is not None:
-                ax.axhline(
-                    reference,
-                    color=line.get_color(),
-                    linestyle="--",
-                    linewidth=0.9,
-                    label=f"whole-window {label} {number(reference)} {result.unit}",
+            if reference is not None and reference.value is not None:
+                text = f"whole-window {level} {_shown(reference)}"
+                handles.append(
+                    ax.axhline(
+                        reference.value, color=color, linestyle="--", linewidth=0.9, label=text
+                    )
                 )
+                labels.append(text)
+        _beyond_the_last_bound(ax, result.series, colors)
         _time_axis(ax, result.window)
         ax.set_ylabel(result.unit)
         ax.set_title(
             f"{result.deployment}: {result.family}, rolling quantiles over "
             f"{result.length:g} s, every {result.every:g} s"
         )
-        ax.legend(loc="upper left", fontsize=8)
+        # A (band, line) handle draws the line over its band: matplotlib's HandlerTuple
+        # overlays a tuple's artists (its stubs name only single artists, hence the cast).
+        # Beside the axes: inside, it would hide the bands of early spikes.
+        keys = cast("list[Artist]", handles)
+        fig.legend(keys, labels, loc="outside right upper", fontsize=8)
         ax.grid(alpha=0.3)
         note = (
-            "Rolling P95 ≠ whole-window P95 (dashed: the window's, from merged buckets); "
-            "a mean of samples is not request-weighted."
+            "Shaded: the bucket that must hold each rolling quantile (only the bucket is "
+            "certain); the line is interpolated inside it.\nRolling P95 ≠ whole-window P95 "
+            "(dashed: the window's, from merged buckets); a mean of samples is not "
+            "request-weighted."
         )
         _footnote(fig, note)
         return fig
@@ -185,13 +214,44 @@ def _footnote(fig: Figure, text: str) -> None:
     fig.supxlabel(text, x=0.01, ha="left", fontsize=7)
 
 
-def _whole_window(whole: HistogramSummary | None, quantile: float) -> float | None:
-    """The whole-window quantile of level ``quantile`` in ``whole``, where it has a value."""
+def _beyond_the_last_bound(
+    ax: Axes, series: Sequence[QuantileSeries], colors: Sequence[str]
+) -> None:
+    """Shade points in the ``+Inf`` bucket from the highest finite bound up to the axes' top
+    (all that is known of them), keeping the limits the finite data set."""
+    bottom, top = ax.get_ylim()
+    for s, color in zip(series, colors, strict=True):
+        beyond = np.isinf(s.upper)
+        if beyond.any():
+            band = ax.fill_between(
+                _times(s.t),
+                s.lower,
+                top,
+                where=beyond,
+                step="mid",
+                color=color,
+                alpha=0.2,
+                linewidth=0,
+            )
+            band.set_gid(f"bucket P{s.quantile * 100:g} beyond the last bound")
+    ax.set_ylim(bottom, top)
+
+
+def _whole_window(whole: HistogramSummary | None, quantile: float) -> Measurement | None:
+    """The whole-window quantile of level ``quantile`` in ``whole``, if computed."""
     for label, q in QUANTILES if whole is not None else ():
         if q == quantile:
-            m = getattr(whole, label)
-            return float(m.value) if m.value is not None else None
+            m: Measurement = getattr(whole, label)
+            return m
     return None
+
+
+def _shown(m: Measurement) -> str:
+    """A whole-window quantile as the report's tables show it: value and bucket, or
+    "≤ upper" in the lowest bucket; times in ms or s."""
+    if m.unit == "seconds":
+        return duration_cell(m)
+    return f"{cell(m)} {m.unit}"
 
 
 def gpu_heatmap_figure(deployment: str, window: Window, panel: Panel) -> Figure:

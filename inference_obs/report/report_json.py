@@ -12,16 +12,20 @@ Infinite bounds (a quantile in the ``+Inf`` bucket) are written as the
 strings ``"+Inf"`` and ``"-Inf"``, as Prometheus writes them; JSON has no
 infinity. With ``--baseline`` the ``baseline`` object holds every headline
 number then and now and the regressions (:mod:`~inference_obs.report.baseline`);
-it is null otherwise.
+it is null otherwise. Each deployment's ``rolling`` list holds the rolling
+quantiles (:mod:`~inference_obs.analyses.rolling`) point by point, each
+point with the bucket that must hold the true quantile (``lower``, ``upper``).
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from inference_obs import analyses
 from inference_obs.analyses.bottleneck import advise
+from inference_obs.analyses.rolling import RollingQuantiles
 from inference_obs.reading.measurement import json_number, measurement_json
 from inference_obs.report.cautions import cautions
 from inference_obs.report.conclusions import conclusions
@@ -73,6 +77,10 @@ def report_json(report: Report) -> dict[str, Any]:
                 "topology_findings": [
                     f.model_dump(mode="json")
                     for f in d.of(analyses.configuration).topology_findings
+                ],
+                "rolling": [
+                    _rolling(d.of(analyses.rolling_quantiles), d.window.start.tzinfo),
+                    _rolling(d.of(analyses.rolling_itl), d.window.start.tzinfo),
                 ],
             }
         )
@@ -130,6 +138,34 @@ def report_json(report: Report) -> dict[str, Any]:
         "measurements": [measurement_json(m) for m in report.measurements()],
         "comparisons": comparisons,
         "baseline": None if report.baseline is None else _finite(report.baseline.model_dump()),
+    }
+
+
+def _rolling(result: RollingQuantiles, zone: tzinfo | None) -> dict[str, Any]:
+    """One rolling analysis: its settings, and per quantile every point with its bucket."""
+    return {
+        "family": result.family,
+        "unit": result.unit,
+        "every_seconds": result.every,
+        "length_seconds": result.length,
+        "buckets_promql": result.buckets_promql,
+        "quantiles": [
+            {
+                "quantile": s.quantile,
+                "promql": s.promql,
+                "points": [
+                    {
+                        "t": datetime.fromtimestamp(p.t, zone).isoformat(),
+                        "value": json_number(p.value),
+                        "lower": json_number(p.lower),
+                        "upper": json_number(p.upper),
+                        "lowest_bucket": p.lowest_bucket,
+                    }
+                    for p in s.points()
+                ],
+            }
+            for s in result.series
+        ],
     }
 
 

@@ -32,6 +32,8 @@ __all__ = [
     "JsonNumber",
     "MeasurementEntry",
     "ReportDocument",
+    "RollingEntry",
+    "RollingPointEntry",
     "SummaryEntry",
 ]
 
@@ -158,6 +160,42 @@ class TopologyFindingEntry(_Closed):
     consequence: str = Field(description="What follows for serving, and what to do.")
 
 
+class RollingPointEntry(_Closed):
+    """One evaluation of a rolling quantile, with the bucket that must hold the true value."""
+
+    t: str = Field(description="ISO 8601 evaluation time: the end of the trailing interval.")
+    value: JsonNumber = Field(description="The interpolated quantile, in the unit: an estimate.")
+    lower: JsonNumber = Field(description="Lower edge of the bucket holding the true quantile.")
+    upper: JsonNumber = Field(description="Upper edge of that bucket; +Inf beyond the last bound.")
+    lowest_bucket: bool = Field(description="In the lowest bucket: known only as <= upper.")
+
+    @model_validator(mode="after")
+    def _inside(self) -> RollingPointEntry:
+        value, lower, upper = (_number(x) for x in (self.value, self.lower, self.upper))
+        if value is None or lower is None or upper is None:
+            return self  # a gap in the buckets: nothing to hold the value to
+        if not lower <= value <= upper:
+            raise ValueError(f"rolling point at {self.t}: {value} outside [{lower}, {upper}]")
+        return self
+
+
+class RollingQuantileEntry(_Closed):
+    quantile: float = Field(ge=0, le=1)
+    promql: str = Field(description="The query behind the values.")
+    points: list[RollingPointEntry] = Field(description="In time order; gaps have no point.")
+
+
+class RollingEntry(_Closed):
+    """One rolling analysis (rolling_quantiles, rolling_itl) of a deployment."""
+
+    family: str = Field(description="The histogram family.")
+    unit: str
+    every_seconds: float = Field(description="Seconds between evaluations.")
+    length_seconds: float = Field(description="Trailing interval each evaluation covers, s.")
+    buckets_promql: str = Field(description="The merged bucket rates the bounds come from.")
+    quantiles: list[RollingQuantileEntry]
+
+
 class DeploymentEntry(_Closed):
     name: str
     window: WindowEntry
@@ -176,6 +214,16 @@ class DeploymentEntry(_Closed):
     boundaries: BoundariesEntry
     configuration: list[ConfigurationEntry]
     topology_findings: list[TopologyFindingEntry]
+    rolling: list[RollingEntry] = Field(
+        description="Rolling quantiles, per point with the bucket holding the true value."
+    )
+
+
+def _number(x: JsonNumber) -> float | None:
+    """A JSON number as a float (``"+Inf"`` as infinity); None for null."""
+    if x is None:
+        return None
+    return float("inf") if x == "+Inf" else float("-inf") if x == "-Inf" else float(x)
 
 
 class BoundsEntry(_Closed):
@@ -251,6 +299,7 @@ class SideEntry(_Closed):
     lower: JsonNumber = None
     upper: JsonNumber = None
     status: str
+    lowest_bucket: bool = Field(False, description="In the lowest bucket: known as <= upper.")
 
 
 class ComparedEntry(_Closed):

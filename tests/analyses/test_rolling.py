@@ -1,9 +1,14 @@
-"""rolling_quantiles(): rolling TTFT quantiles on the bundled PRO 5000 vs H20 data."""
+"""rolling_quantiles(): rolling TTFT quantiles on the bundled PRO 5000 vs H20 data.
+
+The buckets each point carries are checked against the dataset's ``requests.csv`` (the
+simulator's ground truth), never against the code under test.
+"""
 
 from __future__ import annotations
 
 import html
 import math
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +16,7 @@ import numpy as np
 import pytest
 
 from inference_obs.analyses.rolling import (
+    RollingPoint,
     RollingQuantiles,
     RollingSettings,
     rolling_expr,
@@ -21,6 +27,7 @@ from inference_obs.errors import ConfigurationError, QueryError
 from inference_obs.metrics import builders, vllm
 from inference_obs.samples import Vector, Window
 from inference_obs.source.dataset.source import DatasetSource
+from tests.analyses.ground_truth import requests_of, scrapes, true_quantile
 
 BUNDLED = Path(__file__).parents[2] / "datasets" / "pro5000-vs-h20"
 
@@ -81,12 +88,82 @@ def test_rolling_p95_peaks_far_above_whole_window_p95(
     assert float(pro.get(0.95).values.max()) > 2 * hourly
 
 
+def _true_quantile_at(
+    source: DatasetSource, window: Window, result: RollingQuantiles, t: float, q: float
+) -> float:
+    """The true ``q``-quantile of the TTFTs the rolling point at ``t`` (unix s) counted.
+
+    rate(h_bucket[5m]) at ``t`` reads the scrapes in [t - 300, t] (the dataset follows
+    Prometheus 2 rules: a closed range) and extrapolates the increase between the first and
+    the last of them; every bucket of the one replica is scraped together, so extrapolation
+    scales them all alike and the bucket holding the quantile is that of the requests
+    observed between those two scrapes. vLLM observes TTFT at a request's first token
+    (aborted requests included), so these are the requests whose ``first_token`` lies in
+    (first scrape, last scrape].
+    """
+    assert source.rules.value == "prometheus-2"
+    dep = _deployment(source, "PRO")
+    (replica,) = dep.replicas  # one replica: no per-replica extrapolation factors to merge
+    (offsets,) = scrapes(source, dep, window)
+    end = t - window.start_s
+    seen = offsets[(offsets >= end - result.length) & (offsets <= end)]
+    requests = requests_of(source)
+    rows = requests[(requests["replica"] == replica) & requests["ttft"].notna()]
+    counted = (rows["first_token"] > seen[0]) & (rows["first_token"] <= seen[-1])
+    return true_quantile(rows.loc[counted, "ttft"].to_numpy(dtype=np.float64), q)
+
+
+@pytest.mark.parametrize("q", [0.5, 0.95, 0.99])
+def test_each_points_bucket_holds_the_true_quantile(
+    source: DatasetSource, window: Window, pro: RollingQuantiles, q: float
+) -> None:
+    points = pro.get(q).points()
+    assert len(points) >= 55
+    for p in points:
+        truth = _true_quantile_at(source, window, pro, p.t, q)
+        # Buckets are (lower, upper]: the true quantile lies in the one the point names.
+        assert p.lower < truth <= p.upper, (p, truth)
+        assert p.lower <= p.value <= p.upper
+
+
+def test_the_1824_spike_is_the_40_to_80_s_bucket_not_78_s(
+    source: DatasetSource, window: Window, pro: RollingQuantiles
+) -> None:
+    # 15 requests arriving at 18:23:44 (+08:00) got their first token at 18:24:41 after 51.4
+    # to 56.6 s (requests.csv), the P95 and P99 of the four 5-minute intervals holding them
+    # 56.5-56.6 s; the rolling P99 interpolates about 78 s, above every one of them. Their
+    # bucket, [40, 80] s, is what is known.
+    spike = [datetime(2026, 10, 19, 18, m, tzinfo=window.start.tzinfo) for m in (26, 27, 28, 29)]
+    for q in (0.95, 0.99):
+        by_time = {p.t: p for p in pro.get(q).points()}
+        for moment in spike:
+            p = by_time[moment.timestamp()]
+            assert (p.lower, p.upper) == (40.0, 80.0)
+            truth = _true_quantile_at(source, window, pro, p.t, q)
+            assert 56.5 < truth < 56.61
+    p99 = {p.t: p for p in pro.get(0.99).points()}
+    assert all(p99[m.timestamp()].value > 75.0 for m in spike)  # the interpolation artefact
+
+
+def test_points_are_typed_and_a_lowest_bucket_reads_at_most_upper(pro: RollingQuantiles) -> None:
+    points = pro.get(0.5).points()
+    assert all(isinstance(p, RollingPoint) for p in points)
+    # PRO's median TTFT sits in the lowest bucket (requests.csv: about 0.1 s) most of the hour.
+    lowest = [p for p in points if p.lowest_bucket]
+    assert len(lowest) > len(points) / 2
+    assert all(p.lower == 0.0 and p.bounds.upper == p.upper for p in lowest)
+
+
 def test_promql_uses_rate_and_merged_buckets(pro: RollingQuantiles) -> None:
     assert len(pro.promql) == 3
     for text in pro.promql:
         assert text.startswith("histogram_quantile(")
         assert "sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{" in text
         assert "[5m]" in text
+    # The bounds come from the same merged bucket rates, asked once for every quantile.
+    assert pro.promql[0].removeprefix("histogram_quantile(0.5, ").removesuffix(")") == (
+        pro.buckets_promql
+    )
 
 
 def test_caveats_name_window_p95_and_request_weighting(pro: RollingQuantiles) -> None:
@@ -97,7 +174,7 @@ def test_caveats_name_window_p95_and_request_weighting(pro: RollingQuantiles) ->
 
 def test_to_frame_is_long_and_timezone_aware(pro: RollingQuantiles, window: Window) -> None:
     frame = pro.to_frame()
-    assert list(frame.columns) == ["time", "quantile", "value"]
+    assert list(frame.columns) == ["time", "quantile", "value", "lower", "upper"]
     assert len(frame) == sum(s.t.size for s in pro.series)
     assert set(frame["quantile"]) == {0.5, 0.95, 0.99}
     first = frame["time"].iloc[0].to_pydatetime()
@@ -183,3 +260,11 @@ def test_table_shows_each_series_query(pro: RollingQuantiles) -> None:
     assert table.count("<tr>") == 1 + len(pro.series)
     for s in pro.series:
         assert html.escape(s.promql) in table
+
+
+def test_table_shows_the_highest_point_with_its_bucket(pro: RollingQuantiles) -> None:
+    # PRO's highest rolling P99 (18:26, requests.csv: those requests waited at most 56.6 s)
+    # lies in the (40, 80] s bucket; the table shows that bucket beside the interpolation.
+    table = pro._repr_html_()
+    (p99_row,) = [row for row in table.split("<tr>") if row.startswith("<td>0.99</td>")]
+    assert "[40, 80]</td>" in p99_row

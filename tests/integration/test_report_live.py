@@ -5,7 +5,8 @@ report is run through the command line twice, ``--prometheus URL`` with the
 dataset's manifest as the deployments file and its window, and
 ``--dataset DIR``. Every Measurement of report.json has the same status,
 value (1e-9 relative) and bounds; only the engine named in its provenance
-differs. The comparison verdicts are the same. A live report built in threads is the one
+differs. The comparison verdicts, and the rolling series with each point's bucket, are
+the same. A live report built in threads is the one
 built in order, byte for byte.
 """
 
@@ -71,6 +72,10 @@ def test_live_and_offline_reports_have_equal_measurements(
         assert _same(m["bounds"], o["bounds"]), key
         assert m["provenance"]["promql"] == o["provenance"]["promql"], key
     assert _same(a["comparisons"], b["comparisons"])
+    # The rolling series, each point with its bucket, from Prometheus's own range queries.
+    rolling = [d["rolling"] for d in a["deployments"]]
+    assert _same(rolling, [d["rolling"] for d in b["deployments"]])
+    assert any(q["points"] for one in rolling for r in one for q in r["quantiles"])
 
 
 def test_a_live_report_built_in_threads_is_the_one_built_in_order(

@@ -142,3 +142,23 @@ def test_no_data_is_never_a_regression() -> None:
     nothing = Side(value=None, status="no_data")
     change, reason = _classify("higher", "seconds", side(1.0), nothing, Tolerances())
     assert (change, reason) == ("not_comparable", "status ok then, no_data now")
+
+
+def test_the_baseline_tables_show_buckets_as_the_other_tables_do(tmp_path: Path) -> None:
+    bundled = Path(__file__).parents[2] / "datasets" / "pro5000-vs-h20"
+    _report(bundled, tmp_path / "then")
+    _report(bundled, tmp_path / "now", "--baseline", str(tmp_path / "then" / "report.json"))
+    text = (tmp_path / "now" / "report.md").read_text()
+    section = text[text.index("## Against the baseline") :]
+    pro = section[section.index("### PRO") :]
+    rows = {
+        cells[0]: cells
+        for line in pro[: pro.index("###", 3)].splitlines()
+        if line.startswith("| latency/")
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+    }
+    # requests.csv: PRO's true TTFT median is 0.106 s, in the lowest bucket (0, 0.25] s: known
+    # only as at most 250 ms; its true P99, 40.45 s, lies in (40, 80] s.
+    assert rows["latency/ttft_p50"][1:4] == ["≤ 250 ms", "≤ 250 ms", "ms or s (in cell)"]
+    assert rows["latency/ttft_p99"][1].endswith(" s [40, 80]")
+    assert rows["latency/ttft_p99"][2] == rows["latency/ttft_p99"][1]

@@ -341,6 +341,40 @@ def test_rolling_quantiles_carry_the_metric_name_and_whole_window_references(
     _png(fig)
 
 
+def test_rolling_quantiles_are_drawn_as_their_buckets_with_the_line_inside(
+    pro_figures: dict[str, Figure],
+) -> None:
+    fig = pro_figures["PRO-rolling-quantiles"]
+    (ax,) = fig.axes
+    bands = {str(c.get_gid()): c for c in ax.collections if str(c.get_gid()).startswith("bucket")}
+    assert sorted(bands) == ["bucket P50", "bucket P95", "bucket P99"]
+    (p99,) = bands["bucket P99"].get_paths()
+    # 18:26-18:29 (+08:00): the P99 of the requests these 5-minute intervals hold is 56.6 s
+    # (requests.csv: 15 first tokens at 18:24:41 after 51-56.6 s), in the (40, 80] s bucket.
+    # The band covers that bucket there and nothing outside it; the line (about 78 s, an
+    # interpolation above every request) lies inside it.
+    times, values = _line(ax, "rolling P99")
+    line = next(ln for ln in ax.get_lines() if ln.get_label() == "rolling P99")
+    xs = np.asarray(line.get_xdata(), dtype=np.float64)
+    for minute in (26, 27, 28, 29):
+        at = times.index(_at(18, minute))
+        x = float(xs[at])
+        inside = p99.contains_points([(x, 41.0), (x, 56.6), (x, 79.0)])
+        outside = p99.contains_points([(x, 39.0), (x, 81.0)])
+        assert inside.all()
+        assert not outside.any()
+        assert 56.6 < values[at] < 80.0
+    (legend,) = fig.legends
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert "rolling P99: interpolated (line) in its bucket (shaded)" in texts
+    # The whole-window quantiles with their buckets, as the report's tables show them
+    # (requests.csv: the true P50, P95 and P99 of PRO's TTFT are 0.106, 22.09 and 40.45 s;
+    # 0.25 s is the lowest bucket's bound, so the P50 is known only as at most 250 ms).
+    assert "whole-window P50 ≤ 250 ms" in texts
+    assert any(t.startswith("whole-window P95 ") and t.endswith(" s [20, 40]") for t in texts)
+    assert any(t.startswith("whole-window P99 ") and t.endswith(" s [40, 80]") for t in texts)
+
+
 def test_itl_without_buckets_has_no_figure_and_the_report_says_why(
     pro_source: DatasetSource, pro_report: Report, pro_figures: dict[str, Figure]
 ) -> None:
