@@ -41,7 +41,16 @@ from inference_obs.report.facts import has_data, priced_cost
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
 
-__all__ = ["DIFFERENCE", "FINDERS", "SECTIONS", "Conclusion", "conclusions", "lower", "quantity"]
+__all__ = [
+    "DIFFERENCE",
+    "FINDERS",
+    "SECTIONS",
+    "Conclusion",
+    "conclusions",
+    "lower",
+    "quantity",
+    "weighing",
+]
 
 #: Smallest relative difference (10%) for which an exact number (a mean, a rate) is called
 #: lower: the tolerance the baseline comparison gives exact numbers (docs/report-json.md).
@@ -166,6 +175,11 @@ def _weighing(pair: PairValidity, comparison: str) -> list[Finding]:
         found,
         key=lambda f: (-f.affects[comparison].rank, f.how_to_compare is None, len(f.affects)),
     )
+
+
+def weighing(pair: PairValidity, comparison: str) -> list[Finding]:
+    """The findings that weigh on ``comparison``, heaviest first, as the summary names them."""
+    return _weighing(pair, comparison)
 
 
 def _clause(pair: PairValidity, comparison: str) -> tuple[str, str | None, str | None]:

@@ -24,7 +24,22 @@ from inference_obs.report.document import (
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
 
-__all__ = ["baseline", "compared_value", "verdicts"]
+__all__ = [
+    "LEGEND",
+    "baseline",
+    "compared_value",
+    "empty_comparisons",
+    "standing",
+    "verdicts",
+]
+
+#: How to read the compared values: the units of times, the buckets, ``≤`` and same_bucket.
+LEGEND = (
+    "Times in ms under a second, s above. Brackets: the bucket that holds the true "
+    "quantile; ≤: a quantile in the lowest bucket, known only as at most its upper bound. "
+    "Notes: same_bucket means both quantiles lie in one bucket, indistinguishable at this "
+    "bucket resolution."
+)
 
 
 def compared_value(v: ComparisonVerdict, deployment: str) -> str:
@@ -39,24 +54,22 @@ def compared_value(v: ComparisonVerdict, deployment: str) -> str:
     return bounded(value, bounds, lowest=lowest)
 
 
+def empty_comparisons(pair: PairValidity) -> set[str]:
+    """The comparisons with no number on either side: named in a sentence, not a row."""
+    return {
+        v.comparison for v in pair.verdicts.values() if all(x is None for x in v.values.values())
+    }
+
+
 def verdicts(report: Report) -> Iterator[Block]:
     if report.validity is None:
         return
     yield Heading(2, "Comparison verdicts")
-    yield Paragraph(
-        "Times in ms under a second, s above. Brackets: the bucket that holds the true "
-        "quantile; ≤: a quantile in the lowest bucket, known only as at most its upper bound. "
-        "Notes: same_bucket means both quantiles lie in one bucket, indistinguishable at this "
-        "bucket resolution."
-    )
+    yield Paragraph(LEGEND)
     for pair in report.validity.pairs:
         if len(report.validity.pairs) > 1:
             yield Heading(3, f"{pair.a} vs {pair.b}")
-        empty = {
-            v.comparison
-            for v in pair.verdicts.values()
-            if all(x is None for x in v.values.values())
-        }
+        empty = empty_comparisons(pair)
         yield from _verdicts(pair, empty)
         yield from _findings(pair, empty)
         yield from _matched(pair)
@@ -93,7 +106,7 @@ def _findings(pair: PairValidity, empty: set[str]) -> Iterator[Block]:
     number on either side, named above) is not repeated."""
     rows = []
     for f in pair.findings:
-        if _standing(f) or (f.affects and set(f.affects) <= empty):
+        if standing(f) or (f.affects and set(f.affects) <= empty):
             continue
         evidence = "; ".join(
             f"{e.statistic}: "
@@ -116,11 +129,11 @@ def _findings(pair: PairValidity, empty: set[str]) -> Iterator[Block]:
     yield Table(
         ("finding", "severity", "what", "evidence", "weighs on", "fair comparison"), tuple(rows)
     )
-    if notes := [f.code for f in pair.findings if _standing(f)]:
+    if notes := [f.code for f in pair.findings if standing(f)]:
         yield Paragraph(f"Standing notes, in full under What not to conclude: {', '.join(notes)}.")
 
 
-def _standing(f: Finding) -> bool:
+def standing(f: Finding) -> bool:
     """A note that holds whatever the data (no evidence, weighs on nothing)."""
     return not f.evidence and f.severity is Severity.INFO
 
