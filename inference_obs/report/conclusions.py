@@ -35,7 +35,14 @@ from inference_obs.analyses.validity.checks import Thresholds
 from inference_obs.analyses.validity.findings import Finding, Severity
 from inference_obs.analyses.validity.verdicts import PairValidity, Verdict
 from inference_obs.reading.measurement import Measurement
-from inference_obs.report.document import cell, duration_cell, number, p_is, when
+from inference_obs.report.document import (
+    cell,
+    duration_cell,
+    number,
+    p_is,
+    share_cell,
+    when,
+)
 from inference_obs.report.facts import has_data, priced_cost
 
 if TYPE_CHECKING:
@@ -433,7 +440,7 @@ def _boundaries(report: Report) -> Iterator[Conclusion]:
         yield Conclusion(
             kind=f"boundaries_{b.reading.value}",
             text=f"{d.deployment.name}'s GPUs read {b.reading.value} (duty cycle "
-            f"{quantity(b.duty_cycle)}){f', by cause: {found}' if found else ''}.",
+            f"{share_cell(b.duty_cycle)}){f', by cause: {found}' if found else ''}.",
             keys=(b.duty_cycle.key, b.tokens_per_gpu_hour.key),
             section=SECTIONS["boundaries"],
             caveat="Causes rest on sampled host and PCIe counters beside the queue: "

@@ -36,6 +36,7 @@ __all__ = [
     "number",
     "p_cell",
     "p_is",
+    "share_cell",
     "when",
 ]
 
@@ -300,3 +301,22 @@ def p_is(m: Measurement | None) -> str:
     if shown.startswith("<"):
         return f"p {shown}"
     return f"p = {shown}" if m is not None and m.value is not None else f"p: {shown}"
+
+
+def share_cell(m: Measurement | None, digits: int = 4) -> str:
+    """A share (a ratio from 0 to 1) as a percent: ``53.33%``; its status when it has no value.
+
+    Examples
+    --------
+    >>> from inference_obs.reading.measurement import Measurement
+    >>> share = Measurement.model_construct(value=0.748, status=Status.OK, bounds=None)
+    >>> nothing = Measurement.model_construct(value=None, status=Status.NO_DATA, bounds=None)
+    >>> share_cell(share), share_cell(nothing)
+    ('74.8%', 'no data')
+    """
+    if m is None or m.value is None:
+        return cell(m)
+    text = f"{number(m.value * 100, digits)}%"
+    if m.bounds is not None and m.bounds.lower != m.bounds.upper:
+        text += f" [{number(m.bounds.lower * 100, 3)}%, {number(m.bounds.upper * 100, 3)}%]"
+    return text + (" (partial)" if m.status is Status.PARTIAL else "")

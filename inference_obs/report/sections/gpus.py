@@ -22,6 +22,7 @@ from inference_obs.report.document import (
     Table,
     cell,
     number,
+    share_cell,
     when,
 )
 from inference_obs.report.figure_plan import DRAM_VS_TENSOR, GPU_HEATMAP, cite, cite_each
@@ -102,7 +103,7 @@ def gpus(report: Report) -> Iterator[Block]:
                 cell(g.power_mean_watts),
                 cell(g.fb_used_mean_mib),
                 cell(g.fb_capacity_mib),
-                cell(b.nonzero_util_share),
+                share_cell(b.nonzero_util_share),
                 cell(b.kv_cache_usage_max),
                 b.classification.value.replace("_", " "),
                 action,
@@ -173,7 +174,7 @@ def stage_boundaries(report: Report) -> Iterator[Block]:
             (
                 d.deployment.name,
                 found.reading.value.replace("_", " "),
-                cell(found.duty_cycle),
+                share_cell(found.duty_cycle),
                 cell(found.tokens_per_gpu_hour),
                 found.reason,
             )
@@ -243,7 +244,7 @@ def _intervals(name: str, found: BoundariesResult, step: float | None) -> Iterat
                 when(i.end),
                 str(i.samples),
                 "yes" if i.sustained else "no",
-                number(i.duty),
+                f"{number(100 * i.duty)}%",
                 number(i.server_cpu_cores),
                 number(i.throttled_ratio),
                 number(i.pcie_limit_share),
