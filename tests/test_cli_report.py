@@ -301,3 +301,32 @@ def test_compare_reads_tiles_too(capsys: pytest.CaptureFixture[str]) -> None:
     assert "throughput" in capsys.readouterr().out
     assert main(["compare", "--dataset", str(DATASET), "--resolution", "7"]) == EXIT_USAGE
     assert "does not cut" in capsys.readouterr().err
+
+
+def test_compare_honours_analysis_settings(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A TTFT SLA of 250 ms (a bucket bound: the share within it is exact) counts only the
+    # tokens of requests whose first token came within it: cost per useful token rises by
+    # 1 / that share. Ground truth: the share of PRO's finished requests with TTFT <= 0.25 s.
+    monkeypatch.setenv("COLUMNS", "200")
+    with (DATASET / "requests.csv").open(encoding="utf-8") as f:
+        ttft = [
+            float(r["ttft"])
+            for r in csv.DictReader(f)
+            if r["deployment"] == "PRO" and r["outcome"] == "finished"
+        ]
+    share = sum(t <= 0.25 for t in ttft) / len(ttft)
+    assert 0.5 < share < 0.95
+    priced = ["compare", "--dataset", str(DATASET), "--gpu-hour-price", "PRO=2.5"]
+    priced += ["--gpu-hour-price", "H20=1.8"]
+
+    def pro_cost(*options: str) -> float:
+        assert main([*priced, *options]) == EXIT_OK
+        lines = capsys.readouterr().out.splitlines()
+        (row,) = [line for line in lines if line.startswith("cost_per_token ")]
+        return float(row.split()[2].replace(",", ""))
+
+    # 2% for the requests at the window's edges, which requests.csv counts and the
+    # histograms' window does not.
+    assert pro_cost() / pro_cost("--set", "cost.sla_ttft_s=0.25") == pytest.approx(share, rel=0.02)

@@ -238,6 +238,7 @@ def _compare(args: argparse.Namespace) -> int:
     read_at = resolution(args.resolution)
     gpu_hour_prices = prices(args.gpu_hour_price)
     topology_texts = topologies(args.topology)
+    settings = analysis_settings(args.settings)
     planned = plan(
         args,
         lambda line: None,
@@ -255,6 +256,7 @@ def _compare(args: argparse.Namespace) -> int:
             gpu_hour_prices=gpu_hour_prices or None,
             topologies=topology_texts,
             resolution=read_at,
+            settings=settings,
         )
     except ValueError as exc:
         raise InferenceObsError(str(exc)) from exc

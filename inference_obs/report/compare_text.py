@@ -21,6 +21,7 @@ from inference_obs.report.conclusions import weighing
 from inference_obs.report.document import Table, number
 from inference_obs.report.sections.verdicts import (
     LEGEND,
+    compared_unit,
     compared_value,
     empty_comparisons,
     standing,
@@ -73,7 +74,7 @@ def _verdicts(pair: PairValidity, empty: set[str]) -> Table:
                 v.verdict.value,
                 compared_value(v, pair.a),
                 compared_value(v, pair.b),
-                "ms or s" if v.unit == "seconds" else v.unit or "",
+                "ms or s" if v.unit == "seconds" else compared_unit(v),
                 str(len(weighing(pair, v.comparison))),
                 ", ".join(n for n in v.notes if n not in standing_notes),
             )

@@ -481,7 +481,8 @@ def _cost(report: Report) -> Iterator[Conclusion]:
         yield Conclusion(
             kind="cost",
             text=f"Cost per million useful output tokens: {pair.a} {number(ma.value)}, "
-            f"{pair.b} {number(mb.value)} (GPU-hour rent only){clause}.",
+            f"{pair.b} {number(mb.value)} (GPU-hour rent only, in units of the price you "
+            f"gave){clause}.",
             keys=(ma.key, mb.key),
             section=SECTIONS["cost"],
             caveat=caveat,

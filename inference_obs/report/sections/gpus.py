@@ -163,7 +163,9 @@ def stage_boundaries(report: Report) -> Iterator[Block]:
         "starved or inconsistent) are attributed to the host CPU (saturated or throttled), to "
         "host-device transfer (PCIe near its limit), or left unexplained, with the evidence. "
         "Sustained intervals (boundaries.min_samples rows in a row or more, 2 by default) "
-        "decide the reading; shorter ones are listed."
+        "decide the reading; shorter ones are listed. Output tokens per GPU-hour: every "
+        "output token over the declared GPUs x the window; not the useful tokens per GPU-hour "
+        "of Cost and the comparison verdicts, which count only useful output tokens."
     )
     shown: list[Measurement] = []
     rows = []
@@ -179,7 +181,9 @@ def stage_boundaries(report: Report) -> Iterator[Block]:
                 found.reason,
             )
         )
-    yield Table(("deployment", "reading", "duty cycle", "tokens per GPU-hour", "why"), tuple(rows))
+    yield Table(
+        ("deployment", "reading", "duty cycle", "output tokens per GPU-hour", "why"), tuple(rows)
+    )
     yield from caveats(shown)
     for d in report.deployments:
         yield from _intervals(d.deployment.name, d.of(analyses.boundaries), d.step_seconds)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LEGEND",
     "baseline",
+    "compared_unit",
     "compared_value",
     "empty_comparisons",
     "standing",
@@ -54,6 +55,31 @@ def compared_value(v: ComparisonVerdict, deployment: str) -> str:
     return bounded(value, bounds, lowest=lowest)
 
 
+#: Units that say what is counted where the unit alone would not: useful output tokens, not
+#: every output token (the stage boundaries' rate), and money in the price's own unit.
+_UNITS = {
+    "tokens_per_gpu_hour": "useful tokens/GPU-hour",
+    "cost_per_token": "price units/million useful tokens",
+}
+
+
+#: What the comparisons of ``_UNITS`` count, said under the table that shows them.
+_DEFINED = {
+    "tokens_per_gpu_hour": "tokens_per_gpu_hour counts useful output tokens (defined under "
+    "Cost), not every output token as the stage boundaries' output tokens per GPU-hour do.",
+    "cost_per_token": "cost_per_token is in units of the GPU-hour price you gave (no currency "
+    "is recorded).",
+}
+
+
+def compared_unit(v: ComparisonVerdict) -> str:
+    """The unit column of a comparison: times carry ms or s in each cell; useful tokens and
+    money say so (``_UNITS``)."""
+    if v.unit == "seconds":
+        return "ms or s (in cell)"
+    return _UNITS.get(v.comparison, v.unit or "")
+
+
 def empty_comparisons(pair: PairValidity) -> set[str]:
     """The comparisons with no number on either side: named in a sentence, not a row."""
     return {
@@ -65,7 +91,8 @@ def verdicts(report: Report) -> Iterator[Block]:
     if report.validity is None:
         return
     yield Heading(2, "Comparison verdicts")
-    yield Paragraph(LEGEND)
+    shown = {c for p in report.validity.pairs for c in p.verdicts if c not in empty_comparisons(p)}
+    yield Paragraph(" ".join((LEGEND, *(text for c, text in _DEFINED.items() if c in shown))))
     for pair in report.validity.pairs:
         if len(report.validity.pairs) > 1:
             yield Heading(3, f"{pair.a} vs {pair.b}")
@@ -86,7 +113,7 @@ def _verdicts(pair: PairValidity, empty: set[str]) -> Iterator[Block]:
                 v.verdict.value,
                 compared_value(v, pair.a),
                 compared_value(v, pair.b),
-                "ms or s (in cell)" if v.unit == "seconds" else v.unit or "",
+                compared_unit(v),
                 ", ".join(v.findings),
                 ", ".join(v.notes),
             )
