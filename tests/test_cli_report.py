@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import math
 import shutil
 import socket
 from pathlib import Path
@@ -171,11 +173,51 @@ def test_compare_fits_its_tables_to_the_terminal(
     assert main(["compare", "--dataset", str(DATASET)]) == EXIT_OK
     lines = capsys.readouterr().out.splitlines()
     assert max(len(line) for line in lines) <= 100
-    assert lines[0] == "PRO vs H20"
+    assert "PRO vs H20" in lines
     # Numbers as the report shows them: significant digits, no exponent.
     row = next(line for line in lines if line.startswith("output_throughput "))
     assert row.split()[:4] == ["output_throughput", "invalid", "7.828", "431.1"]
     assert not any("e+0" in line for line in lines)
+
+
+def _true_p(values: list[float], q: float) -> float:
+    """The smallest value with at least ``q`` of the values at or below it."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def test_compare_shows_quantiles_as_the_report_does_and_summarises_findings(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(["compare", "--dataset", str(DATASET)]) == EXIT_OK
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    # Ground truth: every finished request's queue time and TTFT, per deployment.
+    truth: dict[str, dict[str, list[float]]] = {}
+    with (DATASET / "requests.csv").open(encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            if r["outcome"] == "finished":
+                one = truth.setdefault(r["deployment"], {"queue_time": [], "ttft": []})
+                one["queue_time"].append(float(r["queue_time"]))
+                one["ttft"].append(float(r["ttft"]))
+    # Both queue-time P50s are under a second, in the histogram's lowest bucket (0, 1]:
+    # known only as "≤ 1 s", and indistinguishable (same_bucket); never 0.5638 and 0.5012.
+    assert all(_true_p(t["queue_time"], 0.5) <= 1.0 for t in truth.values())
+    queue = next(line for line in lines if line.startswith("queue_p50 "))
+    assert queue.count("≤ 1 s") == 2
+    assert "same_bucket" in queue
+    # PRO's TTFT P95 lies between the 20 s and 40 s bucket bounds: the bracket is shown.
+    assert 20 < _true_p(truth["PRO"]["ttft"], 0.95) <= 40
+    ttft = next(i for i, line in enumerate(lines) if line.startswith("ttft_p95 "))
+    assert "[20, 40]" in " ".join(lines[ttft : ttft + 2])
+    # Findings summarised, not every code wrapped into each row: the row holds the count,
+    # a summary names the weightiest few per group of comparisons ("and N more"), and the
+    # whole fits in a screenful or two (25 comparisons, 20 findings), where every finding
+    # on every row took 206 lines.
+    assert "_differs" not in queue
+    assert "and 6 more" in "\n".join(lines)
+    assert len(lines) <= 130
 
 
 def test_a_topology_file_gives_findings_not_contradictions_in_the_report(tmp_path: Path) -> None:
@@ -259,3 +301,32 @@ def test_compare_reads_tiles_too(capsys: pytest.CaptureFixture[str]) -> None:
     assert "throughput" in capsys.readouterr().out
     assert main(["compare", "--dataset", str(DATASET), "--resolution", "7"]) == EXIT_USAGE
     assert "does not cut" in capsys.readouterr().err
+
+
+def test_compare_honours_analysis_settings(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A TTFT SLA of 250 ms (a bucket bound: the share within it is exact) counts only the
+    # tokens of requests whose first token came within it: cost per useful token rises by
+    # 1 / that share. Ground truth: the share of PRO's finished requests with TTFT <= 0.25 s.
+    monkeypatch.setenv("COLUMNS", "200")
+    with (DATASET / "requests.csv").open(encoding="utf-8") as f:
+        ttft = [
+            float(r["ttft"])
+            for r in csv.DictReader(f)
+            if r["deployment"] == "PRO" and r["outcome"] == "finished"
+        ]
+    share = sum(t <= 0.25 for t in ttft) / len(ttft)
+    assert 0.5 < share < 0.95
+    priced = ["compare", "--dataset", str(DATASET), "--gpu-hour-price", "PRO=2.5"]
+    priced += ["--gpu-hour-price", "H20=1.8"]
+
+    def pro_cost(*options: str) -> float:
+        assert main([*priced, *options]) == EXIT_OK
+        lines = capsys.readouterr().out.splitlines()
+        (row,) = [line for line in lines if line.startswith("cost_per_token ")]
+        return float(row.split()[2].replace(",", ""))
+
+    # 2% for the requests at the window's edges, which requests.csv counts and the
+    # histograms' window does not.
+    assert pro_cost() / pro_cost("--set", "cost.sla_ttft_s=0.25") == pytest.approx(share, rel=0.02)

@@ -163,6 +163,9 @@ class CostResult(AnalysisResult):
     gpu_hour_price, prices
         The GPU-hour price (currency per GPU-hour; ``None``: none given) and the
         token prices the numbers were computed with.
+    sla_ttft_s, sla_e2e_s
+        The latency SLA a useful output token's request met (seconds; ``None``:
+        no such limit), as the settings gave it.
     """
 
     replicas_seen: Measurement
@@ -185,6 +188,8 @@ class CostResult(AnalysisResult):
     blended_price_per_million_tokens: Measurement | None = None
     gpu_hour_price: float | None = None
     prices: TokenPrices | None = None
+    sla_ttft_s: float | None = None
+    sla_e2e_s: float | None = None
     caveats: tuple[str, ...] = (SCOPE, GPU_HOURS, USEFUL)
 
 
@@ -478,6 +483,8 @@ def _cost(r: Reading, settings: CostSettings) -> CostResult:
         useful_output_tokens_per_gpu_hour=useful_per_gh,
         gpu_hour_price=r.gpu_hour_price,
         prices=prices,
+        sla_ttft_s=settings.sla_ttft_s,
+        sla_e2e_s=settings.sla_e2e_s,
         **priced,
     )
 

@@ -238,6 +238,7 @@ def _compare(args: argparse.Namespace) -> int:
     read_at = resolution(args.resolution)
     gpu_hour_prices = prices(args.gpu_hour_price)
     topology_texts = topologies(args.topology)
+    settings = analysis_settings(args.settings)
     planned = plan(
         args,
         lambda line: None,
@@ -255,6 +256,7 @@ def _compare(args: argparse.Namespace) -> int:
             gpu_hour_prices=gpu_hour_prices or None,
             topologies=topology_texts,
             resolution=read_at,
+            settings=settings,
         )
     except ValueError as exc:
         raise InferenceObsError(str(exc)) from exc
@@ -275,50 +277,10 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _print_verdicts(result: ValidityResult) -> None:
-    """Each pair's verdicts and findings as tables fitted to the terminal's width."""
-    from inference_obs.report.document import Table, number
-    from inference_obs.report.text import fitted
+    """Each pair's verdicts and findings, summarised, fitted to the terminal's width."""
+    from inference_obs.report.compare_text import verdicts_text
 
-    width = shutil.get_terminal_size().columns
-    for pair in result.pairs:
-        verdicts = Table(
-            ("comparison", "verdict", pair.a, pair.b, "unit", "findings"),
-            tuple(
-                (
-                    v.comparison,
-                    v.verdict.value,
-                    number(v.values.get(pair.a)),
-                    number(v.values.get(pair.b)),
-                    v.unit or "",
-                    ", ".join(v.findings),
-                )
-                for v in pair.verdicts.values()
-            ),
-        )
-        findings = Table(
-            ("finding", "severity", "evidence"),
-            tuple(
-                (
-                    f.code,
-                    f.severity.value,
-                    "; ".join(
-                        f"{e.statistic}: "
-                        + ", ".join(
-                            f"{k} {number(x) if isinstance(x, float) else x}"
-                            for k, x in e.values.items()
-                        )
-                        for e in f.evidence
-                    )
-                    or "—",
-                )
-                for f in pair.findings
-            ),
-        )
-        print(f"{pair.a} vs {pair.b}")
-        print(fitted(verdicts, width))
-        print()
-        print(fitted(findings, width))
-        print()
+    print(verdicts_text(result, shutil.get_terminal_size().columns))
 
 
 def _analysis_options(command: argparse.ArgumentParser) -> None:

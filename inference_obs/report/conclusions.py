@@ -35,13 +35,29 @@ from inference_obs.analyses.validity.checks import Thresholds
 from inference_obs.analyses.validity.findings import Finding, Severity
 from inference_obs.analyses.validity.verdicts import PairValidity, Verdict
 from inference_obs.reading.measurement import Measurement
-from inference_obs.report.document import cell, duration_cell, number, when
+from inference_obs.report.document import (
+    cell,
+    duration_cell,
+    number,
+    p_is,
+    share_cell,
+    when,
+)
 from inference_obs.report.facts import has_data, priced_cost
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
 
-__all__ = ["DIFFERENCE", "FINDERS", "SECTIONS", "Conclusion", "conclusions", "lower", "quantity"]
+__all__ = [
+    "DIFFERENCE",
+    "FINDERS",
+    "SECTIONS",
+    "Conclusion",
+    "conclusions",
+    "lower",
+    "quantity",
+    "weighing",
+]
 
 #: Smallest relative difference (10%) for which an exact number (a mean, a rate) is called
 #: lower: the tolerance the baseline comparison gives exact numbers (docs/report-json.md).
@@ -166,6 +182,11 @@ def _weighing(pair: PairValidity, comparison: str) -> list[Finding]:
         found,
         key=lambda f: (-f.affects[comparison].rank, f.how_to_compare is None, len(f.affects)),
     )
+
+
+def weighing(pair: PairValidity, comparison: str) -> list[Finding]:
+    """The findings that weigh on ``comparison``, heaviest first, as the summary names them."""
+    return _weighing(pair, comparison)
 
 
 def _clause(pair: PairValidity, comparison: str) -> tuple[str, str | None, str | None]:
@@ -340,19 +361,30 @@ def _queued(report: Report) -> Iterator[Conclusion]:
             continue
         # The counts the queues section's contingency gives: one reading, one set of numbers.
         table = q.waiting_idle
-        idle = table.waiting_idle.value or 0
+        # None where no row had a GPU reading: no data, never 0 rows.
+        idle, busy_rows = table.waiting_idle.value, table.waiting_busy.value
         gpus = f"its GPUs averaged {quantity(util)} utilisation"
-        if util.ok and util.value is not None and util.value < busy:
+        if util.value is None:
+            gpus = f"no GPU utilisation was read ({quantity(util)})"
+        elif util.ok and util.value < busy:
             gpus = f"its GPUs were mostly idle ({quantity(util)} mean utilisation)"
         peak = ""
         if q.peak_waiting.ok and q.peak_time is not None:
             peak = f" (peak {number(q.peak_waiting.value)} waiting at {when(q.peak_time)})"
         rows_are = "scrapes" if d.step_seconds is None else "tiles"
+        split = (
+            f"of the {rows_are} with a queue, whether the GPUs were busy or idle: no data "
+            f"(no {rows_are[:-1]} had a GPU reading)"
+        )
+        if idle is not None and busy_rows is not None:
+            split = (
+                f"of the {rows_are} with a queue, the GPUs were busy in {number(busy_rows)} and "
+                f"idle (under {busy:g}%) in {number(idle)} (Fisher's exact "
+                f"{p_is(table.p_value)})"
+            )
         text = (
             f"{d.deployment.name} had requests waiting in {number(100 * waiting.value, 3)}% of "
-            f"its {rows_are}{peak} while {gpus}; of the {rows_are} with a queue, the GPUs were "
-            f"busy in {number(table.waiting_busy.value)} and idle (under {busy:g}%) in "
-            f"{number(idle)} (Fisher's exact p = {number(table.p_value.value)})."
+            f"its {rows_are}{peak} while {gpus}; {split}."
         )
         caveat = (
             "A low mean utilisation is not spare capacity at every moment: queues form in "
@@ -408,7 +440,7 @@ def _boundaries(report: Report) -> Iterator[Conclusion]:
         yield Conclusion(
             kind=f"boundaries_{b.reading.value}",
             text=f"{d.deployment.name}'s GPUs read {b.reading.value} (duty cycle "
-            f"{quantity(b.duty_cycle)}){f', by cause: {found}' if found else ''}.",
+            f"{share_cell(b.duty_cycle)}){f', by cause: {found}' if found else ''}.",
             keys=(b.duty_cycle.key, b.tokens_per_gpu_hour.key),
             section=SECTIONS["boundaries"],
             caveat="Causes rest on sampled host and PCIe counters beside the queue: "
@@ -449,7 +481,8 @@ def _cost(report: Report) -> Iterator[Conclusion]:
         yield Conclusion(
             kind="cost",
             text=f"Cost per million useful output tokens: {pair.a} {number(ma.value)}, "
-            f"{pair.b} {number(mb.value)} (GPU-hour rent only){clause}.",
+            f"{pair.b} {number(mb.value)} (GPU-hour rent only, in units of the price you "
+            f"gave){clause}.",
             keys=(ma.key, mb.key),
             section=SECTIONS["cost"],
             caveat=caveat,

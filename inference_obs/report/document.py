@@ -34,8 +34,15 @@ __all__ = [
     "duration",
     "duration_cell",
     "number",
+    "p_cell",
+    "p_is",
+    "share_cell",
     "when",
 ]
+
+#: Smallest p-value shown as a number: a smaller one reads "< 0.0001", as p-values are
+#: reported, rather than "0" (the test never gives exactly 0) or a run of zeros.
+SMALLEST_P = 1e-4
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,4 +276,47 @@ def duration_cell(m: Measurement | None, digits: int = 4) -> str:
     if m.value is None:
         return m.status.value.replace("_", " ")
     text = duration(m.value, m.bounds, lowest=in_lowest_bucket(m), digits=digits)
+    return text + (" (partial)" if m.status is Status.PARTIAL else "")
+
+
+def p_cell(m: Measurement | None) -> str:
+    """A p-value as a table cell: four significant digits, or ``< 0.0001`` below that.
+
+    Examples
+    --------
+    >>> from inference_obs.reading.measurement import Measurement
+    >>> p = Measurement.model_construct(value=5.845e-4, status=Status.OK, bounds=None)
+    >>> tiny = Measurement.model_construct(value=0.0, status=Status.OK, bounds=None)
+    >>> p_cell(p), p_cell(tiny), p_is(p), p_is(tiny)
+    ('0.0005845', '< 0.0001', 'p = 0.0005845', 'p < 0.0001')
+    """
+    if m is None or m.value is None or m.value >= SMALLEST_P:
+        return cell(m)
+    return f"< {SMALLEST_P:g}" + (" (partial)" if m.status is Status.PARTIAL else "")
+
+
+def p_is(m: Measurement | None) -> str:
+    """A p-value in a sentence: ``p = 0.0005845``, ``p < 0.0001``, or ``p: no data``."""
+    shown = p_cell(m)
+    if shown.startswith("<"):
+        return f"p {shown}"
+    return f"p = {shown}" if m is not None and m.value is not None else f"p: {shown}"
+
+
+def share_cell(m: Measurement | None, digits: int = 4) -> str:
+    """A share (a ratio from 0 to 1) as a percent: ``53.33%``; its status when it has no value.
+
+    Examples
+    --------
+    >>> from inference_obs.reading.measurement import Measurement
+    >>> share = Measurement.model_construct(value=0.748, status=Status.OK, bounds=None)
+    >>> nothing = Measurement.model_construct(value=None, status=Status.NO_DATA, bounds=None)
+    >>> share_cell(share), share_cell(nothing)
+    ('74.8%', 'no data')
+    """
+    if m is None or m.value is None:
+        return cell(m)
+    text = f"{number(m.value * 100, digits)}%"
+    if m.bounds is not None and m.bounds.lower != m.bounds.upper:
+        text += f" [{number(m.bounds.lower * 100, 3)}%, {number(m.bounds.upper * 100, 3)}%]"
     return text + (" (partial)" if m.status is Status.PARTIAL else "")

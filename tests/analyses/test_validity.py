@@ -306,3 +306,20 @@ def test_every_finding_code_is_documented() -> None:
 def test_every_finding_code_fired_in_these_tests() -> None:
     # Runs last in this module (pytest keeps definition order).
     assert set(FINDINGS) - FIRED == set()
+
+
+def test_a_side_without_finish_counts_is_not_a_finish_mix_of_zeros(tmp_path: Path) -> None:
+    # Twin deployments, A's vllm:request_success_total not exported: A's finish mix is no
+    # data. Read as 0 of every reason, it would differ from B's by a total variation of
+    # 0.5 (half the sum of B's shares, which is 1) and raise finish_mix_differs with
+    # "A 0" as its evidence.
+    scenario = yaml.safe_load(TWIN.read_text())
+    scenario["deployments"][1] = copy.deepcopy(scenario["deployments"][1])
+    scenario["faults"] = [
+        {"kind": "missing_family", "family": "vllm:request_success_total", "replicas": ["A-01"]}
+    ]
+    path = tmp_path / "twin.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    source = DatasetSource(simulate(path, tmp_path / "data", seed=11))
+    pair = _compare(source)
+    assert pair.finding("finish_mix_differs") is None

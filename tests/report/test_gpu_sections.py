@@ -12,6 +12,7 @@ the raw samples, not by the code under test.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -176,11 +177,18 @@ def test_the_bottleneck_reads_as_a_sentence_with_what_to_do(
         assert "DCGM_FI_PROF_DRAM_ACTIVE" in d["bottleneck_advice"]
 
 
+@pytest.fixture(scope="module")
+def boundaries_written(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, Any]]:
+    """The report of the gpu-boundaries scenario: host and PCIe faults starve the GPUs."""
+    root = tmp_path_factory.mktemp("gpu-boundaries")
+    dataset = simulate("gpu-boundaries", root / "dataset", seed=7).path
+    return _write(dataset, root / "report")
+
+
 def test_short_unexplained_intervals_read_as_a_sentence_sustained_ones_as_rows(
-    tmp_path: Path,
+    boundaries_written: tuple[str, dict[str, Any]],
 ) -> None:
-    dataset = simulate("gpu-boundaries", tmp_path / "dataset", seed=7).path
-    text, data = _write(dataset, tmp_path / "report")
+    text, data = boundaries_written
     stages = _section(text, STAGES)
     (fleet,) = data["deployments"]
     intervals = fleet["boundaries"]["intervals"]
@@ -199,3 +207,37 @@ def test_short_unexplained_intervals_read_as_a_sentence_sustained_ones_as_rows(
     for i in brief:
         assert when(datetime.fromisoformat(i["start"])) in sentence, i
         assert not any(when(datetime.fromisoformat(i["start"])) in row for row in rows)
+
+
+def _value(data: dict[str, Any], key: str) -> float:
+    (value,) = [m["value"] for m in data["measurements"] if m["key"] == key]
+    assert isinstance(value, float)
+    return value
+
+
+def test_shares_read_as_percent_under_their_defined_names(
+    written: tuple[Path, str, dict[str, Any]],
+    boundaries_written: tuple[str, dict[str, Any]],
+) -> None:
+    # A share (0-1) reads as a percent, never with "ratio" as its unit: the GPU-steps with
+    # util > 0 in the GPUs table, the duty cycle in the stage boundaries' tables and in the
+    # Summary. Values are read back from report.json, formatted here by hand (4 digits).
+    _, text, data = written
+    gpus, stages = _section(text, GPUS), _section(text, STAGES)
+    for d in data["deployments"]:
+        name = d["name"]
+        nonzero = _value(data, f"{name}/bottleneck/nonzero_util_share")
+        duty = _value(data, f"{name}/boundaries/duty_cycle")
+        (gpu_row,) = [line for line in gpus.splitlines() if line.startswith(f"| {name} |")]
+        assert f"| {100 * nonzero:.4g}% |" in gpu_row
+        (stage_row,) = [line for line in stages.splitlines() if line.startswith(f"| {name} |")]
+        assert f"| {100 * duty:.4g}% |" in stage_row
+    text, data = boundaries_written
+    summary = _section(text, "## Summary")
+    duty = _value(data, "FLEET/boundaries/duty_cycle")
+    assert 0 < duty < 1
+    assert f"FLEET's GPUs read starved (duty cycle {100 * duty:.4g}%)" in summary
+    assert " ratio)" not in summary
+    rows = [line for line in _section(text, STAGES).splitlines() if line.startswith("| serving/")]
+    assert rows
+    assert all(re.search(r"\| [\d.]+% \|", row) for row in rows)

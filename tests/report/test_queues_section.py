@@ -5,12 +5,16 @@ from the dataset's raw samples."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from inference_obs import analyses
+from inference_obs.analyses.waiting_idle import WaitingIdle
 from inference_obs.metrics import dcgm, vllm
+from inference_obs.report.conclusions import conclusions
 from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
 from inference_obs.report.from_source import report
 from inference_obs.report.model import Report
@@ -157,3 +161,68 @@ def test_one_replica_gets_its_counts_in_the_reading_not_a_second_table(
     assert not [b for b in part if isinstance(b, Table) and "odds ratio" in b.header]
     (reading,) = [b.text for b in part if isinstance(b, Paragraph) and "Odds ratio" in b.text]
     assert "Odds ratio 0, phi -0.6882, Fisher's exact p = 0.0005845" in reading
+
+
+def _with_p_value(built: Report, name: str, p: float) -> Report:
+    """``built`` with ``name``'s pooled and per-replica Fisher p-values set to ``p``."""
+
+    def tiny(t: WaitingIdle) -> WaitingIdle:
+        return t.model_copy(update={"p_value": t.p_value.model_copy(update={"value": p})})
+
+    runs = []
+    for d in built.deployments:
+        if d.deployment.name == name:
+            q = d.of(analyses.queueing)
+            by_replica = {r: tiny(t) for r, t in q.waiting_idle_by_replica.items()}
+            q = q.model_copy(
+                update={"waiting_idle": tiny(q.waiting_idle), "waiting_idle_by_replica": by_replica}
+            )
+            d = d.model_copy(update={"results": {**d.results, analyses.queueing.name: q}})
+        runs.append(d)
+    return built.model_copy(update={"deployments": tuple(runs)})
+
+
+@pytest.mark.parametrize("p", [0.0, 3e-12])
+def test_a_p_value_under_a_ten_thousandth_reads_below_it_never_0(built: Report, p: float) -> None:
+    # Fisher's exact p of a long, strongly associated table underflows to 0 or to a run of
+    # zeros: the report says "p < 0.0001", as p-values are reported, in the queues section
+    # (sentence and tables) and in the Summary.
+    for name in ("PRO", "H20"):
+        shown = _with_p_value(built, name, p)
+        every = list(sections(shown))
+        start = every.index(Heading(2, "Queues and GPU activity"))
+        part = _part(every[start:], name)
+        (reading,) = [b.text for b in part if isinstance(b, Paragraph) and "exact p" in b.text]
+        assert "Fisher's exact p < 0.0001:" in reading
+        cells = [
+            row[-1]
+            for b in part
+            if isinstance(b, Table) and "Fisher p" in b.header
+            for row in b.rows
+        ]
+        assert all(c == "< 0.0001" for c in cells)
+    summary = [c.text for c in conclusions(_with_p_value(built, "PRO", p)) if c.kind == "queued"]
+    assert summary
+    assert all("Fisher's exact p < 0.0001)" in t for t in summary)
+    assert not any(re.search(r"p = 0(?![.\d])|0\.0000", t) for t in summary)
+
+
+def test_without_gpu_series_the_queue_finding_says_no_data_not_0(source: DatasetSource) -> None:
+    # PRO's GPU selector matches no DCGM series: no scrape has a GPU reading, so how many
+    # scrapes with a queue had idle (or busy) GPUs is not known. PRO still queued (10% of
+    # its scrapes, over the 5% a Summary finding needs), so the finding is made.
+    blind = [
+        d.model_copy(update={"gpu_selector": {"Hostname": "matches-no-gpu"}})
+        if d.name == "PRO"
+        else d
+        for d in source.dataset.manifest.deployments
+    ]
+    shown = report(source, blind)
+    (queued,) = [c.text for c in conclusions(shown) if c.kind == "queued"]
+    assert queued.startswith("PRO had requests waiting in 10% of its scrapes")
+    assert "no data" in queued
+    assert not re.search(r"\bin 0\b|idle \(under 50%\) in|busy in —", queued)
+    every = list(sections(shown))
+    part = _part(every[every.index(Heading(2, "Queues and GPU activity")) :], "PRO")
+    texts = " ".join(b.text for b in part if isinstance(b, Paragraph))
+    assert "no row had both a queue and a GPU reading" in texts

@@ -190,7 +190,10 @@ def workload(a: Profile, b: Profile, t: Thresholds) -> list[Finding]:
                 how_to_compare="Compare windows or routes with the same max_tokens distribution.",
             )
         )
-    reasons = sorted(set(a.shapes.finish_shares) | set(b.shapes.finish_shares))
+    # A reason one side never gave is 0 of its requests; a side with no finish counts at all
+    # (no series) is no data, not a mix of zeros, and is compared with nothing.
+    counted = all(any(m.ok for m in p.shapes.finish_shares.values()) for p in (a, b))
+    reasons = sorted(set(a.shapes.finish_shares) | set(b.shapes.finish_shares)) if counted else []
     shares = {
         r: (
             value_of(a.shapes.finish_shares.get(r)) or 0.0,

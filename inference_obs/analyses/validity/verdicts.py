@@ -23,6 +23,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from functools import partial
+from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
@@ -289,6 +290,7 @@ def validity(
     gpu_hour_prices: Mapping[str, float] | None = None,
     topologies: Mapping[str, str] | None = None,
     resolution: Resolution = "scrape",
+    settings: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> ValidityResult:
     """Verdicts on every comparison between every pair of ``deployments``.
 
@@ -316,6 +318,9 @@ def validity(
         How the sampled shares (requests running, waiting) are counted:
         ``scrape`` (every raw sample, the default), ``auto`` or a tile width
         in seconds (see :mod:`~inference_obs.reading.resolution`).
+    settings
+        Analysis settings by analysis name, then setting, as a report takes
+        them (``{"cost": {"sla_ttft_s": 2}}``); checked before anything is read.
 
     Raises
     ------
@@ -331,6 +336,7 @@ def validity(
         resolution=resolution,
         gpu_hour_prices=gpu_hour_prices,
         topologies=topologies,
+        settings=settings,
         analyses=NEEDED,
     )
     return compare(source, runs, thresholds)

@@ -22,6 +22,7 @@ from inference_obs.report.document import (
     Table,
     cell,
     number,
+    share_cell,
     when,
 )
 from inference_obs.report.figure_plan import DRAM_VS_TENSOR, GPU_HEATMAP, cite, cite_each
@@ -102,7 +103,7 @@ def gpus(report: Report) -> Iterator[Block]:
                 cell(g.power_mean_watts),
                 cell(g.fb_used_mean_mib),
                 cell(g.fb_capacity_mib),
-                cell(b.nonzero_util_share),
+                share_cell(b.nonzero_util_share),
                 cell(b.kv_cache_usage_max),
                 b.classification.value.replace("_", " "),
                 action,
@@ -162,7 +163,9 @@ def stage_boundaries(report: Report) -> Iterator[Block]:
         "starved or inconsistent) are attributed to the host CPU (saturated or throttled), to "
         "host-device transfer (PCIe near its limit), or left unexplained, with the evidence. "
         "Sustained intervals (boundaries.min_samples rows in a row or more, 2 by default) "
-        "decide the reading; shorter ones are listed."
+        "decide the reading; shorter ones are listed. Output tokens per GPU-hour: every "
+        "output token over the declared GPUs x the window; not the useful tokens per GPU-hour "
+        "of Cost and the comparison verdicts, which count only useful output tokens."
     )
     shown: list[Measurement] = []
     rows = []
@@ -173,12 +176,14 @@ def stage_boundaries(report: Report) -> Iterator[Block]:
             (
                 d.deployment.name,
                 found.reading.value.replace("_", " "),
-                cell(found.duty_cycle),
+                share_cell(found.duty_cycle),
                 cell(found.tokens_per_gpu_hour),
                 found.reason,
             )
         )
-    yield Table(("deployment", "reading", "duty cycle", "tokens per GPU-hour", "why"), tuple(rows))
+    yield Table(
+        ("deployment", "reading", "duty cycle", "output tokens per GPU-hour", "why"), tuple(rows)
+    )
     yield from caveats(shown)
     for d in report.deployments:
         yield from _intervals(d.deployment.name, d.of(analyses.boundaries), d.step_seconds)
@@ -243,7 +248,7 @@ def _intervals(name: str, found: BoundariesResult, step: float | None) -> Iterat
                 when(i.end),
                 str(i.samples),
                 "yes" if i.sustained else "no",
-                number(i.duty),
+                f"{number(100 * i.duty)}%",
                 number(i.server_cpu_cores),
                 number(i.throttled_ratio),
                 number(i.pcie_limit_share),

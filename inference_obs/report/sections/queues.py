@@ -18,6 +18,8 @@ from inference_obs.report.document import (
     Table,
     cell,
     number,
+    p_cell,
+    p_is,
     when,
 )
 from inference_obs.report.figure_plan import QUEUE_VS_GPU, cite
@@ -92,7 +94,9 @@ def _reasons(q: QueueingResult) -> str:
 
 def _rows(q: QueueingResult, count: float | None) -> str:
     word = "scrape" if q.step_seconds is None else "tile"
-    n = round(count or 0)
+    if count is None:
+        return f"an unknown number of {word}s (no data)"
+    n = round(count)
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
@@ -117,7 +121,7 @@ def _reading(name: str, q: QueueingResult) -> str:
     )
     stats = (
         f"Odds ratio {_statistic(t.odds_ratio)}, phi {_statistic(t.phi)}, Fisher's exact "
-        f"p = {cell(t.p_value)}: {_verdict(t)}."
+        f"{p_is(t.p_value)}: {_verdict(t)}."
     )
     if (t.waiting_idle.value or 0) > 0 and (t.phi.value or 0) < 0:
         stats += (
@@ -190,7 +194,7 @@ def _tables(q: QueueingResult) -> Iterator[Block]:
                 cell(t.not_waiting_busy),
                 cell(t.odds_ratio),
                 cell(t.phi),
-                cell(t.p_value),
+                p_cell(t.p_value),
             )
             for t in scopes
         ),

@@ -24,7 +24,23 @@ from inference_obs.report.document import (
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
 
-__all__ = ["baseline", "compared_value", "verdicts"]
+__all__ = [
+    "LEGEND",
+    "baseline",
+    "compared_unit",
+    "compared_value",
+    "empty_comparisons",
+    "standing",
+    "verdicts",
+]
+
+#: How to read the compared values: the units of times, the buckets, ``≤`` and same_bucket.
+LEGEND = (
+    "Times in ms under a second, s above. Brackets: the bucket that holds the true "
+    "quantile; ≤: a quantile in the lowest bucket, known only as at most its upper bound. "
+    "Notes: same_bucket means both quantiles lie in one bucket, indistinguishable at this "
+    "bucket resolution."
+)
 
 
 def compared_value(v: ComparisonVerdict, deployment: str) -> str:
@@ -39,24 +55,48 @@ def compared_value(v: ComparisonVerdict, deployment: str) -> str:
     return bounded(value, bounds, lowest=lowest)
 
 
+#: Units that say what is counted where the unit alone would not: useful output tokens, not
+#: every output token (the stage boundaries' rate), and money in the price's own unit.
+_UNITS = {
+    "tokens_per_gpu_hour": "useful tokens/GPU-hour",
+    "cost_per_token": "price units/million useful tokens",
+}
+
+
+#: What the comparisons of ``_UNITS`` count, said under the table that shows them.
+_DEFINED = {
+    "tokens_per_gpu_hour": "tokens_per_gpu_hour counts useful output tokens (defined under "
+    "Cost), not every output token as the stage boundaries' output tokens per GPU-hour do.",
+    "cost_per_token": "cost_per_token is in units of the GPU-hour price you gave (no currency "
+    "is recorded).",
+}
+
+
+def compared_unit(v: ComparisonVerdict) -> str:
+    """The unit column of a comparison: times carry ms or s in each cell; useful tokens and
+    money say so (``_UNITS``)."""
+    if v.unit == "seconds":
+        return "ms or s (in cell)"
+    return _UNITS.get(v.comparison, v.unit or "")
+
+
+def empty_comparisons(pair: PairValidity) -> set[str]:
+    """The comparisons with no number on either side: named in a sentence, not a row."""
+    return {
+        v.comparison for v in pair.verdicts.values() if all(x is None for x in v.values.values())
+    }
+
+
 def verdicts(report: Report) -> Iterator[Block]:
     if report.validity is None:
         return
     yield Heading(2, "Comparison verdicts")
-    yield Paragraph(
-        "Times in ms under a second, s above. Brackets: the bucket that holds the true "
-        "quantile; ≤: a quantile in the lowest bucket, known only as at most its upper bound. "
-        "Notes: same_bucket means both quantiles lie in one bucket, indistinguishable at this "
-        "bucket resolution."
-    )
+    shown = {c for p in report.validity.pairs for c in p.verdicts if c not in empty_comparisons(p)}
+    yield Paragraph(" ".join((LEGEND, *(text for c, text in _DEFINED.items() if c in shown))))
     for pair in report.validity.pairs:
         if len(report.validity.pairs) > 1:
             yield Heading(3, f"{pair.a} vs {pair.b}")
-        empty = {
-            v.comparison
-            for v in pair.verdicts.values()
-            if all(x is None for x in v.values.values())
-        }
+        empty = empty_comparisons(pair)
         yield from _verdicts(pair, empty)
         yield from _findings(pair, empty)
         yield from _matched(pair)
@@ -73,7 +113,7 @@ def _verdicts(pair: PairValidity, empty: set[str]) -> Iterator[Block]:
                 v.verdict.value,
                 compared_value(v, pair.a),
                 compared_value(v, pair.b),
-                "ms or s (in cell)" if v.unit == "seconds" else v.unit or "",
+                compared_unit(v),
                 ", ".join(v.findings),
                 ", ".join(v.notes),
             )
@@ -93,7 +133,7 @@ def _findings(pair: PairValidity, empty: set[str]) -> Iterator[Block]:
     number on either side, named above) is not repeated."""
     rows = []
     for f in pair.findings:
-        if _standing(f) or (f.affects and set(f.affects) <= empty):
+        if standing(f) or (f.affects and set(f.affects) <= empty):
             continue
         evidence = "; ".join(
             f"{e.statistic}: "
@@ -116,11 +156,11 @@ def _findings(pair: PairValidity, empty: set[str]) -> Iterator[Block]:
     yield Table(
         ("finding", "severity", "what", "evidence", "weighs on", "fair comparison"), tuple(rows)
     )
-    if notes := [f.code for f in pair.findings if _standing(f)]:
+    if notes := [f.code for f in pair.findings if standing(f)]:
         yield Paragraph(f"Standing notes, in full under What not to conclude: {', '.join(notes)}.")
 
 
-def _standing(f: Finding) -> bool:
+def standing(f: Finding) -> bool:
     """A note that holds whatever the data (no evidence, weighs on nothing)."""
     return not f.evidence and f.severity is Severity.INFO
 
