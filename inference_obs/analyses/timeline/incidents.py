@@ -12,10 +12,11 @@ of :mod:`~inference_obs.analyses.timeline.pieces`, and merges them:
    one event naming the replicas (a whole fleet's scrape gap is one event);
 3. a latency spike of the deployment's merged buckets is a consequence, not
    a cause: it joins the most severe incident that began before its first
-   point and was still on within the trailing window that point summarises,
-   as evidence only (a rolling window cannot date an incident to better than
-   its length, so the incident keeps its own times); alone, it is an event of
-   the deployment as a whole.
+   point and was still on within the trailing window that point summarises
+   (of equals, the one covering most of that window), as evidence only: a
+   rolling window cannot date an incident to better than its length, so the
+   incident keeps its own times. Alone, it is an event of the deployment as
+   a whole.
 
 Nothing is read from the source, nor from what a dataset says about itself
 (its methodology or a fault list): only from the series, through the results.
@@ -128,16 +129,23 @@ def _merge(pieces: Sequence[Piece], touch: float) -> list[_Incident]:
 
 
 def _attach(spikes: Sequence[Piece], incidents: list[_Incident]) -> None:
-    """Rule 3 of the module: each spike joins the incident it follows, or stands alone."""
+    """Rule 3 of the module: each spike joins the incident it follows, or stands alone.
+
+    Of the incidents that began by the spike's first point and were on within
+    the trailing window it summarises, the most severe; then the one that
+    covers most of that window; then the latest.
+    """
     for spike in spikes:
-        causes = [
-            i for i in incidents if i.start <= spike.start and i.end >= spike.start - spike.reach
-        ]
-        if causes:
-            cause = max(causes, key=lambda i: (i.severity.rank, i.start))
-            cause.after.append(spike)
-        else:
+        since = spike.start - spike.reach
+        causes = [i for i in incidents if i.start <= spike.start and i.end >= since]
+        if not causes:
             incidents.append(_Incident([spike], spike.start, spike.end))
+            continue
+        weights = [
+            (i.severity.rank, min(i.end, spike.start) - max(i.start, since), i.start)
+            for i in causes
+        ]
+        causes[weights.index(max(weights))].after.append(spike)
 
 
 def _text(incident: _Incident) -> str:
