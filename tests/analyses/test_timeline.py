@@ -24,7 +24,8 @@ import pytest
 from inference_obs.analyses.rolling import QuantileSeries
 from inference_obs.analyses.run import DeploymentResults, run
 from inference_obs.analyses.timeline import Event, EventKind, Timeline, named, timeline
-from inference_obs.analyses.timeline.pieces import SPIKE_FACTOR, latency_spikes
+from inference_obs.analyses.timeline.incidents import _attach, _merge
+from inference_obs.analyses.timeline.pieces import SPIKE_FACTOR, Piece, latency_spikes
 from inference_obs.simulate import simulate
 from inference_obs.simulate.faults import (
     GpuStops,
@@ -288,3 +289,30 @@ def test_replicas_are_named_up_to_a_handful() -> None:
     names = [f"r-{k}" for k in range(8)]
     assert named(names) == "r-0, r-1, r-2, r-3, r-4 and 3 more"
     assert named(names[:2]) == "r-0, r-1"
+
+
+def test_pieces_that_touch_on_a_replica_merge_and_a_spike_joins_the_incident_it_follows() -> None:
+    stall = Piece(EventKind.STALL, "a", 0.0, 60.0, "held", ("k1",))
+    # Starts one 15 s scrape after the stall's last: they touch.
+    queue = Piece(EventKind.QUEUE_BURST, "a", 75.0, 120.0, "queued", ("k2",))
+    later = Piece(EventKind.QUEUE_BURST, "a", 200.0, 210.0, "again", ("k2",))
+    gap_b = Piece(EventKind.SCRAPE_GAP, "b", 0.0, 30.0, "gap b")
+    gap_c = Piece(EventKind.SCRAPE_GAP, "c", 10.0, 40.0, "gap c")
+    incidents = _merge([queue, gap_c, stall, later, gap_b], touch=15.0)
+    by_kind = {(i.kind, tuple(i.replicas)): i for i in incidents}
+    assert set(by_kind) == {
+        (EventKind.STALL, ("a",)),
+        (EventKind.QUEUE_BURST, ("a",)),  # 80 s after the queue: its own incident
+        (EventKind.SCRAPE_GAP, ("b", "c")),  # the same kind on two replicas at once
+    }
+    held = by_kind[EventKind.STALL, ("a",)]
+    assert (held.start, held.end) == (0.0, 120.0)
+    # First point at 130 s over a 300 s trailing window: the stall (0-120 s, critical) and
+    # the gaps (0-40 s) were on in it; the stall is the more severe.
+    spike = Piece(EventKind.LATENCY_SPIKE, "", 130.0, 190.0, "slow", promql=("q",), reach=300.0)
+    alone = Piece(EventKind.LATENCY_SPIKE, "", 1000.0, 1060.0, "slow later", reach=300.0)
+    _attach([spike, alone], incidents)
+    assert held.after == [spike]
+    assert (held.start, held.end) == (0.0, 120.0)  # a spike dates nothing
+    assert incidents[-1].pieces == [alone]
+    assert incidents[-1].replicas == []
