@@ -1,4 +1,4 @@
-"""Run every analysis once per deployment, then the comparison checks, and keep the results.
+"""Run every analysis once per deployment, then the judging ones, and keep the results.
 
 :func:`build_report` is the report's only contact with a source: the
 renderers (:mod:`~.markdown`, :mod:`~.html`, :mod:`~.report_json`) and the
@@ -12,7 +12,8 @@ nothing of each other but the tile width, so all start at once; inside each,
 questions that do not depend on each other's answers are asked together,
 and a question already in flight is waited for, not asked again
 (:mod:`~inference_obs.source.remembering`). The comparison checks read the
-analyses' results and ask only what those lack. Results are assembled in a
+analyses' results and ask only what those lack; the time line
+(:mod:`~inference_obs.analyses.timeline`) reads them and asks nothing. Results are assembled in a
 fixed order; how many requests reach a server at once is the source's to bound.
 """
 
@@ -24,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from inference_obs.analyses.run import run
+from inference_obs.analyses.timeline import timeline
 from inference_obs.analyses.validity.verdicts import compare, windows_by_name
 from inference_obs.deployment import Deployment
 from inference_obs.errors import InferenceObsError
@@ -162,6 +164,8 @@ def build_report(
         title=title,
         scope=scope,
         deployments=tuple(runs),
+        # A judging analysis: it reads the results above, and asks the source nothing.
+        timeline=timeline(runs),
         validity=verdicts,
         methodology=tuple(methodology),
     )

@@ -31,6 +31,7 @@ from inference_obs.analyses.latency import METRICS
 from inference_obs.analyses.queueing import QueueingSettings
 from inference_obs.analyses.run import DeploymentResults
 from inference_obs.analyses.throughput import Regime
+from inference_obs.analyses.timeline import Severity as EventSeverity, named
 from inference_obs.analyses.validity.checks import Thresholds
 from inference_obs.analyses.validity.findings import Finding, Severity
 from inference_obs.analyses.validity.verdicts import PairValidity, Verdict
@@ -66,6 +67,7 @@ DIFFERENCE = 0.1
 #: The sections a conclusion points to, by the text of their headings.
 SECTIONS = {
     "deployments": "Deployments compared",
+    "timeline": "What happened",
     "latency": "Latency",
     "queues": "Queues and GPU activity",
     "gpus": "GPU activity and bottleneck",
@@ -409,6 +411,31 @@ def _queued(report: Report) -> Iterator[Conclusion]:
         )
 
 
+#: Critical events the summary names, each its own finding; the rest are in What happened.
+INCIDENTS = 3
+
+
+def _incidents(report: Report) -> Iterator[Conclusion]:
+    """The time line's critical events (stalls, restarts): when, where, and the evidence."""
+    runs = _runs(report)
+    critical = [e for e in report.timeline.events if e.severity is EventSeverity.CRITICAL]
+    for e in critical[:INCIDENTS]:
+        interval = runs[e.deployment].of(analyses.collection).scrape_interval
+        seen = (
+            f"at {when(e.start)}" if e.start == e.end else f"from {when(e.start)} to {when(e.end)}"
+        )
+        yield Conclusion(
+            kind="incident",
+            text=f"A {e.kind.words} of {e.deployment} on {named(e.replicas)} {seen}: {e.text}",
+            keys=(*e.keys, interval.key),
+            section=SECTIONS["timeline"],
+            caveat=f"Seen in scrapes {quantity(interval)} apart: it began and ended between "
+            "the scrapes around it, and a rolling quantile is interpolated inside its bucket. "
+            "The series show when, not why.",
+            deployments=(e.deployment,),
+        )
+
+
 def _gpus_without_samples(report: Report) -> Iterator[Conclusion]:
     """Allocated GPUs without utilisation samples: their activity is unknown, not zero."""
     for d in report.deployments:
@@ -492,12 +519,14 @@ def _cost(report: Report) -> Iterator[Conclusion]:
         )
 
 
-#: The finders, in rank order: what is unknown, latency, throughput, queues, GPUs, cost.
+#: The finders, in rank order: what is unknown, latency, throughput, incidents, queues,
+#: GPUs, cost.
 FINDERS: tuple[Finder, ...] = (
     _no_data,
     _latency,
     _latency_alone,
     _throughput,
+    _incidents,
     _queued,
     _gpus_without_samples,
     _boundaries,

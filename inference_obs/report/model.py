@@ -1,4 +1,4 @@
-"""What a report holds: its scope, each deployment's run, the verdicts, the baseline.
+"""What a report holds: scope, each deployment's run, time line, verdicts and baseline.
 
 Built by :func:`~inference_obs.report.build.build_report`; rendered by
 :mod:`~.sections` (Markdown and HTML), :mod:`~.report_json` and the figures
@@ -11,6 +11,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.run import DeploymentResults
+from inference_obs.analyses.timeline import Timeline
 from inference_obs.analyses.validity.verdicts import ValidityResult
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.result import measurements_frame
@@ -41,6 +42,9 @@ class Report(BaseModel):
     title: str
     scope: Scope
     deployments: tuple[DeploymentResults, ...]
+    timeline: Timeline = Field(
+        description="What happened, from every deployment's results: stalls, restarts, gaps."
+    )
     validity: ValidityResult | None = Field(None, description="With two or more deployments.")
     methodology: tuple[str, ...] = ()
     baseline: Baseline | None = Field(None, description="Against an earlier report.json.")

@@ -5,7 +5,9 @@ Every Measurement appears once under its stable key
 window, provenance and annotations, followed by the comparison verdicts.
 The ``summary`` comes first: the report's conclusions, ranked, each with the
 keys of the Measurements it rests on (:mod:`~inference_obs.report.conclusions`);
-``cautions`` lists what not to conclude (:mod:`~inference_obs.report.cautions`).
+``cautions`` lists what not to conclude (:mod:`~inference_obs.report.cautions`);
+``timeline`` what happened, the most severe event first
+(:mod:`~inference_obs.analyses.timeline`).
 The format is pinned by the pydantic models of
 :mod:`~inference_obs.report.report_json_model`.
 Infinite bounds (a quantile in the ``+Inf`` bucket) are written as the
@@ -133,6 +135,10 @@ def report_json(report: Report) -> dict[str, Any]:
         "summary": _summary(report),
         "cautions": [
             {"kind": c.kind, "text": c.text, "keys": list(c.keys)} for c in cautions(report)
+        ],
+        "timeline": [
+            {"rank": rank, **e.model_dump(mode="json")}
+            for rank, e in enumerate(report.timeline.events, 1)
         ],
         "deployments": deployments,
         "measurements": [measurement_json(m) for m in report.measurements()],

@@ -11,7 +11,7 @@ JSON has no infinity: numbers that may be infinite (a quantile's bound in
 the ``+Inf`` bucket) are :data:`JsonNumber`, a number or ``"+Inf"``/``"-Inf"``.
 
 Beyond the shapes, :class:`ReportDocument` checks that measurement keys are
-unique and that every key a summary entry or caution names is among them.
+unique and that every key a summary entry, caution or event names is among them.
 
 Examples
 --------
@@ -29,6 +29,7 @@ __all__ = [
     "Caution",
     "Comparison",
     "DeploymentEntry",
+    "EventEntry",
     "JsonNumber",
     "MeasurementEntry",
     "ReportDocument",
@@ -86,6 +87,34 @@ class Caution(_Closed):
     kind: str
     text: str
     keys: list[str]
+
+
+class EventEntry(_Closed):
+    """One event of the time line, ranked from 1 (the most severe, then the earliest)."""
+
+    rank: int = Field(ge=1)
+    deployment: str
+    replicas: list[str] = Field(description="Replicas, targets or GPUs; empty: the deployment.")
+    start: str = Field(description="ISO 8601, timezone-aware: first seen.")
+    end: str = Field(description="ISO 8601, timezone-aware: last seen.")
+    kind: Literal[
+        "stall",
+        "restart",
+        "xid_error",
+        "gpus_waiting",
+        "scrape_gap",
+        "counter_reset",
+        "gpu_stopped",
+        "gpu_silent",
+        "latency_spike",
+        "queue_burst",
+        "gpu_scrape_gap",
+    ]
+    severity: Literal["critical", "major", "minor"]
+    pieces: list[str] = Field(description="Kinds of the evidence merged into it, in time order.")
+    text: str = Field(description="One sentence with its evidence.")
+    keys: list[str] = Field(description="Measurement keys it rests on (all in measurements).")
+    promql: list[str] = Field(description="Queries of evidence that is not a Measurement.")
 
 
 class QueueIntervalEntry(_Closed):
@@ -358,6 +387,7 @@ class ReportDocument(_Closed):
     methodology: list[str]
     summary: list[SummaryEntry] = Field(description="The conclusions, ranked.")
     cautions: list[Caution] = Field(description="What not to conclude.")
+    timeline: list[EventEntry] = Field(description="What happened, the most severe first.")
     deployments: list[DeploymentEntry]
     measurements: list[MeasurementEntry]
     comparisons: list[Comparison]
@@ -369,7 +399,11 @@ class ReportDocument(_Closed):
         if len(set(keys)) != len(keys):
             repeated = sorted({k for k in keys if keys.count(k) > 1})
             raise ValueError(f"measurement keys repeat: {repeated}")
-        entries: list[SummaryEntry | Caution] = [*self.summary, *self.cautions]
+        entries: list[SummaryEntry | Caution | EventEntry] = [
+            *self.summary,
+            *self.cautions,
+            *self.timeline,
+        ]
         for entry in entries:
             unknown = sorted(set(entry.keys) - set(keys))
             if unknown:

@@ -7,7 +7,8 @@ ground truth the series were made from, :mod:`inference_obs.simulate.ground_trut
 and the scenario: a side called lower is lower in truth; quantiles that
 cannot be told apart, or stated alone, lie in the buckets given; a
 deployment said to queue had requests waiting; GPUs said to wait on the
-host or on transfers had such a fault injected. A kind of entry this test
+host or on transfers had such a fault injected; a stall or restart named was
+injected on that replica at that time. A kind of entry this test
 does not know fails it, so a new finder comes with its check.
 
 The slowest scenario takes about 10 s to simulate and 5 s to report.
@@ -27,6 +28,7 @@ import pytest
 
 from inference_obs.analyses.validity.checks import Thresholds
 from inference_obs.cli import main
+from inference_obs.simulate.faults import Restart, Stall, of_kind
 from inference_obs.simulate.scenario import load_scenario, scenario_names
 from inference_obs.source.dataset.reader import read_dataset
 
@@ -181,6 +183,34 @@ def _bottleneck(entry: Doc, doc: Doc, truth: pd.DataFrame, _data: Path) -> None:
         pytest.fail(f"no ground truth check for {entry['text']!r}")
 
 
+def _incident(entry: Doc, doc: Doc, truth: pd.DataFrame, data: Path) -> None:
+    """A stall or restart named in the summary was injected on that replica at that time,
+    to two scrape intervals."""
+    manifest = json.loads((data / "manifest.json").read_text())
+    scenario = load_scenario(manifest["generator"]["scenario"])
+    (event,) = [e for e in doc["timeline"] if entry["text"].endswith(e["text"])]
+    start_s = pd.Timestamp(manifest["window"]["start"]).timestamp()
+    seen = [pd.Timestamp(event[k]).timestamp() - start_s for k in ("start", "end")]
+    slack = 2 * float(manifest["scrape_interval_seconds"])
+    injected: list[tuple[str, float, float]] = [
+        (f.replica, f.start, f.end) for f in of_kind(scenario.faults, Stall)
+    ] if event["kind"] == "stall" else [
+        (f.replica, f.at, f.at + f.downtime) for f in of_kind(scenario.faults, Restart)
+    ]  # fmt: skip
+    assert event["kind"] in ("stall", "restart"), entry["text"]
+
+    def pod(replica: str) -> str:
+        spec = scenario.deployment_of(replica)
+        return spec.pod(spec.replicas.index(replica))
+
+    assert any(
+        any(r.endswith(f"/{pod(replica)}") for r in event["replicas"])
+        and abs(seen[0] - start) <= slack
+        and abs(seen[1] - end) <= slack
+        for replica, start, end in injected
+    ), (entry["text"], seen, injected)
+
+
 CHECKS: dict[str, Callable[[Doc, Doc, pd.DataFrame, Path], None]] = {
     "latency_lower": _latency_lower,
     "latency_indistinguishable": _latency_indistinguishable,
@@ -189,6 +219,7 @@ CHECKS: dict[str, Callable[[Doc, Doc, pd.DataFrame, Path], None]] = {
     "queued": _queued,
     "boundaries_starved": _boundaries_starved,
     "bottleneck": _bottleneck,
+    "incident": _incident,
 }
 
 
@@ -207,5 +238,7 @@ def test_every_summary_claim_holds_in_the_ground_truth(scenario: str, tmp_path: 
         check = CHECKS.get(entry["kind"])
         assert check is not None, f"no ground truth check for {entry['kind']}: {entry['text']}"
         check(entry, doc, truth, data)
+    if of_kind(load_scenario(scenario).faults, Stall):  # a stall is named where injected
+        assert "incident" in {e["kind"] for e in doc["summary"]}, scenario
     if scenario == "gpu-boundaries-healthy":
         assert not [e for e in doc["summary"] if e["kind"].startswith("boundaries")]

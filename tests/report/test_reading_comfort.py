@@ -32,7 +32,8 @@ def body(written: str) -> str:
 def test_the_summary_comes_early_and_the_body_is_short(written: str, body: str) -> None:
     lines = written.splitlines()
     assert lines.index("## Summary") < 40
-    assert len(body.splitlines()) <= 350
+    # 350 before the time line; its section takes about a dozen lines.
+    assert len(body.splitlines()) <= 370
 
 
 def test_each_figure_shows_its_caption_under_it_in_commonmark(body: str) -> None:

@@ -23,7 +23,7 @@ from inference_obs.source.dataset.source import DatasetSource
 
 DATASET = Path(__file__).resolve().parents[2] / "datasets" / "pro5000-vs-h20"
 SECTIONS = (
-    "Scope", "Summary", "Deployments compared", "Collection health",
+    "Scope", "Summary", "What happened", "Deployments compared", "Collection health",
     "Declared and verified configuration",
     "Collection and statistical definitions",
     "Request shapes", "Throughput", "Latency", "Queues and GPU activity", "Memory and errors",

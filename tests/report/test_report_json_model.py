@@ -27,7 +27,9 @@ def test_each_bundled_report_json_has_the_documented_format(dataset: str, tmp_pa
     data = _written(dataset, tmp_path)
     document = ReportDocument.model_validate(data)
     assert document.summary
-    assert document.model_dump(mode="json", exclude_none=False)["summary"] == data["summary"]
+    dumped = document.model_dump(mode="json", exclude_none=False)
+    assert dumped["summary"] == data["summary"]
+    assert dumped["timeline"] == data["timeline"]
 
 
 def test_a_field_the_format_does_not_document_fails(tmp_path: Path) -> None:
@@ -37,6 +39,15 @@ def test_a_field_the_format_does_not_document_fails(tmp_path: Path) -> None:
     entry = {**data["summary"][0], "keys": ["R1/latency/not_a_key"]}  # type: ignore[index]
     with pytest.raises(ValidationError, match="not_a_key"):
         ReportDocument.model_validate({**data, "summary": [entry]})
+    event = {
+        "rank": 1, "deployment": "R1", "replicas": [], "start": "2026-01-01T00:00:00+00:00",
+        "end": "2026-01-01T00:01:00+00:00", "kind": "stall", "severity": "critical",
+        "pieces": ["stall"], "text": "t", "keys": ["R1/queueing/not_a_key"], "promql": [],
+    }  # fmt: skip
+    with pytest.raises(ValidationError, match="not_a_key"):
+        ReportDocument.model_validate({**data, "timeline": [event]})
+    with pytest.raises(ValidationError, match="kind"):
+        ReportDocument.model_validate({**data, "timeline": [{**event, "kind": "outage"}]})
 
 
 def _inf(x: float | str) -> float:

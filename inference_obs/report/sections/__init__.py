@@ -1,7 +1,7 @@
 """The sections of an observation report, in the order its method reads them.
 
 Scope first (what was read, and that nothing was sent or changed), then
-the summary of what the report concludes, then which deployments are
+the summary of what the report concludes and what happened when, then which deployments are
 compared, whether their collection is whole, and how each statistic is
 defined, then request shapes before throughput, latency, queues against
 GPU activity, caches, memory and errors, GPU activity and bottleneck,
@@ -26,6 +26,7 @@ from inference_obs.report.sections.memory import memory_and_errors
 from inference_obs.report.sections.queues import queues
 from inference_obs.report.sections.scope import configurations, definitions, deployments, scope
 from inference_obs.report.sections.throughput import throughput
+from inference_obs.report.sections.timeline import what_happened
 from inference_obs.report.sections.verdicts import baseline, verdicts
 from inference_obs.report.sections.workload import latency, request_shapes
 
@@ -40,6 +41,7 @@ def sections(report: Report) -> tuple[Block, ...]:
     parts = (
         scope,
         summary,
+        what_happened,
         deployments,
         collection,
         configurations,

@@ -1,0 +1,222 @@
+"""Events from pieces: what overlaps on one replica is one incident, with all its evidence.
+
+:func:`timeline` reads each deployment's results (a run's
+:class:`~inference_obs.analyses.run.DeploymentResults`), gathers the pieces
+of :mod:`~inference_obs.analyses.timeline.pieces`, and merges them:
+
+1. pieces of one replica that overlap or touch (within one scrape interval,
+   the resolution of every per-scrape piece) are one incident, as a stall
+   and the queue it leaves, or a scrape gap and the counter reset of the
+   restart it was;
+2. incidents of the same kind on several replicas that overlap in time are
+   one event naming the replicas (a whole fleet's scrape gap is one event);
+3. a latency spike of the deployment's merged buckets is a consequence, not
+   a cause: it joins the most severe incident that began before its first
+   point and was still on within the trailing window that point summarises
+   (of equals, the one covering most of that window), as evidence only: a
+   rolling window cannot date an incident to better than its length, so the
+   incident keeps its own times. Alone, it is an event of the deployment as
+   a whole.
+
+Nothing is read from the source, nor from what a dataset says about itself
+(its methodology or a fault list): only from the series, through the results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+
+from inference_obs.analyses.boundaries import boundaries
+from inference_obs.analyses.collection import collection
+from inference_obs.analyses.error_signals import errors
+from inference_obs.analyses.queueing import queueing
+from inference_obs.analyses.rolling import rolling_itl, rolling_quantiles
+from inference_obs.analyses.run import DeploymentResults
+from inference_obs.analyses.timeline.events import Event, EventKind, Severity, Timeline
+from inference_obs.analyses.timeline.pieces import (
+    Piece,
+    boundary_pieces,
+    collection_pieces,
+    queue_pieces,
+    spike_pieces,
+    xid_pieces,
+)
+
+__all__ = ["NAMED", "deployment_events", "named", "timeline"]
+
+#: Replicas named in a sentence before "and N more": a fleet's event stays one line.
+NAMED = 5
+_ORDER = {kind: k for k, kind in enumerate(EventKind)}
+
+
+def named(replicas: Sequence[str], limit: int = NAMED) -> str:
+    """At most ``limit`` names, then how many more.
+
+    Examples
+    --------
+    >>> named(["a", "b", "c"], 2)
+    'a, b and 1 more'
+    >>> named([])
+    'the whole deployment'
+    """
+    if not replicas:
+        return "the whole deployment"
+    shown = ", ".join(replicas[:limit])
+    return f"{shown} and {len(replicas) - limit} more" if len(replicas) > limit else shown
+
+
+def _weight(kind: EventKind) -> tuple[int, int]:
+    """Sort key of a kind: the most severe, then the earlier in :class:`EventKind`, first."""
+    return (-kind.severity.rank, _ORDER[kind])
+
+
+def _order(e: Event) -> tuple[int, int, datetime]:
+    """Sort key of an event: the most severe, then by kind, then the earliest."""
+    return (-e.severity.rank, _ORDER[e.kind], e.start)
+
+
+@dataclass(slots=True)
+class _Incident:
+    """Pieces merged so far; ``after`` holds the latency spikes it explains."""
+
+    pieces: list[Piece]
+    start: float
+    end: float
+    after: list[Piece] = field(default_factory=list)
+
+    @property
+    def kind(self) -> EventKind:
+        return min((p.kind for p in self.pieces), key=_weight)
+
+    @property
+    def severity(self) -> Severity:
+        """The most severe of its pieces' (a queue and the spike it caused: the spike's)."""
+        return max((p.kind.severity for p in (*self.pieces, *self.after)), key=lambda s: s.rank)
+
+    @property
+    def replicas(self) -> list[str]:
+        return list(dict.fromkeys(p.replica for p in self.pieces if p.replica))
+
+    def take(self, other: _Incident) -> None:
+        self.pieces += other.pieces
+        self.after += other.after
+        self.start, self.end = min(self.start, other.start), max(self.end, other.end)
+
+
+def _sweep(incidents: list[_Incident], touch: float) -> list[_Incident]:
+    """Merge incidents (already of one group) whose times overlap or lie ``touch`` apart."""
+    merged: list[_Incident] = []
+    for one in sorted(incidents, key=lambda i: (i.start, i.end)):
+        if merged and one.start <= merged[-1].end + touch:
+            merged[-1].take(one)
+        else:
+            merged.append(one)
+    return merged
+
+
+def _merge(pieces: Sequence[Piece], touch: float) -> list[_Incident]:
+    """Rules 1 and 2 of the module: per replica, then the same kind across replicas."""
+    by_replica: dict[str, list[_Incident]] = {}
+    for p in pieces:
+        by_replica.setdefault(p.replica, []).append(_Incident([p], p.start, p.end))
+    incidents = [i for group in by_replica.values() for i in _sweep(group, touch)]
+    by_kind: dict[EventKind, list[_Incident]] = {}
+    for i in incidents:
+        by_kind.setdefault(i.kind, []).append(i)
+    return [i for group in by_kind.values() for i in _sweep(group, 0.0)]
+
+
+def _attach(spikes: Sequence[Piece], incidents: list[_Incident]) -> None:
+    """Rule 3 of the module: each spike joins the incident it follows, or stands alone.
+
+    Of the incidents that began by the spike's first point and were on within
+    the trailing window it summarises, the most severe; then the one that
+    covers most of that window; then the latest.
+    """
+    for spike in spikes:
+        since = spike.start - spike.reach
+        causes = [i for i in incidents if i.start <= spike.start and i.end >= since]
+        if not causes:
+            incidents.append(_Incident([spike], spike.start, spike.end))
+            continue
+        weights = [
+            (i.severity.rank, min(i.end, spike.start) - max(i.start, since), i.start)
+            for i in causes
+        ]
+        causes[weights.index(max(weights))].after.append(spike)
+
+
+def _text(incident: _Incident) -> str:
+    """One sentence: each replica's evidence (the first few), then the spikes after it."""
+    replicas = incident.replicas
+    parts = []
+    for replica in replicas[:3] or [""]:
+        said = [p.phrase for p in sorted(incident.pieces, key=lambda p: p.start)]
+        if len(replicas) > 1:
+            said = [p.phrase for p in incident.pieces if p.replica == replica]
+            said[0] = f"on {replica}, {said[0]}"
+        parts += list(dict.fromkeys(said))
+    if len(replicas) > 3:
+        parts.append(f"alike on {len(replicas) - 3} more")
+    parts += list(dict.fromkeys(p.phrase for p in sorted(incident.after, key=lambda p: p.start)))
+    return "; ".join(parts) + "."
+
+
+def _event(deployment: str, incident: _Incident, zone: tzinfo | None) -> Event:
+    every = [*incident.pieces, *incident.after]
+    in_order = sorted(every, key=lambda p: p.start)
+    return Event(
+        deployment=deployment,
+        replicas=tuple(incident.replicas),
+        start=datetime.fromtimestamp(incident.start, zone),
+        end=datetime.fromtimestamp(incident.end, zone),
+        kind=incident.kind,
+        severity=incident.severity,
+        pieces=tuple(p.kind for p in in_order),
+        text=_text(incident),
+        keys=tuple(dict.fromkeys(k for p in every for k in p.keys)),
+        promql=tuple(dict.fromkeys(q for p in every for q in p.promql)),
+    )
+
+
+def deployment_events(run: DeploymentResults) -> tuple[Event, ...]:
+    """The events of one deployment's results, the most severe first, then by start."""
+    zone = run.window.start.tzinfo
+    q, c = run.of(queueing), run.of(collection)
+    pieces = [
+        *queue_pieces(q, zone),
+        *boundary_pieces(run.of(boundaries)),
+        *collection_pieces(c, q, run.window),
+        *xid_pieces(run.of(errors), run.window),
+    ]
+    # Per-scrape pieces are known to a scrape interval: nearer than that, they touch.
+    touch = max(q.row_seconds, c.scrape_interval.value or 0.0)
+    incidents = _merge(pieces, touch)
+    spikes = [
+        *spike_pieces(run.of(rolling_quantiles), zone),
+        *spike_pieces(run.of(rolling_itl), zone),
+    ]
+    _attach(spikes, incidents)
+    found = (_event(run.deployment.name, i, zone) for i in incidents)
+    return tuple(sorted(found, key=_order))
+
+
+def timeline(runs: Sequence[DeploymentResults]) -> Timeline:
+    """Every deployment's events (see the module), the most severe first, then by start.
+
+    Parameters
+    ----------
+    runs
+        Each deployment's results, as :func:`~inference_obs.analyses.run.run`
+        returns them; the queueing, boundaries, collection, errors and both
+        rolling-quantile results are read.
+
+    Returns
+    -------
+    Timeline
+        Events with times in each deployment's window timezone.
+    """
+    found = [e for run in runs for e in deployment_events(run)]
+    return Timeline(events=tuple(sorted(found, key=_order)))

@@ -1,0 +1,318 @@
+"""The time line against what was injected: the bundled PRO stall, and faults simulated afresh.
+
+Expected times come from the scenario's fault list and the ground truth
+``requests.csv``, which the tests may read and the time line may not: it reads
+the analyses' results alone. Each simulated fleet is drawn at a new seed
+every run (printed in every assertion message) and its fault times from that
+seed, so the rules are checked against draws nobody tuned them on.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from inference_obs.analyses.rolling import QuantileSeries
+from inference_obs.analyses.run import DeploymentResults, run
+from inference_obs.analyses.timeline import Event, EventKind, Timeline, named, timeline
+from inference_obs.analyses.timeline.incidents import _attach, _merge
+from inference_obs.analyses.timeline.pieces import SPIKE_FACTOR, Piece, latency_spikes
+from inference_obs.simulate import simulate
+from inference_obs.simulate.faults import (
+    GpuStops,
+    HostStarved,
+    Restart,
+    ScrapeGap,
+    Stall,
+    of_kind,
+)
+from inference_obs.simulate.scenario import Scenario, load_scenario, parse_scenario
+from inference_obs.source.dataset.reader import read_dataset
+from inference_obs.source.dataset.source import DatasetSource
+
+ROOT = Path(__file__).resolve().parents[2]
+DATASET = ROOT / "datasets" / "pro5000-vs-h20"
+FAULTS = Path(__file__).with_name("timeline_faults.yaml")
+#: The simulated fleet's scrape interval (timeline_faults.yaml), seconds.
+SCRAPE_S = 15.0
+
+
+def _runs(data: Path) -> list[DeploymentResults]:
+    source = DatasetSource(data)
+    manifest = source.dataset.manifest
+    window = manifest.window.window()
+    return run(source, manifest.deployments, {d.name: window for d in manifest.deployments})
+
+
+def _offsets(e: Event, start_s: float) -> tuple[float, float]:
+    return e.start.timestamp() - start_s, e.end.timestamp() - start_s
+
+
+def _names(e: Event, name: str) -> bool:
+    return name in e.replicas
+
+
+def _on(e: Event, pod: str) -> bool:
+    """Whether the event names the pod (replicas are ``namespace/pod``)."""
+    return any(r == pod or r.endswith(f"/{pod}") for r in e.replicas)
+
+
+@pytest.fixture(scope="module")
+def bundled() -> Timeline:
+    return timeline(_runs(DATASET))
+
+
+def test_the_pro_stall_is_an_event_on_its_replica_within_a_scrape_of_its_times(
+    bundled: Timeline,
+) -> None:
+    manifest = json.loads((DATASET / "manifest.json").read_text())
+    scenario = load_scenario(manifest["generator"]["scenario"])
+    (stall,) = of_kind(scenario.faults, Stall)
+    spec = scenario.deployment_of(stall.replica)
+    pod = spec.pod(spec.replicas.index(stall.replica))
+    start_s = pd.Timestamp(manifest["window"]["start"]).timestamp()
+    interval = float(manifest["scrape_interval_seconds"])  # 60 s
+    found = [e for e in bundled.stalls if e.deployment == spec.name and _on(e, pod)]
+    assert len(found) == 1, [e.text for e in bundled.events]
+    (event,) = found
+    first, last = _offsets(event, start_s)
+    # 43m44.4s-44m40s: the one scrape inside it, at 18:24:25.667 (44m25.667s), shows it.
+    assert abs(first - stall.start) <= interval, (first, stall.start)
+    assert abs(last - stall.end) <= interval, (last, stall.end)
+    assert event.severity.value == "critical"
+    assert bundled.events[0] == event  # the most severe event of the hour
+    # The ground truth at that scrape: requests scheduled and not finished, or arrived and
+    # not scheduled.
+    truth = pd.read_csv(DATASET / "requests.csv")
+    pro = truth[truth["deployment"] == spec.name]
+    at = first
+    running = int(((pro["scheduled"] < at) & (pro["finish"] > at)).sum())
+    waiting = int(((pro["arrival"] < at) & (pro["scheduled"] > at)).sum())
+    assert (running, waiting) == (11, 4)
+    assert f"{running} requests running and {waiting} waiting while the GPUs read 0%" in event.text
+    # The first tokens after it came up to 56.6 s late: in TTFT bucket (40, 80] of PRO's
+    # custom buckets, which the rolling P95 the event quotes lies in too.
+    late = pro.loc[(pro["first_token"] > stall.end), "ttft"].max()
+    assert 40 < late <= 80
+    assert EventKind.LATENCY_SPIKE in event.pieces
+    assert "time to first token" in event.text
+    assert "about 71 s" in event.text
+
+
+def test_the_events_come_from_the_series_not_from_what_the_dataset_says_of_itself(
+    bundled: Timeline, tmp_path: Path
+) -> None:
+    blank = tmp_path / "blank"
+    shutil.copytree(DATASET, blank)
+    manifest = json.loads((blank / "manifest.json").read_text())
+    assert any("stall" in line for line in manifest["methodology"])  # the fault, in words
+    manifest["methodology"] = []
+    manifest["title"] = "untitled"
+    for truth in ("requests.csv", "aggregates.json"):  # the ground truth and targets too
+        del manifest["files"][truth]
+        (blank / truth).unlink()
+    (blank / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    assert timeline(_runs(blank)) == bundled
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """A fleet simulated at a fresh seed, with or without its faults."""
+
+    seed: int
+    scenario: Scenario
+    data: Path
+    timeline: Timeline
+    start_s: float
+
+
+def _draw(seed: int, with_faults: bool, out: Path) -> Drawn:
+    rng = random.Random(seed)
+
+    def at(low: float, high: float) -> float:
+        return round(rng.uniform(low, high), 1)
+
+    stall, host, gap, gpu_gap = at(120, 180), at(420, 480), at(120, 240), at(360, 480)
+    times = {
+        "stall_start": stall,
+        "stall_end": stall + at(60, 120),
+        "host_start": host,
+        "host_end": host + 180,
+        "restart_at": at(200, 300),
+        "downtime": at(40, 60),
+        "gpu_stops_at": at(480, 600),
+        "app_gap_start": gap,
+        "app_gap_end": gap + at(40, 70),
+        "gpu_gap_start": gpu_gap,
+        "gpu_gap_end": gpu_gap + at(40, 70),
+    }
+    text = FAULTS.read_text()
+    if not with_faults:
+        text = text.split("\nfaults:")[0]
+    for name, value in times.items():
+        text = text.replace(f"{{{name}}}", str(value))
+    scenario = parse_scenario(text, str(FAULTS))
+    data = out / "data"
+    simulate(scenario, data, seed=seed)
+    start_s = DatasetSource(data).dataset.manifest.window.window().start_s
+    return Drawn(seed, scenario, data, timeline(_runs(data)), start_s)
+
+
+@pytest.fixture(scope="module")
+def seed() -> int:
+    return random.SystemRandom().randrange(1, 2**31)
+
+
+@pytest.fixture(scope="module")
+def faulty(seed: int, tmp_path_factory: pytest.TempPathFactory) -> Drawn:
+    return _draw(seed, True, tmp_path_factory.mktemp("faulty"))
+
+
+@pytest.fixture(scope="module")
+def healthy(seed: int, tmp_path_factory: pytest.TempPathFactory) -> Drawn:
+    return _draw(seed, False, tmp_path_factory.mktemp("healthy"))
+
+
+def _pod(drawn: Drawn, replica: str) -> str:
+    spec = drawn.scenario.deployment_of(replica)
+    return spec.pod(spec.replicas.index(replica))
+
+
+def _gpu_labels(drawn: Drawn, replica: str, **wanted: str) -> dict[str, str]:
+    """Labels of the replica's first GPU utilisation series matching ``wanted``."""
+    pod = _pod(drawn, replica)
+    for s in read_dataset(drawn.data).samples:
+        labels = {**wanted, "pod": pod}
+        if s.name == "DCGM_FI_DEV_GPU_UTIL" and all(
+            s.labels.get(k) == v for k, v in labels.items()
+        ):
+            return dict(s.labels)
+    raise AssertionError(f"no GPU series of {replica}")
+
+
+def _near(
+    drawn: Drawn,
+    kinds: set[EventKind],
+    named_as: Callable[[Event], bool],
+    times: tuple[float, float],
+    slack: float,
+) -> Event:
+    """The one event of ``kinds`` (as kind or piece) that is named so and starts and ends
+    within ``slack`` seconds of ``times`` (offsets from the window start)."""
+    everything = "\n".join(
+        f"{e.kind} {e.replicas} {_offsets(e, drawn.start_s)} {e.text}"
+        for e in drawn.timeline.events
+    )
+    found = [
+        e
+        for e in drawn.timeline.events
+        if (e.kind in kinds or kinds & set(e.pieces))
+        and named_as(e)
+        and all(
+            abs(got - want) <= slack
+            for got, want in zip(_offsets(e, drawn.start_s), times, strict=True)
+        )
+    ]
+    assert len(found) == 1, f"seed {drawn.seed}: {kinds} at {times}\n{everything}"
+    return found[0]
+
+
+def test_every_injected_fault_is_an_event_on_its_replica_at_its_time(faulty: Drawn) -> None:
+    faults, two = faulty.scenario.faults, 2 * SCRAPE_S
+    (stall,) = of_kind(faults, Stall)
+    pod = _pod(faulty, stall.replica)
+    found = _near(faulty, {EventKind.STALL}, lambda e: _on(e, pod), (stall.start, stall.end), two)
+    assert found.kind is EventKind.STALL, faulty.seed
+    assert "GPUs read 0%" in found.text, faulty.seed
+    (restart,) = of_kind(faults, Restart)
+    pod = _pod(faulty, restart.replica)
+    back = restart.at + restart.downtime
+    found = _near(faulty, {EventKind.RESTART}, lambda e: _on(e, pod), (restart.at, back), two)
+    assert "counters reset" in found.text, faulty.seed
+    for gap in of_kind(faults, ScrapeGap):
+        if gap.target == "app":
+            name = _pod(faulty, gap.replica)
+            kind, named_as = EventKind.SCRAPE_GAP, partial(_on, pod=name)
+        else:  # a GPU exporter is named by its scrape target
+            name = _gpu_labels(faulty, gap.replica)["instance"]
+            kind, named_as = EventKind.GPU_SCRAPE_GAP, partial(_names, name=name)
+        _near(faulty, {kind}, named_as, (gap.start, gap.end), two)
+    (stops,) = of_kind(faults, GpuStops)
+    labels = _gpu_labels(faulty, stops.replica, gpu=str(stops.gpu))
+    gpu = f"{labels['Hostname']}/gpu{stops.gpu}"
+    window_s = faulty.scenario.window.duration
+    _near(faulty, {EventKind.GPU_STOPPED}, lambda e: gpu in e.replicas, (stops.at, window_s), two)
+    (host,) = of_kind(faults, HostStarved)
+    pod = _pod(faulty, host.replica)
+    # The duty cycle averages the exporter's collect interval and must fall under half
+    # before a row counts: the interval can open a scrape later than the others, three.
+    found = _near(
+        faulty,
+        {EventKind.GPUS_WAITING},
+        lambda e: _on(e, pod),
+        (host.start, host.end),
+        3 * SCRAPE_S,
+    )
+    assert "waiting on the host CPUs" in found.text, faulty.seed
+
+
+def test_a_fleet_without_faults_has_no_stall_restart_gap_or_stopped_gpu(healthy: Drawn) -> None:
+    kinds = {e.kind for e in healthy.timeline.events}
+    quiet = {EventKind.QUEUE_BURST, EventKind.LATENCY_SPIKE}
+    assert kinds <= quiet, (healthy.seed, [e.text for e in healthy.timeline.events])
+
+
+def test_a_spike_is_ten_times_the_median_or_more_and_splits_where_points_are_missing() -> None:
+    # Median of the 7 values is 1 (by hand): 10 and 12 are spikes, 9.9 is not; the point at
+    # t=600 is more than 1.5 steps after t=240, so 12 is a spike of its own.
+    t = np.array([0, 60, 120, 180, 240, 600, 660], dtype=np.float64)
+    values = np.array([1, 1, 9.9, 10, 1, 12, 1], dtype=np.float64)
+    series = QuantileSeries(quantile=0.95, t=t, values=values, promql="q")
+    spikes = latency_spikes(series, every=60.0)
+    assert SPIKE_FACTOR == 10.0
+    assert [(s.first, s.last, s.peak, s.median) for s in spikes] == [
+        (180.0, 180.0, 10.0, 1.0),
+        (600.0, 600.0, 12.0, 1.0),
+    ]
+
+
+def test_replicas_are_named_up_to_a_handful() -> None:
+    names = [f"r-{k}" for k in range(8)]
+    assert named(names) == "r-0, r-1, r-2, r-3, r-4 and 3 more"
+    assert named(names[:2]) == "r-0, r-1"
+
+
+def test_pieces_that_touch_on_a_replica_merge_and_a_spike_joins_the_incident_it_follows() -> None:
+    stall = Piece(EventKind.STALL, "a", 0.0, 60.0, "held", ("k1",))
+    # Starts one 15 s scrape after the stall's last: they touch.
+    queue = Piece(EventKind.QUEUE_BURST, "a", 75.0, 120.0, "queued", ("k2",))
+    later = Piece(EventKind.QUEUE_BURST, "a", 200.0, 210.0, "again", ("k2",))
+    gap_b = Piece(EventKind.SCRAPE_GAP, "b", 0.0, 30.0, "gap b")
+    gap_c = Piece(EventKind.SCRAPE_GAP, "c", 10.0, 40.0, "gap c")
+    incidents = _merge([queue, gap_c, stall, later, gap_b], touch=15.0)
+    by_kind = {(i.kind, tuple(i.replicas)): i for i in incidents}
+    assert set(by_kind) == {
+        (EventKind.STALL, ("a",)),
+        (EventKind.QUEUE_BURST, ("a",)),  # 80 s after the queue: its own incident
+        (EventKind.SCRAPE_GAP, ("b", "c")),  # the same kind on two replicas at once
+    }
+    held = by_kind[EventKind.STALL, ("a",)]
+    assert (held.start, held.end) == (0.0, 120.0)
+    # First point at 130 s over a 300 s trailing window: the stall (0-120 s, critical) and
+    # the gaps (0-40 s) were on in it; the stall is the more severe.
+    spike = Piece(EventKind.LATENCY_SPIKE, "", 130.0, 190.0, "slow", promql=("q",), reach=300.0)
+    alone = Piece(EventKind.LATENCY_SPIKE, "", 1000.0, 1060.0, "slow later", reach=300.0)
+    _attach([spike, alone], incidents)
+    assert held.after == [spike]
+    assert (held.start, held.end) == (0.0, 120.0)  # a spike dates nothing
+    assert incidents[-1].pieces == [alone]
+    assert incidents[-1].replicas == []
