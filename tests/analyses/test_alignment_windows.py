@@ -148,3 +148,23 @@ def test_two_pro_scrapes_read_the_gpu_samples_nearest_them(
         result = queueing(source, pro, window)
         assert _pro_row(result, capacity_at) == ("capacity", 14.0, 99.0)
         assert _pro_row(result, starved_at) == ("starved", 1.0, 30.375)
+
+
+def test_every_shared_tile_keeps_its_class_and_gpu_mean(
+    source: DatasetSource, windows: dict[str, Window]
+) -> None:
+    # Read in 60 s tiles, each window's tiles end on whole minutes (multiples of 60 s
+    # since the epoch), the window 30 s later's too: 17:42:00, ..., 18:40:00 for it.
+    per_window: dict[str, Rows] = {}
+    for name, window in windows.items():
+        rows: Rows = {}
+        for deployment in _deployments(source):
+            result = queueing(source, deployment, window, step=60.0)
+            for (_, replica, t), row in _queue_rows(result).items():
+                assert t % 60_000 == 0
+                rows[(deployment.name, replica, t)] = row
+        per_window[name] = rows
+    shared = _shared(per_window)
+    assert len(shared) >= 5 * 58
+    moved = [k for k in shared if len({rows[k] for rows in per_window.values()}) > 1]
+    assert not moved, sorted(moved)[:5]
