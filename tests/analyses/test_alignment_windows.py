@@ -168,3 +168,20 @@ def test_every_shared_tile_keeps_its_class_and_gpu_mean(
     assert len(shared) >= 5 * 58
     moved = [k for k in shared if len({rows[k] for rows in per_window.values()}) > 1]
     assert not moved, sorted(moved)[:5]
+
+
+def test_windows_holding_the_same_scrapes_give_the_same_waiting_idle_table(
+    source: DatasetSource, windows: dict[str, Window]
+) -> None:
+    # The dataset's samples lie in 17:40-18:40, so the hour, the two hours and the
+    # 90 minutes ending at 18:40 hold the same scrapes: the same 2x2 table, the same p.
+    def table(window: Window, deployment: Deployment) -> tuple[float | None, ...]:
+        pooled = queueing(source, deployment, window).waiting_idle
+        cells = (pooled.waiting_idle, pooled.waiting_busy, pooled.not_waiting_idle)
+        return (*(m.value for m in cells), pooled.not_waiting_busy.value, pooled.p_value.value)
+
+    for deployment in _deployments(source):
+        hour = table(windows["1h"], deployment)
+        assert sum(v or 0 for v in hour[:4]) == 60 * len(deployment.replicas)
+        assert table(windows["2h"], deployment) == hour
+        assert table(windows["90m"], deployment) == hour
