@@ -420,8 +420,8 @@ def _queueing(r: Reading, settings: QueueingSettings) -> QueueingResult:
     Rows are every app scrape (``r.step`` None) or tiles of ``r.step``
     seconds (see :func:`~inference_obs.reading.resolution.tile_step`); a
     replica's GPUs are busy at ``settings.busy_threshold`` percent mean
-    utilisation, and per scrape a GPU step is aligned within
-    ``settings.tolerance_s`` seconds. Intervals per class (times in the
+    utilisation, and per scrape the GPU reading nearest in time is aligned
+    within ``settings.tolerance_s`` seconds. Intervals per class (times in the
     window's timezone), the peak queue (requests) and when, the share of rows
     per class (ratio 0-1), the rows with an aligned GPU reading (samples or
     tiles) and the lag (rows) with the strongest waiting-vs-idle correlation

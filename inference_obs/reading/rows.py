@@ -292,7 +292,7 @@ def tolerance_ms(analysis: str, step: float | None, tolerance_s: float | None) -
         return None
     if step is not None:
         raise ConfigurationError(
-            f"{analysis}.tolerance_s={tolerance_s:g} aligns app scrapes with GPU steps; with "
+            f"{analysis}.tolerance_s={tolerance_s:g} aligns app scrapes with GPU readings; with "
             f"step={step:g} a row is a tile and its app and GPU readings come from the same "
             "tile: give one or the other"
         )
