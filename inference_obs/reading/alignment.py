@@ -40,6 +40,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -59,6 +60,7 @@ from inference_obs.query import (
 )
 from inference_obs.samples import Floats, Ints, Labels, SampleSet, Vector, Window, is_stale
 from inference_obs.source.base import Source
+from inference_obs.source.remembering import together
 
 __all__ = [
     "READS",
@@ -259,7 +261,10 @@ def _read(
     source: Source, exprs: tuple[Expr, Expr], keys: tuple[str, ...], grid: Window, step_ms: int
 ) -> dict[str, tuple[Ints, Floats]]:
     """Per replica, its readings: the two range queries on ``grid`` (see the module)."""
-    mean_m, time_m = (source.range(e, grid, step_ms / 1000) for e in exprs)
+    # Asked at once: one round trip where the source runs questions in parallel.
+    mean_m, time_m = together(
+        source, [partial(source.range, e, grid, step_ms / 1000) for e in exprs]
+    )
     newest = {replica_of(labels, keys): time_m.points(i) for i, labels in enumerate(time_m.labels)}
     replicas: dict[str, tuple[Ints, Floats]] = {}
     for i, labels in enumerate(mean_m.labels):
