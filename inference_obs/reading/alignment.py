@@ -26,10 +26,13 @@ scrape interval, in whole seconds (:func:`grid_step_ms`): as long as
 consecutive scrapes are at least a step apart, every scrape is the latest
 at some step, so every reading is found whatever the step. The grid is
 anchored on multiples of the step since the epoch, not on the window's
-start, and reaches beyond the window by the tolerance's default, so that a
-scrape near a window's edge sees the readings on both sides of it. A window
-therefore only decides which scrapes are classified, never what they are
-paired with. (The alternative, a step of one scrape interval anchored on the
+start, and reaches beyond the window by twice the larger scrape interval
+(more than the default tolerance), so that a scrape near a window's edge
+sees the readings on both sides of it. A window therefore only decides
+which scrapes are classified, never what they are paired with. One corner
+is the grid's: a GPU that stopped without a staleness marker stays in the
+mean for the 5-minute look-back, and a reading within a step of that
+look-back's end may or may not hold it, as its first step falls. (The alternative, a step of one scrape interval anchored on the
 window's start, pairs a scrape with whichever scrape the step happened to
 catch, and so with another reading when the window moves.)
 """
