@@ -32,9 +32,10 @@ sees the readings on both sides of it. A window therefore only decides
 which scrapes are classified, never what they are paired with. One corner
 is the grid's: a GPU that stopped without a staleness marker stays in the
 mean for the 5-minute look-back, and a reading within a step of that
-look-back's end may or may not hold it, as its first step falls. (The alternative, a step of one scrape interval anchored on the
-window's start, pairs a scrape with whichever scrape the step happened to
-catch, and so with another reading when the window moves.)
+look-back's end may or may not hold it, as its first step falls. (The
+alternative, a step of one scrape interval anchored on the window's start,
+pairs a scrape with whichever scrape the step happened to catch, and so
+with another reading when the window moves.)
 """
 
 from __future__ import annotations
