@@ -13,8 +13,13 @@ averaged over the replica's GPUs by the server, and each row is classified:
   independent scrapes may simply be misaligned;
 - ``busy`` / ``idle`` otherwise; ``unknown`` where no GPU reading aligns.
 
-Per scrape, a GPU reading is the replica's mean at the step (one per GPU
-scrape interval) nearest the scrape, within a tolerance. Per tile, a row holds
+Per scrape, a scrape is read against the replica's GPU reading (the mean of
+its GPUs at one of their scrapes) whose sample time is nearest the scrape,
+the earlier on a tie, within a tolerance (by default the larger of the two
+scrape intervals): the rule of :mod:`~inference_obs.reading.alignment`, which
+does not depend on the window, so a scrape has one class in every report
+that holds it. Per tile (tiles anchored on multiples of their width since
+the epoch, :func:`~inference_obs.reading.resolution.tile_window`), a row holds
 each engine's largest sample in the tile (summed over the engines) and the
 mean of the replica's GPU samples in the same tile.
 
@@ -64,9 +69,9 @@ __all__ = [
 LAGS = (-2, -1, 0, 1, 2)
 ALIGNMENT = (
     "App and GPU metrics are scraped independently; a sample is aligned with the replica's "
-    "GPUs at the nearest step (one per GPU scrape interval) within the tolerance, each GPU at "
-    "its latest sample at or before that step, so a few seconds of activity can be attributed "
-    "to the wrong class. Classify intervals, not single points."
+    "GPU reading (the mean of its GPUs at one of their scrapes) nearest in time within the "
+    "tolerance, so a few seconds of activity can be attributed to the wrong class. Classify "
+    "intervals, not single points."
 )
 TILED = (
     "Read in tiles: a row is a tile, holding each engine's largest sample in it and the mean "
@@ -222,9 +227,9 @@ class QueueingSettings(Settings):
         None,
         ge=0,
         description="Per scrape only (refused with a tile step): largest distance, seconds, "
-        "between an app scrape and the GPU step aligned with it; a scrape farther from every "
-        "step is unknown. None: the larger of the app's median scrape interval and the GPU "
-        "scrape interval.",
+        "between an app scrape and the sample time of the GPU reading aligned with it; a "
+        "scrape farther from every reading is unknown. None: the larger of the app's median "
+        "scrape interval and the GPU scrape interval.",
     )
 
 
@@ -399,9 +404,10 @@ def _alignment_how(r: Reading, rows: AppRows, gpu: AlignedGpu, row: str) -> str:
     matched = ", ".join(rows.keys) or "nothing: all pooled"
     if r.step is None:
         return (
-            f"app samples with a step of the same replica's GPUs (avg by replica, "
-            f"every {gpu.step_ms / 1000:g} s, each GPU's latest sample at or before the step) "
-            f"within {gpu.tolerance_ms / 1000:g} s (replicas matched on {matched})"
+            "each app sample with the same replica's GPU reading (avg by replica of its GPUs' "
+            "latest samples) whose sample time (max by replica of timestamp()) is nearest, "
+            f"the earlier on a tie, within {gpu.tolerance_ms / 1000:g} s (GPUs scraped every "
+            f"{gpu.step_ms / 1000:g} s; replicas matched on {matched})"
         )
     return (
         f"{row} with a GPU sample of the same replica in the tile (replicas matched on {matched})"
@@ -414,8 +420,8 @@ def _queueing(r: Reading, settings: QueueingSettings) -> QueueingResult:
     Rows are every app scrape (``r.step`` None) or tiles of ``r.step``
     seconds (see :func:`~inference_obs.reading.resolution.tile_step`); a
     replica's GPUs are busy at ``settings.busy_threshold`` percent mean
-    utilisation, and per scrape a GPU step is aligned within
-    ``settings.tolerance_s`` seconds. Intervals per class (times in the
+    utilisation, and per scrape the GPU reading nearest in time is aligned
+    within ``settings.tolerance_s`` seconds. Intervals per class (times in the
     window's timezone), the peak queue (requests) and when, the share of rows
     per class (ratio 0-1), the rows with an aligned GPU reading (samples or
     tiles) and the lag (rows) with the strongest waiting-vs-idle correlation
@@ -428,7 +434,7 @@ def _queueing(r: Reading, settings: QueueingSettings) -> QueueingResult:
     selector = dcgm.GPU_UTIL.select(r.deployment.gpu_matchers)
     gpu = align_gpu(r.source, rows, selector, r.window, tolerance_ms=tolerance)
     walk = _walk(rows, gpu, settings.busy_threshold, r.window.start.tzinfo)
-    reads = [*rows.reads, gpu.query]
+    reads = [*rows.reads, *gpu.reads]
     sampled, aligned_how = (SAMPLED, ALIGNMENT) if r.step is None else (SAMPLED_TILES, TILED)
     no_app: list[Family] = [] if rows.found else [vllm.NUM_REQUESTS_WAITING]
     no_gpu: list[Family] = [] if gpu_labels else [dcgm.GPU_UTIL]

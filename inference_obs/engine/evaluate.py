@@ -9,7 +9,10 @@ instant query at time ``at``, under the chosen :class:`~inference_obs.engine.rul
 - range functions see the samples of ``[at - offset - range, at - offset]``
   (left-open on 3.x), staleness markers excluded;
 - functions drop ``__name__``; aggregations and binary operators follow
-  Prometheus's grouping and vector-matching rules.
+  Prometheus's grouping and vector-matching rules;
+- ``timestamp(selector)`` gives the time (unix seconds) of each series'
+  sample the selector took, not the evaluation time (Prometheus 2 and 3
+  alike); ``timestamp`` of any other expression gives the evaluation time.
 
 A node the engine has no rule for raises
 :class:`~inference_obs.errors.NotSupportedOffline` naming it.
@@ -257,11 +260,38 @@ class Evaluator:
     def _(self, expr: Call, times: Times, memo: Memo | None) -> list[Value]:
         if expr.name in RANGE_FUNCTIONS:
             return self._range_call(expr, times, memo)
+        if expr.name == "timestamp":
+            return self._timestamp(expr.args[0], times, memo)
         args: list[Sequence[Value | str]] = [
             [a.value] * len(times) if isinstance(a, String) else self._values(a, times, memo)
             for a in expr.args
         ]
         return [_instant_call(expr, list(step)) for step in _steps(args, len(times))]
+
+    def _timestamp(self, arg: Expr, times: Times, memo: Memo | None) -> list[Value]:
+        """``timestamp(arg)`` at every time: sample times for a selector, else the time."""
+        if not isinstance(arg, Selector):
+            # Prometheus funcTimestamp: the evaluation time of each element.
+            inner = [_vector(one, arg) for one in self._values(arg, times, memo)]
+            return [
+                Vector(
+                    tuple(without_name(one) for one in vector.labels),
+                    np.full(len(vector), now / 1000.0),
+                    vector.annotations,
+                )
+                for vector, now in zip(inner, times, strict=True)
+            ]
+        # Prometheus (engine.go, a Call of timestamp on a VectorSelector) keeps the
+        # timestamp of the sample each series gave, the one the selector itself takes.
+        subset, index = self._subset(arg, ranged=False)
+        out: list[Value] = []
+        for window in self._windows_at(index, arg, self.lookback_ms, times):
+            newest = window.hi - 1
+            present = window.hi > window.lo
+            present[present] &= ~is_stale(subset.values[newest[present]])
+            keep = np.flatnonzero(present)
+            out.append(Vector(_pick(subset.labels, keep), subset.t_ms[newest[keep]] / 1000.0))
+        return out
 
     def _range_call(self, expr: Call, times: Times, memo: Memo | None) -> list[Value]:
         window_arg = expr.args[-1]

@@ -1,12 +1,41 @@
-"""Aligning application samples with GPU activity: replicas, timestamps and tolerance.
+"""Aligning application samples with GPU activity: replicas, sample times and tolerance.
 
 vLLM and dcgm-exporter are scraped independently, so a vLLM sample and the
 GPUs of the same replica are matched by the labels they share and by time.
-The app gauges are read raw (every scrape is classified); a GPU family is
-averaged per replica by the server (:func:`gpu_per_replica`: the mean of
-the replica's GPUs at every GPU scrape interval), so what is downloaded
-grows with replicas and steps, not with GPUs and samples. Used by the
-queueing and boundary analyses.
+The app gauges are read raw (every scrape is classified). A GPU family is
+averaged per replica by the server (:func:`gpu_per_replica`), so what is
+downloaded grows with replicas and time, not with GPUs.
+
+**The pairing rule.** An app scrape at ``t`` is paired with the replica's
+GPU reading whose *sample time* is nearest ``t``, if that is at most the
+tolerance away (by default the larger of the app's and the GPU family's
+scrape intervals); on a tie, the earlier reading (the one already scraped
+when the app was); farther than the tolerance, nothing is paired and the
+scrape is unknown. A GPU reading is the mean of the replica's GPUs at one
+of their scrapes, and its time is that scrape's time (the newest sample
+time among those GPUs). Nothing in the rule names the report's window: a
+scrape is paired with the same reading, so gets the same class, in an
+hourly, a daily or a weekly report.
+
+**How the readings are read.** Two range queries on one grid, per replica
+``avg by (keys) (x)`` and ``max by (keys) (timestamp(x))``: the mean of the
+GPUs' latest samples at each step and the newest of those samples' times.
+Consecutive steps that hold the same sample time hold the same scrape, and
+are one reading (the first step's). The grid's step is half the family's
+scrape interval, in whole seconds (:func:`grid_step_ms`): as long as
+consecutive scrapes are at least a step apart, every scrape is the latest
+at some step, so every reading is found whatever the step. The grid is
+anchored on multiples of the step since the epoch, not on the window's
+start, and reaches beyond the window by twice the larger scrape interval
+(more than the default tolerance), so that a scrape near a window's edge
+sees the readings on both sides of it. A window therefore only decides
+which scrapes are classified, never what they are paired with. One corner
+is the grid's: a GPU that stopped without a staleness marker stays in the
+mean for the 5-minute look-back, and a reading within a step of that
+look-back's end may or may not hold it, as its first step falls. (The
+alternative, a step of one scrape interval anchored on the window's start,
+pairs a scrape with whichever scrape the step happened to catch, and so
+with another reading when the window moves.)
 """
 
 from __future__ import annotations
@@ -14,6 +43,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -28,16 +59,21 @@ from inference_obs.query import (
     Selector,
     count_over_time,
     last_over_time,
+    timestamp,
     to_promql,
 )
 from inference_obs.samples import Floats, Ints, Labels, SampleSet, Vector, Window, is_stale
 from inference_obs.source.base import Source
+from inference_obs.source.remembering import together
 
 __all__ = [
-    "GpuSteps",
+    "READS",
+    "STEPS_PER_INTERVAL",
+    "GpuScrapes",
     "gpu_label_query",
     "gpu_label_sets",
     "gpu_per_replica",
+    "grid_step_ms",
     "interval_ms",
     "nearest",
     "replica_keys",
@@ -137,80 +173,166 @@ def scrape_interval_ms(source: Source, selector: Selector, window: Window) -> in
     return round(window.seconds * 1000 / n)
 
 
-@dataclass(frozen=True, slots=True)
-class GpuSteps:
-    """A GPU gauge family averaged per replica by the server, every ``step_ms`` over a window.
+#: Grid steps per scrape interval: two, so that a scrape up to half an interval
+#: early or late (jitter, a slow exporter) is still the latest sample at a step.
+STEPS_PER_INTERVAL = 2
 
-    At each step Prometheus takes, for each GPU series, its latest sample at
-    or before the step within the look-back (5 min by default; a series ended
-    by a staleness marker is absent at once), then ``avg by (keys)``: the
-    mean over the replica's GPUs that have a sample. A GPU without one is
-    left out of the mean, never counted as 0; a NaN sample makes the step's
-    mean NaN. With the step equal to the scrape interval, a step's value is
-    the scrape made during the step before it, on average half a step old:
-    :meth:`at` places it there (see there), so that an app scrape is compared
-    with GPU samples around it rather than, on average, half an interval
-    before it.
+
+def grid_step_ms(interval_ms: int) -> int:
+    """The grid step for a family scraped every ``interval_ms``: see the module.
+
+    Half the interval, rounded down to whole seconds (scrape intervals are
+    whole seconds, so a measured 14.9 s and 15.1 s both give 7 s); below 2 s,
+    half the interval in ms. 0 for no interval.
+
+    Examples
+    --------
+    >>> grid_step_ms(15_000), grid_step_ms(60_000), grid_step_ms(14_900), grid_step_ms(1_000)
+    (7000, 30000, 7000, 500)
+    """
+    if interval_ms <= 0:
+        return 0
+    half = interval_ms // STEPS_PER_INTERVAL
+    return half // 1000 * 1000 or max(1, half)
+
+
+def _grid(window: Window, step_ms: int, reach_ms: float) -> Window:
+    """Multiples of ``step_ms`` since the epoch from ``reach_ms`` before the window to after it."""
+    lo = math.floor((window.start_s * 1000 - reach_ms) / step_ms) * step_ms
+    hi = math.ceil((window.end_s * 1000 + reach_ms) / step_ms) * step_ms
+    zone = window.start.tzinfo
+    return Window(datetime.fromtimestamp(lo / 1000, zone), datetime.fromtimestamp(hi / 1000, zone))
+
+
+@dataclass(frozen=True, slots=True)
+class GpuScrapes:
+    """A GPU gauge family averaged per replica by the server, one reading per scrape.
+
+    A reading is the mean of the replica's GPUs that have a sample (the
+    latest, within the 5-minute look-back; a series ended by a staleness
+    marker is absent at once): a GPU without one is left out of the mean,
+    never counted as 0, and a NaN sample makes the mean NaN. Its time is the
+    newest of those samples' times. See the module for how they are read.
 
     Attributes
     ----------
+    interval_ms
+        The family's scrape interval, ms: the median spacing of the readings
+        (else the interval measured by :func:`scrape_interval_ms`; 0 when the
+        family has no series, and then no replica).
     step_ms
-        Step of the range query, ms: the family's scrape interval (0 when it
-        has no series, and then no replica).
+        Step of the grid the readings were read at, ms (:func:`grid_step_ms`).
     replicas
-        Per replica (named as :func:`replica_of` names it): the step times
-        (unix ms) where at least one of its GPUs had a sample, and the mean
-        of those GPUs' values (the family's unit).
+        Per replica (named as :func:`replica_of` names it): the readings'
+        sample times (unix ms, ascending) and means (the family's unit).
     queries
-        The ``avg`` expression asked, for the provenance.
+        The ``avg`` and ``max ... timestamp`` expressions asked, for the provenance.
     """
 
+    interval_ms: int
     step_ms: int
     replicas: dict[str, tuple[Ints, Floats]]
     queries: tuple[Expr, ...]
 
     def at(self, replica: str, times_ms: Ints, tolerance_ms: float) -> Floats:
-        """Per app scrape time (unix ms): the replica's GPU mean at the aligned step.
+        """Per app scrape time (unix ms): the mean of the reading paired with it.
 
-        A step ``s`` stands for the time ``s - step_ms / 2`` (the middle of
-        the step its samples were scraped in); the step whose time is
-        nearest the scrape is taken (the earlier on a tie), among those where
-        the replica had a value. Where that time is more than
-        ``tolerance_ms`` from the scrape, or the replica has no step, the
-        mean is NaN: no GPU aligned.
+        The reading whose sample time is nearest the scrape (the earlier on
+        a tie); NaN where that is more than ``tolerance_ms`` away or the
+        replica has no reading: no GPU aligned.
         """
-        if replica not in self.replicas:
+        if replica not in self.replicas or not self.replicas[replica][0].size:
             return np.full(times_ms.size, np.nan)
-        steps, means = self.replicas[replica]
-        middles = steps - self.step_ms // 2
-        right = np.clip(np.searchsorted(middles, times_ms), 0, middles.size - 1)
-        left = np.clip(right - 1, 0, middles.size - 1)
-        gap_left, gap_right = np.abs(times_ms - middles[left]), np.abs(middles[right] - times_ms)
+        samples, means = self.replicas[replica]
+        right = np.clip(np.searchsorted(samples, times_ms), 0, samples.size - 1)
+        left = np.clip(right - 1, 0, samples.size - 1)
+        gap_left, gap_right = np.abs(times_ms - samples[left]), np.abs(samples[right] - times_ms)
         pick = np.where(gap_left <= gap_right, left, right)
-        near = np.abs(middles[pick] - times_ms) <= tolerance_ms
+        near = np.abs(samples[pick] - times_ms) <= tolerance_ms
         aligned: Floats = np.where(near, means[pick], np.nan)
         return aligned
 
 
-def gpu_per_replica(
-    source: Source, selector: Selector, keys: tuple[str, ...], window: Window
-) -> GpuSteps:
-    """``avg by (keys) (x)`` every scrape interval over ``window``.
+def _readings(means: Floats, newest: Floats) -> tuple[Ints, Floats]:
+    """One reading per sample time: the first step that held it (see the module)."""
+    # timestamp() answers unix seconds with ms precision: back to whole ms.
+    times = np.round(newest * 1000).astype(np.int64)
+    _, first = np.unique(times, return_index=True)
+    return times[first], means[first]
 
-    Two requests (the interval, then one range query) whose answers grow with
-    replicas and steps, not with GPUs. See :class:`GpuSteps` for what a step
-    holds.
-    """
-    mean_expr = selector.avg(by=keys)
-    step = scrape_interval_ms(source, selector, window)
+
+def _read(
+    source: Source, exprs: tuple[Expr, Expr], keys: tuple[str, ...], grid: Window, step_ms: int
+) -> dict[str, tuple[Ints, Floats]]:
+    """Per replica, its readings: the two range queries on ``grid`` (see the module)."""
+    # Asked at once: one round trip where the source runs questions in parallel.
+    mean_m, time_m = together(
+        source, [partial(source.range, e, grid, step_ms / 1000) for e in exprs]
+    )
+    newest = {replica_of(labels, keys): time_m.points(i) for i, labels in enumerate(time_m.labels)}
     replicas: dict[str, tuple[Ints, Floats]] = {}
-    if step > 0:
-        matrix = source.range(mean_expr, window, step / 1000)
-        for i, labels in enumerate(matrix.labels):
-            t_ms, means = matrix.points(i)
-            if t_ms.size:
-                replicas[replica_of(labels, keys)] = (t_ms, means)
-    return GpuSteps(step, replicas, (mean_expr,))
+    for i, labels in enumerate(mean_m.labels):
+        name = replica_of(labels, keys)
+        if name not in newest:
+            continue
+        steps, means = mean_m.points(i)
+        # Both answers come from the same samples at the same steps; keep the shared ones.
+        both, at_mean, at_time = np.intersect1d(steps, newest[name][0], return_indices=True)
+        if both.size:
+            replicas[name] = _readings(means[at_mean], newest[name][1][at_time])
+    return replicas
+
+
+def _spacing_ms(replicas: dict[str, tuple[Ints, Floats]]) -> int:
+    """Median spacing of consecutive readings over every replica, whole ms (0: none)."""
+    gaps = [np.diff(times) for times, _ in replicas.values()]
+    joined = np.concatenate(gaps) if gaps else np.zeros(0, dtype=np.int64)
+    return round(float(np.median(joined))) if joined.size else 0
+
+
+#: Reads of the grid at most: the first at half the measured interval, then at half
+#: the readings' own spacing while the step was over 3/4 of it (each read at least
+#: shrinks the step by a third).
+READS = 4
+
+
+def gpu_per_replica(
+    source: Source,
+    selector: Selector,
+    keys: tuple[str, ...],
+    window: Window,
+    *,
+    reach_ms: float = 0.0,
+) -> GpuScrapes:
+    """The replicas' GPU readings near ``window``: ``avg by (keys) (x)`` at each scrape.
+
+    An instant query for the scrape interval, then two range queries on one
+    grid (see the module), whose answers grow with replicas and time, not
+    with GPUs. The interval measured by :func:`scrape_interval_ms` is too
+    long when the series lived part of the window only (samples per series
+    counted against the whole window); the readings' own median spacing is
+    not, so where the step read at was over 3/4 of it, the grid is read
+    again at half of it (at most :data:`READS` reads in all). Readings
+    are read from twice the larger of ``reach_ms`` and the interval before
+    the window to as far after it: pass the app's scrape interval, so that
+    every reading within the default tolerance of a scrape in the window is
+    found.
+    """
+    exprs = (selector.avg(by=keys), Aggregate("max", timestamp(selector), by=keys))
+    interval = scrape_interval_ms(source, selector, window)
+    step = grid_step_ms(interval)
+    replicas: dict[str, tuple[Ints, Floats]] = {}
+    for _ in range(READS if step > 0 else 0):
+        grid = _grid(window, step, 2 * max(reach_ms, interval))
+        replicas = _read(source, exprs, keys, grid, step)
+        spacing = _spacing_ms(replicas)
+        interval = spacing or interval
+        # A step up to 3/4 of the spacing still has every reading at a step, with room
+        # for jitter; a coarser one may have skipped some: read again, finer.
+        if not spacing or 4 * step <= 3 * spacing:
+            break
+        step = grid_step_ms(spacing)
+    return GpuScrapes(interval, step, replicas, exprs)
 
 
 def nearest(

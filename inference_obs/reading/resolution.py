@@ -6,8 +6,10 @@ fleet's scrapes of a few gauges per replica already weigh about 1 % of
 everything the fleet exports over the window, whatever its size. So a report
 of a large scope reads them in **tiles**: the window is cut into equal spans of
 ``step`` seconds and the server reduces each span, one range query at step
-``step`` from ``start + step`` to ``end`` of ``f(x[step])``: each tile is the
-range ``x[step]`` that ends at its step, as the engine defines ranges
+``step`` of ``f(x[step])`` (:func:`tile_window`): each tile is the range
+``x[step]`` that ends at its step, a multiple of ``step`` since the epoch
+(not of the window's start, so a tile is the same in every window that
+holds it), as the engine defines ranges
 (Prometheus 2.x closed at both ends, 3.x and VictoriaMetrics open at the
 start). A tile is one row: the largest sample of each series in it, the mean
 of its GPU samples, the rate over it.
@@ -97,10 +99,35 @@ def tile_ms(window: Window, step: float) -> int:
 
 
 def tile_window(window: Window, step: float) -> Window:
-    """The range query window whose steps end the tiles of ``step`` seconds across ``window``."""
+    """The range query window whose steps end the tiles of ``step`` seconds in ``window``.
+
+    Tiles are anchored on absolute time: a tile ends at a multiple of the
+    step since the epoch (unix time 0), so the same tile is the same row in
+    every window that holds it, however the window's start falls. The tiles
+    are those wholly inside the window; where its start or end is not a
+    multiple of the step, the part before the first tile and after the last
+    (each shorter than a tile) is in none.
+
+    Raises
+    ------
+    ConfigurationError
+        When ``step`` is not a valid width (:func:`tile_ms`), or no whole
+        tile anchored so lies in the window.
+    """
     ms = tile_ms(window, step)
+    first = math.ceil(round(window.start_s * 1000) / ms) * ms + ms
+    last = math.floor(round(window.end_s * 1000) / ms) * ms
+    if last < first:
+        raise ConfigurationError(
+            f"no tile of {step:g} s ending at a multiple of {step:g} s since the epoch lies "
+            f"within the {window.seconds:g} s window; give a narrower tile step"
+        )
     zone = window.start.tzinfo
-    return Window(datetime.fromtimestamp(window.start_s + ms / 1000, zone), window.end)
+    # One tile: a range query of one step, its end a millisecond after its start.
+    return Window(
+        datetime.fromtimestamp(first / 1000, zone),
+        datetime.fromtimestamp(max(last, first + 1) / 1000, zone),
+    )
 
 
 def series_count(source: Source, selector: Selector, window: Window) -> int:

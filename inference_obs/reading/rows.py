@@ -8,9 +8,11 @@ two ways with one result (:class:`AppRows`, then :func:`align_gpu`):
 - **per scrape** (``step`` None): ``num_requests_waiting`` and
   ``num_requests_running`` are read raw and summed over the replica's
   engines at each scrape time; a GPU family is averaged per replica by the
-  server at its scrape interval
-  (:func:`~inference_obs.reading.alignment.gpu_per_replica`) and the step
-  nearest each scrape is taken, within a tolerance;
+  server at each of its scrapes
+  (:func:`~inference_obs.reading.alignment.gpu_per_replica`) and the reading
+  whose sample time is nearest each app scrape is taken, within a tolerance
+  (the rule is in :mod:`~inference_obs.reading.alignment`; the window plays
+  no part in it);
 - **per tile** (``step`` seconds, see :mod:`~inference_obs.reading.resolution`):
   the server gives, per replica and tile, the sum over its engines of each
   engine's largest sample in the tile (``sum by (replica) (max_over_time(x[step]))``)
@@ -128,19 +130,29 @@ class AlignedGpu:
         Per replica of the rows, aligned with its ``times``: the mean of the
         replica's GPUs (the family's unit), NaN where none aligned.
     step_ms
-        Per scrape: the family's scrape interval, the step the server
-        averaged at (0 without series). Per tile: the tile.
+        Per scrape: the family's scrape interval (0 without series). Per
+        tile: the tile.
     tolerance_ms
-        Per scrape: the largest distance from a scrape to the step aligned
-        with it. Per tile: 0.
+        Per scrape: the largest distance from a scrape to the GPU reading
+        aligned with it. Per tile: 0.
     query
-        The expression asked, for the provenance.
+        The expression asked, for the provenance (per scrape, the mean; the
+        sample times are asked by ``times_query``).
+    times_query
+        Per scrape: the expression that gave each reading's sample time. Per
+        tile: None.
     """
 
     means: dict[str, Floats]
     step_ms: int
     tolerance_ms: float
     query: Expr
+    times_query: Expr | None = None
+
+    @property
+    def reads(self) -> tuple[Expr, ...]:
+        """Every expression asked: the mean, then (per scrape) the sample times."""
+        return (self.query,) if self.times_query is None else (self.query, self.times_query)
 
 
 def names_of(labels: Sequence[Labels], keys: tuple[str, ...]) -> dict[str, Labels]:
@@ -280,7 +292,7 @@ def tolerance_ms(analysis: str, step: float | None, tolerance_s: float | None) -
         return None
     if step is not None:
         raise ConfigurationError(
-            f"{analysis}.tolerance_s={tolerance_s:g} aligns app scrapes with GPU steps; with "
+            f"{analysis}.tolerance_s={tolerance_s:g} aligns app scrapes with GPU readings; with "
             f"step={step:g} a row is a tile and its app and GPU readings come from the same "
             "tile: give one or the other"
         )
@@ -298,6 +310,16 @@ def only(expr: Expr, where: Expr | None, keys: Sequence[str]) -> Expr:
     return expr if where is None else Binary("and", expr, where, matching=on(*keys))
 
 
+def _whole_seconds(interval_ms: float) -> float:
+    """A measured scrape interval (ms) to whole seconds, at least 1 s; 0 stays 0.
+
+    Scrape intervals are configured in whole seconds; a median spacing of
+    jittered scrapes reads a few ms off, and by a different few ms in another
+    window: rounded, the default tolerance is the same in every window.
+    """
+    return 0.0 if interval_ms <= 0 else 1000.0 * max(1, round(interval_ms / 1000))
+
+
 def align_gpu(
     source: Source,
     rows: AppRows,
@@ -310,21 +332,22 @@ def align_gpu(
     """``selector``'s mean over each replica's GPUs at each row of ``rows``.
 
     Per scrape: :func:`~inference_obs.reading.alignment.gpu_per_replica`,
-    the step nearest each scrape within ``tolerance_ms`` (default the larger
-    of the app's scrape interval and the family's). Per tile: the tile's
+    the reading nearest each scrape within ``tolerance_ms`` (default the
+    larger of the app's scrape interval and the family's, in whole seconds),
+    read up to twice the app's scrape interval beyond the window. Per tile: the tile's
     mean (:func:`tile_mean`), and only at the tiles where ``where`` (an
     expression by the replica keys) has a value, when given: what is read
     shrinks to the rows that can use it. ``where`` and ``tolerance_ms``
     apply per tile and per scrape only.
     """
     if rows.tile_ms == 0:
-        steps = gpu_per_replica(source, selector, rows.keys, window)
+        read = gpu_per_replica(source, selector, rows.keys, window, reach_ms=rows.interval_ms)
         if tolerance_ms is None:
-            tolerance_ms = max(rows.interval_ms, float(steps.step_ms))
-        means = {r: steps.at(r, at, tolerance_ms) for r, at in rows.times.items()}
-        return AlignedGpu(means, steps.step_ms, tolerance_ms, steps.queries[0])
+            tolerance_ms = _whole_seconds(max(rows.interval_ms, float(read.interval_ms)))
+        means = {r: read.at(r, at, tolerance_ms) for r, at in rows.times.items()}
+        return AlignedGpu(means, read.interval_ms, tolerance_ms, *read.queries)
     step = rows.tile_ms / 1000
     expr = only(tile_mean(selector, rows.keys, step), where, rows.keys)
-    read = by_label(source.range(expr, tile_window(window, step), step), rows.keys)
-    means = {r: at_rows(read.get(r), at) for r, at in rows.times.items()}
+    tiled = by_label(source.range(expr, tile_window(window, step), step), rows.keys)
+    means = {r: at_rows(tiled.get(r), at) for r, at in rows.times.items()}
     return AlignedGpu(means, rows.tile_ms, 0.0, expr)

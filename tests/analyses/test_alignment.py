@@ -1,11 +1,11 @@
-"""gpu_per_replica(): a GPU family averaged per replica by the engine, aligned with app scrapes.
+"""gpu_per_replica(): a GPU family averaged per replica by the engine, one reading per scrape.
 
 A hand-made dataset over [0, 600] s: GPUs scraped every 10 s at +4 s (4, 14,
 24, ...), and GPU ``g`` reads ``(g + 1) * k`` at its ``k``-th scrape, so each
 value tells which scrape it came from. Replica ``a``: GPU 0 throughout, GPU 1
 until 54 s, then a staleness marker at 64 s. Replica ``b``: GPU 0 throughout,
 GPU 1 until 94 s with no staleness marker (as in a backfilled dataset).
-Replica ``c``: two GPUs throughout. Steps fall at 0, 10, ..., 600 s.
+Replica ``c``: two GPUs throughout. The grid's steps fall every 5 s.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ import pytest
 from inference_obs.metrics import dcgm
 from inference_obs.query import to_promql
 from inference_obs.reading.alignment import (
-    GpuSteps,
+    GpuScrapes,
     gpu_label_sets,
     gpu_per_replica,
+    grid_step_ms,
     nearest,
     scrape_interval_ms,
 )
@@ -66,64 +67,95 @@ def window() -> Window:
 
 
 @pytest.fixture(scope="module")
-def steps(source: DatasetSource, window: Window) -> GpuSteps:
+def read(source: DatasetSource, window: Window) -> GpuScrapes:
     return gpu_per_replica(source, SELECTOR, KEYS, window)
 
 
-def _at(steps: GpuSteps, replica: str, t_ms: int) -> float:
-    return float(steps.at(replica, np.array([t_ms], dtype=np.int64), TOLERANCE_MS)[0])
+def _at(read: GpuScrapes, replica: str, t_ms: int, tolerance_ms: float = TOLERANCE_MS) -> float:
+    return float(read.at(replica, np.array([t_ms], dtype=np.int64), tolerance_ms)[0])
 
 
-def test_the_step_is_the_scrape_interval(
-    source: DatasetSource, window: Window, steps: GpuSteps
+def test_one_reading_per_gpu_scrape_at_its_sample_time(
+    source: DatasetSource, window: Window, read: GpuScrapes
 ) -> None:
     # Samples per series 60, 6, 60, 10, 60, 60: the median 60 gives 600 s / 60.
     assert scrape_interval_ms(source, SELECTOR, window) == 10_000
-    assert steps.step_ms == 10_000
-    assert [to_promql(q) for q in steps.queries] == ["avg by (pod) (DCGM_FI_DEV_GPU_UTIL)"]
-    times, _ = steps.replicas["c"]
-    # No sample at or before 0 s; then every step.
-    assert times.tolist() == list(range(10_000, 600_001, 10_000))
+    # The readings 10 s apart; the grid at half that, 5 s.
+    assert (read.interval_ms, read.step_ms) == (10_000, 5_000)
+    assert [to_promql(q) for q in read.queries] == [
+        "avg by (pod) (DCGM_FI_DEV_GPU_UTIL)",
+        "max by (pod) (timestamp(DCGM_FI_DEV_GPU_UTIL))",
+    ]
+    times, means = read.replicas["c"]
+    # Every scrape once, at its own time (4, 14, ..., 594 s), not at a step.
+    assert times.tolist() == list(range(4_000, 600_000, 10_000))
+    # Scrape k = 5 (at 54 s) of both GPUs: (5 + 10) / 2.
+    assert means[times.tolist().index(54_000)] == 7.5
 
 
-def test_a_step_holds_each_gpus_latest_sample_at_or_before_it(steps: GpuSteps) -> None:
-    times, means = steps.replicas["c"]
-    at_60 = times.tolist().index(60_000)
-    # Scrape k = 5 (at 54 s) of both GPUs: (5 + 10) / 2; at 60 s, not 64 s.
-    assert means[at_60] == 7.5
-
-
-def test_look_back_alignment_is_not_the_nearest_raw_sample(steps: GpuSteps) -> None:
-    # Step 20 s stands for 15 s, step 30 s for 25 s: at 19.8 s, step 20 s,
-    # whose value is scrape 1 (14 s), although scrape 2 (24 s) is nearer.
-    assert _at(steps, "c", 19_800) == (1.0 + 2.0) / 2
+def test_a_scrape_is_paired_with_the_nearest_gpu_sample_time(read: GpuScrapes) -> None:
+    # At 19.8 s the nearest sample is scrape 2 (24 s, 4.2 s away), not scrape 1
+    # (14 s, 5.8 s away): (2 + 4) / 2.
+    assert _at(read, "c", 19_800) == 3.0
     raw_times = (SCRAPES * 1000).astype(np.int64)
-    old = nearest(raw_times, np.arange(SCRAPES.size, dtype=np.float64), 19_800, TOLERANCE_MS)
-    assert old == 2.0  # what the raw nearest-sample alignment gave for GPU 0
-    # A tie between two steps takes the earlier.
-    assert _at(steps, "c", 20_000) == 3.0 / 2
+    raw = nearest(raw_times, np.arange(SCRAPES.size, dtype=np.float64), 19_800, TOLERANCE_MS)
+    assert raw == 2.0  # GPU 0's nearest raw sample is the same scrape 2
+    # A tie (19 s, 5 s from 14 s and from 24 s) takes the earlier: scrape 1, (1 + 2) / 2.
+    assert _at(read, "c", 19_000) == 1.5
 
 
-def test_a_gpu_that_stops_leaves_the_mean_and_is_not_zero(steps: GpuSteps) -> None:
-    # Replica a: GPU 1 ended by a staleness marker at 64 s; absent from step 70 s.
-    assert _at(steps, "a", 55_000) == (5.0 + 10.0) / 2
-    assert _at(steps, "a", 65_000) == 6.0  # GPU 0 alone, not (6 + 0) / 2
+def test_a_sample_within_the_tolerance_is_paired_one_beyond_it_is_not(read: GpuScrapes) -> None:
+    # The first GPU scrape is at 4 s, reading (0 + 0) / 2; an app scrape 10 s before
+    # it is within the 10 s tolerance, one 1 ms earlier is not, unless it is wider.
+    assert _at(read, "c", -6_000) == 0.0
+    assert np.isnan(_at(read, "c", -6_001))
+    assert _at(read, "c", -6_001, tolerance_ms=10_001.0) == 0.0
+    # Past the last scrape (594 s) by 10 s: paired; by more: not.
+    assert _at(read, "c", 604_000) == (59.0 + 118.0) / 2
+    assert np.isnan(_at(read, "c", 604_001))
+
+
+def test_a_gpu_that_stops_leaves_the_mean_and_is_not_zero(read: GpuScrapes) -> None:
+    # Replica a: GPU 1 ended by a staleness marker at 64 s; the 64 s reading is GPU 0's.
+    assert _at(read, "a", 55_000) == (5.0 + 10.0) / 2
+    assert _at(read, "a", 65_000) == 6.0  # GPU 0 alone, not (6 + 0) / 2
     # Replica b: GPU 1 stopped at 94 s with no marker: its last value (18)
-    # counts until the 5-minute look-back has passed it (step 390 s), then not.
-    assert _at(steps, "b", 385_000) == (38.0 + 18.0) / 2
-    assert _at(steps, "b", 395_000) == 39.0
+    # counts until the 5-minute look-back has passed it. The 384 s reading is
+    # first held at the 385 s step (291 s after 94 s), the 394 s one at 395 s (301 s).
+    assert _at(read, "b", 385_000) == (38.0 + 18.0) / 2
+    assert _at(read, "b", 395_000) == 39.0
 
 
-def test_nothing_aligns_beyond_the_tolerance_or_for_an_unknown_replica(steps: GpuSteps) -> None:
-    assert np.isnan(_at(steps, "c", 700_000))
-    assert np.isnan(_at(steps, "nope", 60_000))
+def test_the_readings_do_not_depend_on_the_window(source: DatasetSource) -> None:
+    def readings(start: float, end: float) -> dict[int, float]:
+        window = Window(datetime.fromtimestamp(start, UTC), datetime.fromtimestamp(end, UTC))
+        times, means = gpu_per_replica(source, SELECTOR, KEYS, window).replicas["c"]
+        return dict(zip(times.tolist(), means.tolist(), strict=True))
+
+    whole, part = readings(0, 600), readings(7.5, 301.3)
+    # Every reading the part holds is the whole's, at the same time with the same mean,
+    assert part == {t: whole[t] for t in part}
+    # and it holds every one within the 10 s tolerance of its edges: 4 s ... 304 s.
+    assert {t for t in whole if -2_500 <= t <= 311_300} <= set(part)
 
 
-def test_a_family_without_series_gives_no_step(source: DatasetSource, window: Window) -> None:
+def test_nothing_aligns_for_an_unknown_replica(read: GpuScrapes) -> None:
+    assert np.isnan(_at(read, "nope", 60_000))
+
+
+def test_a_family_without_series_gives_no_reading(source: DatasetSource, window: Window) -> None:
     none = gpu_per_replica(source, dcgm.PROF_PCIE_RX_BYTES.select([]), KEYS, window)
-    assert none.step_ms == 0
+    assert (none.interval_ms, none.step_ms) == (0, 0)
     assert none.replicas == {}
-    assert len(none.queries) == 1
+    assert len(none.queries) == 2
+
+
+def test_grid_steps_are_half_the_interval_in_whole_seconds() -> None:
+    assert grid_step_ms(15_000) == 7_000
+    assert grid_step_ms(14_900) == grid_step_ms(15_100) == 7_000  # jitter moves nothing
+    assert grid_step_ms(60_000) == 30_000
+    assert grid_step_ms(1_000) == 500
+    assert grid_step_ms(0) == 0
 
 
 def test_gpu_label_sets_are_the_series_cut_to_the_labels_read() -> None:

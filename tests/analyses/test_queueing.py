@@ -193,6 +193,8 @@ def test_gpu_samples_are_reduced_by_the_source(source: DatasetSource, window: Wi
         vllm.NUM_REQUESTS_WAITING.name,
         vllm.NUM_REQUESTS_RUNNING.name,
     ]
+    gpus = 'DCGM_FI_DEV_GPU_UTIL{namespace="llm",pod=~"pro-model-.*"}'
     assert result.gpu_alignment.provenance.promql[2:] == (
-        'avg by (namespace, pod) (DCGM_FI_DEV_GPU_UTIL{namespace="llm",pod=~"pro-model-.*"})',
+        f"avg by (namespace, pod) ({gpus})",
+        f"max by (namespace, pod) (timestamp({gpus}))",
     )

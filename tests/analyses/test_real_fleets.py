@@ -166,7 +166,7 @@ def test_gpu_operator_scrape_joins_gpus_to_the_vllm_pod(
     assert gpu == "llama/gpu/utilization_gpu[ip-10-0-180-136.ec2.internal/gpu6]"
     # GPU 6's board power in the fixture.
     assert found["llama/gpu/power_mean_watts"]["value"] == pytest.approx(112.67)
-    # Every app scrape (1 s before each GPU scrape) finds its GPU step.
+    # Every app scrape (1 s before each GPU scrape) finds its GPU reading.
     aligned = found["llama/queueing/gpu_aligned_samples"]
     assert (aligned["status"], aligned["value"]) == ("ok", SCRAPES)
     assert "gpu_label_scheme" in kinds(aligned)

@@ -7,6 +7,7 @@ code under test.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,7 @@ from inference_obs.reading.resolution import (
     step_for,
     tile_ms,
     tile_step,
+    tile_window,
 )
 from inference_obs.reading.rows import align_gpu, app_rows
 from inference_obs.samples import Window
@@ -74,6 +76,33 @@ def test_tile_width_must_cut_the_window_into_equal_tiles() -> None:
     ):
         with pytest.raises(ValueError, match=why):
             tile_ms(hour, bad)
+
+
+def test_tiles_end_at_multiples_of_their_width_since_the_epoch() -> None:
+    # 12:00:00 UTC on 2026-03-02 is a multiple of 60 s and of 45 s since the epoch
+    # (a day, 86,400 s, is 1,920 tiles of 45 s): the hour's tiles are those it holds.
+    hour = Window.parse("2026-03-02T12:00+00:00", "1h")
+    assert tile_window(hour, 60) == Window.parse("2026-03-02T12:01+00:00", "59m")
+    # 30 s later the tiles do not move with the window: the first whole one ends at
+    # 12:02:00 and the last at 13:00:00, 59 tiles (12:00:30-12:01:00 and 13:00:00-13:00:30
+    # are in none), not 60 tiles ending at 12:01:30, ..., 13:00:30.
+    later = Window.parse("2026-03-02T12:00:30+00:00", "1h")
+    assert tile_window(later, 60) == Window.parse("2026-03-02T12:02+00:00", "58m")
+    # 12:00:10 is 43,210 s into the day: the first multiple of 45 s at or after it is
+    # 43,245 s (961 x 45) = 12:00:45, so the first whole tile ends at 12:01:30; the last
+    # multiple at or before 13:00:10 (46,810 s) is 46,800 s (1,040 x 45) = 13:00:00.
+    odd = Window.parse("2026-03-02T12:00:10+00:00", "1h")
+    assert tile_window(odd, 45) == Window(
+        datetime(2026, 3, 2, 12, 1, 30, tzinfo=UTC), datetime(2026, 3, 2, 13, 0, tzinfo=UTC)
+    )
+    # One whole tile: a window of one step.
+    one = tile_window(Window.parse("2026-03-02T12:00:30+00:00", "2m"), 60)
+    assert (one.start, one.end - one.start) == (
+        datetime(2026, 3, 2, 12, 2, tzinfo=UTC),
+        timedelta(milliseconds=1),
+    )
+    with pytest.raises(ValueError, match="no tile of 60 s ending at a multiple of 60 s"):
+        tile_window(Window.parse("2026-03-02T12:00:30+00:00", "1m"), 60)
 
 
 def test_series_count_counts_series_with_a_sample_in_the_window(source: DatasetSource) -> None:

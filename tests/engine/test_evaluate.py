@@ -29,6 +29,7 @@ from inference_obs.query import (
     on,
     rate,
     scalar,
+    timestamp,
     vector,
 )
 from inference_obs.samples import STALE_NAN, Labels, SampleSet, Series, Vector
@@ -176,6 +177,22 @@ def test_instant_functions() -> None:
     assert _values(evaluate(absent(G), COUNTERS, 600)) == {}
     assert evaluate(scalar(G.sum()), COUNTERS, 600) == 40.0
     assert _values(evaluate(vector(Number(7)), COUNTERS, 600)) == {(): 7.0}
+
+
+def test_timestamp_of_a_selector_is_the_time_of_the_sample_it_took() -> None:
+    jittered = _set(
+        Series("j", {"pod": "a"}, [3.342, 63.343, 123.35], [1.0, 2.0, 3.0]),
+        Series("j", {"pod": "b"}, [10.0, 70.0, 130.0, 131.0], [1.0, 2.0, 3.0, STALE_NAN]),
+    )
+    # At 100 s each series' newest sample is its second: 63.343 s and 70 s, not 100 s.
+    assert _values(evaluate(timestamp(Selector("j")), jittered, 100)) == {
+        (("pod", "a"),): 63.343,
+        (("pod", "b"),): 70.0,
+    }
+    # At 140 s b's newest is a staleness marker: absent, as the selector itself is.
+    assert _values(evaluate(timestamp(Selector("j")), jittered, 140)) == {(("pod", "a"),): 123.35}
+    # Of anything but a selector, the evaluation time (Prometheus funcTimestamp).
+    assert _values(evaluate(timestamp(Selector("j").sum()), jittered, 100)) == {(): 100.0}
 
 
 def test_histogram_quantile_merges_buckets_across_series() -> None:

@@ -5,7 +5,8 @@ deployments, both analyses run over the manifest window through
 :class:`~inference_obs.source.dataset.source.DatasetSource` and through
 :class:`~inference_obs.source.prometheus.PrometheusSource` on Prometheus
 holding the same samples (backfilled with promtool, as in
-``test_analyses_agreement``); queueing per app scrape and in 120 s tiles. The
+``test_analyses_agreement``); queueing per app scrape and in 120 s tiles, and
+the per-replica GPU readings with their sample times (``timestamp()``). The
 queue intervals are the same (class, replica, start, end, sample count and
 maxima) and every Measurement, by key, has the same status and value to 1e-9
 relative.
@@ -15,15 +16,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from inference_obs.analyses.bottleneck import BottleneckResult, bottleneck
 from inference_obs.analyses.queueing import QueueingResult, queueing
 from inference_obs.engine.rules import Rules
+from inference_obs.metrics import dcgm
+from inference_obs.reading.alignment import gpu_per_replica
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.result import AnalysisResult
+from inference_obs.samples import Window
 from inference_obs.source.dataset.reader import SAMPLES, Dataset, read_dataset
 from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.prometheus import PrometheusSource
@@ -34,6 +40,8 @@ pytestmark = pytest.mark.integration
 DATASETS = Path(__file__).resolve().parents[2] / "datasets"
 NAMES = ("pro5000-vs-h20", "r1-decode")
 RELATIVE = 1e-9
+#: The labels naming a replica on both app and GPU series of the bundled datasets.
+KEYS = ("namespace", "pod")
 
 
 @pytest.fixture(scope="module", params=NAMES)
@@ -97,6 +105,31 @@ def test_queueing_agrees_with_prometheus(
         wrong = _disagreements(offline, remote)
         assert not wrong, f"{deployment.name}:\n" + "\n".join(wrong)
         assert any(m.ok for m in offline.measurements())
+
+
+def test_gpu_readings_and_their_sample_times_agree_with_prometheus(
+    backfilled: tuple[Dataset, PrometheusSource],
+) -> None:
+    # timestamp() of a selector: the server and the engine give each reading the time
+    # of the GPU scrape it holds, to the millisecond, on a 30 s grid 30 s after the hour.
+    dataset, server = backfilled
+    local = DatasetSource(dataset, rules=Rules.PROMETHEUS_2)
+    hour = dataset.manifest.window.window()
+    late = Window(hour.start + timedelta(seconds=30), hour.end + timedelta(seconds=30))
+    for deployment in dataset.manifest.deployments:
+        selector = dcgm.GPU_UTIL.select(deployment.gpu_matchers)
+        offline, remote = (
+            gpu_per_replica(source, selector, KEYS, late, reach_ms=60_000.0)
+            for source in (local, server)
+        )
+        assert (offline.interval_ms, offline.step_ms) == (remote.interval_ms, remote.step_ms)
+        assert offline.replicas.keys() == remote.replicas.keys() != set()
+        for name, (times, means) in offline.replicas.items():
+            assert times.tolist() == remote.replicas[name][0].tolist(), name
+            assert all(map(_close, means.tolist(), remote.replicas[name][1].tolist())), name
+            # Each reading is a GPU scrape's own time, not a step of the grid.
+            assert times.size, name
+            assert not np.any(times % offline.step_ms == 0), name
 
 
 def test_bottleneck_agrees_with_prometheus(backfilled: tuple[Dataset, PrometheusSource]) -> None:

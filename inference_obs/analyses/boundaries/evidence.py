@@ -111,8 +111,8 @@ class Evidence:
     keys
         Label names identifying a replica on both app and GPU series.
     tolerance_ms
-        Per scrape: largest distance of an aligned GPU step (see
-        :meth:`~inference_obs.reading.alignment.GpuSteps.at`) or host
+        Per scrape: largest distance of an aligned GPU reading (see
+        :meth:`~inference_obs.reading.alignment.GpuScrapes.at`) or host
         sample from its app sample; per tile 0.
     selectors
         Every family's selector (waiting, running and the duty family
@@ -180,7 +180,8 @@ def gather(
     counted = {f: soon(source, partial(series_count, source, gpus[f], window)) for f in PCIE}
     if r.step is None:
         for family in PCIE:
-            soon(source, partial(gpu_per_replica, source, gpus[family], rows.keys, window))
+            read = partial(gpu_per_replica, reach_ms=rows.interval_ms)  # as align_gpu reads it
+            soon(source, partial(read, source, gpus[family], rows.keys, window))
     soon(source, partial(ask_host_evidence, r, rows, hosts))
     busy = align_gpu(source, rows, gpus[duty], window, tolerance_ms=tolerance_ms)
     where = None if r.step is None else _idle_with_work(rows, busy.query, scale, idle_below)
@@ -234,8 +235,8 @@ def gather(
     read_raw = (*(rows.selectors if r.step is None else ()), *found.read_raw)
     queries = (
         *(() if r.step is None else rows.reads),
-        busy.query,
-        *(p.query for p in pcie.values()),
+        *busy.reads,
+        *(q for p in pcie.values() for q in p.reads),
         *found.queries,
     )
     return Evidence(

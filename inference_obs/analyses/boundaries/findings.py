@@ -146,7 +146,7 @@ class BoundariesSettings(Settings):
         None,
         ge=0,
         description="Per scrape only (refused with a tile step): largest distance, seconds, "
-        "between an app scrape and the GPU step or host sample aligned with it. None: the "
+        "between an app scrape and the GPU reading or host sample aligned with it. None: the "
         "larger of the app's median scrape interval and the duty family's scrape interval.",
     )
 

@@ -155,8 +155,8 @@ class BoundariesResult(AnalysisResult):
     evidence_promql
         What the intervals' evidence was read with, for rechecking: the raw
         reads as range selectors over the window, and the server's
-        reductions (per scrape the GPU families' per-replica ``avg`` at their
-        scrape interval, per tile every family's tile query).
+        reductions (per scrape the GPU families' per-replica ``avg`` and its
+        sample times at each of their scrapes, per tile every family's tile query).
     """
 
     reading: CapacityReading

@@ -52,7 +52,9 @@ def queues(report: Report) -> Iterator[Block]:
     yield Items(
         LEGEND,
         lead="Each app scrape of a replica (or each tile, for a large scope) is one row, read "
-        "against the mean utilisation of the replica's GPUs and put in one class. Correlation "
+        "against the mean utilisation of the replica's GPUs at their scrape nearest it in time "
+        "(within the scrape interval, whatever the report's window) and put in one class. "
+        "Correlation "
         "is not causation: rows where queues and idle GPUs went together say where to look "
         "(host, transfers, scheduling), not what caused the queue.",
     )
