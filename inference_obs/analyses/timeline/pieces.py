@@ -26,6 +26,7 @@ Rules, each with its reason:
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
@@ -275,6 +276,10 @@ class Spike:
     peak: float
     peak_at: float
     median: float
+    #: The bucket that must hold the quantile at the peak: the interpolated ``peak`` is
+    #: only a point inside it.
+    lower: float = 0.0
+    upper: float = math.inf
 
 
 def _series(rolling: RollingQuantiles) -> QuantileSeries | None:
@@ -307,11 +312,22 @@ def latency_spikes(series: QuantileSeries, every: float) -> list[Spike]:
             if k == last + 1 or t[k] - t[k - 1] > 1.5 * every:
                 part = slice(cut, k)
                 top = cut + int(np.argmax(values[part]))
+                bucket = float(series.lower[top]), float(series.upper[top])
+                peak = float(values[top])
                 spikes.append(
-                    Spike(float(t[cut]), float(t[k - 1]), float(values[top]), float(t[top]), median)
+                    Spike(float(t[cut]), float(t[k - 1]), peak, float(t[top]), median, *bucket)
                 )
                 cut = k
     return spikes
+
+
+def _bucket(spike: Spike, unit: str) -> str:
+    """Where the peak must lie, from its bucket; the interpolation is not a value seen."""
+    if spike.lower <= 0:
+        return f"at most {format_number(spike.upper, 3)}{unit}"
+    if math.isinf(spike.upper):
+        return f"above {format_number(spike.lower, 3)}{unit} (the highest bucket)"
+    return f"between {format_number(spike.lower, 3)} and {format_number(spike.upper, 3)}{unit}"
 
 
 def _words(family: str) -> str:
@@ -335,7 +351,7 @@ def spike_pieces(rolling: RollingQuantiles, zone: tzinfo | None) -> list[Piece]:
     for s in latency_spikes(series, rolling.every):
         phrase = (
             f"the rolling P{format_number(100 * series.quantile)} of {_words(rolling.family)} "
-            f"({minutes}-minute windows) rose to about {format_number(s.peak, 2)}{unit} at "
+            f"({minutes}-minute windows) rose to {_bucket(s, unit)} at "
             f"{clock(s.peak_at, zone)}, against a window median of "
             f"{format_number(s.median, 3)}{unit}"
         )
