@@ -17,7 +17,9 @@ __all__ = ["throughput"]
 #: What each regime (from the throughput analysis) lets the rates be read as.
 _READ_AS = {
     Regime.DEMAND_LIMITED: "",
-    Regime.CAPACITY_LIMITED: "; the rates still average the whole window, idle minutes included",
+    Regime.CAPACITY_LIMITED: (
+        "; the rates still average the span the series cover, idle minutes included"
+    ),
     Regime.UNKNOWN: "; read the rates as an observed floor",
 }
 
@@ -26,8 +28,9 @@ def throughput(report: Report) -> Iterator[Block]:
     yield Heading(2, "Throughput")
     yield Paragraph(
         "Extrapolated increases over the window (fractional estimates, not audited counts); "
-        "rates per wall-clock second, idle time included. Observed throughput is an observed "
-        "floor, not capacity, unless the deployment was saturated."
+        "rates per wall-clock second of the span the series cover, idle time included. "
+        "Observed throughput is an observed floor, not capacity, unless the deployment was "
+        "saturated."
     )
     rows, regimes = [], []
     for d in report.deployments:
