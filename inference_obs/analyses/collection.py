@@ -218,10 +218,42 @@ def coverage_note(
     )
 
 
+#: How many targets covering part of the window a note names; past it, it counts them.
+NAMED_TARGETS = 3
+
+
+def _partial_targets(r: Reading, spans: dict[str, Span], covered: float) -> Annotation | None:
+    """The ``coverage`` note naming the app targets whose span (stretched to the deployment's
+    edges where scraped in the same round) is shorter than the deployment's ``covered``
+    seconds: pods that started or stopped inside it. None when there are none."""
+    part = {k: s for k, s in sorted(spans.items()) if s.seconds < covered - 1e-3}
+    if not part:
+        return None
+    zone = r.window.start.tzinfo
+    named = [
+        f"{k} from {datetime.fromtimestamp(s.start_ms / 1000, zone):%H:%M:%S} to "
+        f"{datetime.fromtimestamp(s.end_ms / 1000, zone):%H:%M:%S} ({s.seconds / r.seconds:.0%})"
+        for k, s in list(part.items())[:NAMED_TARGETS]
+    ]
+    more = f" and {len(part) - NAMED_TARGETS} more" if len(part) > NAMED_TARGETS else ""
+    return Annotation(
+        COVERAGE,
+        f"{r.deployment.name}: app targets present for part of the {_length(r.seconds)} "
+        f"window: {', '.join(named)}{more}; a replica's rates are per second of its own span",
+    )
+
+
 def _coverage(
-    r: Reading, app: tuple[Span, ...], gpus: tuple[Span, ...], reads: tuple[Expr, ...]
+    r: Reading,
+    app: tuple[Span, ...],
+    gpus: tuple[Span, ...],
+    targets: dict[str, Span],
+    reads: tuple[Expr, ...],
 ) -> dict[str, Measurement]:
-    """Covered start, end, seconds and share of the app series; the GPU series' share."""
+    """Covered start, end, seconds and share of the app series; the GPU series' share.
+
+    ``app`` and ``gpus`` are the unions of the targets' spans; ``targets`` the app
+    targets' spans stretched to the union's edges (``Coverage.together``)."""
     how = (
         "union over targets of each one's first to last raw sample, widened to the window's "
         "edge within 1.1 average spacings of it, else by half a spacing (as increase() "
@@ -249,10 +281,12 @@ def _coverage(
             computation=f"{how}, of {family.name}",
             missing=[family],
         )
-    note = coverage_note(r, app, gpu_share)
-    if note is not None:
+    notes = [coverage_note(r, app, gpu_share), _partial_targets(r, targets, covered or 0.0)]
+    if any(notes):
         share = out["covered_share"]
-        out["covered_share"] = share.model_copy(update={"annotations": (note,)})
+        out["covered_share"] = share.model_copy(
+            update={"annotations": tuple(n for n in notes if n is not None)}
+        )
     return out
 
 
@@ -440,7 +474,7 @@ def _collection(r: Reading, settings: CollectionSettings) -> CollectionResult:
     bounds = (r.window.start_s * 1000, r.window.end_s * 1000)
     app_union, gpu_union = (union(c.spans(*bounds).values()) for c in (app, exporters))
     return CollectionResult(
-        **_coverage(r, app_union, gpu_union, reads),
+        **_coverage(r, app_union, gpu_union, app.together(*bounds), reads),
         app_covered=_stretches(r, app_union),
         gpu_covered=_stretches(r, gpu_union),
         scrape_interval=interval,
