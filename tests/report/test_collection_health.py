@@ -250,6 +250,10 @@ def test_a_window_longer_than_the_data_says_so_and_keeps_the_rates(
         assert f"{name}'s series cover 2026-10-19 17:39" in health
     assert health.count("50% of the 2 h window") == 2
     assert "rates are per second of that span" in health
+    served = markdown.split("## Throughput\n", 1)[1].split("\n## ", 1)[0]
+    for name in ("PRO", "H20"):
+        seconds = _value(document, f"{name}/collection/covered_seconds")
+        assert f"{name}: rates per second of the {seconds:,.0f} s its series cover" in served
     # The window the data fills: nothing said, nothing marked.
     assert "series cover 20" not in hour_markdown
     assert _coverage_notes(hour) == []

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from inference_obs import analyses
+from inference_obs.analyses.collection import COVERAGE
 from inference_obs.analyses.throughput import Regime
-from inference_obs.report.document import Block, Heading, Items, Paragraph, Table, cell
+from inference_obs.report.document import Block, Heading, Items, Paragraph, Table, cell, number
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
@@ -53,6 +54,14 @@ def throughput(report: Report) -> Iterator[Block]:
             f"{d.deployment.name} ({t.regime.value.replace('_', '-')}): "
             f"{t.regime_reason.rstrip('.')}{_READ_AS[t.regime]}."
         )
+        covered = d.of(analyses.collection).covered_seconds
+        if covered.value is not None and any(
+            a.kind == COVERAGE for a in t.output_tokens_per_second.annotations
+        ):
+            regimes.append(
+                f"{d.deployment.name}: rates per second of the {number(covered.value)} s its "
+                "series cover, not of the window (see Collection health)."
+            )
     yield Table(
         (
             "deployment",
