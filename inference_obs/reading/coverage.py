@@ -20,6 +20,8 @@ within 1.1 average spacings of it, else by half an average spacing. A rate
 over the window is then the counter's increase over the span its samples
 cover, so a pod that starts or stops inside the window is not diluted by the
 time it was absent; a key present the whole window covers all of it.
+(VictoriaMetrics does not extrapolate: its increase of a key that starts or
+stops inside the window covers up to half an interval less than the span.)
 
 Keys scraped at different phases begin (and end) their spans up to one
 scrape interval apart, a difference of phase, not of presence.

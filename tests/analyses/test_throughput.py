@@ -158,7 +158,7 @@ def _span_rate(source: DatasetSource, pod: str, replica: str, window: Window) ->
     (series,) = [s for s in source.raw(selector, window) if s.labels["pod"] == pod]
     # requests.csv times are seconds after the dataset's own window start.
     zero = source.dataset.manifest.window.start.timestamp()
-    first, last = series.timestamps[0] - zero, series.timestamps[-1] - zero
+    first, last = float(series.timestamps[0]) - zero, float(series.timestamps[-1]) - zero
     return generated((replica,), first, last) / (last - first)
 
 
