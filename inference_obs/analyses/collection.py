@@ -243,6 +243,22 @@ def _partial_targets(r: Reading, spans: dict[str, Span], covered: float) -> Anno
     )
 
 
+def _gpus_only(r: Reading, gpus: tuple[Span, ...], share: float | None) -> Annotation | None:
+    """The ``coverage`` note when the GPU series alone cover less of the window than the app
+    series (all of it): utilisation then describes a shorter span than the rates."""
+    if not gpus or share is None or share >= 1 - 1e-3 / r.seconds:
+        return None
+    zone = r.window.start.tzinfo
+    start = datetime.fromtimestamp(gpus[0].start_ms / 1000, zone)
+    end = datetime.fromtimestamp(gpus[-1].end_ms / 1000, zone)
+    return Annotation(
+        COVERAGE,
+        f"{r.deployment.name}'s GPU series cover {start:%H:%M:%S} to {end:%H:%M:%S}, "
+        f"{share:.0%} of the {_length(r.seconds)} window, its app series all of it: "
+        "utilisation describes the shorter span",
+    )
+
+
 def _coverage(
     r: Reading,
     app: tuple[Span, ...],
@@ -281,7 +297,10 @@ def _coverage(
             computation=f"{how}, of {family.name}",
             missing=[family],
         )
-    notes = [coverage_note(r, app, gpu_share), _partial_targets(r, targets, covered or 0.0)]
+    notes = [
+        coverage_note(r, app, gpu_share) or _gpus_only(r, gpus, gpu_share),
+        _partial_targets(r, targets, covered or 0.0),
+    ]
     if any(notes):
         share = out["covered_share"]
         out["covered_share"] = share.model_copy(

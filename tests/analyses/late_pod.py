@@ -17,6 +17,7 @@ the code under test.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -27,7 +28,15 @@ from inference_obs.samples import Series, Window
 from inference_obs.source.dataset import Dataset, write_dataset
 from inference_obs.source.dataset.reader import read_dataset
 
-__all__ = ["DATASET", "FROM_S", "LATE", "generated", "late_dataset", "long_window"]
+__all__ = [
+    "DATASET",
+    "FROM_S",
+    "LATE",
+    "generated",
+    "late_dataset",
+    "late_gpus_dataset",
+    "long_window",
+]
 
 DATASET = Path(__file__).resolve().parents[2] / "datasets" / "pro5000-vs-h20"
 #: The replica that starts late, as its pod label and as requests.csv names it.
@@ -49,19 +58,34 @@ def _late(series: Series) -> bool:
     )
 
 
+def _h20_gpu(series: Series) -> bool:
+    """Whether a series is one of H20's DCGM series."""
+    return series.name.startswith("DCGM_") and series.labels.get("pod", "").startswith("h20-")
+
+
 def late_dataset(tmp: Path) -> Dataset:
     """The bundled dataset with :data:`LATE`'s series from :data:`FROM_S` on only."""
+    return _cut(tmp / "late-pod", _late)
+
+
+def late_gpus_dataset(tmp: Path) -> Dataset:
+    """The bundled dataset with H20's GPU (DCGM) series from :data:`FROM_S` on only: an
+    exporter that started late, its app series whole."""
+    return _cut(tmp / "late-gpus", _h20_gpu)
+
+
+def _cut(path: Path, late: Callable[[Series], bool]) -> Dataset:
     shipped = read_dataset(DATASET)
     cut_ms = shipped.manifest.window.start.timestamp() * 1000 + FROM_S * 1000
     kept = []
     for one in shipped.samples:
-        if _late(one):
+        if late(one):
             keep = one.t_ms >= cut_ms
             assert keep.any()
             assert not keep.all()
             one = Series(one.name, one.labels, one.t_ms[keep] / 1000, one.values[keep])
         kept.append(one)
-    return write_dataset(tmp / "late-pod", shipped.manifest, kept)
+    return write_dataset(path, shipped.manifest, kept)
 
 
 def generated(replicas: tuple[str, ...], start_s: float, end_s: float) -> float:

@@ -23,7 +23,7 @@ from inference_obs.simulate import run_scenario, write_simulation
 from inference_obs.source.dataset.reader import read_dataset
 from inference_obs.source.dataset.source import DatasetSource
 from tests.analyses.ground_truth import truth
-from tests.analyses.late_pod import late_dataset
+from tests.analyses.late_pod import late_dataset, late_gpus_dataset
 
 SMALL = Path(__file__).parents[1] / "simulate" / "small.yaml"
 DATASETS = Path(__file__).parents[2] / "datasets"
@@ -287,3 +287,16 @@ def test_a_pod_that_starts_mid_window_is_named(tmp_path: Path) -> None:
     )
     assert _value(document, "H20/collection/covered_share") == 1.0  # the others cover it
     assert "H20/throughput/output_tokens_per_second[h20-model-04]" in _coverage_notes(document)
+
+
+def test_gpu_series_that_cover_less_than_the_app_series_are_said(tmp_path: Path) -> None:
+    data = late_gpus_dataset(tmp_path).path
+    document, markdown = _report(data, tmp_path / "report")
+    health = markdown.split("## Collection health\n", 1)[1].split("\n## ", 1)[0]
+    # The exporters' first scrapes come half-way (1800 s of 3600 s), give or take a
+    # scrape interval: about half the window.
+    assert _value(document, "H20/collection/gpu_covered_share") == pytest.approx(0.5, abs=0.02)
+    assert _value(document, "H20/collection/covered_share") == 1.0
+    assert "H20's GPU series cover 18:09" in health
+    assert "of the 1 h window, its app series all of it: utilisation describes" in health
+    assert "PRO's GPU series" not in health
