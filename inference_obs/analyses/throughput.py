@@ -17,7 +17,8 @@ length, so nothing changes; a window longer than the data, or a pod that
 starts or stops inside it, is not diluted by the time nobody was there, and
 the rates carry a ``coverage`` annotation saying the span. Sample-weighted
 GPU utilisation describes the span its samples cover: rates and utilisation
-describe the same span.
+describe the same span, unless the GPU series start or stop apart from the app
+series, which collection health then says.
 """
 
 from __future__ import annotations
