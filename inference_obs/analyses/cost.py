@@ -441,6 +441,7 @@ def _cost(r: Reading, settings: CostSettings) -> CostResult:
     m, w = r.matchers, r.seconds
     # Every number asked at once: none waits on another's answer.
     replicas_asked = soon(r.source, partial(replicas_seen, r, vllm.GENERATION_TOKENS))
+    spans_asked = soon(r.source, partial(covered, r))
     completed_m = (*m, Matcher.regex("finished_reason", _COMPLETED))
     stop_or_length = "Finished on stop or length: aborts and errors excluded."
     completing = soon(
@@ -470,7 +471,7 @@ def _cost(r: Reading, settings: CostSettings) -> CostResult:
         partial(r.measure, "output_tokens", output_expr, "tokens", caveats=(EXTRAPOLATED,)),
     )
     replicas = replicas_asked.result()
-    gpus, gpu_hours, rent = _gpu_hours(r, replicas, covered(r))
+    gpus, gpu_hours, rent = _gpu_hours(r, replicas, spans_asked.result())
     output = outputting.result()
     completed, mean_out = completing.result(), averaging.result()
     shares, share = sharing.result()

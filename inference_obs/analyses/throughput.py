@@ -305,8 +305,10 @@ def _throughput(r: Reading, settings: ThroughputSettings) -> ThroughputResult:
     m, w = r.matchers, r.seconds
     # The replicas and the waiting share alongside one request for every other number.
     replicas_asked = soon(r.source, partial(replicas_seen, r, vllm.GENERATION_TOKENS))
-    spans = covered(r)
-    by_replica = soon(r.source, partial(rates_by_replica, r, spans))
+    # The spans (raw app samples) alongside too: the replicas' rates read them as well,
+    # and the source asks a question in flight once.
+    spans_asked = soon(r.source, partial(covered, r))
+    by_replica = soon(r.source, partial(rates_by_replica, r))
     share_asked = soon(r.source, partial(_waiting_share, r))
     totals = {
         family: b.increase_total(family, m, w)
@@ -332,7 +334,7 @@ def _throughput(r: Reading, settings: ThroughputSettings) -> ThroughputResult:
     finished = run(
         "finished_requests", vllm.REQUEST_SUCCESS, "requests", (EXTRAPOLATED, engine_finished)
     )
-    replicas, pods = replicas_asked.result(), by_replica.result()
+    replicas, pods, spans = replicas_asked.result(), by_replica.result(), spans_asked.result()
     rate, requests_rate, per_replica, per_gpu_hour = _rates(
         output, finished, replicas, spans, r.deployment.hardware.gpus_per_replica
     )
