@@ -11,8 +11,11 @@ Rates are per second of the span the series cover, not of the window
 (:func:`covered`; collection health measures the same spans): a replica's
 rate over its own span, from its first to its last scrape widened as
 ``increase()`` extrapolates; the deployment's over the union of its replicas'
-spans; the per-replica mean and tokens per GPU-hour over the replica-seconds
-(the sum of the replicas' spans). A window the data fills gives the window's
+spans (when that is shorter than the window, as the sum of its replicas' rates
+over the part of it each covers, those scraped in the same round as its first
+or last scrape counting to its edges: :func:`_over_span`); the per-replica
+mean and tokens per GPU-hour over the replica-seconds (the sum of the
+replicas' spans). A window the data fills gives the window's
 length, so nothing changes; a window longer than the data, or a pod that
 starts or stops inside it, is not diluted by the time nobody was there, and
 the rates carry a ``coverage`` annotation saying the span. Sample-weighted
