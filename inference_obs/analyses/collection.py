@@ -13,10 +13,19 @@ times come from the raw samples of one gauge per target kind,
 for the GPUs (each scrape carries both, so every scrape is seen once). Resets
 are counted by the one detector the exact counter changes use
 (:func:`~inference_obs.reading.counter_resets.counted_resets`).
+
+Coverage: the part of the window the deployment's series cover, app and GPU
+apart, each the union over targets of their first to last sample widened as
+``increase()`` extrapolates (:meth:`~inference_obs.reading.coverage.Coverage.spans`).
+A window longer than the data, or pods that start or stop inside it, cover
+less than the window; rates are per second of the covered span
+(:func:`app_coverage`), never of the window's empty part.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 
@@ -30,13 +39,22 @@ from inference_obs.metrics.family import Family, MetricType
 from inference_obs.query import Expr, count_over_time, to_promql
 from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_resets import closed_range, counted_resets
-from inference_obs.reading.coverage import Coverage, Gap, coverage
+from inference_obs.reading.coverage import Coverage, Gap, Span, coverage, union
 from inference_obs.reading.measurement import Measurement, Status
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Labels, Vector
 from inference_obs.source.remembering import soon, together
 
-__all__ = ["CollectionResult", "CollectionSettings", "ScrapeGap", "collection"]
+__all__ = [
+    "COVERAGE",
+    "CollectionResult",
+    "CollectionSettings",
+    "CoveredSpan",
+    "ScrapeGap",
+    "app_coverage",
+    "collection",
+    "coverage_note",
+]
 
 #: The app gauge whose scrapes are counted: every vLLM scrape carries it.
 APP_GAUGE = vllm.NUM_REQUESTS_RUNNING
@@ -75,6 +93,16 @@ class ScrapeGap(BaseModel):
     seconds: float = Field(description="end - start, seconds.")
 
 
+class CoveredSpan(BaseModel):
+    """A stretch of the window that one kind of series (app or GPU) covers, without a break."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    start: AwareDatetime = Field(description="Where the covered stretch begins.")
+    end: AwareDatetime = Field(description="Where it ends.")
+    seconds: float = Field(description="end - start, seconds.")
+
+
 class CollectionResult(AnalysisResult):
     """What was collected for one deployment over one window.
 
@@ -91,6 +119,17 @@ class CollectionResult(AnalysisResult):
         GPUs that stopped reporting part-way, with their last sample.
     silent_gpus
         GPUs seen in another DCGM family without any utilisation sample, by name.
+    covered_start, covered_end
+        Where the app series' covered span begins and ends, seconds after the
+        window's start (0 and the window's length when they cover all of it).
+    covered_seconds, covered_share
+        The app series' covered span (the union over targets), seconds, and as
+        a share (ratio 0-1) of the window: the span rates are per second of.
+    gpu_covered_share
+        The same share for the GPU utilisation series, which sample-weighted
+        utilisation describes.
+    app_covered, gpu_covered
+        The covered stretches themselves, in time order.
     """
 
     scrape_interval: Measurement
@@ -104,10 +143,182 @@ class CollectionResult(AnalysisResult):
     stopped_gpus: tuple[StoppedGpu, ...]
     gpus_silent: Measurement
     silent_gpus: tuple[str, ...]
+    covered_start: Measurement
+    covered_end: Measurement
+    covered_seconds: Measurement
+    covered_share: Measurement
+    gpu_covered_share: Measurement
+    app_covered: tuple[CoveredSpan, ...]
+    gpu_covered: tuple[CoveredSpan, ...]
 
 
 def _target(labels: Labels) -> str:
     return labels.get(TARGET) or "all"
+
+
+#: A span of coverage is widened as increase() extrapolates; gaps inside it do not matter
+#: to it, so any gap factor serves when only spans are wanted.
+_SPANS_ONLY = 2.0
+#: The annotation kind of a number over a span shorter than its window.
+COVERAGE = "coverage"
+
+
+def app_coverage(r: Reading, key: Callable[[Labels], str]) -> Coverage:
+    """The :class:`~inference_obs.reading.coverage.Coverage` of the deployment's app series
+    grouped by the replica ``key`` names from their labels (a pod, an instance): with
+    :meth:`~inference_obs.reading.coverage.Coverage.spans`, the span each covers.
+
+    Read from the raw samples of :data:`APP_GAUGE` that collection health reads (one
+    question for both); series ``key`` names ``""`` are left out.
+    """
+    raw = r.source.raw(APP_GAUGE.select(r.matchers), r.window)
+    found = coverage(raw, key, _SPANS_ONLY)
+    return replace(
+        found,
+        samples={k: v for k, v in found.samples.items() if k},
+        first_ms={k: v for k, v in found.first_ms.items() if k},
+        last_ms={k: v for k, v in found.last_ms.items() if k},
+    )
+
+
+def _length(seconds: float) -> str:
+    """A window's length as people say it: ``2 h``, ``90 min``, ``45 s``."""
+    for unit, size in (("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g} {unit}"
+    return f"{seconds:g} s"
+
+
+def coverage_note(
+    r: Reading, spans: Sequence[Span], gpu_share: float | None = None, who: str | None = None
+) -> Annotation | None:
+    """The ``coverage`` annotation of numbers over ``spans`` (disjoint, in time order) when
+    they cover less of the window than all of it (to the millisecond); None when they do,
+    or when there are none. ``gpu_share`` (ratio 0-1), the GPU series' share, is named
+    when it is below 1; ``who`` names whose series they are (the deployment's by default).
+    """
+    covered = sum(s.seconds for s in spans)
+    if not spans or covered >= r.seconds - 1e-3:
+        return None
+    zone = r.window.start.tzinfo
+    start = datetime.fromtimestamp(spans[0].start_ms / 1000, zone)
+    end = datetime.fromtimestamp(spans[-1].end_ms / 1000, zone)
+    until = f"{end:%H:%M:%S}" if end.date() == start.date() else _second(end)
+    broken = f" in {len(spans)} stretches" if len(spans) > 1 else ""
+    gpus = (
+        f" (GPU series {gpu_share:.0%})"
+        if gpu_share is not None and gpu_share < 1 - 1e-3 / r.seconds
+        else ""
+    )
+    return Annotation(
+        COVERAGE,
+        f"{who or r.deployment.name}'s series cover {_second(start)} to {until}{broken}, "
+        f"{covered / r.seconds:.0%} of the {_length(r.seconds)} window{gpus}; rates are per "
+        "second of that span",
+    )
+
+
+#: How many targets covering part of the window a note names; past it, it counts them.
+NAMED_TARGETS = 3
+
+
+def _partial_targets(r: Reading, spans: dict[str, Span], covered: float) -> Annotation | None:
+    """The ``coverage`` note naming the app targets whose span (stretched to the deployment's
+    edges where scraped in the same round) is shorter than the deployment's ``covered``
+    seconds: pods that started or stopped inside it. None when there are none."""
+    part = {k: s for k, s in sorted(spans.items()) if s.seconds < covered - 1e-3}
+    if not part:
+        return None
+    zone = r.window.start.tzinfo
+    named = [
+        f"{k} from {datetime.fromtimestamp(s.start_ms / 1000, zone):%H:%M:%S} to "
+        f"{datetime.fromtimestamp(s.end_ms / 1000, zone):%H:%M:%S} ({s.seconds / r.seconds:.0%})"
+        for k, s in list(part.items())[:NAMED_TARGETS]
+    ]
+    more = f" and {len(part) - NAMED_TARGETS} more" if len(part) > NAMED_TARGETS else ""
+    return Annotation(
+        COVERAGE,
+        f"{r.deployment.name}: app targets present for part of the {_length(r.seconds)} "
+        f"window: {', '.join(named)}{more}; a replica's rates are per second of its own span",
+    )
+
+
+def _gpus_only(r: Reading, gpus: tuple[Span, ...], share: float | None) -> Annotation | None:
+    """The ``coverage`` note when the GPU series alone cover less of the window than the app
+    series (all of it): utilisation then describes a shorter span than the rates."""
+    if not gpus or share is None or share >= 1 - 1e-3 / r.seconds:
+        return None
+    zone = r.window.start.tzinfo
+    start = datetime.fromtimestamp(gpus[0].start_ms / 1000, zone)
+    end = datetime.fromtimestamp(gpus[-1].end_ms / 1000, zone)
+    return Annotation(
+        COVERAGE,
+        f"{r.deployment.name}'s GPU series cover {start:%H:%M:%S} to {end:%H:%M:%S}, "
+        f"{share:.0%} of the {_length(r.seconds)} window, its app series all of it: "
+        "utilisation describes the shorter span",
+    )
+
+
+def _coverage(
+    r: Reading,
+    app: tuple[Span, ...],
+    gpus: tuple[Span, ...],
+    targets: dict[str, Span],
+    reads: tuple[Expr, ...],
+) -> dict[str, Measurement]:
+    """Covered start, end, seconds and share of the app series; the GPU series' share.
+
+    ``app`` and ``gpus`` are the unions of the targets' spans; ``targets`` the app
+    targets' spans stretched to the union's edges (``Coverage.together``)."""
+    how = (
+        "union over targets of each one's first to last raw sample, widened to the window's "
+        "edge within 1.1 average spacings of it, else by half a spacing (as increase() "
+        "extrapolates)"
+    )
+    start_ms, w = r.window.start_s * 1000, r.seconds
+    covered = sum(s.seconds for s in app) if app else None
+    gpu_share = sum(s.seconds for s in gpus) / w if gpus else None
+    values = {
+        "covered_start": (app[0].start_ms - start_ms) / 1000 if app else None,
+        "covered_end": (app[-1].end_ms - start_ms) / 1000 if app else None,
+        "covered_seconds": covered,
+        "covered_share": None if covered is None else covered / w,
+        "gpu_covered_share": gpu_share,
+    }
+    units = {"covered_seconds": "seconds", "covered_share": "ratio", "gpu_covered_share": "ratio"}
+    out = {}
+    for name, value in values.items():
+        family = GPUS if name.startswith("gpu") else APP_GAUGE
+        out[name] = r.local(
+            name,
+            value,
+            units.get(name, "seconds after the window's start"),
+            reads=reads[1:] if family is GPUS else reads[:1],
+            computation=f"{how}, of {family.name}",
+            missing=[family],
+        )
+    notes = [
+        coverage_note(r, app, gpu_share) or _gpus_only(r, gpus, gpu_share),
+        _partial_targets(r, targets, covered or 0.0),
+    ]
+    if any(notes):
+        share = out["covered_share"]
+        out["covered_share"] = share.model_copy(
+            update={"annotations": tuple(n for n in notes if n is not None)}
+        )
+    return out
+
+
+def _stretches(r: Reading, spans: tuple[Span, ...]) -> tuple[CoveredSpan, ...]:
+    zone = r.window.start.tzinfo
+    return tuple(
+        CoveredSpan(
+            start=datetime.fromtimestamp(s.start_ms / 1000, zone),
+            end=datetime.fromtimestamp(s.end_ms / 1000, zone),
+            seconds=s.seconds,
+        )
+        for s in spans
+    )
 
 
 def _interval(r: Reading, name: str, found: Coverage, family: Family, reads: Expr) -> Measurement:
@@ -279,7 +490,12 @@ def _collection(r: Reading, settings: CollectionSettings) -> CollectionResult:
     )
     stopped = stopped_gpus(r, by_gpu, factor)
     found = presence.result()
+    bounds = (r.window.start_s * 1000, r.window.end_s * 1000)
+    app_union, gpu_union = (union(c.spans(*bounds).values()) for c in (app, exporters))
     return CollectionResult(
+        **_coverage(r, app_union, gpu_union, app.together(*bounds), reads),
+        app_covered=_stretches(r, app_union),
+        gpu_covered=_stretches(r, gpu_union),
         scrape_interval=interval,
         gpu_scrape_interval=gpu_interval,
         app_samples=_app_samples(r, app, expected),
@@ -316,5 +532,6 @@ collection = Analysis(
     entry=_collection,
     result=CollectionResult,
     settings=CollectionSettings,
-    summary="Samples per target, measured scrape interval, gaps, resets, GPUs that stopped.",
+    summary="Samples per target, measured scrape interval, gaps, resets, GPUs that stopped, "
+    "the span the series cover.",
 )

@@ -1,8 +1,12 @@
 """Cost: GPU-hours, cost per million useful output tokens, and the break-even GPU-hour price.
 
 The cost is GPU rental only: ``gpu_hour_price`` x GPU-hours, where GPU-hours
-are ``hardware.gpus_per_replica`` x replicas seen x the window in hours. It
-excludes CPU, host memory, network, storage, power and staff.
+are ``hardware.gpus_per_replica`` x the replica-hours the replicas' series
+cover (:func:`~inference_obs.analyses.throughput.covered`: the window's hours
+x replicas seen when every replica is there throughout; a replica that starts
+or stops inside the window counts for the part its series cover), the hours
+throughput's tokens per GPU-hour use too. It excludes CPU, host memory,
+network, storage, power and staff.
 
 Useful output tokens are the output tokens of requests that ended on
 ``stop`` or ``length`` and met the latency SLA. Metrics carry no per-request
@@ -43,7 +47,7 @@ from functools import partial
 from pydantic import BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.latency import share_within
-from inference_obs.analyses.throughput import replicas_seen
+from inference_obs.analyses.throughput import Covered, covered, replicas_seen
 from inference_obs.analyses.unit import Analysis, Settings
 from inference_obs.errors import Annotation
 from inference_obs.metrics import builders as b, vllm
@@ -61,8 +65,8 @@ SCOPE = (
     "network, storage, power and staff."
 )
 GPU_HOURS = (
-    "GPUs as declared per replica x every replica seen in the window, for the whole window: "
-    "a replica present for part of the window is counted for all of it."
+    "GPUs as declared per replica x the hours each replica's series cover: a replica present "
+    "for part of the window is counted for that part."
 )
 EXTRAPOLATED = "Prometheus increase() extrapolates to the window edges: fractional estimate."
 USEFUL = (
@@ -272,9 +276,12 @@ def _prompt_split(r: Reading) -> tuple[Measurement, Measurement]:
     return uncached, hits
 
 
-def _gpu_hours(r: Reading, replicas: Measurement) -> tuple[Measurement, Measurement, Measurement]:
-    """GPUs, GPU-hours and their rent; the rent is ``no_data`` without a GPU-hour price."""
-    hours = r.seconds / 3600.0
+def _gpu_hours(
+    r: Reading, replicas: Measurement, spans: Covered
+) -> tuple[Measurement, Measurement, Measurement]:
+    """GPUs, GPU-hours and their rent; the rent is ``no_data`` without a GPU-hour price.
+
+    GPU-hours are the declared GPUs per replica x the replica-hours covered (``spans``)."""
     per_replica = r.deployment.hardware.gpus_per_replica
     gpus = derive(
         "gpus",
@@ -284,8 +291,16 @@ def _gpu_hours(r: Reading, replicas: Measurement) -> tuple[Measurement, Measurem
         f"{per_replica} GPUs/replica x replicas_seen",
         (GPU_HOURS,),
     )
-    gpu_hours = derive(
-        "gpu_hours", _value(gpus) * hours, "GPU-hours", [gpus], f"gpus x {hours:g} h", (GPU_HOURS,)
+    hours = spans.replica_seconds(_value(replicas)) / 3600.0
+    gpu_hours = spans.noted(
+        derive(
+            "gpu_hours",
+            per_replica * hours,
+            "GPU-hours",
+            [gpus],
+            f"{per_replica} GPUs/replica x {hours:g} replica-hours covered",
+            (GPU_HOURS,),
+        )
     )
     price = r.gpu_hour_price
     if price is None:
@@ -417,8 +432,9 @@ def _priced(
 def _cost(r: Reading, settings: CostSettings) -> CostResult:
     """GPU cost, cost per million useful output tokens and, with prices, the break-even price.
 
-    GPU-hours are ``hardware.gpus_per_replica`` x replicas seen x the window
-    in hours; cost is ``r.gpu_hour_price`` (currency per GPU-hour) x
+    GPU-hours are ``hardware.gpus_per_replica`` x the replica-hours the
+    replicas' series cover (the window's hours x replicas seen when they cover
+    all of it); cost is ``r.gpu_hour_price`` (currency per GPU-hour) x
     GPU-hours, in that currency. Useful output tokens (tokens) are estimated
     (see the module docstring); cost per million of them is in currency per
     million tokens; tokens per GPU-hour need no price. Without a GPU-hour
@@ -430,6 +446,7 @@ def _cost(r: Reading, settings: CostSettings) -> CostResult:
     m, w = r.matchers, r.seconds
     # Every number asked at once: none waits on another's answer.
     replicas_asked = soon(r.source, partial(replicas_seen, r, vllm.GENERATION_TOKENS))
+    spans_asked = soon(r.source, partial(covered, r))
     completed_m = (*m, Matcher.regex("finished_reason", _COMPLETED))
     stop_or_length = "Finished on stop or length: aborts and errors excluded."
     completing = soon(
@@ -459,7 +476,7 @@ def _cost(r: Reading, settings: CostSettings) -> CostResult:
         partial(r.measure, "output_tokens", output_expr, "tokens", caveats=(EXTRAPOLATED,)),
     )
     replicas = replicas_asked.result()
-    gpus, gpu_hours, rent = _gpu_hours(r, replicas)
+    gpus, gpu_hours, rent = _gpu_hours(r, replicas, spans_asked.result())
     output = outputting.result()
     completed, mean_out = completing.result(), averaging.result()
     shares, share = sharing.result()

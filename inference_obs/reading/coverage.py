@@ -11,11 +11,28 @@ consecutive samples of each series
 (:func:`~inference_obs.reading.alignment.interval_ms`). A gap is a spacing
 longer than ``gap_factor`` measured intervals; a key whose last sample lies
 more than ``gap_factor`` intervals before the window's end stopped reporting.
+
+The span a key covers (:meth:`Coverage.spans`) is the part of the window a
+counter of that key is counted over: from its first to its last sample,
+widened as Prometheus's ``increase()`` extrapolates (``extrapolatedRate``,
+2.x and 3.x alike): to the window's edge when the outermost sample lies
+within 1.1 average spacings of it, else by half an average spacing. A rate
+over the window is then the counter's increase over the span its samples
+cover, so a pod that starts or stops inside the window is not diluted by the
+time it was absent; a key present the whole window covers all of it.
+(VictoriaMetrics does not extrapolate: its increase of a key that starts or
+stops inside the window covers up to half an interval less than the span.)
+
+Keys scraped at different phases begin (and end) their spans up to one
+scrape interval apart, a difference of phase, not of presence.
+:meth:`Coverage.together` stretches each key scraped in the same round as the
+first (last) scrape of any key to the union's edge, as ``increase()`` would
+to a window's edge, so that a sum over keys covers their common span.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +40,12 @@ import numpy as np
 from inference_obs.reading.alignment import interval_ms
 from inference_obs.samples import Labels, SampleSet, is_stale
 
-__all__ = ["Coverage", "Gap", "coverage"]
+__all__ = ["EXTRAPOLATION_THRESHOLD", "Coverage", "Gap", "Span", "coverage", "union"]
+
+#: Prometheus extrapolatedRate (2.x and 3.x): a series whose first (last) sample lies within
+#: this many average spacings of the range's start (end) is extrapolated to it; one further
+#: away, by half an average spacing only.
+EXTRAPOLATION_THRESHOLD = 1.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +60,37 @@ class Gap:
     def seconds(self) -> float:
         """The gap's length, seconds: the spacing of the two samples around it."""
         return (self.end_ms - self.start_ms) / 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """The part of a window from ``start_ms`` to ``end_ms`` (unix ms) that samples cover."""
+
+    start_ms: float
+    end_ms: float
+
+    @property
+    def seconds(self) -> float:
+        """The span's length, seconds."""
+        return (self.end_ms - self.start_ms) / 1000
+
+
+def union(spans: Iterable[Span]) -> tuple[Span, ...]:
+    """The union of ``spans`` as disjoint spans in time order (overlapping ones merged).
+
+    Examples
+    --------
+    >>> [(s.start_ms, s.end_ms) for s in union([Span(5, 9), Span(0, 6), Span(20, 30)])]
+    [(0, 9), (20, 30)]
+    """
+    merged: list[Span] = []
+    for one in sorted(spans, key=lambda s: (s.start_ms, s.end_ms)):
+        if merged and one.start_ms <= merged[-1].end_ms:
+            last = merged[-1]
+            merged[-1] = Span(last.start_ms, max(last.end_ms, one.end_ms))
+        else:
+            merged.append(one)
+    return tuple(merged)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +123,68 @@ class Coverage:
             return {}
         late = end_ms - gap_factor * self.interval_ms
         return {k: t for k, t in sorted(self.last_ms.items()) if t < late}
+
+    def spans(self, start_ms: float, end_ms: float) -> dict[str, Span]:
+        """Per key: the part of the window ``start_ms``..``end_ms`` (unix ms) it covers.
+
+        From the key's first to its last sample, each end widened as
+        ``increase()`` extrapolates (see the module docstring): to the window's
+        edge when that lies within :data:`EXTRAPOLATION_THRESHOLD` average
+        spacings of the key's samples (``(last - first) / (samples - 1)``), else
+        by half an average spacing. A key with one sample covers that instant
+        only (``increase()`` needs two). Unlike ``increase()``, the start is not
+        clamped where the counter would reach zero: the span says when the key
+        was observed, not what its counter held.
+
+        Examples
+        --------
+        >>> c = Coverage(60_000, {"a": 31, "b": 2}, {"a": 1_000, "b": 1_800_000},
+        ...              {"a": 1_801_000, "b": 1_860_000}, ())
+        >>> {k: (s.start_ms, s.end_ms) for k, s in c.spans(0, 3_600_000).items()}
+        {'a': (0, 1831000.0), 'b': (1770000.0, 1890000.0)}
+        """
+        out: dict[str, Span] = {}
+        for key, first in self.first_ms.items():
+            last, n = self.last_ms[key], self.samples[key]
+            if n < 2:
+                out[key] = Span(first, last)
+                continue
+            spacing = (last - first) / (n - 1)
+            reach = EXTRAPOLATION_THRESHOLD * spacing
+            begin = start_ms if first - start_ms < reach else max(start_ms, first - spacing / 2)
+            finish = end_ms if end_ms - last < reach else min(end_ms, last + spacing / 2)
+            out[key] = Span(begin, finish)
+        return out
+
+    def together(self, start_ms: float, end_ms: float) -> dict[str, Span]:
+        """Per key: its span (:meth:`spans`), stretched to the start (end) of all keys'
+        spans when its first (last) sample lies within :data:`EXTRAPOLATION_THRESHOLD` of its
+        average spacings of the first (last) sample of any key: scraped in the same round,
+        it was there as long as the others. A key that started or stopped rounds later keeps
+        its own span.
+
+        Examples
+        --------
+        >>> c = Coverage(60_000, {"a": 31, "b": 31, "c": 2}, {"a": 1_000, "b": 50_000,
+        ...              "c": 1_800_000}, {"a": 1_801_000, "b": 1_850_000, "c": 1_860_000}, ())
+        >>> {k: (s.start_ms, s.end_ms) for k, s in c.together(-3_600_000, 3_600_000).items()}
+        {'a': (-29000.0, 1890000.0), 'b': (-29000.0, 1890000.0), 'c': (1770000.0, 1890000.0)}
+        """
+        own = self.spans(start_ms, end_ms)
+        if not own:
+            return own
+        first, last = min(self.first_ms.values()), max(self.last_ms.values())
+        lo = min(s.start_ms for s in own.values())
+        hi = max(s.end_ms for s in own.values())
+        out: dict[str, Span] = {}
+        for key, span in own.items():
+            n = self.samples[key]
+            spacing = (self.last_ms[key] - self.first_ms[key]) / (n - 1) if n > 1 else 0.0
+            reach = EXTRAPOLATION_THRESHOLD * spacing
+            begin = lo if self.first_ms[key] - first < reach else span.start_ms
+            finish = hi if last - self.last_ms[key] < reach else span.end_ms
+            out[key] = Span(begin, finish)
+        return out
 
 
 def coverage(samples: SampleSet, key: Callable[[Labels], str], gap_factor: float) -> Coverage:

@@ -24,6 +24,7 @@ from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.dataset.writer import write_dataset
 
 from .ground_truth import EXACT, truth
+from .late_pod import FROM_S, late_dataset, long_window
 
 DATASETS = Path(__file__).parents[2] / "datasets"
 PRICE = 2.5
@@ -296,3 +297,20 @@ def test_bad_settings_raise_a_configuration_error_naming_them(setting: str, valu
     bad: dict[str, Any] = {setting: value}
     with pytest.raises(ConfigurationError, match=f"cost\\.{setting}"):
         cost(source, _deployments(source)[0], window, gpu_hour_price=PRICE, **bad)
+
+
+def test_gpu_hours_are_the_hours_the_replicas_were_there(tmp_path: Path) -> None:
+    # H20: 4 replicas of 8 GPUs. Over two hours of which the data holds one, 32
+    # GPU-hours, not 64; with one replica scraped only from half-way, about 28.
+    source, hour = _open("pro5000-vs-h20")
+    (h20,) = [d for d in _deployments(source) if d.name == "H20"]
+    long = cost(source, h20, long_window(), gpu_hour_price=PRICE)
+    # A minute's margin: each replica's span reaches half a scrape interval (30 s) before
+    # its first scrape, as increase() extrapolates.
+    assert _value(long.gpu_hours) == pytest.approx(32.0, abs=8 * 4 / 60)
+    assert _value(long.cost) == pytest.approx(PRICE * _value(long.gpu_hours), rel=EXACT)
+    assert any(a.kind == "coverage" for a in long.gpu_hours.annotations)
+    assert _value(cost(source, h20, hour).gpu_hours) == 32.0
+    late = DatasetSource(late_dataset(tmp_path))
+    hours = _value(cost(late, h20, hour).gpu_hours)
+    assert hours == pytest.approx(8 * (3 + FROM_S / 3600), abs=8 / 60)

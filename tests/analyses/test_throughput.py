@@ -14,6 +14,7 @@ from inference_obs.metrics import vllm
 from inference_obs.reading.measurement import Status
 from inference_obs.samples import SampleSet, Window
 from inference_obs.source.dataset.source import DatasetSource
+from tests.analyses.late_pod import FROM_S, LATE, generated, late_dataset, long_window
 
 DATASETS = Path(__file__).parents[2] / "datasets"
 
@@ -147,3 +148,89 @@ def test_r1_decode_rate() -> None:
         assert out is not None
         assert out > 0
         assert result.output_tokens_per_second.value == pytest.approx(out / window.seconds)
+
+
+def _span_rate(source: DatasetSource, pod: str, replica: str, window: Window) -> float:
+    """``replica``'s output tokens/s from its first to its last counter sample in ``window``,
+    from requests.csv: the rate increase() gives over the span its samples cover (it
+    extrapolates the counter's change between them at the same pace)."""
+    selector = vllm.GENERATION_TOKENS.select(_deployment(source, "H20").matchers)
+    (series,) = [s for s in source.raw(selector, window) if s.labels["pod"] == pod]
+    # requests.csv times are seconds after the dataset's own window start.
+    zero = source.dataset.manifest.window.start.timestamp()
+    first, last = float(series.timestamps[0]) - zero, float(series.timestamps[-1]) - zero
+    return generated((replica,), first, last) / (last - first)
+
+
+H20_REPLICAS = tuple((f"h20-model-0{i}", f"H20-0{i}") for i in range(1, 5))
+
+
+def test_a_window_longer_than_the_data_is_not_diluted(
+    pro_h20: tuple[DatasetSource, Window],
+) -> None:
+    source, hour = pro_h20
+    h20 = _deployment(source, "H20")
+    two_hours = long_window()
+    assert two_hours.seconds == 2 * hour.seconds
+    assert two_hours.end == hour.end
+    long, short = throughput(source, h20, two_hours), throughput(source, h20, hour)
+    # The data holds one hour: each replica's rate is its rate over the span it was
+    # scraped, and the four replicas ran together, so the deployment's is their sum.
+    truth = sum(_span_rate(source, pod, name, two_hours) for pod, name in H20_REPLICAS)
+    for result in (long, short):
+        assert result.output_tokens_per_second.value == pytest.approx(truth, rel=0.01)
+    assert long.output_tokens_per_second.value == pytest.approx(
+        short.output_tokens_per_second.value, rel=0.01
+    )
+    assert long.output_tokens_per_second_per_replica.value == pytest.approx(truth / 4, rel=0.01)
+    # 32 GPUs for the hour the data holds, not for two.
+    assert long.output_tokens_per_gpu_hour.value == pytest.approx(
+        (long.output_tokens.value or 0.0) / 32.0, rel=0.01
+    )
+    for m in (
+        long.output_tokens_per_second,
+        long.requests_per_second,
+        long.per_replica["h20-model-01"][0],
+    ):
+        (note,) = [a for a in m.annotations if a.kind == "coverage"]
+        assert "50% of the 2 h window" in note.message
+    # The window the data fills: nothing is marked.
+    marked = [
+        m.key for m in short.measurements() if any(a.kind == "coverage" for a in m.annotations)
+    ]
+    assert marked == []
+
+
+def test_a_pod_that_starts_mid_window_is_rated_over_its_own_span(tmp_path: Path) -> None:
+    dataset = late_dataset(tmp_path)
+    source, window = DatasetSource(dataset), dataset.manifest.window.window()
+    result = throughput(source, _deployment(source, "H20"), window)
+    pod, name = LATE
+    late = _span_rate(source, pod, name, window)
+    own = result.per_replica[pod][0]
+    assert own.value == pytest.approx(late, rel=0.01)  # not halved by the half hour it was absent
+    assert any(a.kind == "coverage" and pod in a.message for a in own.annotations)
+    on_time = result.per_replica["h20-model-01"][0]
+    assert not any(a.kind == "coverage" for a in on_time.annotations)
+    # The deployment's span is the window (three replicas cover it): its total is every
+    # token over the hour; the per-replica mean is over 3.5 replica-hours, not 4.
+    (series,) = [
+        s
+        for s in source.raw(
+            vllm.GENERATION_TOKENS.select(_deployment(source, "H20").matchers), window
+        )
+        if s.labels["pod"] == pod
+    ]
+    present = window.end_s - series.timestamps[0]  # from its first scrape: about half an hour
+    assert present == pytest.approx(FROM_S, abs=60)
+    tokens = generated(tuple(n for _, n in H20_REPLICAS[:3]), 0.0, window.seconds) + generated(
+        (name,), window.seconds - present, window.seconds
+    )
+    assert result.output_tokens_per_second.value == pytest.approx(tokens / window.seconds, rel=0.01)
+    replica_seconds = 3 * window.seconds + present
+    assert result.output_tokens_per_second_per_replica.value == pytest.approx(
+        tokens / replica_seconds, rel=0.01
+    )
+    assert result.output_tokens_per_gpu_hour.value == pytest.approx(
+        tokens / (8 * replica_seconds / 3600), rel=0.01
+    )

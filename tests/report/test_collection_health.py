@@ -23,6 +23,7 @@ from inference_obs.simulate import run_scenario, write_simulation
 from inference_obs.source.dataset.reader import read_dataset
 from inference_obs.source.dataset.source import DatasetSource
 from tests.analyses.ground_truth import truth
+from tests.analyses.late_pod import late_dataset, late_gpus_dataset
 
 SMALL = Path(__file__).parents[1] / "simulate" / "small.yaml"
 DATASETS = Path(__file__).parents[2] / "datasets"
@@ -216,3 +217,86 @@ def test_published_collection_matches_raw_samples(
         assert _value(document, f"{name}/errors/xid_last") is None
         assert _value(document, f"{name}/memory/working_set_max") is None
     assert "Scrape interval, measured from the samples (median spacing): PRO: app 60 s" in markdown
+
+
+def _report(data: Path, out: Path, *window: str) -> tuple[dict[str, Any], str]:
+    assert main(["report", "--dataset", str(data), "--out", str(out), "--quiet", *window]) == 0
+    document = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    return document, (out / "report.md").read_text(encoding="utf-8")
+
+
+def _coverage_notes(document: dict[str, Any]) -> list[str]:
+    return [
+        m["key"]
+        for m in document["measurements"]
+        if any(a["kind"] == "coverage" for a in m["annotations"])
+    ]
+
+
+def test_a_window_longer_than_the_data_says_so_and_keeps_the_rates(
+    published: tuple[Path, dict[str, Any], str], tmp_path: Path
+) -> None:
+    data, hour, hour_markdown = published
+    end = read_dataset(data).manifest.window.end.isoformat()
+    document, markdown = _report(data, tmp_path, "--window", "2h", "--end", end)
+    health = markdown.split("## Collection health\n", 1)[1].split("\n## ", 1)[0]
+    for name in ("PRO", "H20"):
+        # The data holds the last of the two hours: rates are those of the one-hour report.
+        for rate in ("output_tokens_per_second", "requests_per_second"):
+            key = f"{name}/throughput/{rate}"
+            assert _value(document, key) == pytest.approx(_value(hour, key), rel=0.01)
+        assert _value(document, f"{name}/collection/covered_share") == pytest.approx(0.5, abs=0.01)
+        assert _value(document, f"{name}/collection/covered_end") == 7200.0
+        assert f"{name}'s series cover 2026-10-19 17:39" in health
+    assert health.count("50% of the 2 h window") == 2
+    assert "rates are per second of that span" in health
+    served = markdown.split("## Throughput\n", 1)[1].split("\n## ", 1)[0]
+    for name in ("PRO", "H20"):
+        seconds = _value(document, f"{name}/collection/covered_seconds")
+        assert f"{name}: rates per second of the {seconds:,.0f} s its series cover" in served
+    # The window the data fills: nothing said, nothing marked.
+    assert "series cover 20" not in hour_markdown
+    assert _coverage_notes(hour) == []
+    for name in ("PRO", "H20"):
+        assert _value(hour, f"{name}/collection/covered_share") == 1.0
+
+
+def test_the_first_covered_second_is_half_a_scrape_before_the_first_scrape(
+    published: tuple[Path, dict[str, Any], str], tmp_path: Path
+) -> None:
+    data, _, _ = published
+    dataset = read_dataset(data)
+    end = dataset.manifest.window.end
+    document, _ = _report(data, tmp_path, "--window", "2h", "--end", end.isoformat())
+    start_ms = end.timestamp() * 1000 - 7_200_000
+    firsts = []
+    for s in dataset.samples:
+        if s.name == "vllm:num_requests_running" and s.labels["pod"].startswith("h20"):
+            spacing = (s.t_ms[-1] - s.t_ms[0]) / (len(s.t_ms) - 1)  # 60 s
+            firsts.append(s.t_ms[0] - spacing / 2)  # increase() reaches back half a spacing
+    covered_start = _value(document, "H20/collection/covered_start")
+    assert covered_start == pytest.approx((min(firsts) - start_ms) / 1000, abs=1e-3)
+
+
+def test_a_pod_that_starts_mid_window_is_named(tmp_path: Path) -> None:
+    data = late_dataset(tmp_path).path
+    document, markdown = _report(data, tmp_path / "report")
+    health = markdown.split("## Collection health\n", 1)[1].split("\n## ", 1)[0]
+    assert "H20: app targets present for part of the 1 h window: 10.1.3.10:8000 from 18:09" in (
+        health
+    )
+    assert _value(document, "H20/collection/covered_share") == 1.0  # the others cover it
+    assert "H20/throughput/output_tokens_per_second[h20-model-04]" in _coverage_notes(document)
+
+
+def test_gpu_series_that_cover_less_than_the_app_series_are_said(tmp_path: Path) -> None:
+    data = late_gpus_dataset(tmp_path).path
+    document, markdown = _report(data, tmp_path / "report")
+    health = markdown.split("## Collection health\n", 1)[1].split("\n## ", 1)[0]
+    # The exporters' first scrapes come half-way (1800 s of 3600 s), give or take a
+    # scrape interval: about half the window.
+    assert _value(document, "H20/collection/gpu_covered_share") == pytest.approx(0.5, abs=0.02)
+    assert _value(document, "H20/collection/covered_share") == 1.0
+    assert "H20's GPU series cover 18:09" in health
+    assert "of the 1 h window, its app series all of it: utilisation describes" in health
+    assert "PRO's GPU series" not in health

@@ -38,6 +38,7 @@ replica, for that waiting in monitoring data:
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -55,12 +56,13 @@ from inference_obs.analyses.boundaries.findings import (
     find_intervals,
 )
 from inference_obs.analyses.boundaries.host import pod_matchers, server_matchers
+from inference_obs.analyses.collection import app_coverage
 from inference_obs.analyses.queueing import QueueingResult, QueueingSettings, queueing
 from inference_obs.analyses.unit import Analysis
 from inference_obs.metrics import builders as b, dcgm, host, host_queries as hq, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, to_promql
-from inference_obs.reading.alignment import gpu_label_sets
+from inference_obs.reading.alignment import gpu_label_sets, replica_of
 from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import Ratio, counter_ratios_by
 from inference_obs.reading.measurement import Measurement, derive
@@ -84,7 +86,10 @@ DUTY = (
     "Sample-weighted mean of the duty family over the replica's GPUs; GR_ENGINE_ACTIVE is busy "
     "time, not SM saturation, and GPU_UTIL / 100 reads higher (any kernel counts)."
 )
-GPU_HOURS = "Declared GPUs per replica x the whole window, whether or not the replica served."
+GPU_HOURS = (
+    "Declared GPUs per replica x the hours the replica's series cover (the window, unless "
+    "it started or stopped inside it), whether or not it served."
+)
 
 
 class CapacityReading(StrEnum):
@@ -320,7 +325,9 @@ def _replica(
     asked: dict[str, Measurement],
     found: list[BoundaryInterval],
     th: BoundariesSettings,
+    seconds: float,
 ) -> ReplicaBoundaries:
+    """One replica's figures and reading; ``seconds``: how long its series cover."""
     got = {k: v for k, v in asked.items() if k != "throttled_ratio"}
     track = evidence.tracks[replica]
     work = track.waiting + track.running > 0
@@ -344,10 +351,10 @@ def _replica(
     tokens = got["output_tokens"]
     per_gpu_hour = derive(
         f"tokens_per_gpu_hour[{replica}]",
-        (tokens.value or 0.0) / (gpus * r.seconds / 3600.0),
+        (tokens.value or 0.0) / (gpus * seconds / 3600.0) if seconds > 0 else math.nan,
         "tokens/GPU-hour",
         [tokens],
-        f"output_tokens / ({gpus} GPUs x window hours)",
+        f"output_tokens / ({gpus} GPUs x {seconds / 3600.0:g} h covered)",
         (GPU_HOURS,),
     )
     reading, reason = _read(got["duty_cycle"], boundary, queued, th)
@@ -402,9 +409,10 @@ _SEVERITY = (
 
 
 def _fleet_tokens(
-    r: Reading, replicas: list[ReplicaBoundaries], evidence: ev.Evidence
+    r: Reading, replicas: list[ReplicaBoundaries], evidence: ev.Evidence, covered: dict[str, float]
 ) -> Measurement:
-    """Output tokens per declared GPU-hour over every replica (tokens/GPU-hour)."""
+    """Output tokens per declared GPU-hour over every replica (tokens/GPU-hour), the hours
+    each replica's series cover (``covered``, seconds; the window where unknown)."""
     outputs = [one.output_tokens for one in replicas]
     if not outputs:
         return r.local(
@@ -415,13 +423,14 @@ def _fleet_tokens(
             computation="no replica has app scrapes",
             missing=evidence.missing[:1],
         )
-    gpu_hours = r.deployment.hardware.gpus_per_replica * len(replicas) * r.seconds / 3600.0
+    seconds = sum(covered.get(one.replica, r.seconds) for one in replicas)
+    gpu_hours = r.deployment.hardware.gpus_per_replica * seconds / 3600.0
     return derive(
         "tokens_per_gpu_hour",
         sum(o.value or 0.0 for o in outputs) / gpu_hours,
         "tokens/GPU-hour",
         outputs,
-        "sum of replicas' output_tokens / (GPUs x hours)",
+        "sum of replicas' output_tokens / (GPUs x hours their series cover)",
         (GPU_HOURS,),
     )
 
@@ -463,12 +472,17 @@ def _boundaries(r: Reading, settings: BoundariesSettings) -> BoundariesResult:
     intervals: list[BoundaryInterval] = []
     replicas = []
     asked = _per_replica(r, evidence, duty_family)
+    app = app_coverage(r, partial(replica_of, keys=evidence.keys))
+    covered = {
+        k: s.seconds for k, s in app.spans(r.window.start_s * 1e3, r.window.end_s * 1e3).items()
+    }
     queued = queue_asked.result()
     for name, track in evidence.tracks.items():
         classes = _queue_classes(track, name, queued)
         found = find_intervals(name, track, settings, r.window, classes)
         intervals += found
-        replicas.append(_replica(r, evidence, name, asked[name], found, settings))
+        seconds = covered.get(name, r.seconds)
+        replicas.append(_replica(r, evidence, name, asked[name], found, settings, seconds))
     worst = min(
         (one.reading for one in replicas),
         key=_SEVERITY.index,
@@ -490,7 +504,7 @@ def _boundaries(r: Reading, settings: BoundariesSettings) -> BoundariesResult:
         intervals=tuple(sorted(intervals, key=lambda i: (i.start, i.replica))),
         replicas=tuple(replicas),
         duty_cycle=duty_asked.result(),
-        tokens_per_gpu_hour=_fleet_tokens(r, replicas, evidence),
+        tokens_per_gpu_hour=_fleet_tokens(r, replicas, evidence, covered),
         step_seconds=r.step,
         evidence_promql=(
             *(to_promql(s.over(r.seconds)) for s in evidence.read_raw),

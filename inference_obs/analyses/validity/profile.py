@@ -21,7 +21,7 @@ from inference_obs.analyses.gpu import GpuResult, gpu
 from inference_obs.analyses.latency import METRICS, LatencyResult, latency
 from inference_obs.analyses.run import DeploymentResults
 from inference_obs.analyses.shapes import ShapesResult, shapes
-from inference_obs.analyses.throughput import ThroughputResult, throughput
+from inference_obs.analyses.throughput import ThroughputResult, covered, throughput
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import builders, vllm
 from inference_obs.query import avg_over_time
@@ -144,12 +144,17 @@ def profile(source: Source, ran: DeploymentResults) -> Profile:
     served = ran.of(throughput)
     replicas = served.replicas_seen.value or math.nan
     finished = served.finished_requests.value
-    per_replica = derive(
-        "requests_per_second_per_replica",
-        None if finished is None else finished / r.seconds / replicas,
-        "requests/s",
-        [served.finished_requests, served.replicas_seen],
-        "finished_requests / window seconds / replicas_seen",
+    # Per replica-second the replicas' series cover, as throughput's per-replica rates.
+    spans = covered(r)
+    seconds = spans.replica_seconds(replicas)
+    per_replica = spans.noted(
+        derive(
+            "requests_per_second_per_replica",
+            None if finished is None or not seconds else finished / seconds,
+            "requests/s",
+            [served.finished_requests, served.replicas_seen],
+            f"finished_requests / {seconds:g} replica-seconds covered",
+        )
     )
     config = ran.of(configuration)
     return Profile(

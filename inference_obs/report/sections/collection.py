@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from inference_obs import analyses
+from inference_obs.analyses.collection import COVERAGE
 from inference_obs.reading.measurement import Measurement
 from inference_obs.report.document import (
     Block,
@@ -60,6 +61,7 @@ def collection(report: Report) -> Iterator[Block]:
                 _noted(c.gpus_silent),
             )
         )
+        lines += [a.message + "." for a in c.covered_share.annotations if a.kind == COVERAGE]
         if c.gaps:
             g = c.gaps[0]
             lines.append(

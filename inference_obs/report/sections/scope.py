@@ -34,7 +34,10 @@ DEFINITIONS = (
     "the value is interpolated inside the bucket shown in brackets, which must hold the true "
     "quantile. Quantiles are never averaged across replicas.",
     "Token and request counts are extrapolated increases (Prometheus increase()): "
-    "fractional estimates, not audited counts. Rates are per wall-clock second of the window.",
+    "fractional estimates, not audited counts. Rates are per wall-clock second of the span "
+    "the series cover: the window, unless the data starts or ends inside it (Collection "
+    "health then says so); a replica's over its own span. Sample-weighted utilisation "
+    "describes the same span, unless the GPU series start or stop apart (said there too).",
     "GPU utilisation is sample-weighted over every allocated GPU, zeros included; GPUs "
     "without samples are listed, not dropped.",
     "No data is never shown as 0: a number without series reads 'no data'.",

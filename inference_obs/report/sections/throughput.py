@@ -6,8 +6,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from inference_obs import analyses
+from inference_obs.analyses.collection import COVERAGE
 from inference_obs.analyses.throughput import Regime
-from inference_obs.report.document import Block, Heading, Items, Paragraph, Table, cell
+from inference_obs.report.document import Block, Heading, Items, Paragraph, Table, cell, number
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
@@ -17,7 +18,9 @@ __all__ = ["throughput"]
 #: What each regime (from the throughput analysis) lets the rates be read as.
 _READ_AS = {
     Regime.DEMAND_LIMITED: "",
-    Regime.CAPACITY_LIMITED: "; the rates still average the whole window, idle minutes included",
+    Regime.CAPACITY_LIMITED: (
+        "; the rates still average the span the series cover, idle minutes included"
+    ),
     Regime.UNKNOWN: "; read the rates as an observed floor",
 }
 
@@ -26,8 +29,9 @@ def throughput(report: Report) -> Iterator[Block]:
     yield Heading(2, "Throughput")
     yield Paragraph(
         "Extrapolated increases over the window (fractional estimates, not audited counts); "
-        "rates per wall-clock second, idle time included. Observed throughput is an observed "
-        "floor, not capacity, unless the deployment was saturated."
+        "rates per wall-clock second of the span the series cover, idle time included. "
+        "Observed throughput is an observed floor, not capacity, unless the deployment was "
+        "saturated."
     )
     rows, regimes = [], []
     for d in report.deployments:
@@ -50,6 +54,14 @@ def throughput(report: Report) -> Iterator[Block]:
             f"{d.deployment.name} ({t.regime.value.replace('_', '-')}): "
             f"{t.regime_reason.rstrip('.')}{_READ_AS[t.regime]}."
         )
+        covered = d.of(analyses.collection).covered_seconds
+        if covered.value is not None and any(
+            a.kind == COVERAGE for a in t.output_tokens_per_second.annotations
+        ):
+            regimes.append(
+                f"{d.deployment.name}: rates per second of the {number(covered.value)} s its "
+                "series cover, not of the window (see Collection health)."
+            )
     yield Table(
         (
             "deployment",
