@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from inference_obs.analyses.outliers import fleet
 from inference_obs.analyses.run import run
 from inference_obs.analyses.timeline import timeline
 from inference_obs.analyses.validity.verdicts import compare, windows_by_name
@@ -160,12 +161,14 @@ def build_report(
         windows=windows,
         scrape_interval_seconds=scrape_interval_seconds,
     )
+    # Judging analyses: they read the results above, and ask the source nothing.
+    events = timeline(runs)
     return Report(
         title=title,
         scope=scope,
         deployments=tuple(runs),
-        # A judging analysis: it reads the results above, and asks the source nothing.
-        timeline=timeline(runs),
+        timeline=events,
+        fleet=fleet(runs, events),
         validity=verdicts,
         methodology=tuple(methodology),
     )

@@ -31,6 +31,7 @@ SHOWN = frozenset(
         "collection",
         "shapes",
         "latency",
+        "replicas",
         "throughput",
         "cache",
         "gpu",

@@ -1,0 +1,116 @@
+"""Replicas: each per-replica statistic as a distribution, and the replicas that stand out.
+
+The body stays the same size whatever the fleet: one row per statistic
+(minimum, median, maximum across replicas) and the outliers named, at most
+:data:`~inference_obs.analyses.naming.NAMED` replicas per deployment; every
+replica's value is in ``replicas.csv`` and report.json.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from inference_obs.analyses.naming import NAMED
+from inference_obs.analyses.outliers import (
+    MAD_LIMIT,
+    SMALLEST_DIFFERENCE,
+    WORDS,
+    Fleet,
+    Outlier,
+    ReplicaValue,
+)
+from inference_obs.reading.measurement import Bounds
+from inference_obs.report.document import Block, Heading, Items, Paragraph, Table, duration, number
+
+if TYPE_CHECKING:
+    from inference_obs.report.model import Report
+
+__all__ = ["outlier_text", "replicas", "value_text"]
+
+_INTRO = (
+    "Each replica's statistics (latency from its own buckets and exact means, rates, GPU "
+    "utilisation, KV-cache peak, restarts and scrape gaps) as a distribution across the "
+    "deployment's replicas: minimum, median and maximum, a quantile with the bucket that "
+    "holds it. An outlier is a replica whose exact number has a modified z-score beyond "
+    f"{MAD_LIMIT:g} (median absolute deviation) and differs from the median by at least "
+    f"{SMALLEST_DIFFERENCE:.0%} of it; for a quantile, its bucket must also lie wholly above "
+    "the others' median bucket. Every replica's value: replicas.csv and report.json."
+)
+
+
+def value_text(value: float | None, unit: str, bounds: Bounds | None = None) -> str:
+    """One per-replica value as a sentence shows it: a time in ms or s with its bucket,
+    a ratio as a percent, anything else with its unit."""
+    if value is None:
+        return "no data"
+    if unit == "seconds":
+        return duration(value, bounds)
+    if unit == "ratio":
+        return f"{number(100 * value)}%"
+    if unit == "percent":
+        return f"{number(value)}%"
+    return f"{number(value)} {unit}"
+
+
+def _cell(v: ReplicaValue | None) -> str:
+    if v is None:
+        return "—"
+    return f"{value_text(v.value, v.unit, v.bounds)} ({v.replica})"
+
+
+def outlier_text(o: Outlier) -> str:
+    """``TTFT P50 120 ms [100, 250] (others' median 42 ms)``: what makes one outlier."""
+    words = WORDS.get(o.statistic, o.statistic)
+    return (
+        f"{words} {value_text(o.value, o.unit, o.bounds)} "
+        f"(others' median {value_text(o.fleet_median, o.unit)})"
+    )
+
+
+def by_replica(outliers: Sequence[Outlier]) -> dict[str, list[Outlier]]:
+    """The outliers grouped by replica, the replica with the most statistics first."""
+    grouped: dict[str, list[Outlier]] = {}
+    for o in outliers:
+        grouped.setdefault(o.replica, []).append(o)
+    return dict(sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+
+
+def _outliers(name: str, fleet: Fleet) -> Iterator[str]:
+    grouped = by_replica(fleet.outliers)
+    for replica, found in list(grouped.items())[:NAMED]:
+        shown = "; ".join(outlier_text(o) for o in found[:4])
+        more = f"; and {len(found) - 4} more statistics" if len(found) > 4 else ""
+        yield f"{name} {replica}: {shown}{more}."
+    if len(grouped) > NAMED:
+        yield f"{name}: {len(grouped) - NAMED} more replicas stand out (replicas.csv, 'outlier')."
+
+
+def replicas(report: Report) -> Iterator[Block]:
+    """The Replicas section: distributions and named outliers per deployment."""
+    fleets = [(name, f) for name, f in report.fleet.items() if len(f.replicas) > 1]
+    if not fleets:
+        return
+    yield Heading(2, "Replicas")
+    yield Paragraph(_INTRO)
+    for name, one in fleets:
+        rows = tuple(
+            (
+                WORDS.get(s.statistic, s.statistic),
+                str(s.replicas),
+                _cell(s.minimum),
+                _cell(s.median),
+                _cell(s.maximum),
+                str(len({o.replica for o in one.outliers if o.statistic == s.statistic})),
+            )
+            for s in one.spreads
+            if s.replicas
+        )
+        yield Paragraph(f"{name}: {len(one.replicas)} replicas.")
+        yield Table(("statistic", "replicas", "minimum", "median", "maximum", "outliers"), rows)
+        found = tuple(_outliers(name, one))
+        yield (
+            Items(found, lead=f"{name}'s outliers:")
+            if found
+            else Paragraph(f"{name}: no replica stands out by these rules.")
+        )
