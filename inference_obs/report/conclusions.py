@@ -45,6 +45,7 @@ from inference_obs.report.document import (
     when,
 )
 from inference_obs.report.facts import has_data, priced_cost
+from inference_obs.report.fleet_text import by_replica, outlier_text
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
@@ -69,6 +70,7 @@ SECTIONS = {
     "deployments": "Deployments compared",
     "timeline": "What happened",
     "latency": "Latency",
+    "replicas": "Replicas",
     "queues": "Queues and GPU activity",
     "gpus": "GPU activity and bottleneck",
     "boundaries": "Stage boundaries: what the GPUs wait on",
@@ -436,6 +438,30 @@ def _incidents(report: Report) -> Iterator[Conclusion]:
         )
 
 
+def _outliers(report: Report) -> Iterator[Conclusion]:
+    """Replicas that stand out from their deployment's others, with what makes each one."""
+    for name, fleet in report.fleet.items():
+        grouped = by_replica(fleet.outliers)
+        if not grouped:
+            continue
+        shown = "; ".join(
+            f"{replica}: {', '.join(outlier_text(o) for o in found[:2])}"
+            for replica, found in list(grouped.items())[:INCIDENTS]
+        )
+        more = f"; and {len(grouped) - INCIDENTS} more" if len(grouped) > INCIDENTS else ""
+        keys = tuple(o.key for found in grouped.values() for o in found[:2] if o.key)
+        yield Conclusion(
+            kind="replica_outliers",
+            text=f"{len(grouped)} of {len(fleet.replicas)} replicas of {name} stand out "
+            f"from the others: {shown}{more}.",
+            keys=keys[: 2 * INCIDENTS],
+            section=SECTIONS["replicas"],
+            caveat="Far from the others by a robust rule (median absolute deviation; a "
+            "quantile's bucket above theirs): where to look, not why.",
+            deployments=(name,),
+        )
+
+
 def _gpus_without_samples(report: Report) -> Iterator[Conclusion]:
     """Allocated GPUs without utilisation samples: their activity is unknown, not zero."""
     for d in report.deployments:
@@ -463,7 +489,7 @@ def _boundaries(report: Report) -> Iterator[Conclusion]:
         causes: dict[str, set[str]] = {}
         for i in b.intervals:
             causes.setdefault(i.cause.value, set()).add(i.replica)
-        found = "; ".join(f"{c}: {', '.join(sorted(r))}" for c, r in sorted(causes.items()))
+        found = "; ".join(f"{c}: {named(sorted(r))}" for c, r in sorted(causes.items()))
         yield Conclusion(
             kind=f"boundaries_{b.reading.value}",
             text=f"{d.deployment.name}'s GPUs read {b.reading.value} (duty cycle "
@@ -527,6 +553,7 @@ FINDERS: tuple[Finder, ...] = (
     _latency_alone,
     _throughput,
     _incidents,
+    _outliers,
     _queued,
     _gpus_without_samples,
     _boundaries,

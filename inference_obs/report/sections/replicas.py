@@ -8,7 +8,7 @@ replica's value is in ``replicas.csv`` and report.json.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from inference_obs.analyses.naming import NAMED
@@ -17,16 +17,15 @@ from inference_obs.analyses.outliers import (
     SMALLEST_DIFFERENCE,
     WORDS,
     Fleet,
-    Outlier,
     ReplicaValue,
 )
-from inference_obs.reading.measurement import Bounds
-from inference_obs.report.document import Block, Heading, Items, Paragraph, Table, duration, number
+from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
+from inference_obs.report.fleet_text import by_replica, outlier_text, value_text
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
 
-__all__ = ["outlier_text", "replicas", "value_text"]
+__all__ = ["replicas"]
 
 _INTRO = (
     "Each replica's statistics (latency from its own buckets and exact means, rates, GPU "
@@ -39,41 +38,10 @@ _INTRO = (
 )
 
 
-def value_text(value: float | None, unit: str, bounds: Bounds | None = None) -> str:
-    """One per-replica value as a sentence shows it: a time in ms or s with its bucket,
-    a ratio as a percent, anything else with its unit."""
-    if value is None:
-        return "no data"
-    if unit == "seconds":
-        return duration(value, bounds)
-    if unit == "ratio":
-        return f"{number(100 * value)}%"
-    if unit == "percent":
-        return f"{number(value)}%"
-    return f"{number(value)} {unit}"
-
-
 def _cell(v: ReplicaValue | None) -> str:
     if v is None:
         return "—"
     return f"{value_text(v.value, v.unit, v.bounds)} ({v.replica})"
-
-
-def outlier_text(o: Outlier) -> str:
-    """``TTFT P50 120 ms [100, 250] (others' median 42 ms)``: what makes one outlier."""
-    words = WORDS.get(o.statistic, o.statistic)
-    return (
-        f"{words} {value_text(o.value, o.unit, o.bounds)} "
-        f"(others' median {value_text(o.fleet_median, o.unit)})"
-    )
-
-
-def by_replica(outliers: Sequence[Outlier]) -> dict[str, list[Outlier]]:
-    """The outliers grouped by replica, the replica with the most statistics first."""
-    grouped: dict[str, list[Outlier]] = {}
-    for o in outliers:
-        grouped.setdefault(o.replica, []).append(o)
-    return dict(sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0])))
 
 
 def _outliers(name: str, fleet: Fleet) -> Iterator[str]:
