@@ -20,6 +20,8 @@ def value_text(value: float | None, unit: str, bounds: Bounds | None = None) -> 
         return duration(value, bounds)
     if unit == "ratio":
         return f"{number(100 * value)}%"
+    if unit in ("restarts", "gaps"):
+        return number(value)
     if unit == "percent":
         return f"{number(value)}%"
     return f"{number(value)} {unit}"

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from inference_obs import analyses
 from inference_obs.analyses.bottleneck import advise
 from inference_obs.analyses.boundaries import BoundariesResult, BoundaryCause
+from inference_obs.analyses.naming import NAMED
 from inference_obs.reading.measurement import Measurement
 from inference_obs.report.document import (
     Block,
@@ -26,6 +27,7 @@ from inference_obs.report.document import (
     when,
 )
 from inference_obs.report.figure_plan import DRAM_VS_TENSOR, GPU_HEATMAP, cite, cite_each
+from inference_obs.report.sections.queues import ROWS
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
@@ -203,6 +205,7 @@ def _intervals(name: str, found: BoundariesResult, step: float | None) -> Iterat
     brief = [i for i in found.intervals if not i.sustained and i.cause is BoundaryCause.UNEXPLAINED]
     listed = [i for i in found.intervals if i not in brief]
     if brief:
+        replicas = list(dict.fromkeys(i.replica for i in brief))
         named = "; ".join(
             f"{replica}: "
             + ", ".join(
@@ -210,8 +213,10 @@ def _intervals(name: str, found: BoundariesResult, step: float | None) -> Iterat
                 for i in brief
                 if i.replica == replica
             )
-            for replica in dict.fromkeys(i.replica for i in brief)
+            for replica in replicas[:NAMED]
         )
+        if len(replicas) > NAMED:
+            named += f"; and {len(replicas) - NAMED} more replicas (report.json)"
         reasons = {i.reason for i in brief}
         why = f" {brief[0].reason[0].upper()}{brief[0].reason[1:]}." if len(reasons) == 1 else ""
         yield Paragraph(
@@ -224,6 +229,17 @@ def _intervals(name: str, found: BoundariesResult, step: float | None) -> Iterat
     shared = reasons.pop() if len(reasons) == 1 else None
     if shared is not None:
         yield Paragraph(f"{name}: every interval in the table: {shared}.")
+    if len(listed) > ROWS:
+        # A fleet's intervals: the explained ones first, then the longest; all in report.json.
+        total = len(listed)
+        listed = sorted(
+            listed, key=lambda i: (i.cause is BoundaryCause.UNEXPLAINED, -i.samples, i.start)
+        )[:ROWS]
+        listed.sort(key=lambda i: i.start)
+        yield Paragraph(
+            f"{name}: {ROWS} of {total:,} intervals, the explained then the longest; every "
+            "one in report.json (boundaries.intervals)."
+        )
     yield Table(
         (
             "replica",

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from inference_obs import analyses
+from inference_obs.analyses.naming import MANY, NAMED
 from inference_obs.analyses.queueing import QueueClass, QueueingResult
 from inference_obs.analyses.waiting_idle import WaitingIdle
 from inference_obs.reading.measurement import Measurement
@@ -175,7 +176,16 @@ def _tables(q: QueueingResult) -> Iterator[Block]:
     if len(q.waiting_idle_by_replica) <= 1:
         return
     scopes = [q.waiting_idle]
-    scopes += [q.waiting_idle_by_replica[r] for r in sorted(q.waiting_idle_by_replica)]
+    by_replica = [q.waiting_idle_by_replica[r] for r in sorted(q.waiting_idle_by_replica)]
+    if len(by_replica) > MANY:
+        # A fleet: the replicas where waiting and idle GPUs went together most surely (the
+        # smallest Fisher p), every one in report.json.
+        by_replica.sort(key=lambda t: (t.p_value.value is None, t.p_value.value or 0.0))
+        left = len(by_replica) - NAMED
+        by_replica = by_replica[:NAMED]
+    else:
+        left = 0
+    scopes += by_replica
     yield Table(
         (
             "replica",
@@ -201,6 +211,11 @@ def _tables(q: QueueingResult) -> Iterator[Block]:
             for t in scopes
         ),
     )
+    if left:
+        yield Paragraph(
+            f"The {NAMED} replicas with the smallest Fisher p shown; {left} more in report.json "
+            "(queueing/waiting_idle_*[replica])."
+        )
     if any(t.odds_ratio.value is None or t.phi.value is None for t in scopes if t.p_value.ok):
         yield Paragraph(
             "invalid: with no row waiting, or GPUs never (or always) idle, a zero cell leaves "
@@ -208,6 +223,8 @@ def _tables(q: QueueingResult) -> Iterator[Block]:
         )
 
 
+#: Intervals listed at most: a fleet's table stays a page.
+ROWS = 15
 #: Classes without a queue or a contradiction: counted in a sentence, not listed.
 FOLDED = (QueueClass.BUSY, QueueClass.IDLE)
 
@@ -215,10 +232,10 @@ FOLDED = (QueueClass.BUSY, QueueClass.IDLE)
 def _intervals(q: QueueingResult) -> Iterator[Block]:
     """The intervals with a queue or a contradiction, grouped by replica, then a sentence
     counting the busy and idle ones."""
-    shown = sorted(
-        (i for i in q.intervals if i.classification not in FOLDED),
-        key=lambda i: (i.replica, i.start),
-    )
+    listed = [i for i in q.intervals if i.classification not in FOLDED]
+    # A fleet's intervals: the longest ones, every one in report.json (queue_intervals).
+    longest = sorted(listed, key=lambda i: (-i.samples, i.start))[:ROWS]
+    shown = sorted(longest, key=lambda i: (i.replica, i.start))
     if shown:
         yield Table(
             (
@@ -245,6 +262,12 @@ def _intervals(q: QueueingResult) -> Iterator[Block]:
                 for i in shown
             ),
         )
+        if len(listed) > ROWS:
+            yield Paragraph(
+                f"The {ROWS} longest of {len(listed):,} such intervals, on "
+                f"{len({i.replica for i in listed}):,} replicas; every one in report.json "
+                "(queue_intervals)."
+            )
     else:
         yield Paragraph("No interval with a queue or with work running on GPUs reading 0 %.")
     counted = []

@@ -62,6 +62,11 @@ def replicas(report: Report) -> Iterator[Block]:
     yield Heading(2, "Replicas")
     yield Paragraph(_INTRO)
     for name, one in fleets:
+        spreads = [s for s in one.spreads if s.replicas]
+        # A statistic equal on every replica (no restart anywhere) is a clause, not a row.
+        equal = [
+            s for s in spreads if s.minimum and s.maximum and s.minimum.value == s.maximum.value
+        ]
         rows = tuple(
             (
                 WORDS.get(s.statistic, s.statistic),
@@ -71,10 +76,16 @@ def replicas(report: Report) -> Iterator[Block]:
                 _cell(s.maximum),
                 str(len({o.replica for o in one.outliers if o.statistic == s.statistic})),
             )
-            for s in one.spreads
-            if s.replicas
+            for s in spreads
+            if s not in equal
         )
-        yield Paragraph(f"{name}: {len(one.replicas)} replicas.")
+        same = ", ".join(
+            f"{WORDS.get(s.statistic, s.statistic)} {value_text(s.minimum.value, s.unit)}"
+            for s in equal
+            if s.minimum
+        )
+        lead = f"{name}, {len(one.replicas)} replicas"
+        yield Paragraph(f"{lead}{f'; equal on every replica: {same}' if same else ''}:")
         yield Table(("statistic", "replicas", "minimum", "median", "maximum", "outliers"), rows)
         found = tuple(_outliers(name, one))
         yield (

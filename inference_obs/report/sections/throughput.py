@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from inference_obs import analyses
 from inference_obs.analyses.collection import COVERAGE
+from inference_obs.analyses.naming import MANY
 from inference_obs.analyses.throughput import Regime
 from inference_obs.report.document import Block, Heading, Items, Paragraph, Table, cell, number
 
@@ -47,9 +48,16 @@ def throughput(report: Report) -> Iterator[Block]:
                 cell(t.requests_per_second),
             )
         )
-        # One replica's rates are the deployment's: no second row.
-        for replica, (tokens, requests) in t.per_replica.items() if len(t.per_replica) > 1 else ():
-            rows.append((d.deployment.name, replica, "", "", "", cell(tokens), cell(requests)))
+        # One replica's rates are the deployment's: no second row. A fleet's replicas are a
+        # distribution in the Replicas section, every one in replicas.csv.
+        if 1 < len(t.per_replica) <= MANY:
+            for replica, (tokens, requests) in t.per_replica.items():
+                rows.append((d.deployment.name, replica, "", "", "", cell(tokens), cell(requests)))
+        elif len(t.per_replica) > MANY:
+            regimes.append(
+                f"{d.deployment.name}: {len(t.per_replica)} replicas; their rates as a "
+                "distribution with the outliers under Replicas, each in replicas.csv."
+            )
         regimes.append(
             f"{d.deployment.name} ({t.regime.value.replace('_', '-')}): "
             f"{t.regime_reason.rstrip('.')}{_READ_AS[t.regime]}."
