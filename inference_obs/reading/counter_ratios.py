@@ -198,24 +198,44 @@ def counter_ratios_grouped(
     each ratio's ``promql`` should be grouped ``by`` the same labels.
     """
     found = totals(r.source, r.window, [ratio.pair(by) for ratio in ratios])
-    return [
-        {
-            group: _ratio_measurement(r, ratio, one, group, statistic(ratio, group))
-            for group in groups
-        }
-        for ratio, one in zip(ratios, found, strict=True)
-    ]
+    out = []
+    for ratio, one in zip(ratios, found, strict=True):
+        # A ratio no group has (a family the deployment does not export) names its missing
+        # families once, not once per group: the requests stay as few however many groups.
+        whole = None
+        if not one.present:
+            both = Binary("/", ratio.numerator, ratio.denominator)
+            whole = missing_families(r.source, both, r.window)
+        out.append(
+            {
+                group: _ratio_measurement(r, ratio, one, group, statistic(ratio, group), whole)
+                for group in groups
+            }
+        )
+    return out
 
 
 def _ratio_measurement(
-    r: Reading, ratio: Ratio, found: Totals, group: Labels, statistic: str
+    r: Reading,
+    ratio: Ratio,
+    found: Totals,
+    group: Labels,
+    statistic: str,
+    absent: list[str] | None = None,
 ) -> Measurement:
+    """One group's ratio; ``absent``: the families without series in any group, when known."""
     top, bottom = found.groups.get(group, (0.0, 0.0))
     value = top / bottom if bottom > 0 else None
     rules = r.source.info().rules
     sides = [closed_range(side, r.seconds, rules) for side in (ratio.numerator, ratio.denominator)]
     both = Binary("/", ratio.numerator, ratio.denominator)
-    missing = [] if group in found.present else missing_families(r.source, both, r.window, group)
+    missing = (
+        []
+        if group in found.present
+        else absent
+        if absent is not None
+        else missing_families(r.source, both, r.window, group)
+    )
     m = r.local(
         statistic,
         value,
