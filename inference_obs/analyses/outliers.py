@@ -189,8 +189,11 @@ def _columns(run: DeploymentResults, timeline: Timeline) -> dict[str, list[Repli
         for e in timeline.events:
             if e.deployment == run.deployment.name and e.kind is kind:
                 for n in e.replicas:
-                    if n in counts:
-                        counts[n] += 1
+                    # The time line names a replica by its namespace and pod
+                    # (``serving/chat-07``) where the series carry both.
+                    own = n if n in counts else n.rsplit("/", 1)[-1]
+                    if own in counts:
+                        counts[own] += 1
         unit = "restarts" if kind is EventKind.RESTART else "gaps"
         out[statistic] = [
             ReplicaValue(replica=n, statistic=statistic, value=float(c), unit=unit)

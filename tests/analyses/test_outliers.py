@@ -3,8 +3,9 @@
 The fleet (:mod:`tests.analyses.fleets`) is simulated with one replica
 whose every engine step also waits 60 ms on its host for the whole window
 (``host_starved``: slow) and one whose GPU exporter reads its GPUs idle
-while it serves (``gpus_read_idle``). Both must be named among the
-deployment's outliers and in the Summary, and nothing else; the slow
+while it serves (``gpus_read_idle``), and one that restarts once. Each must be
+named among the deployment's outliers for what makes it one, the first two
+in the Summary, and nothing else; the slow
 replica's TTFT P50 must carry the bucket that holds the true median of its
 own requests in ``requests.csv``.
 """
@@ -35,7 +36,7 @@ from inference_obs.source.dataset.source import DatasetSource
 from .fleets import fleet_scenario, simulated
 from .ground_truth import EXACT, deployment, requests_of, scrapes, true_quantile, window_of
 
-SLOW, IDLE = "F-07", "F-23"
+SLOW, IDLE, RESTARTED = "F-07", "F-23", "F-41"
 
 
 def _values(statistic: str, values: list[float], unit: str = "x") -> list[ReplicaValue]:
@@ -97,6 +98,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
         # From before the warm-up to after the window: the whole window.
         {"kind": "host_starved", "replica": SLOW, "start": "-3m", "end": "11m", "host_ms": 60},
         {"kind": "gpus_read_idle", "replica": IDLE, "start": "-3m", "end": "11m"},
+        {"kind": "restart", "replica": RESTARTED, "at": "5m", "downtime": 40},
     )
     return simulated(fleet_scenario(64, faults=faults), tmp_path_factory.mktemp("fleet") / "d")
 
@@ -119,13 +121,14 @@ def _pod(source: DatasetSource, replica: str) -> str:
     return pods[dep.replicas.index(replica)]
 
 
-def test_the_slow_and_the_idle_replica_are_named_and_nothing_else(
+def test_the_slow_idle_and_restarted_replicas_are_named_and_nothing_else(
     source: DatasetSource, report: Report
 ) -> None:
-    slow, idle = _pod(source, SLOW), _pod(source, IDLE)
+    slow, idle, restarted = (_pod(source, r) for r in (SLOW, IDLE, RESTARTED))
     found = report.fleet["FLEET"].outliers
-    assert {o.replica for o in found} == {slow, idle}
+    assert {o.replica for o in found} == {slow, idle, restarted}
     assert {o.statistic for o in found if o.replica == idle} == {"gpu_utilization"}
+    assert {(o.statistic, o.value) for o in found if o.replica == restarted} == {("restarts", 1)}
     assert {"ttft_p50", "ttft_mean", "e2e_mean"} <= {
         o.statistic for o in found if o.replica == slow
     }
@@ -170,12 +173,12 @@ def test_the_summary_names_both_and_report_json_lists_them(
     assert len(found[0].text) < 900
     data = json.loads(json.dumps(report_json(report)))
     listed = data["deployments"][0]["outliers"]
-    assert {o["replica"] for o in listed} == {slow, idle}
+    assert {slow, idle} <= {o["replica"] for o in listed}
     p50 = next(o for o in listed if o["replica"] == slow and o["statistic"] == "ttft_p50")
     assert p50["bounds"]["lower"] < p50["value"] <= p50["bounds"]["upper"]
     frame = report.replicas
     assert len(frame[(frame.statistic == "ttft_p50")]) == 64
-    assert set(frame[frame.outlier].replica) == {slow, idle}
+    assert {slow, idle} <= set(frame[frame.outlier].replica)
 
 
 def test_the_body_stays_short(report: Report) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from inference_obs.analyses.replicas import ReplicasResult, replicas
@@ -31,7 +32,7 @@ def source() -> DatasetSource:
     return DatasetSource(DATASET)
 
 
-def _own(source: DatasetSource, name: str, replica: str, metric: str) -> np.ndarray[Any, Any]:
+def _own(source: DatasetSource, name: str, replica: str, metric: str) -> npt.NDArray[np.float64]:
     """The true values of ``metric`` of ``replica``'s requests its counters recorded."""
     time, column, finished = TRUTH[metric]
     dep, requests = deployment(source, name), requests_of(source)
@@ -40,7 +41,8 @@ def _own(source: DatasetSource, name: str, replica: str, metric: str) -> np.ndar
     keep = (rows[time] > offsets[0]) & (rows[time] <= offsets[-1]) & rows[column].notna()
     if finished:
         keep &= rows["outcome"] == "finished"
-    return rows.loc[keep, column].to_numpy(np.float64)
+    values: npt.NDArray[np.float64] = rows.loc[keep, column].to_numpy(np.float64)
+    return values
 
 
 @pytest.mark.parametrize("metric", sorted(TRUTH))
@@ -99,7 +101,7 @@ class Counting:
 
 def _asked(source: DatasetSource, dep: Deployment) -> tuple[Counter[str], ReplicasResult]:
     counting = Counting(source)
-    result = replicas(counting, dep, window_of(source))  # type: ignore[arg-type]
+    result = replicas(counting, dep, window_of(source))
     return counting.asked, result
 
 
