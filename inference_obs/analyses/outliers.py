@@ -173,6 +173,7 @@ def _columns(run: DeploymentResults, timeline: Timeline) -> dict[str, list[Repli
         for statistic, by in run.of(replicas).statistics.items():
             out[statistic] = [_value(n, statistic, m) for n, m in by.items()]
     names = set(run.of(replicas).statistics.get("ttft_mean", {})) if out else set()
+    targets = run.of(replicas).instances if out else {}
     rates = run.of(throughput).per_replica
     names |= set(rates)
     for k, statistic in enumerate(("output_tokens_per_second", "requests_per_second")):
@@ -190,8 +191,9 @@ def _columns(run: DeploymentResults, timeline: Timeline) -> dict[str, list[Repli
             if e.deployment == run.deployment.name and e.kind is kind:
                 for n in e.replicas:
                     # The time line names a replica by its namespace and pod
-                    # (``serving/chat-07``) where the series carry both.
-                    own = n if n in counts else n.rsplit("/", 1)[-1]
+                    # (``serving/chat-07``) where the series carry both, and by its scrape
+                    # target (``10.0.0.7:8000``) where no queue row places a gap.
+                    own = n if n in counts else targets.get(n, n.rsplit("/", 1)[-1])
                     if own in counts:
                         counts[own] += 1
         unit = "restarts" if kind is EventKind.RESTART else "gaps"

@@ -68,10 +68,14 @@ class ReplicasResult(AnalysisResult):
         Per statistic (``ttft_p50``, ``ttft_p95``, ``ttft_mean``, the same for
         ``e2e`` and ``tpot``, and ``queue_share_of_ttft``), per replica: its
         Measurement (seconds; the share a ratio 0-1), quantiles with ``bounds``.
+    instances
+        Each app scrape target (``instance``) and the replica it serves, for
+        what names a target rather than a replica (a scrape gap, a restart).
     """
 
     label: str
     statistics: dict[str, dict[str, Measurement]]
+    instances: dict[str, str]
 
 
 def _buckets_by(r: Reading, family: Family, label: str) -> Expr:
@@ -174,7 +178,14 @@ def _replicas(r: Reading, settings: NoSettings) -> ReplicasResult:
         )
         for n in names
     }
-    return ReplicasResult(label=label, statistics=statistics)
+    # The same series request replica_label made (a report asks it once).
+    seen = r.source.series(vllm.GENERATION_TOKENS.select(r.matchers), r.window)
+    instances = {
+        labels["instance"]: labels[label]
+        for labels in seen
+        if "instance" in labels and label in labels
+    }
+    return ReplicasResult(label=label, statistics=statistics, instances=instances)
 
 
 def _share(top: float | None, bottom: float | None) -> float | None:

@@ -444,17 +444,20 @@ def _outliers(report: Report) -> Iterator[Conclusion]:
         grouped = by_replica(fleet.outliers)
         if not grouped:
             continue
+        # Each replica by what sets it apart most (its first statistic), so that the item
+        # stays a few lines for any fleet.
         shown = "; ".join(
-            f"{replica}: {', '.join(outlier_text(o) for o in found[:2])}"
+            f"{replica}: {outlier_text(found[0])}"
+            + (f" and {len(found) - 1} more statistics" if len(found) > 1 else "")
             for replica, found in list(grouped.items())[:INCIDENTS]
         )
         more = f"; and {len(grouped) - INCIDENTS} more" if len(grouped) > INCIDENTS else ""
-        keys = tuple(o.key for found in grouped.values() for o in found[:2] if o.key)
+        keys = tuple(o.key for found in grouped.values() for o in found[:1] if o.key)
         yield Conclusion(
             kind="replica_outliers",
             text=f"{len(grouped)} of {len(fleet.replicas)} replicas of {name} stand out "
             f"from the others: {shown}{more}.",
-            keys=keys[: 2 * INCIDENTS],
+            keys=keys[:INCIDENTS],
             section=SECTIONS["replicas"],
             caveat="Far from the others by a robust rule (median absolute deviation; a "
             "quantile's bucket above theirs): where to look, not why.",

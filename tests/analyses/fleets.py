@@ -44,14 +44,31 @@ def fleet_scenario(
     rate_per_second: float = 20.0,
     lean: bool = False,
     faults: tuple[dict[str, Any], ...] = (),
+    halves: bool = False,
 ) -> Scenario:
     """One deployment ``FLEET`` of ``replicas`` replicas (2 GPUs each, 1 when lean) serving
-    ``rate_per_second`` requests in all, over ``minutes`` after a warm-up."""
+    ``rate_per_second`` requests in all, over ``minutes`` after a warm-up; with ``halves``,
+    two deployments ``FLEET`` and ``OTHER`` of half the replicas each (compared, as a
+    report compares two deployments)."""
+    if halves:
+        first = -(-replicas // 2)
+        one = _deployment("FLEET", "chat", replica_names(first), rate_per_second / 2, lean)
+        names = [n.replace("F-", "G-") for n in replica_names(replicas - first)]
+        other = _deployment("OTHER", "other", names, rate_per_second / 2, lean)
+        deployments = [one, other]
+    else:
+        deployments = [_deployment("FLEET", "chat", replica_names(replicas), rate_per_second, lean)]
+    return _scenario(replicas, minutes, lean, deployments, faults)
+
+
+def _deployment(
+    name: str, prefix: str, replicas: list[str], rate_per_second: float, lean: bool
+) -> dict[str, Any]:
     gpus = 1 if lean else 2
     deployment: dict[str, Any] = {
-        "name": "FLEET",
-        "replicas": replica_names(replicas),
-        "pod_prefix": "chat",
+        "name": name,
+        "replicas": replicas,
+        "pod_prefix": prefix,
         "namespace": "serving",
         "model_name": "test-model",
         "hardware": {
@@ -84,6 +101,16 @@ def fleet_scenario(
     }
     if not lean:  # host_starved needs the host profile
         deployment["host"] = {"cpu_limit_cores": 6, "node_cpus": 8, "node_other_cores": 0.5}
+    return deployment
+
+
+def _scenario(
+    replicas: int,
+    minutes: float,
+    lean: bool,
+    deployments: list[dict[str, Any]],
+    faults: tuple[dict[str, Any], ...],
+) -> Scenario:
     families = ["DCGM_FI_DEV_GPU_UTIL"]
     if not lean:
         families += ["DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_POWER_USAGE"]
@@ -100,7 +127,7 @@ def fleet_scenario(
             "collect_interval": "15s",
             "gpu_families": families,
         },
-        "deployments": [deployment],
+        "deployments": deployments,
         "faults": [*faults, *missing],
     }
     return parse_scenario(yaml.safe_dump(data), f"a fleet of {replicas} replicas")

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from inference_obs import analyses
 from inference_obs.analyses.bottleneck import advise
-from inference_obs.analyses.boundaries import BoundariesResult, BoundaryCause
-from inference_obs.analyses.naming import NAMED
+from inference_obs.analyses.boundaries import BoundariesResult, BoundaryCause, BoundaryInterval
+from inference_obs.analyses.naming import MANY, NAMED
 from inference_obs.reading.measurement import Measurement
 from inference_obs.report.document import (
     Block,
@@ -191,6 +191,14 @@ def stage_boundaries(report: Report) -> Iterator[Block]:
         yield from _intervals(d.deployment.name, d.of(analyses.boundaries), d.step_seconds)
 
 
+def _times(replica: str, brief: list[BoundaryInterval]) -> str:
+    """``replica: 10:00:01 (inconsistent), ...``: at most three intervals, then how many more."""
+    said = ", ".join(
+        f"{when(i.start)} ({', '.join(i.queue_classes) or i.cause.value})" for i in brief[:3]
+    )
+    return f"{replica}: {said}" + (f" and {len(brief) - 3} more" if len(brief) > 3 else "")
+
+
 def _intervals(name: str, found: BoundariesResult, step: float | None) -> Iterator[Block]:
     """One deployment's boundary intervals, each named by its times to the second.
 
@@ -200,46 +208,47 @@ def _intervals(name: str, found: BoundariesResult, step: float | None) -> Iterat
     """
     if not found.intervals:
         return
-    if step is not None:
-        yield Paragraph(f"{name}: rows are {step:g} s tiles: rows counts tiles.")
+    # What the table needs said, in one paragraph: a fleet's section stays short.
+    said = [] if step is None else [f"rows are {step:g} s tiles: rows counts tiles."]
     brief = [i for i in found.intervals if not i.sustained and i.cause is BoundaryCause.UNEXPLAINED]
     listed = [i for i in found.intervals if i not in brief]
     if brief:
         replicas = list(dict.fromkeys(i.replica for i in brief))
+        # A fleet's short intervals are counted; a few replicas' are named with their times.
+        shown = replicas[:NAMED] if len(found.replicas) <= MANY else []
         named = "; ".join(
-            f"{replica}: "
-            + ", ".join(
-                f"{when(i.start)} ({', '.join(i.queue_classes) or i.cause.value})"
-                for i in brief
-                if i.replica == replica
-            )
-            for replica in replicas[:NAMED]
+            _times(replica, [i for i in brief if i.replica == replica]) for replica in shown
         )
-        if len(replicas) > NAMED:
-            named += f"; and {len(replicas) - NAMED} more replicas (report.json)"
+        if not shown:
+            named = f"{len(brief)} on {len(replicas)} replicas (report.json, boundaries.intervals)"
+        elif len(replicas) > len(shown):
+            named += f"; and {len(replicas) - len(shown)} more replicas (report.json)"
         reasons = {i.reason for i in brief}
         why = f" {brief[0].reason[0].upper()}{brief[0].reason[1:]}." if len(reasons) == 1 else ""
-        yield Paragraph(
-            f"{name}: short intervals (under boundaries.min_samples rows), unexplained: "
-            f"{named}.{why}"
+        said.append(
+            f"short intervals (under boundaries.min_samples rows), unexplained: {named}.{why}"
         )
-    if not listed:
-        return
-    reasons = {i.reason for i in listed}
-    shared = reasons.pop() if len(reasons) == 1 else None
-    if shared is not None:
-        yield Paragraph(f"{name}: every interval in the table: {shared}.")
-    if len(listed) > ROWS:
+    shared = None
+    if listed:
+        reasons = {i.reason for i in listed}
+        shared = reasons.pop() if len(reasons) == 1 else None
+        if shared is not None:
+            said.append(f"every interval in the table: {shared}.")
+    if len(found.replicas) > MANY and len(listed) > ROWS:
         # A fleet's intervals: the explained ones first, then the longest; all in report.json.
         total = len(listed)
         listed = sorted(
             listed, key=lambda i: (i.cause is BoundaryCause.UNEXPLAINED, -i.samples, i.start)
         )[:ROWS]
         listed.sort(key=lambda i: i.start)
-        yield Paragraph(
-            f"{name}: {ROWS} of {total:,} intervals, the explained then the longest; every "
-            "one in report.json (boundaries.intervals)."
+        said.append(
+            f"{ROWS} of {total:,} intervals, the explained then the longest; every one in "
+            "report.json (boundaries.intervals)."
         )
+    if said:
+        yield Paragraph(f"{name}: " + " ".join(said))
+    if not listed:
+        return
     yield Table(
         (
             "replica",

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from inference_obs import analyses
-from inference_obs.analyses.naming import MANY, NAMED
+from inference_obs.analyses.naming import MANY
 from inference_obs.analyses.queueing import QueueClass, QueueingResult
 from inference_obs.analyses.waiting_idle import WaitingIdle
 from inference_obs.reading.measurement import Measurement
@@ -177,15 +177,17 @@ def _tables(q: QueueingResult) -> Iterator[Block]:
         return
     scopes = [q.waiting_idle]
     by_replica = [q.waiting_idle_by_replica[r] for r in sorted(q.waiting_idle_by_replica)]
+    left = 0
     if len(by_replica) > MANY:
-        # A fleet: the replicas where waiting and idle GPUs went together most surely (the
-        # smallest Fisher p), every one in report.json.
-        by_replica.sort(key=lambda t: (t.p_value.value is None, t.p_value.value or 0.0))
-        left = len(by_replica) - NAMED
-        by_replica = by_replica[:NAMED]
-    else:
-        left = 0
+        # A fleet: the pooled row alone, every replica's in report.json.
+        left, by_replica = len(by_replica), []
     scopes += by_replica
+    pooled = (
+        f"all (pooled; each of the {left} replicas' in report.json, "
+        "queueing/waiting_idle_*[replica])"
+        if left
+        else "all (pooled)"
+    )
     yield Table(
         (
             "replica",
@@ -199,7 +201,7 @@ def _tables(q: QueueingResult) -> Iterator[Block]:
         ),
         tuple(
             (
-                "all (pooled)" if t.scope == "all" else t.scope,
+                (pooled if t.scope == "all" else t.scope),
                 cell(t.waiting_idle),
                 cell(t.waiting_busy),
                 cell(t.not_waiting_idle),
@@ -211,11 +213,6 @@ def _tables(q: QueueingResult) -> Iterator[Block]:
             for t in scopes
         ),
     )
-    if left:
-        yield Paragraph(
-            f"The {NAMED} replicas with the smallest Fisher p shown; {left} more in report.json "
-            "(queueing/waiting_idle_*[replica])."
-        )
     if any(t.odds_ratio.value is None or t.phi.value is None for t in scopes if t.p_value.ok):
         yield Paragraph(
             "invalid: with no row waiting, or GPUs never (or always) idle, a zero cell leaves "
@@ -223,8 +220,9 @@ def _tables(q: QueueingResult) -> Iterator[Block]:
         )
 
 
-#: Intervals listed at most: a fleet's table stays a page.
-ROWS = 15
+#: Intervals listed at most for a deployment of more than MANY replicas (the longest; the
+#: rest in report.json): a fleet's section stays the length of a few replicas'.
+ROWS = 3
 #: Classes without a queue or a contradiction: counted in a sentence, not listed.
 FOLDED = (QueueClass.BUSY, QueueClass.IDLE)
 
@@ -234,7 +232,8 @@ def _intervals(q: QueueingResult) -> Iterator[Block]:
     counting the busy and idle ones."""
     listed = [i for i in q.intervals if i.classification not in FOLDED]
     # A fleet's intervals: the longest ones, every one in report.json (queue_intervals).
-    longest = sorted(listed, key=lambda i: (-i.samples, i.start))[:ROWS]
+    limit = ROWS if len(q.rows) > MANY else len(listed)
+    longest = sorted(listed, key=lambda i: (-i.samples, i.start))[:limit]
     shown = sorted(longest, key=lambda i: (i.replica, i.start))
     if shown:
         yield Table(
@@ -262,9 +261,9 @@ def _intervals(q: QueueingResult) -> Iterator[Block]:
                 for i in shown
             ),
         )
-        if len(listed) > ROWS:
+        if len(listed) > limit:
             yield Paragraph(
-                f"The {ROWS} longest of {len(listed):,} such intervals, on "
+                f"The {limit} longest of {len(listed):,} such intervals, on "
                 f"{len({i.replica for i in listed}):,} replicas; every one in report.json "
                 "(queue_intervals)."
             )
