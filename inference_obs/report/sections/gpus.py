@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from inference_obs import analyses
 from inference_obs.analyses.bottleneck import advise
 from inference_obs.analyses.boundaries import BoundariesResult, BoundaryCause, BoundaryInterval
-from inference_obs.analyses.naming import MANY, NAMED
+from inference_obs.analyses.naming import MANY
 from inference_obs.reading.measurement import Measurement
 from inference_obs.report.document import (
     Block,
@@ -192,11 +192,12 @@ def stage_boundaries(report: Report) -> Iterator[Block]:
 
 
 def _times(replica: str, brief: list[BoundaryInterval]) -> str:
-    """``replica: 10:00:01 (inconsistent), ...``: at most three intervals, then how many more."""
+    """``replica: 10:00:01 (inconsistent), ...``: every one, so that each row of the queue
+    table on idle GPUs is named here too (a fleet's are counted instead)."""
     said = ", ".join(
-        f"{when(i.start)} ({', '.join(i.queue_classes) or i.cause.value})" for i in brief[:3]
+        f"{when(i.start)} ({', '.join(i.queue_classes) or i.cause.value})" for i in brief
     )
-    return f"{replica}: {said}" + (f" and {len(brief) - 3} more" if len(brief) > 3 else "")
+    return f"{replica}: {said}"
 
 
 def _intervals(name: str, found: BoundariesResult, step: float | None) -> Iterator[Block]:
@@ -215,14 +216,12 @@ def _intervals(name: str, found: BoundariesResult, step: float | None) -> Iterat
     if brief:
         replicas = list(dict.fromkeys(i.replica for i in brief))
         # A fleet's short intervals are counted; a few replicas' are named with their times.
-        shown = replicas[:NAMED] if len(found.replicas) <= MANY else []
-        named = "; ".join(
-            _times(replica, [i for i in brief if i.replica == replica]) for replica in shown
-        )
-        if not shown:
+        if len(found.replicas) <= MANY:
+            named = "; ".join(
+                _times(replica, [i for i in brief if i.replica == replica]) for replica in replicas
+            )
+        else:
             named = f"{len(brief)} on {len(replicas)} replicas (report.json, boundaries.intervals)"
-        elif len(replicas) > len(shown):
-            named += f"; and {len(replicas) - len(shown)} more replicas (report.json)"
         reasons = {i.reason for i in brief}
         why = f" {brief[0].reason[0].upper()}{brief[0].reason[1:]}." if len(reasons) == 1 else ""
         said.append(
