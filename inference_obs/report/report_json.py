@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from inference_obs import analyses
 from inference_obs.analyses.bottleneck import advise
+from inference_obs.analyses.regime import judge
 from inference_obs.reading.measurement import json_number, measurement_json
 from inference_obs.report.cautions import cautions
 from inference_obs.report.conclusions import conclusions
@@ -49,6 +50,7 @@ def report_json(report: Report) -> dict[str, Any]:
                 "declared": d.deployment.model_dump(mode="json"),
                 "step_seconds": d.step_seconds,
                 "throughput_regime": d.of(analyses.throughput).regime.value,
+                "regime": judge(d).model_dump(mode="json", exclude={"deployment"}),
                 "bottleneck": d.of(analyses.bottleneck).classification.value,
                 "bottleneck_action": action,
                 "bottleneck_advice": advice,
