@@ -103,7 +103,8 @@ def test_every_section_quotes_one_reading_per_deployment(pro_h20: tuple[str, Doc
 
 
 def _latency_entry(doc: Doc, comparison: str) -> Doc:
-    (entry,) = [e for e in doc["summary"] if e.get("comparison") == comparison]
+    found: list[Doc] = [e for e in doc["summary"] if e.get("comparison") == comparison]
+    (entry,) = found
     return entry
 
 
