@@ -16,7 +16,8 @@ The rules, in the order they are applied:
   or no app row had a GPU reading aligned: nothing is claimed;
 - **host-starved / transfer-starved / starved**: the stage boundaries read
   ``starved`` (sustained intervals of work beside idle GPUs), named by the
-  causes of its sustained intervals (host, transfer; else unexplained);
+  cause of its sustained intervals where they name one alone (host, or
+  transfer); with several causes, or none explained, plain starved;
 - **demand-limited**: no queue beyond throughput's line and the KV cache
   never full: the deployment served what it was sent;
 - with a queue, the rows that had one are weighed by the requests waiting in
@@ -28,12 +29,14 @@ The rules, in the order they are applied:
 - **capacity-limited** needs queues WITH busy GPUs: at least :data:`MOSTLY`
   of the waiting requests were in rows with busy GPUs, and the GPUs were
   busy on average (or the boundaries read ``saturated``); with the GPUs idle
-  on average, the same queue is **capacity-limited in bursts**;
+  on average, the same queue is **capacity-limited in bursts**. A KV cache
+  that filled (throughput's default line) with no queued row aligned is
+  capacity-limited too;
 - queues beside idle GPUs are never capacity: when at least :data:`MOSTLY`
   of the waiting requests were in rows with idle GPUs, the deployment is
-  **stalled** if those rows form one run of at most :data:`STALL_ROWS` rows
-  (one short stall), else **starved** (cause unexplained: the boundaries
-  found no sustained interval);
+  **stalled** if those rows form one run of at most :data:`STALL_SECONDS`
+  (one short stall), else **starved**, named host- or transfer-starved
+  where the boundary intervals name that cause alone;
 - **mixed** otherwise: queues of both kinds, neither holding :data:`MOSTLY`.
 
 Advice follows the facts: "batch more" only when the KV cache stayed mostly
@@ -72,7 +75,7 @@ from inference_obs.analyses.throughput import Regime, ThroughputSettings, throug
 __all__ = [
     "LABELS",
     "MOSTLY",
-    "STALL_ROWS",
+    "STALL_SECONDS",
     "WEIGHERS",
     "Evidence",
     "Queued",
@@ -87,9 +90,10 @@ __all__ = [
 #: Share of the waiting requests that makes one kind of queue the deployment's: two thirds,
 #: so that a reading never rests on a bare majority of a handful of rows.
 MOSTLY = 2 / 3
-#: Longest run of rows (consecutive app scrapes, or tiles) with a queue beside idle GPUs that
-#: still reads as one stall: three minutes at the usual 60 s scrape.
-STALL_ROWS = 3
+#: Longest run, seconds, of consecutive rows (app scrapes, or tiles) with a queue beside idle
+#: GPUs that still reads as one stall (a scheduler hold, a slow external-cache fetch): three
+#: scrapes at the usual 60 s; longer is a lasting starvation.
+STALL_SECONDS = 180.0
 #: The step a deployment that served its demand needs: none.
 NO_CHANGE = "no capacity change"
 #: The step for a queue that grew only in bursts.
@@ -117,7 +121,7 @@ LABELS = {
     RegimeReading.DEMAND_LIMITED: "demand-limited",
     RegimeReading.HOST_STARVED: "host-starved",
     RegimeReading.TRANSFER_STARVED: "transfer-starved",
-    RegimeReading.STARVED: "starved (cause unexplained)",
+    RegimeReading.STARVED: "starved",
     RegimeReading.STALLED: "stalled",
     RegimeReading.MIXED: "mixed",
     RegimeReading.UNKNOWN: "unknown",
@@ -210,14 +214,17 @@ class Queued:
 
 
 def queued_rows(d: DeploymentResults) -> Queued:
-    """Count the queueing analysis's rows with a queue by their GPUs, busy or idle."""
+    """Count the queueing analysis's rows with a queue by their GPUs, busy or idle.
+
+    Rows without a GPU reading are left out (they neither start nor end a run).
+    """
     q = d.of(queueing)
-    rows = queued = busy_rows = idle_rows = runs = longest = 0
+    rows = busy_rows = idle_rows = runs = longest = 0
     busy_depth = idle_depth = 0.0
     stalls: list[tuple[datetime, float]] = []
     zone = d.window.start.tzinfo
     for one in q.rows:
-        run = 0
+        run = 0  # consecutive rows with a queue beside idle GPUs, so far
         for t, waiting, util, cls in zip(
             one.t, one.waiting, one.gpu_util, one.classes, strict=True
         ):
@@ -226,22 +233,25 @@ def queued_rows(d: DeploymentResults) -> Queued:
             rows += 1
             idle = util < q.busy_threshold or cls is QueueClass.INCONSISTENT
             if waiting > 0 and idle:
-                queued, idle_rows, idle_depth, run = (
-                    queued + 1,
-                    idle_rows + 1,
-                    idle_depth + waiting,
-                    run + 1,
-                )
+                idle_rows, idle_depth, run = idle_rows + 1, idle_depth + float(waiting), run + 1
                 runs += run == 1
                 longest = max(longest, run)
-                if util == 0:
+                if util == 0:  # work there, every GPU at 0: the GPUs were not even asked
                     stalls.append((datetime.fromtimestamp(float(t), tz=zone), float(waiting)))
                 continue
             run = 0
             if waiting > 0:
-                queued, busy_rows, busy_depth = queued + 1, busy_rows + 1, busy_depth + waiting
+                busy_rows, busy_depth = busy_rows + 1, busy_depth + float(waiting)
     return Queued(
-        rows, queued, busy_rows, idle_rows, busy_depth, idle_depth, tuple(stalls), runs, longest
+        rows=rows,
+        queued=busy_rows + idle_rows,
+        busy_rows=busy_rows,
+        idle_rows=idle_rows,
+        busy_depth=busy_depth,
+        idle_depth=idle_depth,
+        stalls=tuple(stalls),
+        idle_runs=runs,
+        longest_idle_run=longest,
     )
 
 
@@ -339,11 +349,18 @@ def _gpus_busy(d: DeploymentResults) -> Iterator[Weight]:
     util, line = d.of(gpu).utilization_mean, d.of(queueing).busy_threshold
     if util.value is None:
         return
-    text = f"The GPUs averaged {util.value:.3g} % utilisation over the window."
     if util.value >= line:
+        text = (
+            f"The GPUs averaged {util.value:.3g} % utilisation, at or above the {line:g} % busy "
+            "line: busy most of the window."
+        )
         others = _IDLE | {RegimeReading.BURST_LIMITED, RegimeReading.DEMAND_LIMITED}
         yield Weight(text, (util.key,), frozenset({RegimeReading.CAPACITY_LIMITED}), others)
     else:
+        text = (
+            f"The GPUs averaged {util.value:.3g} % utilisation, under the {line:g} % busy line: "
+            "idle most of the window."
+        )
         fits = _IDLE | {RegimeReading.BURST_LIMITED, RegimeReading.DEMAND_LIMITED}
         yield Weight(text, (util.key,), fits, frozenset({RegimeReading.CAPACITY_LIMITED}))
 
@@ -385,13 +402,14 @@ WEIGHERS: tuple[Weigher, ...] = (_queue, _queue_gpus, _gpus_busy, _kv, _boundari
 
 
 def _starved(d: DeploymentResults) -> RegimeReading:
-    """Starved, named by what the boundary intervals (sustained first) waited on."""
+    """Starved, named by what the boundary intervals (sustained ones first) waited on: the
+    host or transfers when that is their only named cause, else plain starved."""
     found = d.of(boundaries).intervals
     sustained = [i for i in found if i.sustained] or list(found)
-    rows = {c: sum(i.samples for i in sustained if i.cause is c) for c in BoundaryCause}
-    if rows[BoundaryCause.HOST] > rows[BoundaryCause.TRANSFER]:
+    causes = {i.cause for i in sustained}
+    if causes == {BoundaryCause.HOST}:
         return RegimeReading.HOST_STARVED
-    if rows[BoundaryCause.TRANSFER] > rows[BoundaryCause.HOST]:
+    if causes == {BoundaryCause.TRANSFER}:
         return RegimeReading.TRANSFER_STARVED
     return RegimeReading.STARVED
 
@@ -418,7 +436,8 @@ def classify(d: DeploymentResults) -> RegimeReading:
             return RegimeReading.CAPACITY_LIMITED
         return RegimeReading.BURST_LIMITED
     if share <= 1 - MOSTLY:
-        if found.idle_runs == 1 and found.longest_idle_run <= STALL_ROWS:
+        lasted = found.longest_idle_run * d.of(queueing).row_seconds
+        if found.idle_runs == 1 and lasted <= STALL_SECONDS:
             return RegimeReading.STALLED
         return _starved(d)
     return RegimeReading.MIXED
@@ -485,10 +504,13 @@ def _idle_advice(d: DeploymentResults, reading: RegimeReading) -> str:
             "Requests waited beside idle GPUs in one short run: a stall (scheduler, host or an "
             "external cache), not capacity; find its cause before adding GPUs."
         )
-    on = {
-        RegimeReading.HOST_STARVED: "the host (CPU, tokenisation, scheduling)",
-        RegimeReading.TRANSFER_STARVED: "host-device transfers",
-    }.get(reading, "something the exported series do not show")
+    named = {
+        BoundaryCause.HOST: "the host (CPU, tokenisation, scheduling)",
+        BoundaryCause.TRANSFER: "host-device transfers",
+    }
+    seen = {i.cause for i in d.of(boundaries).intervals}
+    on = " and on ".join(text for cause, text in named.items() if cause in seen)
+    on = on or "something the exported series do not show"
     return (
         f"Requests waited beside idle GPUs: the GPUs wait on {on}; re-place that work and "
         "profile before adding GPUs, which would wait the same way."

@@ -267,6 +267,8 @@ def _latency(report: Report) -> Iterator[Conclusion]:
                     f"{quantity(m_high)} ({means} for {pair.a} and {pair.b}){clause}."
                 )
                 kind, named = "latency_lower", (low, high)
+            # The caveat's numbers are its finding's evidence: cited with the sentence's own.
+            keys = (*keys, *_evidence_keys(report, pair, comparison, unsaid))
             yield Conclusion(
                 kind, text, keys, SECTIONS["latency"], caveat, verdict, named, comparison
             )
@@ -376,14 +378,22 @@ def _throughput(report: Report) -> Iterator[Conclusion]:
         )
 
 
-def _evidence_keys(report: Report, pair: PairValidity, comparison: str) -> tuple[str, ...]:
-    """Keys of the Measurements the evidence of the findings a clause names rests on."""
+def _evidence_keys(
+    report: Report, pair: PairValidity, comparison: str, unsaid: tuple[str, ...] | None = None
+) -> tuple[str, ...]:
+    """Keys of the Measurements the evidence of the findings a clause names rests on; with
+    ``unsaid``, of the one finding its caveat quotes (the first not ``unsaid``)."""
     known: dict[tuple[str, str], str] = {}
     for m in report.measurements():
         known.setdefault((m.deployment, m.statistic), m.key)
+    weighing = _weighing(pair, comparison)
+    if unsaid is None:
+        findings = weighing[:_NAMED]
+    else:
+        findings = [f for f in weighing if f.code not in unsaid][:1]
     keys = [
         known[n, e.statistic]
-        for f in _weighing(pair, comparison)[:_NAMED]
+        for f in findings
         for e in f.evidence
         for n in (pair.a, pair.b)
         if (n, e.statistic) in known

@@ -107,6 +107,9 @@ def test_queues_beside_idle_gpus_are_never_capacity(pro: DeploymentResults) -> N
     stalled = judge(_with(pro, queueing={"rows": _rows([0, 5, 0, 0, 0], [20, 0, 20, 20, 20])}))
     assert stalled.reading is RegimeReading.STALLED
     assert stalled.action == "profile before adding GPUs"
+    # Four minutes on end (60 s scrapes) beside GPUs at 0: longer than a stall's three.
+    lasting = _with(pro, queueing={"rows": _rows([5, 5, 5, 5, 0], [0, 0, 0, 0, 20])})
+    assert judge(lasting).reading is RegimeReading.STARVED
     # Two runs apart, GPUs at 10 %: starved, and nothing names the cause.
     starved = judge(_with(pro, queueing={"rows": _rows([3, 0, 0, 3, 0], [10, 10, 10, 10, 10])}))
     assert starved.reading is RegimeReading.STARVED
