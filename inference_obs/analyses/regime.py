@@ -68,7 +68,7 @@ from inference_obs.analyses.bottleneck import (
 )
 from inference_obs.analyses.boundaries import BoundaryCause, CapacityReading, boundaries
 from inference_obs.analyses.gpu import gpu
-from inference_obs.analyses.queueing import QueueClass, queueing
+from inference_obs.analyses.queueing import queueing
 from inference_obs.analyses.run import DeploymentResults
 from inference_obs.analyses.throughput import Regime, ThroughputSettings, throughput
 
@@ -94,6 +94,8 @@ MOSTLY = 2 / 3
 #: GPUs that still reads as one stall (a scheduler hold, a slow external-cache fetch): three
 #: scrapes at the usual 60 s; longer is a lasting starvation.
 STALL_SECONDS = 180.0
+#: Stalls named in a sentence before "and N more": a report stays flat in fleet size.
+NAMED = 3
 #: The step a deployment that served its demand needs: none.
 NO_CHANGE = "no capacity change"
 #: The step for a queue that grew only in bursts.
@@ -213,10 +215,25 @@ class Queued:
         return self.busy_depth / total if total else None
 
 
+def _runs(mask: np.ndarray) -> tuple[int, int]:
+    """How many runs of consecutive True a boolean array holds, and the longest's length.
+
+    Examples
+    --------
+    >>> _runs(np.array([True, True, False, True, False]))
+    (2, 2)
+    """
+    edges = np.diff(np.concatenate(([0], mask.astype(np.int8), [0])))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    return len(starts), int((ends - starts).max(initial=0))
+
+
 def queued_rows(d: DeploymentResults) -> Queued:
     """Count the queueing analysis's rows with a queue by their GPUs, busy or idle.
 
-    Rows without a GPU reading are left out (they neither start nor end a run).
+    Rows without a GPU reading are left out (they neither start nor end a run). A row
+    with work running while every GPU read 0 (queueing's ``inconsistent``) counts as idle
+    whatever the busy threshold.
     """
     q = d.of(queueing)
     rows = busy_rows = idle_rows = runs = longest = 0
@@ -224,24 +241,19 @@ def queued_rows(d: DeploymentResults) -> Queued:
     stalls: list[tuple[datetime, float]] = []
     zone = d.window.start.tzinfo
     for one in q.rows:
-        run = 0  # consecutive rows with a queue beside idle GPUs, so far
-        for t, waiting, util, cls in zip(
-            one.t, one.waiting, one.gpu_util, one.classes, strict=True
-        ):
-            if np.isnan(util):
-                continue
-            rows += 1
-            idle = util < q.busy_threshold or cls is QueueClass.INCONSISTENT
-            if waiting > 0 and idle:
-                idle_rows, idle_depth, run = idle_rows + 1, idle_depth + float(waiting), run + 1
-                runs += run == 1
-                longest = max(longest, run)
-                if util == 0:  # work there, every GPU at 0: the GPUs were not even asked
-                    stalls.append((datetime.fromtimestamp(float(t), tz=zone), float(waiting)))
-                continue
-            run = 0
-            if waiting > 0:
-                busy_rows, busy_depth = busy_rows + 1, busy_depth + float(waiting)
+        seen = ~np.isnan(one.gpu_util)
+        waiting, util, t = one.waiting[seen], one.gpu_util[seen], one.t[seen]
+        idle = (util < q.busy_threshold) | ((util == 0) & (one.running[seen] > 0))
+        beside, on = (waiting > 0) & idle, (waiting > 0) & ~idle
+        rows += int(seen.sum())
+        busy_rows, busy_depth = busy_rows + int(on.sum()), busy_depth + float(waiting[on].sum())
+        idle_rows += int(beside.sum())
+        idle_depth += float(waiting[beside].sum())
+        count, length = _runs(beside)
+        runs, longest = runs + count, max(longest, length)
+        # Work there and every GPU at 0: the GPUs were not even asked.
+        for k in np.flatnonzero(beside & (util == 0)):
+            stalls.append((datetime.fromtimestamp(float(t[k]), tz=zone), float(waiting[k])))
     return Queued(
         rows=rows,
         queued=busy_rows + idle_rows,
@@ -249,7 +261,7 @@ def queued_rows(d: DeploymentResults) -> Queued:
         idle_rows=idle_rows,
         busy_depth=busy_depth,
         idle_depth=idle_depth,
-        stalls=tuple(stalls),
+        stalls=tuple(sorted(stalls)),
         idle_runs=runs,
         longest_idle_run=longest,
     )
@@ -333,7 +345,10 @@ def _queue_gpus(d: DeploymentResults) -> Iterator[Weight]:
     if found.idle_rows and share is not None:
         stalls = ""
         if found.stalls:
-            at = ", ".join(f"{_clock(t)} ({w:g} waiting)" for t, w in found.stalls)
+            # A fleet can stall many times: the first few named, the rest counted.
+            at = ", ".join(f"{_clock(t)} ({w:g} waiting)" for t, w in found.stalls[:NAMED])
+            if len(found.stalls) > NAMED:
+                at += f" and {len(found.stalls) - NAMED} more"
             stalls = f"; every GPU read 0 % at {at}: a stall, not capacity"
         yield Weight(
             f"{found.idle_rows} of the {found.queued} {rows} with a queue had idle GPUs (under "
