@@ -393,11 +393,10 @@ def _boundaries(d: DeploymentResults) -> Iterator[Weight]:
         text = f"The stage boundaries read the GPUs saturated ({b.reason})."
         yield Weight(text, keys, frozenset({RegimeReading.CAPACITY_LIMITED}), _IDLE)
     elif b.reading is CapacityReading.HEALTHY:
-        brief = f", {len(b.intervals)} shorter" if b.intervals else ""
-        text = (
-            f"The stage boundaries found no sustained interval of work beside idle GPUs "
-            f"({duty}{brief})."
-        )
+        brief = f"{len(b.intervals)} shorter interval(s)" if b.intervals else ""
+        detail = "; ".join(part for part in (duty, brief) if part)
+        text = "The stage boundaries found no sustained interval of work beside idle GPUs"
+        text += f" ({detail})." if detail else "."
         yield Weight(text, keys, _CAPACITY | {RegimeReading.DEMAND_LIMITED}, frozenset(starved))
 
 
