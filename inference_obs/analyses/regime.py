@@ -17,7 +17,9 @@ The rules, in the order they are applied:
 - **host-starved / transfer-starved / starved**: the stage boundaries read
   ``starved`` (sustained intervals of work beside idle GPUs), named by the
   cause of its sustained intervals where they name one alone (host, or
-  transfer); with several causes, or none explained, plain starved;
+  transfer); with several causes, or none explained, plain starved. When
+  more than a third of the waiting requests (below) were on busy GPUs as
+  well, the deployment is **mixed**: both need reading;
 - **demand-limited**: no queue beyond throughput's line and the KV cache
   never full: the deployment served what it was sent;
 - with a queue, the rows that had one are weighed by the requests waiting in
@@ -312,6 +314,8 @@ def _queue(d: DeploymentResults) -> Iterator[Weight]:
         yield Weight(text, keys, _QUEUED, frozenset({RegimeReading.DEMAND_LIMITED}))
     else:
         text = f"Requests waited in only {_pct(share.value)} of its {_rows_word(d)}{peak}."
+        if share.value == 0:  # a queue between scrapes is not seen: say what was read
+            text = f"None of its {_rows_word(d)} saw a request waiting."
         yield Weight(text, keys, frozenset({RegimeReading.DEMAND_LIMITED}), _QUEUED)
 
 
@@ -388,7 +392,8 @@ def _boundaries(d: DeploymentResults) -> Iterator[Weight]:
     starved = {RegimeReading.STARVED, RegimeReading.HOST_STARVED, RegimeReading.TRANSFER_STARVED}
     if b.reading is CapacityReading.STARVED:
         text = f"The stage boundaries found sustained work beside idle GPUs ({b.reason})."
-        yield Weight(text, keys, frozenset(starved), _CAPACITY | {RegimeReading.DEMAND_LIMITED})
+        fits = frozenset({*starved, RegimeReading.MIXED})
+        yield Weight(text, keys, fits, _CAPACITY | {RegimeReading.DEMAND_LIMITED})
     elif b.reading is CapacityReading.SATURATED:
         text = f"The stage boundaries read the GPUs saturated ({b.reason})."
         yield Weight(text, keys, frozenset({RegimeReading.CAPACITY_LIMITED}), _IDLE)
@@ -434,11 +439,13 @@ def classify(d: DeploymentResults) -> RegimeReading:
     found = queued_rows(d)
     if t.regime is Regime.UNKNOWN or not found.rows:
         return RegimeReading.UNKNOWN
+    share = found.busy_share
     if b.reading is CapacityReading.STARVED:
-        return _starved(d)
+        # Sustained work beside idle GPUs; a queue mostly on busy GPUs as well makes it mixed.
+        queued_busy = t.regime is Regime.CAPACITY_LIMITED and (share or 0.0) > 1 - MOSTLY
+        return RegimeReading.MIXED if queued_busy else _starved(d)
     if t.regime is Regime.DEMAND_LIMITED:
         return RegimeReading.DEMAND_LIMITED
-    share = found.busy_share
     if share is None:  # over the line by a full KV cache alone, or no queued row aligned
         kv = t.kv_cache_usage_max.value
         full = kv is not None and kv >= ThroughputSettings().kv_full

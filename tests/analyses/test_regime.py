@@ -125,8 +125,13 @@ def test_sustained_host_intervals_read_host_starved(pro: DeploymentResults) -> N
     host = tuple(
         i.model_copy(update={"cause": BoundaryCause.HOST, "sustained": True}) for i in b.intervals
     )
-    found = judge(_with(pro, boundaries={"reading": CapacityReading.STARVED, "intervals": host}))
+    starved = {"reading": CapacityReading.STARVED, "intervals": host}
+    idle = {"rows": _rows([3, 3, 0, 0, 0], [10, 10, 60, 60, 60])}
+    found = judge(_with(pro, boundaries=starved, queueing=idle))
     assert found.reading is RegimeReading.HOST_STARVED
+    assert "the host" in found.advice
+    # PRO's own queue held 49 of its 63 waiting requests on busy GPUs: both kinds, mixed.
+    assert judge(_with(pro, boundaries=starved)).reading is RegimeReading.MIXED
 
 
 def test_fewer_replicas_only_where_there_are_several(pro: DeploymentResults) -> None:
