@@ -14,6 +14,13 @@ Rules the sentences follow:
   other's (the histogram cannot order two values in overlapping buckets);
 - a mean or rate is called lower only when it is at least
   :data:`DIFFERENCE` below the other;
+- a side is said to have the lower latency only when its P95 is lower AND
+  its mean is too; otherwise the sentence states the split ("P95 lower for
+  H20, mean and P50 lower for PRO");
+- "a worse tail on the busier side may be load" is said only where the
+  buckets show that the side with more requests in flight had the worse P95;
+- a finding about one deployment's queue or GPUs quotes its one reading
+  (:mod:`~inference_obs.analyses.regime`), never a verdict of its own;
 - a comparison the validity checks caveat or invalidate says so, with its
   findings, and what not to conclude comes from the finding that weighs most.
 """
@@ -29,8 +36,8 @@ from inference_obs.analyses.bottleneck import BottleneckClass
 from inference_obs.analyses.boundaries import CapacityReading
 from inference_obs.analyses.latency import METRICS
 from inference_obs.analyses.queueing import QueueingSettings
+from inference_obs.analyses.regime import RegimeReading, judge
 from inference_obs.analyses.run import DeploymentResults
-from inference_obs.analyses.throughput import Regime
 from inference_obs.analyses.timeline import Severity as EventSeverity, named
 from inference_obs.analyses.validity.checks import Thresholds
 from inference_obs.analyses.validity.findings import Finding, Severity
@@ -191,8 +198,14 @@ def weighing(pair: PairValidity, comparison: str) -> list[Finding]:
     return _weighing(pair, comparison)
 
 
-def _clause(pair: PairValidity, comparison: str) -> tuple[str, str | None, str | None]:
-    """The verdict clause ending a sentence, the verdict, and what not to conclude."""
+def _clause(
+    pair: PairValidity, comparison: str, unsaid: tuple[str, ...] = ()
+) -> tuple[str, str | None, str | None]:
+    """The verdict clause ending a sentence, the verdict, and what not to conclude.
+
+    What not to conclude comes from the first finding that weighs on the comparison, other
+    than those whose codes are ``unsaid`` (a finding whose message the numbers contradict).
+    """
     verdict = pair.verdicts.get(comparison)
     if verdict is None:
         return "", None, None
@@ -202,8 +215,8 @@ def _clause(pair: PairValidity, comparison: str) -> tuple[str, str | None, str |
     if len(codes) > _NAMED:
         named += f" and {len(codes) - _NAMED} more"
     caveat = None
-    if weighing:
-        first = weighing[0]
+    if heeded := [f for f in weighing if f.code not in unsaid]:
+        first = heeded[0]
         caveat = first.message + (f" {first.how_to_compare}" if first.how_to_compare else "")
     if verdict.verdict is Verdict.VALID:
         return "; a valid comparison", verdict.verdict.value, caveat
@@ -237,11 +250,17 @@ def _latency(report: Report) -> Iterator[Conclusion]:
             if not (a.p95.ok and b.p95.ok):
                 continue
             comparison = f"{metric}_p95"
-            clause, verdict, caveat = _clause(pair, comparison)
+            order = lower(a.p95, b.p95)
+            ordered = (
+                () if order is None else ((pair.a, pair.b)[order], (pair.a, pair.b)[1 - order])
+            )
+            # "A worse tail on the busier side may be load" only where the busier side's was worse.
+            unsaid = () if _busier_worse(pair, ordered) else ("concurrency_differs",)
+            clause, verdict, caveat = _clause(pair, comparison, unsaid)
             caveat = _matched(pair, metric, caveat)
             means = f"means {quantity(a.mean)} and {quantity(b.mean)}"
-            keys = (a.p95.key, b.p95.key, a.mean.key, b.mean.key)
-            order = lower(a.p95, b.p95)
+            keys: tuple[str, ...] = (a.p95.key, b.p95.key, a.mean.key, b.mean.key)
+            split = _split((pair.a, pair.b), order, lower(a.mean, b.mean), lower(a.p50, b.p50))
             if order is None:
                 text = (
                     f"The {words} P95 of {pair.a} and {pair.b} cannot be told apart: "
@@ -249,6 +268,15 @@ def _latency(report: Report) -> Iterator[Conclusion]:
                     f"({means}){clause}."
                 )
                 kind, named = "latency_indistinguishable", (pair.a, pair.b)
+            elif split:
+                names = (pair.a, pair.b)
+                text = (
+                    f"Neither side had the lower {words}: {split} (P95 {quantity(a.p95)} and "
+                    f"{quantity(b.p95)}, {means}, P50 {quantity(a.p50)} and {quantity(b.p50)} "
+                    f"for {pair.a} and {pair.b}){clause}."
+                )
+                keys = (*keys, a.p50.key, b.p50.key)
+                kind, named = "latency_split", (names[order], names[1 - order])
             else:
                 names, p95s = (pair.a, pair.b), (a.p95, b.p95)
                 low, high, m_low, m_high = (
@@ -262,9 +290,43 @@ def _latency(report: Report) -> Iterator[Conclusion]:
                     f"{quantity(m_high)} ({means} for {pair.a} and {pair.b}){clause}."
                 )
                 kind, named = "latency_lower", (low, high)
+            # The caveat's numbers are its finding's evidence: cited with the sentence's own.
+            keys = (*keys, *_evidence_keys(report, pair, comparison, unsaid))
             yield Conclusion(
                 kind, text, keys, SECTIONS["latency"], caveat, verdict, named, comparison
             )
+
+
+def _split(names: tuple[str, str], p95: int | None, mean: int | None, p50: int | None) -> str:
+    """Which statistics were lower for which side where the mean does not follow the P95's
+    order; empty when it does (then the P95's side is called lower).
+
+    A side is called lower only when its P95 bucket lies below the other's AND its mean
+    is lower too (by :data:`DIFFERENCE`); a split names the P50's order as well.
+    """
+    if p95 is None or mean == p95:
+        return ""
+    ours, theirs = ["P95"], list[str]()
+    for stat, order in (("mean", mean), ("P50", p50)):
+        if order is not None:
+            (ours if order == p95 else theirs).append(stat)
+    said = f"{' and '.join(ours)} lower for {names[p95]}"
+    if theirs:
+        said += f", {' and '.join(theirs)} lower for {names[1 - p95]}"
+    if mean is None:
+        said += f"; means within {DIFFERENCE:.0%} of each other"
+    return said
+
+
+def _busier_worse(pair: PairValidity, ordered: tuple[str, ...]) -> bool:
+    """Whether the side with more requests in flight had the higher value, where the
+    buckets tell (``ordered``: the lower side first; empty when they cannot tell): only
+    then may "a worse tail on the busier side" be load."""
+    busy = next((f for f in pair.findings if f.code == "concurrency_differs"), None)
+    if busy is None or not busy.evidence or len(ordered) < 2:
+        return False
+    loads = {n: v for n, v in busy.evidence[0].values.items() if isinstance(v, float | int)}
+    return len(loads) == 2 and max(loads, key=lambda n: float(loads[n])) == ordered[1]
 
 
 def _matched(pair: PairValidity, metric: str, caveat: str | None) -> str | None:
@@ -321,7 +383,9 @@ def _throughput(report: Report) -> Iterator[Conclusion]:
                 f"The output-throughput ratio of {pair.a} and {pair.b} ({number(ratio, 3)}: "
                 f"{rates}) says nothing about the hardware{clause}."
             )
-        floors = [n for n in (pair.a, pair.b) if served[n].regime is Regime.DEMAND_LIMITED]
+        floors = [
+            n for n in (pair.a, pair.b) if judge(runs[n]).reading is RegimeReading.DEMAND_LIMITED
+        ]
         if floors:
             floor = f"{' and '.join(floors)} served all the demand sent: a floor, not a capacity."
             caveat = f"{caveat} {floor}" if caveat else floor
@@ -337,14 +401,22 @@ def _throughput(report: Report) -> Iterator[Conclusion]:
         )
 
 
-def _evidence_keys(report: Report, pair: PairValidity, comparison: str) -> tuple[str, ...]:
-    """Keys of the Measurements the evidence of the findings a clause names rests on."""
+def _evidence_keys(
+    report: Report, pair: PairValidity, comparison: str, unsaid: tuple[str, ...] | None = None
+) -> tuple[str, ...]:
+    """Keys of the Measurements the evidence of the findings a clause names rests on; with
+    ``unsaid``, of the one finding its caveat quotes (the first not ``unsaid``)."""
     known: dict[tuple[str, str], str] = {}
     for m in report.measurements():
         known.setdefault((m.deployment, m.statistic), m.key)
+    weighing = _weighing(pair, comparison)
+    if unsaid is None:
+        findings = weighing[:_NAMED]
+    else:
+        findings = [f for f in weighing if f.code not in unsaid][:1]
     keys = [
         known[n, e.statistic]
-        for f in _weighing(pair, comparison)[:_NAMED]
+        for f in findings
         for e in f.evidence
         for n in (pair.a, pair.b)
         if (n, e.statistic) in known
@@ -388,12 +460,22 @@ def _queued(report: Report) -> Iterator[Conclusion]:
             f"{d.deployment.name} had requests waiting in {number(100 * waiting.value, 3)}% of "
             f"its {rows_are}{peak} while {gpus}; {split}."
         )
+        # The deployment's one reading, as every section quotes it, and what it overrules.
+        found, waited = judge(d), d.of(analyses.latency).queue.mean
+        if waited.ok:
+            text += f" Its queue-time mean was {quantity(waited)}."
+        # The reading's evidence from these same rows says why the counts read as they do.
+        rows = (table.waiting_busy.key, table.waiting_idle.key)
+        why = next(
+            (e.text.rstrip(".") for e in found.evidence if bool(set(e.keys[:1]) & set(rows))), ""
+        )
+        text += f" {d.deployment.name} reads {found.label}{f': {why}' if why else ''}."
         caveat = (
             "A low mean utilisation is not spare capacity at every moment: queues form in "
             "bursts, and waiting reasons are scheduler classes, not a diagnosis."
         )
-        if idle:
-            caveat += " A queue beside idle GPUs points at the host, transfers or scheduling."
+        if found.against:
+            caveat += f" Against the reading: {' '.join(e.text for e in found.against)}"
         yield Conclusion(
             kind="queued",
             text=text,
@@ -404,6 +486,7 @@ def _queued(report: Report) -> Iterator[Conclusion]:
                 table.waiting_busy.key,
                 table.waiting_idle.key,
                 table.p_value.key,
+                *((waited.key,) if waited.ok else ()),
             ),
             section=SECTIONS["queues"],
             caveat=caveat,
@@ -464,7 +547,8 @@ def _boundaries(report: Report) -> Iterator[Conclusion]:
         for i in b.intervals:
             causes.setdefault(i.cause.value, set()).add(i.replica)
         found = "; ".join(f"{c}: {', '.join(sorted(r))}" for c, r in sorted(causes.items()))
-        yield Conclusion(
+        yield _quoting(
+            d,
             kind=f"boundaries_{b.reading.value}",
             text=f"{d.deployment.name}'s GPUs read {b.reading.value} (duty cycle "
             f"{share_cell(b.duty_cycle)}){f', by cause: {found}' if found else ''}.",
@@ -472,7 +556,6 @@ def _boundaries(report: Report) -> Iterator[Conclusion]:
             section=SECTIONS["boundaries"],
             caveat="Causes rest on sampled host and PCIe counters beside the queue: "
             "a correlation in time, not a trace of each request.",
-            deployments=(d.deployment.name,),
         )
 
 
@@ -482,16 +565,34 @@ def _bottleneck(report: Report) -> Iterator[Conclusion]:
         b = d.of(analyses.bottleneck)
         if b.classification is BottleneckClass.UNKNOWN:
             continue
-        yield Conclusion(
+        # The class names what bounds the GPUs; "starved" there means underused, not the
+        # deployment's reading, which the sentence quotes.
+        bound = b.classification.value.replace("_", " ").replace("starved", "underused")
+        yield _quoting(
+            d,
             kind="bottleneck",
-            text=f"{d.deployment.name}'s GPUs read {b.classification.value.replace('_', ' ')} "
-            f"over the window: {b.reason}.",
+            text=f"{d.deployment.name}'s GPUs read {bound} over the window: {b.reason}.",
             keys=(b.dram_active.key, b.tensor_active.key, b.gpu_util.key),
             section=SECTIONS["gpus"],
             caveat="Window means of profiling counters: which unit was busy, not that "
             "another GPU would be faster.",
-            deployments=(d.deployment.name,),
         )
+
+
+def _quoting(
+    d: DeploymentResults, kind: str, text: str, keys: tuple[str, ...], section: str, caveat: str
+) -> Conclusion:
+    """A finding about one deployment, ending with its one reading and the keys of its evidence."""
+    found = judge(d)
+    cited = tuple(dict.fromkeys((*keys, *(k for e in found.evidence for k in e.keys))))
+    return Conclusion(
+        kind=kind,
+        text=f"{text} {d.deployment.name} reads {found.label}.",
+        keys=cited,
+        section=section,
+        caveat=caveat,
+        deployments=(d.deployment.name,),
+    )
 
 
 def _cost(report: Report) -> Iterator[Conclusion]:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from inference_obs import analyses
 from inference_obs.analyses.bottleneck import advise
+from inference_obs.analyses.regime import judge
 from inference_obs.analyses.rolling import RollingQuantiles
 from inference_obs.reading.measurement import json_number, measurement_json
 from inference_obs.report.cautions import cautions
@@ -55,6 +56,7 @@ def report_json(report: Report) -> dict[str, Any]:
                 "declared": d.deployment.model_dump(mode="json"),
                 "step_seconds": d.step_seconds,
                 "throughput_regime": d.of(analyses.throughput).regime.value,
+                "regime": judge(d).model_dump(mode="json", exclude={"deployment"}),
                 "bottleneck": d.of(analyses.bottleneck).classification.value,
                 "bottleneck_action": action,
                 "bottleneck_advice": advice,

@@ -85,7 +85,9 @@ def test_every_summary_entry_rests_on_keys_in_the_report_and_links_a_section(
         assert f'id="{entry["anchor"]}"' in page
         assert f'href="#{entry["anchor"]}"' in page
     kinds = [e["kind"] for e in data["summary"]]
-    assert kinds[:3] == ["latency_lower"] * 3
+    # TTFT and TPOT: P95 and mean both lower for H20. End-to-end: H20's P95 bucket lies
+    # below PRO's, but PRO's mean (3.274 s against 4.611 s, the latency table) is lower.
+    assert kinds[:3] == ["latency_lower", "latency_lower", "latency_split"]
     assert {"throughput_ratio", "queued"} <= set(kinds)
     (ttft,) = [e for e in data["summary"] if e["comparison"] == "ttft_p95"]
     assert ttft["deployments"] == ["H20", "PRO"]
