@@ -224,6 +224,7 @@ class _Shown:
 
     def __init__(self) -> None:
         self.last = 0.0
+        self.shown: object = None
 
     def __call__(self, progress: object, final: bool = False) -> None:
         import time
@@ -232,9 +233,9 @@ class _Shown:
 
         assert isinstance(progress, Progress)
         now = time.monotonic()
-        if not final and now - self.last < 2.0:
+        if (not final and now - self.last < 2.0) or progress == self.shown:
             return
-        self.last = now
+        self.last, self.shown = now, progress
         if progress.stage == "spooling":
             print(f"  {progress.fraction:4.0%} read into time order", flush=True)
             return

@@ -8,15 +8,16 @@ labels (a few hundred bytes a series), whatever the file's length.
 The order differs by protocol, because the stores differ:
 
 * **vm-import** sends in file order (series by series): VictoriaMetrics takes
-  samples of any age in any order.
+  samples in any order, of any age within its retention.
 * **remote-write** sends in time order. A Prometheus TSDB head (Mimir's,
   Thanos Receive's and Cortex's ingesters are the same code) refuses a sample
   more than an hour older than the newest it holds ("out of bounds") unless
-  an out-of-order window is configured, so file order would lose all but the
-  first series' last hour. A first pass therefore spools the samples to
-  temporary files, one per :data:`SLAB_S` of time, 24 bytes a sample on
-  disk (a tenth of the text's size or less); the second sends slab after
-  slab, each series' samples in time order within it.
+  an out-of-order window is configured: in file order, every series after the
+  first would be refused back to an hour before the first one's end. A first
+  pass therefore spools the samples to temporary files, one per
+  :data:`SLAB_S` of time, 24 bytes a sample on disk (about a tenth of the
+  text's size); the second sends slab after slab, each series' samples in
+  time order within it.
 
 Sending the same samples twice (a load stopped half way and run again with
 :attr:`Existing.WRITE`; the order and batches are the same each time for the
@@ -25,7 +26,8 @@ same ``batch_samples``) was tried on both stores:
 * VictoriaMetrics 1.79 keeps both copies of a sample unless it runs with
   ``-dedup.minScrapeInterval`` (1ms is enough: identical timestamps
   collapse), so counts over time double; run it with that flag for a load
-  that may be repeated.
+  that may be repeated. (It also drops, with only a log line, samples older
+  than its ``-retentionPeriod`` counted back from today.)
 * Prometheus 2.42 refuses a remote-write request holding a sample it already
   has (HTTP 400 "out of order sample" or "out of bounds", the request rolled
   back whole), so a batch sent before is refused and changes nothing: with
@@ -51,7 +53,7 @@ from inference_obs.errors import ConfigurationError, DatasetError, SourceError
 from inference_obs.load import wire
 from inference_obs.load.client import WireProtocol, WriteClient
 from inference_obs.query import Matcher, Selector
-from inference_obs.samples import Labels, SampleSet, describe
+from inference_obs.samples import Floats, Ints, Labels, SampleSet, describe
 from inference_obs.source.base import Source
 from inference_obs.source.dataset.reader import MANIFEST, SAMPLES, read_manifest
 from inference_obs.source.openmetrics.reader import BLOCK_BYTES, OpenMetricsReader
@@ -67,6 +69,8 @@ SLAB_S = 1800.0
 BATCH_SAMPLES = 50_000
 # A spooled sample: series index, timestamp (ms), value.
 _RECORD = np.dtype([("series", "<i8"), ("t_ms", "<i8"), ("value", "<f8")])
+# A batch: each sample's series index, time (int64 ms) and value.
+_Batch = tuple[Ints, Ints, Floats]
 # What Prometheus (and its descendants) answer for a sample they already hold.
 _HELD = ("out of order sample", "out of bounds", "duplicate sample for timestamp")
 
@@ -200,27 +204,40 @@ def load_dataset(
     report = progress or (lambda _: None)
     tally = _Tally(report)
     send = _Sender(client, existing, tally)
+    first = _FirstSeries(before_writing)
     if client.protocol is WireProtocol.VM_IMPORT:
-        checked = before_writing is None
-        for chunk, fraction in _chunks(file):
-            if not checked and (found := _first_series(chunk)) is not None:
-                before_writing(*found)  # type: ignore[misc]
-                checked = True
-            for series, t_ms, values in _batches(chunk, batch_samples):
-                send(chunk, series, t_ms, values, fraction)
+        for chunk, since, until in _chunks(file):
+            first.check(chunk)
+            total = int(chunk.offsets[-1])
+            for lo, (series, t_ms, values) in _batches(chunk, batch_samples):
+                share = (lo + series.size) / total
+                send(chunk, series, t_ms, values, since + (until - since) * share)
         return tally.result()
     with tempfile.TemporaryDirectory(prefix="inference-obs-load-", dir=spool) as temporary:
-        slabs, names, labels = _spool(file, Path(temporary), report)
-        if before_writing is not None and names:
-            before_writing(names[0], labels[0])
+        slabs, names, labels = _spool(file, Path(temporary), report, first)
         total = sum(size for size, _ in slabs.values())
-        done = 0
+        sent = 0
         every = SampleSet(names, labels, np.zeros(len(names) + 1, np.int64), *_EMPTY)
         for slab in sorted(slabs):
             for series, t_ms, values in _read_slab(slabs[slab][1], batch_samples):
-                done += series.size
-                send(every, series, t_ms, values, done / max(total, 1))
+                sent += series.size
+                send(every, series, t_ms, values, sent / max(total, 1))
     return tally.result()
+
+
+class _FirstSeries:
+    """Runs the check before writing once, on the first series the file holds."""
+
+    def __init__(self, check: Callable[[str, Labels], None] | None) -> None:
+        self.pending = check
+
+    def check(self, chunk: SampleSet) -> None:
+        if self.pending is None:
+            return
+        has = np.flatnonzero(np.diff(chunk.offsets) > 0)
+        if has.size:
+            check, self.pending = self.pending, None
+            check(chunk.names[int(has[0])], chunk.labels[int(has[0])])
 
 
 _EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.float64))
@@ -327,43 +344,48 @@ def _checked_samples(path: Path) -> Path:
     return file
 
 
-def _chunks(file: Path) -> Iterator[tuple[SampleSet, float]]:
-    """The file's samples a block at a time, with the share of the file read so far."""
+def _chunks(file: Path) -> Iterator[tuple[SampleSet, float, float]]:
+    """The file's samples a block at a time, and the share of the file they span (from, to).
+
+    A block's samples span from where the last samples handed out ended to
+    the share read so far (the last, to the end): text carried over to the
+    next block is counted there.
+    """
     reader = OpenMetricsReader(str(file))
     size = max(file.stat().st_size, 1)
-    done = 0
+    done, since = 0, 0.0
     with file.open("rb") as data:
         while block := data.read(BLOCK_BYTES):
             done += len(block)
             reader.feed(block)
-            yield reader.take(), done / size
-    yield reader.finish(), 1.0
+            chunk = reader.take()
+            yield chunk, since, done / size
+            if chunk.t_ms.size:
+                since = done / size
+    yield reader.finish(), since, 1.0
 
 
-def _first_series(chunk: SampleSet) -> tuple[str, Labels] | None:
-    has = np.flatnonzero(np.diff(chunk.offsets) > 0)
-    return (chunk.names[int(has[0])], chunk.labels[int(has[0])]) if has.size else None
-
-
-def _batches(
-    chunk: SampleSet, size: int
-) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]]:
-    """The chunk's samples in pieces of at most ``size``: series index, times, values."""
+def _batches(chunk: SampleSet, size: int) -> Iterator[tuple[int, _Batch]]:
+    """The chunk's samples in pieces of at most ``size``, and where each piece starts."""
     counts = np.diff(chunk.offsets)
     series = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
     for lo in range(0, series.size, size):
         hi = min(lo + size, series.size)
-        yield series[lo:hi], chunk.t_ms[lo:hi], chunk.values[lo:hi]
+        yield lo, (series[lo:hi], chunk.t_ms[lo:hi], chunk.values[lo:hi])
 
 
 def _spool(
-    file: Path, directory: Path, report: Callable[[Progress], None]
+    file: Path, directory: Path, report: Callable[[Progress], None], first: _FirstSeries
 ) -> tuple[dict[int, tuple[int, Path]], tuple[str, ...], tuple[Labels, ...]]:
-    """Write every sample to one spool file per slab of time; their sizes, the series."""
+    """Write every sample to one spool file per slab of time; their sizes, the series.
+
+    The check before writing runs on the first block, not after the whole pass.
+    """
     slab_ms = int(SLAB_S * 1000)
     slabs: dict[int, tuple[int, Path]] = {}
     chunk = SampleSet((), (), np.zeros(1, np.int64), *_EMPTY)
-    for chunk, fraction in _chunks(file):
+    for chunk, _, fraction in _chunks(file):
+        first.check(chunk)
         counts = np.diff(chunk.offsets)
         records = np.empty(chunk.t_ms.size, _RECORD)
         records["series"] = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
@@ -379,9 +401,7 @@ def _spool(
     return slabs, chunk.names, chunk.labels
 
 
-def _read_slab(
-    spooled: Path, size: int
-) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]]:
+def _read_slab(spooled: Path, size: int) -> Iterator[_Batch]:
     """A slab's samples in batches of at most ``size``, each grouped by series in time order."""
     with spooled.open("rb") as data:
         while (records := np.fromfile(data, _RECORD, count=size)).size:

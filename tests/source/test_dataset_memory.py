@@ -49,7 +49,7 @@ def test_a_dataset_past_the_memory_available_is_refused_naming_the_route(
         f"inference-obs report --prometheus URL --deployments {BUNDLED / 'manifest.json'}"
         in message
     )
-    assert "more than the 0.1 GiB" in message
+    assert f"more than the 0.1 GiB {ENV} plans for" in message
     assert ENV in message
 
 

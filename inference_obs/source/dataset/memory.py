@@ -163,8 +163,9 @@ def check_fits(samples_file: Path, dataset: Path, window_s: float, interval_s: f
     raise DatasetError(
         f"{dataset}: an offline report over it needs about {need.peak_bytes / 2**30:.1f} GiB "
         f"(about {need.samples:,} samples of {need.series:,} series, estimated from "
-        f"{samples_file.name}'s size), more than the {room / 2**30:.1f} GiB this machine has "
-        f"available; load it into a Prometheus-compatible store and report from there: "
+        f"{samples_file.name}'s size), more than the {room / 2**30:.1f} GiB "
+        f"{f'{ENV} plans for' if os.environ.get(ENV, '').strip() else 'this machine has available'}"
+        "; load it into a Prometheus-compatible store and report from there: "
         f"inference-obs dataset load {dataset} --into URL, then inference-obs report "
         f"--prometheus URL --deployments {dataset / 'manifest.json'} (README: Larger than one "
         f"machine); or set {ENV} to the memory to plan for"
