@@ -181,14 +181,14 @@ def _dataset_load(args: argparse.Namespace) -> int:
         shown = _Shown()
 
         def check(name: str, labels: object) -> None:
-            from inference_obs.errors import SourceError
+            from inference_obs.errors import SourceError, SourceUnavailable
 
             try:
                 check_not_loaded(store, path, name, labels, client.url)  # type: ignore[arg-type]
             except SourceError as exc:
-                raise InferenceObsError(
+                raise SourceUnavailable(
                     f"{store.url}: cannot ask whether it already holds this dataset ({exc}); "
-                    "give --query-url with the store's query API"
+                    "nothing was written (is its query API elsewhere? give --query-url)"
                 ) from None
 
         try:
