@@ -12,6 +12,7 @@ import pytest
 from inference_obs.errors import ConfigurationError, SourceUnavailable
 from inference_obs.load.client import WRITE_PATHS, WireProtocol, WriteClient, parse_write_url
 from inference_obs.source.auth import BearerToken
+from inference_obs.source.http import ALLOWED_PATHS
 
 
 @pytest.mark.parametrize(
@@ -158,3 +159,10 @@ def test_a_store_that_stays_down_is_unavailable_after_bounded_retries(store: _St
     assert len(store.seen) == 3
     assert store.url + "/api/v1/import" in str(caught.value)
     assert "tok3n-value" not in str(caught.value)
+
+
+def test_the_read_only_client_knows_no_write_path_and_the_writer_no_read_path() -> None:
+    assert not set(ALLOWED_PATHS) & set(WRITE_PATHS)
+    assert not any(
+        path.endswith(("/import", "/write", "/push", "/receive")) for path in ALLOWED_PATHS
+    )
