@@ -390,9 +390,14 @@ def _spool(
         records = np.empty(chunk.t_ms.size, _RECORD)
         records["series"] = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
         records["t_ms"], records["value"] = chunk.t_ms, chunk.values
-        which = chunk.t_ms // slab_ms
-        for slab in np.unique(which).tolist():
-            mine = records[which == slab]
+        # Grouped by slab in one stable sort: each series stays in time order.
+        order = np.argsort(chunk.t_ms // slab_ms, kind="stable")
+        records = records[order]
+        which = chunk.t_ms[order] // slab_ms
+        found, starts = np.unique(which, return_index=True)
+        ends = np.append(starts[1:], which.size)[: starts.size]  # none for an empty chunk
+        for slab, lo, hi in zip(found.tolist(), starts.tolist(), ends.tolist(), strict=True):
+            mine = records[lo:hi]
             size, spooled = slabs.get(slab, (0, directory / f"{slab}.bin"))
             with spooled.open("ab") as out:
                 mine.tofile(out)

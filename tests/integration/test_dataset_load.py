@@ -437,3 +437,34 @@ def test_live_report_on_the_loaded_prometheus_agrees_with_the_offline_report(
             )
     assert not wrong, f"{len(wrong)} of {len(offline)} differ:\n" + "\n".join(wrong)
     assert sum(m["status"] == "ok" for m in offline.values()) > len(offline) / 2
+
+
+def test_remote_write_of_many_hours_keeps_every_sample(
+    tmp_path: Path, prometheus_factory: PrometheusFactory
+) -> None:
+    """16.7 hours, far past the hour a Prometheus head accepts behind its newest sample.
+
+    Sent in file order, every series after the first would be refused "out of
+    bounds" back to an hour before the first one's end; sent in time order,
+    half an hour at a time, every sample is stored.
+    """
+    path = _large_dataset(tmp_path / "long", 40)
+    server = prometheus_factory()
+    try:
+        client = WriteClient(parse_write_url(server.base_url).endpoint, WireProtocol.REMOTE_WRITE)
+        done = load_dataset(path, client, batch_samples=5000)
+        client.close()
+        start = 1_792_230_400.0  # _large_dataset's first sample; 15 s apart, 4,000 each
+        window = Window(
+            datetime.fromtimestamp(start, UTC), datetime.fromtimestamp(start + 15 * 3999, UTC)
+        )
+        held = PrometheusSource(server.base_url).raw(
+            Selector(None, (Matcher.equal("__name__", "load_gauge"),)), window
+        )
+    finally:
+        server.stop()
+    assert done.samples == 40 * 4000
+    assert len(held.names) == 40
+    assert int(held.offsets[-1]) == 40 * 4000
+    # 4,000 x 15 s spans 34 half hours from 09:30 (09:40 lies in the 09:30 slab).
+    assert done.requests >= 34
