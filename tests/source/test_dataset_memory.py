@@ -40,7 +40,7 @@ def test_the_estimated_counts_are_within_five_percent_of_the_text(path: Path) ->
 def test_a_dataset_past_the_memory_available_is_refused_naming_the_route(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(ENV, "100M")  # the bundled dataset's report needs about 257 MiB
+    monkeypatch.setenv(ENV, "100M")  # the bundled dataset's report peaks at about 257 MiB
     with pytest.raises(DatasetError) as caught:
         read_dataset(BUNDLED, cache=None)
     message = str(caught.value)
