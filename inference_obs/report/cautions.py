@@ -22,8 +22,7 @@ from inference_obs.analyses.run import DeploymentResults
 from inference_obs.analyses.validity.findings import LATENCY, TAILS, Severity
 from inference_obs.analyses.validity.verdicts import Verdict
 from inference_obs.reading.measurement import Status
-from inference_obs.report.conclusions import quantity
-from inference_obs.report.document import number
+from inference_obs.reading.wording import number, quantity
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report

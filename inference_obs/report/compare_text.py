@@ -17,8 +17,9 @@ import textwrap
 
 from inference_obs.analyses.validity.findings import Finding, Severity
 from inference_obs.analyses.validity.verdicts import PairValidity, ValidityResult
+from inference_obs.reading.wording import number
 from inference_obs.report.conclusions import weighing
-from inference_obs.report.document import Table, number
+from inference_obs.report.document import Table
 from inference_obs.report.sections.verdicts import (
     LEGEND,
     compared_unit,

@@ -43,14 +43,7 @@ from inference_obs.analyses.validity.checks import Thresholds
 from inference_obs.analyses.validity.findings import Finding, Severity
 from inference_obs.analyses.validity.verdicts import PairValidity, Verdict
 from inference_obs.reading.measurement import Measurement
-from inference_obs.report.document import (
-    cell,
-    duration_cell,
-    number,
-    p_is,
-    share_cell,
-    when,
-)
+from inference_obs.reading.wording import number, p_is, quantity, share_cell, when
 from inference_obs.report.facts import has_data, priced_cost
 
 if TYPE_CHECKING:
@@ -63,7 +56,6 @@ __all__ = [
     "Conclusion",
     "conclusions",
     "lower",
-    "quantity",
     "weighing",
 ]
 
@@ -83,7 +75,6 @@ SECTIONS = {
     "verdicts": "Comparison verdicts",
 }
 
-_UNITS = {"seconds": "s"}
 #: The latency metrics the summary compares, by their P95, with the words for them.
 HEADLINE_LATENCY = (
     ("ttft", "time to first token"),
@@ -130,21 +121,6 @@ class Conclusion:
 
 
 Finder = Callable[["Report"], Iterable[Conclusion]]
-
-
-def quantity(m: Measurement) -> str:
-    """A Measurement as a sentence shows it: value (bucket in brackets), short unit.
-
-    Times read in ms under a second and s above, the unit after the value as in
-    the tables (:func:`~inference_obs.report.document.duration_cell`); percent
-    reads ``%``; a Measurement without a value reads its status (``no data``).
-    """
-    if m.unit == "seconds":
-        return duration_cell(m)
-    text = cell(m)
-    if m.value is None:
-        return text
-    return f"{text}%" if m.unit == "percent" else f"{text} {_UNITS.get(m.unit, m.unit)}"
 
 
 def lower(x: Measurement, y: Measurement) -> int | None:

@@ -14,9 +14,10 @@ from inference_obs.analyses import gpu, latency, queueing, throughput
 from inference_obs.analyses.registry import ANALYSES
 from inference_obs.cli import main
 from inference_obs.reading.measurement import Bounds, Measurement, Provenance, Status
+from inference_obs.reading.wording import duration_cell
 from inference_obs.report import build_report
 from inference_obs.report.conclusions import conclusions, lower
-from inference_obs.report.document import Notes, anchor, duration_cell
+from inference_obs.report.document import Notes, anchor
 from inference_obs.report.sections import sections
 from inference_obs.source.dataset.source import DatasetSource
 
