@@ -1,10 +1,12 @@
 """What a report concludes: the few findings that matter, ranked, each with what not to conclude.
 
-Each kind of finding is one small function of the report (a *finder*) that
+A judging analysis: it reads the analyses' results
+(:class:`~inference_obs.analyses.conclusions.model.Judged`), never a source
+or a report. Each kind of finding is one small function of them (a *finder*) that
 yields :class:`Conclusion` objects; :data:`FINDERS` lists them in rank order
 and :func:`conclusions` runs them. A new analysis adds its findings by adding
-a finder to the tuple. Every conclusion is derived from the report's results
-(the analyses' results and the comparison verdicts), never from knowledge of
+a finder to the tuple. Every conclusion is derived from those results
+(each deployment's run, the comparison verdicts, the time line), never from knowledge of
 a dataset; it names the Measurement keys it rests on and the section that
 shows them.
 
@@ -28,32 +30,29 @@ Rules the sentences follow:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from inference_obs import analyses
-from inference_obs.analyses.bottleneck import BottleneckClass
-from inference_obs.analyses.boundaries import CapacityReading
-from inference_obs.analyses.latency import METRICS
-from inference_obs.analyses.queueing import QueueingSettings
-from inference_obs.analyses.regime import RegimeReading, judge
+from inference_obs.analyses.bottleneck import BottleneckClass, bottleneck
+from inference_obs.analyses.boundaries import CapacityReading, boundaries
+from inference_obs.analyses.collection import collection
+from inference_obs.analyses.conclusions.model import Conclusion, Conclusions, Judged
+from inference_obs.analyses.facts import has_data, priced_cost
+from inference_obs.analyses.gpu import gpu
+from inference_obs.analyses.latency import METRICS, latency
+from inference_obs.analyses.queueing import QueueingSettings, queueing
+from inference_obs.analyses.regime import RegimeReading, RegimeResult
 from inference_obs.analyses.run import DeploymentResults
+from inference_obs.analyses.throughput import throughput
 from inference_obs.analyses.timeline import Severity as EventSeverity, named
 from inference_obs.analyses.validity.checks import Thresholds
 from inference_obs.analyses.validity.findings import Finding, Severity
 from inference_obs.analyses.validity.verdicts import PairValidity, Verdict
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.wording import number, p_is, quantity, share_cell, when
-from inference_obs.report.facts import has_data, priced_cost
-
-if TYPE_CHECKING:
-    from inference_obs.report.model import Report
 
 __all__ = [
     "DIFFERENCE",
     "FINDERS",
     "SECTIONS",
-    "Conclusion",
     "conclusions",
     "lower",
     "weighing",
@@ -85,42 +84,7 @@ HEADLINE_LATENCY = (
 _NAMED = 3
 
 
-@dataclass(frozen=True, slots=True)
-class Conclusion:
-    """One finding of the summary, in plain words, with what it rests on.
-
-    Attributes
-    ----------
-    kind
-        Stable code of the finder (``latency_lower``, ``throughput_ratio``, ...).
-    text
-        One sentence with its numbers, bounds and units.
-    keys
-        Measurement keys it rests on (each in ``Report.measurements()``).
-    section
-        Text of the heading of the section that shows the numbers.
-    caveat
-        What not to conclude from it; None when nothing needs saying.
-    verdict
-        The verdict (``valid``, ``caveated``, ``invalid``) of the comparison
-        it rests on; None for a finding about one deployment.
-    deployments
-        The deployments it is about; for ``latency_lower``, the lower one first.
-    comparison
-        The comparison key it rests on (``ttft_p95``), if any.
-    """
-
-    kind: str
-    text: str
-    keys: tuple[str, ...]
-    section: str
-    caveat: str | None = None
-    verdict: str | None = None
-    deployments: tuple[str, ...] = ()
-    comparison: str | None = None
-
-
-Finder = Callable[["Report"], Iterable[Conclusion]]
+Finder = Callable[[Judged], Iterable[Conclusion]]
 
 
 def lower(x: Measurement, y: Measurement) -> int | None:
@@ -145,12 +109,12 @@ def lower(x: Measurement, y: Measurement) -> int | None:
     return 0 if x.value < y.value else 1
 
 
-def _runs(report: Report) -> dict[str, DeploymentResults]:
-    return {d.deployment.name: d for d in report.deployments}
+def _runs(judged: Judged) -> dict[str, DeploymentResults]:
+    return judged.by_name()
 
 
-def _pairs(report: Report) -> tuple[PairValidity, ...]:
-    return report.validity.pairs if report.validity is not None else ()
+def _pairs(judged: Judged) -> tuple[PairValidity, ...]:
+    return judged.validity.pairs if judged.validity is not None else ()
 
 
 def _weighing(pair: PairValidity, comparison: str) -> list[Finding]:
@@ -199,12 +163,12 @@ def _clause(
     return f"; the comparison is {verdict.verdict.value} ({named})", verdict.verdict.value, caveat
 
 
-def _no_data(report: Report) -> Iterator[Conclusion]:
+def _no_data(judged: Judged) -> Iterator[Conclusion]:
     """A deployment with no series at all: nothing about it is known."""
-    for d in report.deployments:
+    for d in judged.runs:
         if has_data(d):
             continue
-        seen, gpus = d.of(analyses.throughput).replicas_seen, d.of(analyses.gpu).gpus_with_samples
+        seen, gpus = d.of(throughput).replicas_seen, d.of(gpu).gpus_with_samples
         yield Conclusion(
             kind="no_data",
             text=f"{d.deployment.name} had no vLLM or GPU series in its window: none of its "
@@ -217,12 +181,12 @@ def _no_data(report: Report) -> Iterator[Conclusion]:
         )
 
 
-def _latency(report: Report) -> Iterator[Conclusion]:
+def _latency(judged: Judged) -> Iterator[Conclusion]:
     """Per pair and headline metric: which side had the lower P95, where the buckets tell."""
-    runs = _runs(report)
-    for pair in _pairs(report):
+    runs = _runs(judged)
+    for pair in _pairs(judged):
         for metric, words in HEADLINE_LATENCY:
-            a, b = (getattr(runs[n].of(analyses.latency), metric) for n in (pair.a, pair.b))
+            a, b = (getattr(runs[n].of(latency), metric) for n in (pair.a, pair.b))
             if not (a.p95.ok and b.p95.ok):
                 continue
             comparison = f"{metric}_p95"
@@ -267,9 +231,16 @@ def _latency(report: Report) -> Iterator[Conclusion]:
                 )
                 kind, named = "latency_lower", (low, high)
             # The caveat's numbers are its finding's evidence: cited with the sentence's own.
-            keys = (*keys, *_evidence_keys(report, pair, comparison, unsaid))
+            keys = (*keys, *_evidence_keys(judged, pair, comparison, unsaid))
             yield Conclusion(
-                kind, text, keys, SECTIONS["latency"], caveat, verdict, named, comparison
+                kind=kind,
+                text=text,
+                keys=keys,
+                section=SECTIONS["latency"],
+                caveat=caveat,
+                verdict=verdict,
+                deployments=named,
+                comparison=comparison,
             )
 
 
@@ -314,12 +285,12 @@ def _matched(pair: PairValidity, metric: str, caveat: str | None) -> str | None:
     return f"{caveat + ' ' if caveat else ''}At matched concurrency: {found.reason}."
 
 
-def _latency_alone(report: Report) -> Iterator[Conclusion]:
+def _latency_alone(judged: Judged) -> Iterator[Conclusion]:
     """Without a comparison: each deployment's headline latency, with its buckets."""
-    if report.validity is not None:
+    if judged.validity is not None:
         return
-    for d in report.deployments:
-        timed = d.of(analyses.latency)
+    for d in judged.runs:
+        timed = d.of(latency)
         parts, keys = [], []
         for metric, words in HEADLINE_LATENCY:
             summary = getattr(timed, metric)
@@ -341,11 +312,11 @@ def _latency_alone(report: Report) -> Iterator[Conclusion]:
             )
 
 
-def _throughput(report: Report) -> Iterator[Conclusion]:
+def _throughput(judged: Judged) -> Iterator[Conclusion]:
     """Per pair: the output-throughput ratio, and whether it means anything."""
-    runs = _runs(report)
-    for pair in _pairs(report):
-        served = {n: runs[n].of(analyses.throughput) for n in (pair.a, pair.b)}
+    runs = _runs(judged)
+    for pair in _pairs(judged):
+        served = {n: runs[n].of(throughput) for n in (pair.a, pair.b)}
         ma, mb = (served[n].output_tokens_per_second_per_replica for n in (pair.a, pair.b))
         if not (ma.ok and mb.ok) or not ma.value or not mb.value:
             continue
@@ -360,7 +331,7 @@ def _throughput(report: Report) -> Iterator[Conclusion]:
                 f"{rates}) says nothing about the hardware{clause}."
             )
         floors = [
-            n for n in (pair.a, pair.b) if judge(runs[n]).reading is RegimeReading.DEMAND_LIMITED
+            n for n in (pair.a, pair.b) if judged.regimes[n].reading is RegimeReading.DEMAND_LIMITED
         ]
         if floors:
             floor = f"{' and '.join(floors)} served all the demand sent: a floor, not a capacity."
@@ -368,7 +339,7 @@ def _throughput(report: Report) -> Iterator[Conclusion]:
         yield Conclusion(
             kind="throughput_ratio",
             text=text,
-            keys=(ma.key, mb.key, *_evidence_keys(report, pair, "output_throughput")),
+            keys=(ma.key, mb.key, *_evidence_keys(judged, pair, "output_throughput")),
             section=SECTIONS["verdicts"],
             caveat=caveat,
             verdict=verdict,
@@ -378,12 +349,12 @@ def _throughput(report: Report) -> Iterator[Conclusion]:
 
 
 def _evidence_keys(
-    report: Report, pair: PairValidity, comparison: str, unsaid: tuple[str, ...] | None = None
+    judged: Judged, pair: PairValidity, comparison: str, unsaid: tuple[str, ...] | None = None
 ) -> tuple[str, ...]:
     """Keys of the Measurements the evidence of the findings a clause names rests on; with
     ``unsaid``, of the one finding its caveat quotes (the first not ``unsaid``)."""
     known: dict[tuple[str, str], str] = {}
-    for m in report.measurements():
+    for m in judged.measurements:
         known.setdefault((m.deployment, m.statistic), m.key)
     weighing = _weighing(pair, comparison)
     if unsaid is None:
@@ -400,13 +371,13 @@ def _evidence_keys(
     return tuple(dict.fromkeys(keys))
 
 
-def _queued(report: Report) -> Iterator[Conclusion]:
+def _queued(judged: Judged) -> Iterator[Conclusion]:
     """A deployment that queued in a share of its scrapes, against its GPUs' activity."""
-    share = report.validity.thresholds.queue_share if report.validity else Thresholds().queue_share
+    share = judged.validity.thresholds.queue_share if judged.validity else Thresholds().queue_share
     busy = QueueingSettings().busy_threshold
-    for d in report.deployments:
-        waiting = d.of(analyses.throughput).waiting_sample_share
-        q, util = d.of(analyses.queueing), d.of(analyses.gpu).utilization_mean
+    for d in judged.runs:
+        waiting = d.of(throughput).waiting_sample_share
+        q, util = d.of(queueing), d.of(gpu).utilization_mean
         if not waiting.ok or waiting.value is None or waiting.value < share:
             continue
         # The counts the queues section's contingency gives: one reading, one set of numbers.
@@ -437,7 +408,7 @@ def _queued(report: Report) -> Iterator[Conclusion]:
             f"its {rows_are}{peak} while {gpus}; {split}."
         )
         # The deployment's one reading, as every section quotes it, and what it overrules.
-        found, waited = judge(d), d.of(analyses.latency).queue.mean
+        found, waited = judged.regimes[d.deployment.name], d.of(latency).queue.mean
         if waited.ok:
             text += f" Its queue-time mean was {quantity(waited)}."
         # The reading's evidence from these same rows says why the counts read as they do.
@@ -474,12 +445,12 @@ def _queued(report: Report) -> Iterator[Conclusion]:
 INCIDENTS = 3
 
 
-def _incidents(report: Report) -> Iterator[Conclusion]:
+def _incidents(judged: Judged) -> Iterator[Conclusion]:
     """The time line's critical events (stalls, restarts): when, where, and the evidence."""
-    runs = _runs(report)
-    critical = [e for e in report.timeline.events if e.severity is EventSeverity.CRITICAL]
+    runs = _runs(judged)
+    critical = [e for e in judged.timeline.events if e.severity is EventSeverity.CRITICAL]
     for e in critical[:INCIDENTS]:
-        interval = runs[e.deployment].of(analyses.collection).scrape_interval
+        interval = runs[e.deployment].of(collection).scrape_interval
         seen = (
             f"at {when(e.start)}" if e.start == e.end else f"from {when(e.start)} to {when(e.end)}"
         )
@@ -495,10 +466,10 @@ def _incidents(report: Report) -> Iterator[Conclusion]:
         )
 
 
-def _gpus_without_samples(report: Report) -> Iterator[Conclusion]:
+def _gpus_without_samples(judged: Judged) -> Iterator[Conclusion]:
     """Allocated GPUs without utilisation samples: their activity is unknown, not zero."""
-    for d in report.deployments:
-        g = d.of(analyses.gpu)
+    for d in judged.runs:
+        g = d.of(gpu)
         if not g.missing_gpus or not has_data(d):
             continue
         named = ", ".join(g.missing_gpus[:_NAMED]) + (" ..." if len(g.missing_gpus) > 3 else "")
@@ -513,10 +484,10 @@ def _gpus_without_samples(report: Report) -> Iterator[Conclusion]:
         )
 
 
-def _boundaries(report: Report) -> Iterator[Conclusion]:
+def _boundaries(judged: Judged) -> Iterator[Conclusion]:
     """A fleet whose GPUs waited on the host or on transfers, or were saturated."""
-    for d in report.deployments:
-        b = d.of(analyses.boundaries)
+    for d in judged.runs:
+        b = d.of(boundaries)
         if b.reading not in (CapacityReading.STARVED, CapacityReading.SATURATED):
             continue
         causes: dict[str, set[str]] = {}
@@ -525,6 +496,7 @@ def _boundaries(report: Report) -> Iterator[Conclusion]:
         found = "; ".join(f"{c}: {', '.join(sorted(r))}" for c, r in sorted(causes.items()))
         yield _quoting(
             d,
+            judged.regimes[d.deployment.name],
             kind=f"boundaries_{b.reading.value}",
             text=f"{d.deployment.name}'s GPUs read {b.reading.value} (duty cycle "
             f"{share_cell(b.duty_cycle)}){f', by cause: {found}' if found else ''}.",
@@ -535,10 +507,10 @@ def _boundaries(report: Report) -> Iterator[Conclusion]:
         )
 
 
-def _bottleneck(report: Report) -> Iterator[Conclusion]:
+def _bottleneck(judged: Judged) -> Iterator[Conclusion]:
     """What bounded the GPUs, where the profiling counters say."""
-    for d in report.deployments:
-        b = d.of(analyses.bottleneck)
+    for d in judged.runs:
+        b = d.of(bottleneck)
         if b.classification is BottleneckClass.UNKNOWN:
             continue
         # The class names what bounds the GPUs; "starved" there means underused, not the
@@ -546,6 +518,7 @@ def _bottleneck(report: Report) -> Iterator[Conclusion]:
         bound = b.classification.value.replace("_", " ").replace("starved", "underused")
         yield _quoting(
             d,
+            judged.regimes[d.deployment.name],
             kind="bottleneck",
             text=f"{d.deployment.name}'s GPUs read {bound} over the window: {b.reason}.",
             keys=(b.dram_active.key, b.tensor_active.key, b.gpu_util.key),
@@ -556,10 +529,16 @@ def _bottleneck(report: Report) -> Iterator[Conclusion]:
 
 
 def _quoting(
-    d: DeploymentResults, kind: str, text: str, keys: tuple[str, ...], section: str, caveat: str
+    d: DeploymentResults,
+    found: RegimeResult,
+    kind: str,
+    text: str,
+    keys: tuple[str, ...],
+    section: str,
+    caveat: str,
 ) -> Conclusion:
-    """A finding about one deployment, ending with its one reading and the keys of its evidence."""
-    found = judge(d)
+    """A finding about one deployment, ending with its one reading (``found``) and the keys
+    of its evidence."""
     cited = tuple(dict.fromkeys((*keys, *(k for e in found.evidence for k in e.keys))))
     return Conclusion(
         kind=kind,
@@ -571,10 +550,10 @@ def _quoting(
     )
 
 
-def _cost(report: Report) -> Iterator[Conclusion]:
+def _cost(judged: Judged) -> Iterator[Conclusion]:
     """Cost per useful token, where GPU-hour prices were given."""
-    runs = _runs(report)
-    for pair in _pairs(report):
+    runs = _runs(judged)
+    for pair in _pairs(judged):
         if "cost_per_token" not in pair.verdicts:
             continue
         ca, cb = (priced_cost(runs[n]) for n in (pair.a, pair.b))
@@ -612,6 +591,6 @@ FINDERS: tuple[Finder, ...] = (
 )
 
 
-def conclusions(report: Report, finders: Iterable[Finder] = FINDERS) -> tuple[Conclusion, ...]:
+def conclusions(judged: Judged, finders: Iterable[Finder] = FINDERS) -> Conclusions:
     """The report's conclusions, ranked: every finder's, in the finders' order."""
-    return tuple(c for find in finders for c in find(report))
+    return Conclusions(entries=tuple(c for find in finders for c in find(judged)))
