@@ -5,7 +5,7 @@ A judging analysis, beside :mod:`~inference_obs.analyses.validity`,
 it reads their results and each deployment's run
 (:class:`~.model.Judged`, built by :func:`judged`), never a source or a report,
 and returns typed results (:class:`Conclusions`, :class:`Cautions`) that the
-report renders as they are. :mod:`.findings` holds the Summary's finders,
+report renders as they are. :mod:`.findings` and :mod:`.deployments` hold the Summary's finders,
 :mod:`.cautions` what not to conclude, :mod:`.model` the inputs and results.
 """
 
@@ -15,12 +15,12 @@ from inference_obs.analyses.conclusions.cautions import CAUTIONS, cautions
 from inference_obs.analyses.conclusions.findings import (
     DIFFERENCE,
     FINDERS,
-    SECTIONS,
     conclusions,
     lower,
     weighing,
 )
 from inference_obs.analyses.conclusions.model import (
+    SECTIONS,
     Caution,
     Cautions,
     Conclusion,

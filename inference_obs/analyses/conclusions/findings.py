@@ -4,11 +4,12 @@ A judging analysis: it reads the analyses' results
 (:class:`~inference_obs.analyses.conclusions.model.Judged`), never a source
 or a report. Each kind of finding is one small function of them (a *finder*) that
 yields :class:`Conclusion` objects; :data:`FINDERS` lists them in rank order
-and :func:`conclusions` runs them. A new analysis adds its findings by adding
-a finder to the tuple. Every conclusion is derived from those results
-(each deployment's run, the comparison verdicts, the time line), never from knowledge of
-a dataset; it names the Measurement keys it rests on and the section that
-shows them.
+and :func:`conclusions` runs them (those about a deployment's queue and GPUs,
+which quote its one reading, are in :mod:`.capacity`). A new analysis adds its
+findings by adding a finder to the tuple. Every conclusion is derived from the
+results (each deployment's run, the comparison verdicts, the time line), never
+from knowledge of a dataset; it names the Measurement keys it rests on and the
+section that shows them.
 
 Rules the sentences follow:
 
@@ -31,28 +32,35 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-from inference_obs.analyses.bottleneck import BottleneckClass, bottleneck
-from inference_obs.analyses.boundaries import CapacityReading, boundaries
 from inference_obs.analyses.collection import collection
-from inference_obs.analyses.conclusions.model import Conclusion, Conclusions, Judged
+from inference_obs.analyses.conclusions.capacity import (
+    bottleneck_class,
+    boundary_reading,
+    gpus_without_samples,
+    queued,
+)
+from inference_obs.analyses.conclusions.model import (
+    NAMED,
+    SECTIONS,
+    Conclusion,
+    Conclusions,
+    Judged,
+)
 from inference_obs.analyses.facts import has_data, priced_cost
 from inference_obs.analyses.gpu import gpu
 from inference_obs.analyses.latency import METRICS, latency
-from inference_obs.analyses.queueing import QueueingSettings, queueing
-from inference_obs.analyses.regime import RegimeReading, RegimeResult
+from inference_obs.analyses.regime import RegimeReading
 from inference_obs.analyses.run import DeploymentResults
 from inference_obs.analyses.throughput import throughput
 from inference_obs.analyses.timeline import Severity as EventSeverity, named
-from inference_obs.analyses.validity.checks import Thresholds
 from inference_obs.analyses.validity.findings import Finding, Severity
 from inference_obs.analyses.validity.verdicts import PairValidity, Verdict
 from inference_obs.reading.measurement import Measurement
-from inference_obs.reading.wording import number, p_is, quantity, share_cell, when
+from inference_obs.reading.wording import number, quantity, when
 
 __all__ = [
     "DIFFERENCE",
     "FINDERS",
-    "SECTIONS",
     "conclusions",
     "lower",
     "weighing",
@@ -62,26 +70,12 @@ __all__ = [
 #: lower: the tolerance the baseline comparison gives exact numbers (docs/report-json.md).
 DIFFERENCE = 0.1
 
-#: The sections a conclusion points to, by the text of their headings.
-SECTIONS = {
-    "deployments": "Deployments compared",
-    "timeline": "What happened",
-    "latency": "Latency",
-    "queues": "Queues and GPU activity",
-    "gpus": "GPU activity and bottleneck",
-    "boundaries": "Stage boundaries: what the GPUs wait on",
-    "cost": "Cost",
-    "verdicts": "Comparison verdicts",
-}
-
 #: The latency metrics the summary compares, by their P95, with the words for them.
 HEADLINE_LATENCY = (
     ("ttft", "time to first token"),
     ("tpot", "time per output token"),
     ("e2e", "end-to-end latency"),
 )
-#: Findings named in a verdict clause before "and N more".
-_NAMED = 3
 
 
 Finder = Callable[[Judged], Iterable[Conclusion]]
@@ -151,9 +145,9 @@ def _clause(
         return "", None, None
     weighing = _weighing(pair, comparison)
     codes = [f.code.replace("_", " ") for f in weighing]
-    named = ", ".join(codes[:_NAMED])
-    if len(codes) > _NAMED:
-        named += f" and {len(codes) - _NAMED} more"
+    named = ", ".join(codes[:NAMED])
+    if len(codes) > NAMED:
+        named += f" and {len(codes) - NAMED} more"
     caveat = None
     if heeded := [f for f in weighing if f.code not in unsaid]:
         first = heeded[0]
@@ -358,7 +352,7 @@ def _evidence_keys(
         known.setdefault((m.deployment, m.statistic), m.key)
     weighing = _weighing(pair, comparison)
     if unsaid is None:
-        findings = weighing[:_NAMED]
+        findings = weighing[:NAMED]
     else:
         findings = [f for f in weighing if f.code not in unsaid][:1]
     keys = [
@@ -369,76 +363,6 @@ def _evidence_keys(
         if (n, e.statistic) in known
     ]
     return tuple(dict.fromkeys(keys))
-
-
-def _queued(judged: Judged) -> Iterator[Conclusion]:
-    """A deployment that queued in a share of its scrapes, against its GPUs' activity."""
-    share = judged.validity.thresholds.queue_share if judged.validity else Thresholds().queue_share
-    busy = QueueingSettings().busy_threshold
-    for d in judged.runs:
-        waiting = d.of(throughput).waiting_sample_share
-        q, util = d.of(queueing), d.of(gpu).utilization_mean
-        if not waiting.ok or waiting.value is None or waiting.value < share:
-            continue
-        # The counts the queues section's contingency gives: one reading, one set of numbers.
-        table = q.waiting_idle
-        # None where no row had a GPU reading: no data, never 0 rows.
-        idle, busy_rows = table.waiting_idle.value, table.waiting_busy.value
-        gpus = f"its GPUs averaged {quantity(util)} utilisation"
-        if util.value is None:
-            gpus = f"no GPU utilisation was read ({quantity(util)})"
-        elif util.ok and util.value < busy:
-            gpus = f"its GPUs were mostly idle ({quantity(util)} mean utilisation)"
-        peak = ""
-        if q.peak_waiting.ok and q.peak_time is not None:
-            peak = f" (peak {number(q.peak_waiting.value)} waiting at {when(q.peak_time)})"
-        rows_are = "scrapes" if d.step_seconds is None else "tiles"
-        split = (
-            f"of the {rows_are} with a queue, whether the GPUs were busy or idle: no data "
-            f"(no {rows_are[:-1]} had a GPU reading)"
-        )
-        if idle is not None and busy_rows is not None:
-            split = (
-                f"of the {rows_are} with a queue, the GPUs were busy in {number(busy_rows)} and "
-                f"idle (under {busy:g}%) in {number(idle)} (Fisher's exact "
-                f"{p_is(table.p_value)})"
-            )
-        text = (
-            f"{d.deployment.name} had requests waiting in {number(100 * waiting.value, 3)}% of "
-            f"its {rows_are}{peak} while {gpus}; {split}."
-        )
-        # The deployment's one reading, as every section quotes it, and what it overrules.
-        found, waited = judged.regimes[d.deployment.name], d.of(latency).queue.mean
-        if waited.ok:
-            text += f" Its queue-time mean was {quantity(waited)}."
-        # The reading's evidence from these same rows says why the counts read as they do.
-        rows = (table.waiting_busy.key, table.waiting_idle.key)
-        why = next(
-            (e.text.rstrip(".") for e in found.evidence if bool(set(e.keys[:1]) & set(rows))), ""
-        )
-        text += f" {d.deployment.name} reads {found.label}{f': {why}' if why else ''}."
-        caveat = (
-            "A low mean utilisation is not spare capacity at every moment: queues form in "
-            "bursts, and waiting reasons are scheduler classes, not a diagnosis."
-        )
-        if found.against:
-            caveat += f" Against the reading: {' '.join(e.text for e in found.against)}"
-        yield Conclusion(
-            kind="queued",
-            text=text,
-            keys=(
-                waiting.key,
-                q.peak_waiting.key,
-                util.key,
-                table.waiting_busy.key,
-                table.waiting_idle.key,
-                table.p_value.key,
-                *((waited.key,) if waited.ok else ()),
-            ),
-            section=SECTIONS["queues"],
-            caveat=caveat,
-            deployments=(d.deployment.name,),
-        )
 
 
 #: Critical events the summary names, each its own finding; the rest are in What happened.
@@ -464,90 +388,6 @@ def _incidents(judged: Judged) -> Iterator[Conclusion]:
             "The series show when, not why.",
             deployments=(e.deployment,),
         )
-
-
-def _gpus_without_samples(judged: Judged) -> Iterator[Conclusion]:
-    """Allocated GPUs without utilisation samples: their activity is unknown, not zero."""
-    for d in judged.runs:
-        g = d.of(gpu)
-        if not g.missing_gpus or not has_data(d):
-            continue
-        named = ", ".join(g.missing_gpus[:_NAMED]) + (" ..." if len(g.missing_gpus) > 3 else "")
-        yield Conclusion(
-            kind="gpus_without_samples",
-            text=f"{len(g.missing_gpus)} of {number(g.gpus_expected.value)} GPUs of "
-            f"{d.deployment.name} had no utilisation samples ({named}).",
-            keys=(g.gpus_expected.key, g.gpus_with_samples.key, g.utilization_mean.key),
-            section=SECTIONS["gpus"],
-            caveat="Their activity is unknown, not zero: the mean covers the GPUs with samples.",
-            deployments=(d.deployment.name,),
-        )
-
-
-def _boundaries(judged: Judged) -> Iterator[Conclusion]:
-    """A fleet whose GPUs waited on the host or on transfers, or were saturated."""
-    for d in judged.runs:
-        b = d.of(boundaries)
-        if b.reading not in (CapacityReading.STARVED, CapacityReading.SATURATED):
-            continue
-        causes: dict[str, set[str]] = {}
-        for i in b.intervals:
-            causes.setdefault(i.cause.value, set()).add(i.replica)
-        found = "; ".join(f"{c}: {', '.join(sorted(r))}" for c, r in sorted(causes.items()))
-        yield _quoting(
-            d,
-            judged.regimes[d.deployment.name],
-            kind=f"boundaries_{b.reading.value}",
-            text=f"{d.deployment.name}'s GPUs read {b.reading.value} (duty cycle "
-            f"{share_cell(b.duty_cycle)}){f', by cause: {found}' if found else ''}.",
-            keys=(b.duty_cycle.key, b.tokens_per_gpu_hour.key),
-            section=SECTIONS["boundaries"],
-            caveat="Causes rest on sampled host and PCIe counters beside the queue: "
-            "a correlation in time, not a trace of each request.",
-        )
-
-
-def _bottleneck(judged: Judged) -> Iterator[Conclusion]:
-    """What bounded the GPUs, where the profiling counters say."""
-    for d in judged.runs:
-        b = d.of(bottleneck)
-        if b.classification is BottleneckClass.UNKNOWN:
-            continue
-        # The class names what bounds the GPUs; "starved" there means underused, not the
-        # deployment's reading, which the sentence quotes.
-        bound = b.classification.value.replace("_", " ").replace("starved", "underused")
-        yield _quoting(
-            d,
-            judged.regimes[d.deployment.name],
-            kind="bottleneck",
-            text=f"{d.deployment.name}'s GPUs read {bound} over the window: {b.reason}.",
-            keys=(b.dram_active.key, b.tensor_active.key, b.gpu_util.key),
-            section=SECTIONS["gpus"],
-            caveat="Window means of profiling counters: which unit was busy, not that "
-            "another GPU would be faster.",
-        )
-
-
-def _quoting(
-    d: DeploymentResults,
-    found: RegimeResult,
-    kind: str,
-    text: str,
-    keys: tuple[str, ...],
-    section: str,
-    caveat: str,
-) -> Conclusion:
-    """A finding about one deployment, ending with its one reading (``found``) and the keys
-    of its evidence."""
-    cited = tuple(dict.fromkeys((*keys, *(k for e in found.evidence for k in e.keys))))
-    return Conclusion(
-        kind=kind,
-        text=f"{text} {d.deployment.name} reads {found.label}.",
-        keys=cited,
-        section=section,
-        caveat=caveat,
-        deployments=(d.deployment.name,),
-    )
 
 
 def _cost(judged: Judged) -> Iterator[Conclusion]:
@@ -583,10 +423,10 @@ FINDERS: tuple[Finder, ...] = (
     _latency_alone,
     _throughput,
     _incidents,
-    _queued,
-    _gpus_without_samples,
-    _boundaries,
-    _bottleneck,
+    queued,
+    gpus_without_samples,
+    boundary_reading,
+    bottleneck_class,
     _cost,
 )
 

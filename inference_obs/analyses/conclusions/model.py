@@ -22,6 +22,8 @@ from inference_obs.analyses.validity.verdicts import ValidityResult
 from inference_obs.reading.measurement import Measurement
 
 __all__ = [
+    "NAMED",
+    "SECTIONS",
     "Caution",
     "Cautions",
     "Conclusion",
@@ -31,6 +33,22 @@ __all__ = [
     "cited",
     "judged",
 ]
+
+
+#: The sections a conclusion points to, by the text of their headings.
+SECTIONS = {
+    "deployments": "Deployments compared",
+    "timeline": "What happened",
+    "latency": "Latency",
+    "queues": "Queues and GPU activity",
+    "gpus": "GPU activity and bottleneck",
+    "boundaries": "Stage boundaries: what the GPUs wait on",
+    "cost": "Cost",
+    "verdicts": "Comparison verdicts",
+}
+
+#: Names (findings, GPUs) a sentence lists before "and N more".
+NAMED = 3
 
 
 class Conclusion(BaseModel):
