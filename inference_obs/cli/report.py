@@ -174,9 +174,9 @@ def _report(args: argparse.Namespace) -> int:
         resolution=checked.read_at,
     )
     # Every option and input is checked: the work starts here.
+    from inference_obs.analyses.facts import has_data
     from inference_obs.analyses.validity.verdicts import Verdict
     from inference_obs.report import from_source, write_report
-    from inference_obs.report.facts import has_data
     from inference_obs.report.write import remove_report
 
     if remove_report(checked.out):

@@ -22,7 +22,7 @@ import pytest
 
 from inference_obs.cli import main
 from inference_obs.metrics import vllm
-from inference_obs.report.document import when
+from inference_obs.reading.wording import when
 from inference_obs.simulate import simulate
 from inference_obs.simulate.faults import Stall
 from inference_obs.simulate.scenario import load_scenario

@@ -15,17 +15,8 @@ from inference_obs.analyses.bottleneck import BottleneckClass
 from inference_obs.analyses.boundaries import BoundariesResult, BoundaryCause
 from inference_obs.analyses.regime import judge
 from inference_obs.reading.measurement import Measurement
-from inference_obs.report.document import (
-    Block,
-    Heading,
-    Items,
-    Paragraph,
-    Table,
-    cell,
-    number,
-    share_cell,
-    when,
-)
+from inference_obs.reading.wording import cell, number, share_cell, when
+from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
 from inference_obs.report.figure_plan import DRAM_VS_TENSOR, GPU_HEATMAP, cite, cite_each
 
 if TYPE_CHECKING:

@@ -11,18 +11,8 @@ from inference_obs.analyses.queueing import QueueClass, QueueingResult
 from inference_obs.analyses.regime import judge
 from inference_obs.analyses.waiting_idle import WaitingIdle
 from inference_obs.reading.measurement import Measurement
-from inference_obs.report.document import (
-    Block,
-    Heading,
-    Items,
-    Paragraph,
-    Table,
-    cell,
-    number,
-    p_cell,
-    p_is,
-    when,
-)
+from inference_obs.reading.wording import cell, number, p_cell, p_is, when
+from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
 from inference_obs.report.figure_plan import QUEUE_VS_GPU, cite
 
 if TYPE_CHECKING:

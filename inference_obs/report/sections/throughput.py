@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from inference_obs import analyses
 from inference_obs.analyses.collection import COVERAGE
 from inference_obs.analyses.regime import RegimeReading, judge
-from inference_obs.report.document import Block, Heading, Items, Paragraph, Table, cell, number
+from inference_obs.reading.wording import cell, number
+from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
