@@ -205,3 +205,19 @@ def test_a_tile_width_that_does_not_cut_the_window_is_2_before_the_samples_are_r
     out = ["--out", str(tmp_path / "o")] if command == "report" else []
     argv = [command, "--dataset", str(copy), "--resolution", "7", *out]
     refused(argv, capsys, "--resolution 7", "does not cut the 3600 s window")
+
+
+def test_a_bug_in_the_run_stays_a_bug_not_an_input_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A ValueError that is not of the error tree (an int() of a label value deep inside a
+    # run, say) is a bug: it must surface as itself, not as "input error" and exit 2.
+    from inference_obs.report import from_source
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ValueError("invalid literal for int() with base 10: 'pod-a'")
+
+    monkeypatch.setattr(from_source, "report", broken)
+    argv = ["report", "--dataset", str(DATASET), "--out", str(tmp_path / "o"), "--quiet"]
+    with pytest.raises(ValueError, match="invalid literal"):
+        main(argv)

@@ -222,7 +222,7 @@ def _bottleneck(r: Reading, settings: BottleneckSettings) -> BottleneckResult:
     )
     cls, reason = _classify(dram, tensor, util, settings)
     kv = kv_asked.result()
-    action, advice = _advice(cls, dram, tensor, util, kv, settings)
+    action, advice = _advice(cls, dram, tensor, util, kv, settings, len(r.deployment.replicas))
     return BottleneckResult(
         classification=cls,
         reason=reason,
@@ -283,8 +283,13 @@ def _advice(
     util: Measurement,
     kv: Measurement,
     settings: BottleneckSettings,
+    replicas: int,
 ) -> tuple[str, str]:
-    """The step the class suggests, and the reading as a sentence with its numbers."""
+    """The step the class suggests, and the reading as a sentence with its numbers.
+
+    ``replicas`` is the number declared: fewer replicas are suggested only where there
+    are several to consolidate.
+    """
     free = kv.value is not None and kv.value < settings.kv_free_below
     peak = "no KV-cache usage data" if kv.value is None else f"KV cache peak {kv.value:.0%} used"
     busy = "no GPU_UTIL data" if util.value is None else f"GPU_UTIL {util.value:.0f} %"
@@ -314,10 +319,11 @@ def _advice(
     unknown = f"the profiling counters ({', '.join(missing)}) are not exported"
     if underused and free:
         why = f" What bounds them is not known: {unknown}." if missing else ""
+        fewer = ", or fewer replicas" if replicas > 1 else ""
         return BATCH_MORE, (
             f"The GPUs are underused ({busy}, under {settings.util_low:g} %) while the KV "
             f"cache stays mostly free ({peak}): batch more (more concurrent requests per "
-            f"replica, or fewer replicas) before adding GPUs.{why}"
+            f"replica{fewer}) before adding GPUs.{why}"
         )
     if missing:
         return PROFILE_FIRST, (

@@ -49,16 +49,21 @@ from inference_obs.analyses.run import DeploymentResults
 from inference_obs.analyses.throughput import throughput
 from inference_obs.analyses.timeline import EventKind, Timeline
 from inference_obs.reading.measurement import Bounds, Measurement
+from inference_obs.reading.wording import duration, number
 
 __all__ = [
     "MAD_LIMIT",
     "MIN_REPLICAS",
     "SMALLEST_DIFFERENCE",
+    "WORDS",
     "Fleet",
     "Outlier",
     "ReplicaValue",
     "Spread",
+    "by_replica",
     "fleet",
+    "outlier_text",
+    "value_text",
 ]
 
 #: Modified z-score beyond which an exact number is an outlier (Iglewicz and Hoaglin, 1993).
@@ -319,3 +324,36 @@ def deployment_fleet(run: DeploymentResults, timeline: Timeline) -> Fleet:
 def fleet(runs: Sequence[DeploymentResults], timeline: Timeline) -> dict[str, Fleet]:
     """Per deployment name, its replicas' distributions and outliers (module docs)."""
     return {run.deployment.name: deployment_fleet(run, timeline) for run in runs}
+
+
+def value_text(value: float | None, unit: str, bounds: Bounds | None = None) -> str:
+    """One per-replica value as a sentence shows it: a time in ms or s with its bucket,
+    a ratio as a percent, anything else with its unit."""
+    if value is None:
+        return "no data"
+    if unit == "seconds":
+        return duration(value, bounds)
+    if unit == "ratio":
+        return f"{number(100 * value)}%"
+    if unit in ("restarts", "gaps"):
+        return number(value)
+    if unit == "percent":
+        return f"{number(value)}%"
+    return f"{number(value)} {unit}"
+
+
+def outlier_text(o: Outlier) -> str:
+    """``TTFT P50 120 ms [100, 250] (others' median 42 ms)``: what makes one outlier."""
+    words = WORDS.get(o.statistic, o.statistic)
+    return (
+        f"{words} {value_text(o.value, o.unit, o.bounds)} "
+        f"(others' median {value_text(o.fleet_median, o.unit)})"
+    )
+
+
+def by_replica(outliers: Sequence[Outlier]) -> dict[str, list[Outlier]]:
+    """The outliers grouped by replica, the replica with the most statistics first."""
+    grouped: dict[str, list[Outlier]] = {}
+    for o in outliers:
+        grouped.setdefault(o.replica, []).append(o)
+    return dict(sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0])))

@@ -1,4 +1,4 @@
-"""``dataset export``, ``verify``, ``from-scrapes``: publish, recheck, convert saved scrapes."""
+"""``dataset export``, ``verify``, ``from-scrapes``, ``load``: publish, recheck, convert, load."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import math
 import sys
 from pathlib import Path
+from typing import Any
 
 from inference_obs.cli.capture import register_from_scrapes
 from inference_obs.cli.options import add_live_options, add_window_options, open_prometheus, window
@@ -57,6 +58,231 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     verify.set_defaults(run=_dataset_verify)
     register_from_scrapes(actions)
+    _register_load(actions)
+
+
+_LOAD_HELP = """\
+Write a dataset into a Prometheus-compatible store run for the purpose, then read it
+there with `report --prometheus URL --deployments DATASET/manifest.json`: the route for
+a dataset larger than this machine's memory. samples.om is streamed in blocks and sent
+in batches of --batch-samples; progress is printed.
+
+The protocol follows the URL's path, or --protocol, or else the store's build info:
+  vm-import     VictoriaMetrics /api/v1/import: http://vm:8428, or a vminsert path
+                http://vminsert:8480/insert/0/prometheus/api/v1/import (give
+                --query-url http://vmselect:8481/select/0/prometheus)
+  remote-write  Prometheus (started with --web.enable-remote-write-receiver, scraping
+                nothing) http://prom:9090/api/v1/write; Mimir or Cortex .../api/v1/push;
+                Thanos Receive .../api/v1/receive. Sent in time order (a spool on disk,
+                24 bytes a sample): a TSDB head refuses samples an hour older than its newest.
+
+Before writing, one read-only query asks whether the store already holds the dataset's
+first series in its window; if so the load is refused unless --existing write. Sending
+again is harmless to Prometheus (it refuses what it holds, counted as already held) but
+doubles samples in VictoriaMetrics unless it runs with -dedup.minScrapeInterval=1ms.
+"""
+
+
+def _register_load(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from inference_obs.load.loader import BATCH_SAMPLES
+
+    load = actions.add_parser(
+        "load",
+        help="write a dataset into VictoriaMetrics or a remote-write store, to report on live",
+        description=_LOAD_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    load.add_argument("dir", metavar="DATASET", help="dataset directory")
+    load.add_argument(
+        "--into",
+        required=True,
+        metavar="URL",
+        help="the store: a base URL or its write URL (see above)",
+    )
+    load.add_argument(
+        "--protocol",
+        choices=["vm-import", "remote-write"],
+        help="how to write (default: from the URL's path, else from the store's build info)",
+    )
+    load.add_argument(
+        "--query-url",
+        metavar="URL",
+        help="the store's query API when it is not at --into's base URL "
+        "(VictoriaMetrics cluster: vmselect's /select/<tenant>/prometheus; Mimir: /prometheus)",
+    )
+    load.add_argument(
+        "--existing",
+        choices=["refuse", "write"],
+        default="refuse",
+        help="when the store already holds the dataset's series: refuse (default), or write "
+        "every sample again (resumes a load that stopped; see above)",
+    )
+    load.add_argument(
+        "--batch-samples",
+        type=int,
+        default=BATCH_SAMPLES,
+        metavar="N",
+        help=f"most samples in one request; bounds the memory held (default: {BATCH_SAMPLES:,})",
+    )
+    load.add_argument(
+        "--spool",
+        metavar="DIR",
+        help="where remote-write's time-ordered spool goes (default: TMPDIR)",
+    )
+    access = load.add_argument_group("access (the same credentials for writing and the check)")
+    access.add_argument("--token-file", help="file holding a bearer token")
+    access.add_argument("--token-env", help="environment variable holding a bearer token")
+    access.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="an extra request header, e.g. 'X-Scope-OrgID: team' (repeatable)",
+    )
+    access.add_argument("--ca-file", help="CA bundle for TLS")
+    load.set_defaults(run=_dataset_load, max_answer_mb=16.0, parallel=1)
+
+
+def _dataset_load(args: argparse.Namespace) -> int:
+    from inference_obs.cli.options import live_access
+    from inference_obs.load import Existing, Progress, WireProtocol, WriteClient, load_dataset
+    from inference_obs.load.loader import check_not_loaded
+    from inference_obs.source.dataset.reader import read_manifest
+    from inference_obs.source.prometheus import PrometheusSource
+
+    if args.batch_samples < 1:
+        raise InferenceObsError(
+            f"--batch-samples {args.batch_samples}: expected a whole number >= 1"
+        )
+    path = Path(args.dir)
+    manifest = read_manifest(path)  # a missing or invalid dataset is said before any request
+    target = _write_target(args.into, args.query_url)
+    access = live_access(args)
+    auth = access.token if access.token is not None else target.auth
+    if access.token is not None and target.auth is not None:
+        raise InferenceObsError("give one credential, not a token option and user:password@")
+    query_url = args.query_url or target.endpoint.url
+    with PrometheusSource(
+        query_url,
+        auth=auth if args.query_url is None or access.token is not None else None,
+        headers=access.headers,
+        tls=access.tls,
+        parallel=1,
+    ) as store:
+        protocol = _protocol(args.protocol, target.protocol, store, query_url)
+        client = WriteClient(
+            target.endpoint,
+            protocol,
+            path=target.path,
+            auth=auth,
+            headers=access.headers,
+            tls=access.tls,
+        )
+        shown = _Shown()
+
+        def check(name: str, labels: object) -> None:
+            from inference_obs.errors import SourceError, SourceUnavailable
+
+            try:
+                check_not_loaded(store, path, name, labels, client.url)  # type: ignore[arg-type]
+            except SourceError as exc:
+                raise SourceUnavailable(
+                    f"{store.url}: cannot ask whether it already holds this dataset ({exc}); "
+                    "nothing was written (is its query API elsewhere? give --query-url)"
+                ) from None
+
+        try:
+            done = load_dataset(
+                path,
+                client,
+                existing=Existing(args.existing),
+                batch_samples=args.batch_samples,
+                before_writing=check if args.existing == "refuse" else None,
+                progress=shown,
+                spool=Path(args.spool) if args.spool else None,
+            )
+        finally:
+            client.close()
+        shown(Progress(done.samples, done.series, 1.0, done.held), final=True)
+    held = f", {done.held:,} already held" if done.held else ""
+    window = manifest.window.window()
+    print(
+        f"loaded {path} into {client.url} ({protocol.value}): {done.samples:,} samples of "
+        f"{done.series:,} series in {done.requests:,} requests{held}"
+    )
+    print(
+        f"read it with: inference-obs report --prometheus {query_url} --deployments "
+        f"{path / 'manifest.json'} --end {window.end.isoformat()} --window {window.seconds:g}s"
+    )
+    if protocol is WireProtocol.VM_IMPORT:
+        print("  (VictoriaMetrics makes imported samples searchable within a few seconds)")
+    return 0
+
+
+class _Shown:
+    """Prints progress at most every 2 s, and always the last line."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+        self.shown: object = None
+
+    def __call__(self, progress: object, final: bool = False) -> None:
+        import time
+
+        from inference_obs.load import Progress
+
+        assert isinstance(progress, Progress)
+        now = time.monotonic()
+        if (not final and now - self.last < 2.0) or progress == self.shown:
+            return
+        self.last, self.shown = now, progress
+        if progress.stage == "spooling":
+            print(f"  {progress.fraction:4.0%} read into time order", flush=True)
+            return
+        held = f", {progress.held:,} already held" if progress.held else ""
+        print(
+            f"  {progress.fraction:4.0%} sent {progress.samples:,} samples of "
+            f"{progress.series:,} series{held}",
+            flush=True,
+        )
+
+
+def _write_target(into: str, query_url: str | None) -> Any:
+    from inference_obs.errors import ConfigurationError
+    from inference_obs.load import parse_write_url
+
+    try:
+        target = parse_write_url(into)
+    except ConfigurationError as exc:
+        raise InferenceObsError(f"--into: {exc}") from None
+    elsewhere = target.path not in (None, "/api/v1/write")  # Mimir, Thanos Receive
+    if query_url is None and (elsewhere or "/insert/" in target.endpoint.prefix + "/"):
+        raise InferenceObsError(
+            f"--into {target.endpoint.url}{target.path or ''}: the query API of this store is "
+            "elsewhere; give --query-url (VictoriaMetrics cluster: "
+            "http://vmselect:8481/select/<tenant>/prometheus; Mimir: http://mimir/prometheus)"
+        )
+    return target
+
+
+def _protocol(given: str | None, from_url: Any, store: Any, query_url: str) -> Any:
+    from inference_obs.load import WireProtocol
+
+    if given is not None:
+        protocol = WireProtocol(given)
+        if from_url is not None and from_url is not protocol:
+            raise InferenceObsError(
+                f"--protocol {given}: the --into URL's path is a {from_url.value} path"
+            )
+        return protocol
+    if from_url is not None:
+        return from_url
+    kind = store.info().kind
+    if kind == "victoriametrics":
+        return WireProtocol.VM_IMPORT
+    if kind in ("prometheus", "mimir", "thanos"):
+        return WireProtocol.REMOTE_WRITE
+    raise InferenceObsError(f"{query_url}: cannot tell how to write to it; give --protocol")
 
 
 def _dataset_export(args: argparse.Namespace) -> int:

@@ -174,29 +174,26 @@ def _report(args: argparse.Namespace) -> int:
         resolution=checked.read_at,
     )
     # Every option and input is checked: the work starts here.
+    from inference_obs.analyses.facts import has_data
     from inference_obs.analyses.validity.verdicts import Verdict
     from inference_obs.report import from_source, write_report
-    from inference_obs.report.facts import has_data
     from inference_obs.report.write import remove_report
 
     if remove_report(checked.out):
         say(f"removed the previous report from {checked.out}")
     opened = planned.open(checked.deadline)
-    try:
-        # As obs.report builds it: title, methodology and scrape interval from a dataset.
-        report = from_source.report(
-            opened.source,
-            opened.deployments,
-            window=opened.window,
-            gpu_hour_prices=checked.prices,
-            topologies=checked.topologies,
-            settings=checked.settings,
-            progress=say,
-            budget_s=_remaining(checked.deadline),
-            resolution=checked.read_at,
-        )
-    except ValueError as exc:  # an input that only the data shows wrong
-        raise InferenceObsError(str(exc)) from exc
+    # As obs.report builds it: title, methodology and scrape interval from a dataset.
+    report = from_source.report(
+        opened.source,
+        opened.deployments,
+        window=opened.window,
+        gpu_hour_prices=checked.prices,
+        topologies=checked.topologies,
+        settings=checked.settings,
+        progress=say,
+        budget_s=_remaining(checked.deadline),
+        resolution=checked.read_at,
+    )
     if checked.baseline is not None:
         from inference_obs.report.with_baseline import with_baseline
 
@@ -248,18 +245,15 @@ def _compare(args: argparse.Namespace) -> int:
         resolution=read_at,
     )
     opened = planned.open()
-    try:
-        result = validity(
-            opened.source,
-            opened.deployments,
-            opened.window,
-            gpu_hour_prices=gpu_hour_prices or None,
-            topologies=topology_texts,
-            resolution=read_at,
-            settings=settings,
-        )
-    except ValueError as exc:
-        raise InferenceObsError(str(exc)) from exc
+    result = validity(
+        opened.source,
+        opened.deployments,
+        opened.window,
+        gpu_hour_prices=gpu_hour_prices or None,
+        topologies=topology_texts,
+        resolution=read_at,
+        settings=settings,
+    )
     _print_verdicts(result)
     missing = {
         name

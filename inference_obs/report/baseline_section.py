@@ -5,16 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from inference_obs.reading.measurement import Bounds
+from inference_obs.reading.wording import bounded, duration
 from inference_obs.report.baseline import Baseline, Side
-from inference_obs.report.document import (
-    Block,
-    Heading,
-    Items,
-    Paragraph,
-    Table,
-    bounded,
-    duration,
-)
+from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
 
 __all__ = ["baseline_blocks"]
 

@@ -13,7 +13,8 @@ questions that do not depend on each other's answers are asked together,
 and a question already in flight is waited for, not asked again
 (:mod:`~inference_obs.source.remembering`). The comparison checks read the
 analyses' results and ask only what those lack; the time line
-(:mod:`~inference_obs.analyses.timeline`) reads them and asks nothing. Results are assembled in a
+(:mod:`~inference_obs.analyses.timeline`) and the judgement
+(:mod:`~inference_obs.analyses.conclusions`) read them and ask nothing. Results are assembled in a
 fixed order; how many requests reach a server at once is the source's to bound.
 """
 
@@ -24,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from inference_obs.analyses.outliers import fleet
+from inference_obs.analyses.conclusions import ScopeFacts, cautions, conclusions, judged
 from inference_obs.analyses.run import run
 from inference_obs.analyses.timeline import timeline
 from inference_obs.analyses.validity.verdicts import compare, windows_by_name
@@ -161,14 +162,17 @@ def build_report(
         windows=windows,
         scrape_interval_seconds=scrape_interval_seconds,
     )
-    # Judging analyses: they read the results above, and ask the source nothing.
-    events = timeline(runs)
+    # The judging analyses: they read the results above, and ask the source nothing.
+    happened = timeline(runs)
+    seen = judged(runs, verdicts, happened, ScopeFacts.of(methodology))
     return Report(
         title=title,
         scope=scope,
         deployments=tuple(runs),
-        timeline=events,
-        fleet=fleet(runs, events),
+        timeline=happened,
+        fleet=seen.fleets,
         validity=verdicts,
+        conclusions=conclusions(seen),
+        cautions=cautions(seen),
         methodology=tuple(methodology),
     )

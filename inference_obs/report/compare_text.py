@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import textwrap
 
+from inference_obs.analyses.conclusions import weighing
 from inference_obs.analyses.validity.findings import Finding, Severity
 from inference_obs.analyses.validity.verdicts import PairValidity, ValidityResult
-from inference_obs.report.conclusions import weighing
-from inference_obs.report.document import Table, number
+from inference_obs.reading.wording import number
+from inference_obs.report.document import Table
 from inference_obs.report.sections.verdicts import (
     LEGEND,
     compared_unit,
@@ -86,7 +87,7 @@ def _verdicts(pair: PairValidity, empty: set[str]) -> Table:
 
 def _weightiest(pair: PairValidity, empty: set[str]) -> Table:
     """The comparisons that the same findings weigh on, in one row: how many findings, and
-    the weightiest few (:func:`~inference_obs.report.conclusions.weighing`)."""
+    the weightiest few (:func:`~inference_obs.analyses.conclusions.weighing`)."""
     groups: dict[tuple[str, ...], list[str]] = {}
     for v in pair.verdicts.values():
         codes = tuple(f.code for f in weighing(pair, v.comparison))

@@ -38,7 +38,7 @@ from inference_obs.analyses.rolling import QuantileSeries, RollingQuantiles
 from inference_obs.analyses.run import DeploymentResults
 from inference_obs.errors import NoDataError
 from inference_obs.reading.measurement import Measurement
-from inference_obs.report.document import cell, duration_cell
+from inference_obs.reading.wording import cell, duration_cell
 from inference_obs.report.figure_plan import (
     DRAM_VS_TENSOR,
     FIGURES,

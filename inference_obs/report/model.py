@@ -1,4 +1,4 @@
-"""What a report holds: scope, each deployment's run, time line, verdicts and baseline.
+"""What a report holds: scope, each deployment's run, time line, verdicts, judgement, baseline.
 
 Built by :func:`~inference_obs.report.build.build_report`; rendered by
 :mod:`~.sections` (Markdown and HTML), :mod:`~.report_json` and the figures
@@ -12,6 +12,7 @@ import math
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from inference_obs.analyses.conclusions import Cautions, Conclusions, cited
 from inference_obs.analyses.outliers import Fleet
 from inference_obs.analyses.run import DeploymentResults
 from inference_obs.analyses.timeline import Timeline
@@ -19,7 +20,6 @@ from inference_obs.analyses.validity.verdicts import ValidityResult
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.result import measurements_frame
 from inference_obs.report.baseline import Baseline
-from inference_obs.report.facts import shown
 from inference_obs.samples import Window
 
 __all__ = ["Report", "Scope"]
@@ -53,6 +53,10 @@ class Report(BaseModel):
         description="Per deployment: its replicas' distributions and outliers.",
     )
     validity: ValidityResult | None = Field(None, description="With two or more deployments.")
+    conclusions: Conclusions = Field(
+        description="The Summary's findings, ranked (:mod:`~inference_obs.analyses.conclusions`)."
+    )
+    cautions: Cautions = Field(description="What not to conclude from the report.")
     methodology: tuple[str, ...] = ()
     baseline: Baseline | None = Field(None, description="Against an earlier report.json.")
 
@@ -95,21 +99,7 @@ class Report(BaseModel):
 
         A deployment's cost appears only where its GPU-hour price was given.
         """
-        matched = (
-            m
-            for pair in (self.validity.pairs if self.validity else ())
-            for found in pair.matched
-            for quantiles in found.quantiles.values()
-            for m in quantiles.values()
-        )
-        per_deployment = (
-            m
-            for d in self.deployments
-            for name, result in d.results.items()
-            if shown(d, name)
-            for m in result.measurements()
-        )
-        return (*per_deployment, *matched)
+        return cited(self.deployments, self.validity)
 
     def _repr_html_(self) -> str:
         from inference_obs.report.summary import summary_html

@@ -4,8 +4,8 @@ Every Measurement appears once under its stable key
 (``deployment/analysis/statistic``), with value, unit, bounds, status,
 window, provenance and annotations, followed by the comparison verdicts.
 The ``summary`` comes first: the report's conclusions, ranked, each with the
-keys of the Measurements it rests on (:mod:`~inference_obs.report.conclusions`);
-``cautions`` lists what not to conclude (:mod:`~inference_obs.report.cautions`);
+keys of the Measurements it rests on (:mod:`~inference_obs.analyses.conclusions`);
+``cautions`` lists what not to conclude (:mod:`~inference_obs.analyses.conclusions.cautions`);
 ``timeline`` what happened, the most severe event first
 (:mod:`~inference_obs.analyses.timeline`).
 The format is pinned by the pydantic models of
@@ -27,10 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from inference_obs import analyses
 from inference_obs.analyses.bottleneck import advise
+from inference_obs.analyses.regime import judge
 from inference_obs.analyses.rolling import RollingQuantiles
 from inference_obs.reading.measurement import json_number, measurement_json
-from inference_obs.report.cautions import cautions
-from inference_obs.report.conclusions import conclusions
 from inference_obs.report.document import anchor
 
 if TYPE_CHECKING:
@@ -55,6 +54,7 @@ def report_json(report: Report) -> dict[str, Any]:
                 "declared": d.deployment.model_dump(mode="json"),
                 "step_seconds": d.step_seconds,
                 "throughput_regime": d.of(analyses.throughput).regime.value,
+                "regime": judge(d).model_dump(mode="json", exclude={"deployment"}),
                 "bottleneck": d.of(analyses.bottleneck).classification.value,
                 "bottleneck_action": action,
                 "bottleneck_advice": advice,
@@ -135,7 +135,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "methodology": list(report.methodology),
         "summary": _summary(report),
         "cautions": [
-            {"kind": c.kind, "text": c.text, "keys": list(c.keys)} for c in cautions(report)
+            {"kind": c.kind, "text": c.text, "keys": list(c.keys)} for c in report.cautions.entries
         ],
         "timeline": [
             {"rank": rank, **e.model_dump(mode="json")}
@@ -205,7 +205,7 @@ def _summary(report: Report) -> list[dict[str, Any]]:
             "deployments": list(c.deployments),
             "comparison": c.comparison,
         }
-        for rank, c in enumerate(conclusions(report), 1)
+        for rank, c in enumerate(report.conclusions.entries, 1)
     ]
 
 

@@ -225,6 +225,29 @@ class RollingEntry(_Closed):
     quantiles: list[RollingQuantileEntry]
 
 
+class RegimeEvidenceEntry(_Closed):
+    text: str = Field(description="One sentence with its numbers.")
+    keys: list[str] = Field(description="Keys of the measurements it rests on.")
+
+
+class RegimeEntry(_Closed):
+    reading: Literal[
+        "capacity_limited",
+        "burst_limited",
+        "demand_limited",
+        "host_starved",
+        "transfer_starved",
+        "starved",
+        "stalled",
+        "mixed",
+        "unknown",
+    ] = Field(description="The deployment's one reading; every section quotes it.")
+    evidence: list[RegimeEvidenceEntry] = Field(description="What supports the reading.")
+    against: list[RegimeEvidenceEntry] = Field(description="What weighs against it.")
+    action: str = Field(description="The step the reading suggests.")
+    advice: str = Field(description="The step and why, as one sentence with its numbers.")
+
+
 class OutlierEntry(_Closed):
     replica: str
     statistic: str = Field(description="Per-replica statistic (ttft_p50, gpu_utilization, ...).")
@@ -242,6 +265,7 @@ class DeploymentEntry(_Closed):
     declared: dict[str, Any] = Field(description="The deployment as given.")
     step_seconds: float | None
     throughput_regime: Literal["demand_limited", "capacity_limited", "unknown"]
+    regime: RegimeEntry
     bottleneck: Literal["bandwidth_bound_decode", "compute_bound", "starved", "mixed", "unknown"]
     bottleneck_action: Literal[
         "profile before adding GPUs", "batch more", "reclaim KV memory to batch more", "add compute"

@@ -17,15 +17,8 @@ from typing import TYPE_CHECKING
 from inference_obs.analyses import gpu, latency, throughput
 from inference_obs.analyses.validity.verdicts import PairValidity
 from inference_obs.reading.measurement import Measurement
-from inference_obs.report.document import (
-    Block,
-    Heading,
-    Paragraph,
-    Table,
-    cell,
-    duration_cell,
-    when,
-)
+from inference_obs.reading.wording import cell, duration_cell, when
+from inference_obs.report.document import Block, Heading, Paragraph, Table
 from inference_obs.report.figures import draw_figures
 from inference_obs.report.html import html_body
 from inference_obs.report.sections import sections

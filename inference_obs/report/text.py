@@ -6,7 +6,7 @@ narrowed first, one character at a time, never below the longest word of
 its cells or :data:`NARROWEST` (a word longer than its column is cut);
 cells then wrap at spaces, and after the underscores of a long code
 (``traffic_volume_`` / ``differs``), which count as word ends. Numbers
-are the caller's: format them with :func:`~.document.number` first.
+are the caller's: format them with :func:`~inference_obs.reading.wording.number` first.
 """
 
 from __future__ import annotations

@@ -27,7 +27,6 @@ from inference_obs.analyses.outliers import (
 from inference_obs.query import Selector
 from inference_obs.reading.measurement import Bounds
 from inference_obs.report import Report
-from inference_obs.report.conclusions import conclusions
 from inference_obs.report.markdown import to_markdown
 from inference_obs.report.report_json import report_json
 from inference_obs.report.sections import sections
@@ -166,7 +165,7 @@ def test_the_summary_names_both_and_report_json_lists_them(
     source: DatasetSource, report: Report
 ) -> None:
     slow, idle = _pod(source, SLOW), _pod(source, IDLE)
-    found = [c for c in conclusions(report) if c.kind == "replica_outliers"]
+    found = [c for c in report.conclusions.entries if c.kind == "replica_outliers"]
     assert len(found) == 1
     assert slow in found[0].text
     assert idle in found[0].text

@@ -21,11 +21,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from inference_obs.analyses.queueing import QueueClass, QueueRows
 from inference_obs.analyses.rolling import QuantileSeries
 from inference_obs.analyses.run import DeploymentResults, run
 from inference_obs.analyses.timeline import Event, EventKind, Timeline, named, timeline
-from inference_obs.analyses.timeline.incidents import _attach, _merge
-from inference_obs.analyses.timeline.pieces import SPIKE_FACTOR, Piece, latency_spikes
+from inference_obs.analyses.timeline.events import Severity
+from inference_obs.analyses.timeline.incidents import _attach, _merge, _text
+from inference_obs.analyses.timeline.pieces import SPIKE_FACTOR, Piece, _queue_run, latency_spikes
 from inference_obs.simulate import simulate
 from inference_obs.simulate.faults import (
     GpuStops,
@@ -318,3 +320,48 @@ def test_pieces_that_touch_on_a_replica_merge_and_a_spike_joins_the_incident_it_
     assert (held.start, held.end) == (0.0, 120.0)  # a spike dates nothing
     assert incidents[-1].pieces == [alone]
     assert incidents[-1].replicas == []
+
+
+def test_a_one_row_stall_is_critical_only_when_a_latency_spike_follows_it() -> None:
+    # One row of requests beside a GPU reading of 0: the reading may predate the requests.
+    once = Piece(EventKind.STALL, "a", 0.0, 0.0, "held once", confirmed=False)
+    (alone,) = _merge([once], touch=15.0)
+    assert alone.severity is Severity.MAJOR
+    assert "a possible stall" in _text(alone)
+    # The same row, then the rolling P95 rising within its trailing window: held requests.
+    (followed,) = _merge([once], touch=15.0)
+    spike = Piece(EventKind.LATENCY_SPIKE, "", 60.0, 120.0, "slow", reach=300.0)
+    _attach([spike], [followed])
+    assert followed.severity is Severity.CRITICAL
+    assert "possible" not in _text(followed)
+    # Two rows holding requests on idle GPUs show the stall alone.
+    (twice,) = _merge([Piece(EventKind.STALL, "a", 0.0, 60.0, "held twice")], touch=15.0)
+    assert twice.severity is Severity.CRITICAL
+
+
+def _rows(waiting: list[float], running: list[float], util: list[float]) -> QueueRows:
+    t = np.arange(len(waiting), dtype=np.float64) * 60.0
+    return QueueRows(
+        replica="a",
+        begin=t - 60.0,
+        t=t,
+        waiting=np.array(waiting),
+        running=np.array(running),
+        gpu_util=np.array(util),
+        classes=(QueueClass.IDLE,) * len(waiting),
+    )
+
+
+def test_a_queue_that_mostly_read_busy_gpus_is_a_burst_and_its_idle_edge_no_stall() -> None:
+    # Four rows with a queue; the first GPU reading is 3% (a sample taken before the burst
+    # arrived), the other three 99-100%: a queue on busy GPUs.
+    edge = _rows([11, 9, 6, 2], [7, 8, 8, 8], [3.0, 99.0, 100.0, 99.0])
+    piece = _queue_run(edge, slice(0, 4), None, "scrape", ())
+    assert piece.kind is EventKind.QUEUE_BURST
+    # Two of four rows held on idle GPUs: half the readings, a stall seen twice.
+    held = _rows([11, 9, 6, 2], [7, 8, 8, 8], [0.0, 1.0, 100.0, 99.0])
+    piece = _queue_run(held, slice(0, 4), None, "scrape", ())
+    assert (piece.kind, piece.confirmed) == (EventKind.STALL, True)
+    # One row held, alone in its run: a stall, which needs a spike after it to be confirmed.
+    once = _queue_run(_rows([4], [11], [0.0]), slice(0, 1), None, "scrape", ())
+    assert (once.kind, once.confirmed) == (EventKind.STALL, False)

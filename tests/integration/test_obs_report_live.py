@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 import inference_obs as obs
-from inference_obs.report.facts import has_data
+from inference_obs.analyses.facts import has_data
 from inference_obs.source.dataset.reader import SAMPLES
 from tests.integration.servers import PrometheusFactory, PrometheusServer
 

@@ -1,15 +1,19 @@
 """Every claim of the summary holds in the simulator's ground truth, for every bundled scenario.
 
-Each scenario is simulated at a seed none of them ships with, as it defines
-it (its durations kept), and reported as the command line reports a
-dataset. Each summary entry is then checked against ``requests.csv`` (the
-ground truth the series were made from, :mod:`inference_obs.simulate.ground_truth`)
-and the scenario: a side called lower is lower in truth; quantiles that
-cannot be told apart, or stated alone, lie in the buckets given; a
-deployment said to queue had requests waiting; GPUs said to wait on the
-host or on transfers had such a fault injected; a stall or restart named was
-injected on that replica at that time. A kind of entry this test
-does not know fails it, so a new finder comes with its check.
+Each scenario is simulated at a seed drawn afresh for every run (never one a
+scenario ships with; a failure names it, to rerun), as it defines it (its
+durations kept), and reported as the command line reports a dataset. Each
+summary entry is then checked against ``requests.csv`` (the ground truth the
+series were made from, :mod:`inference_obs.simulate.ground_truth`) and the
+scenario: a side called lower has the lower P95 AND the lower mean in truth;
+a split names each statistic's lower side as the truth orders it; quantiles
+that cannot be told apart, or stated alone, lie in the buckets given; a
+deployment said to queue had requests waiting, for the queue-time mean
+stated; a side said to queue alone had no request wait on the other; GPUs
+said to wait on the host or on transfers had such a fault injected, as had a
+deployment read host- or transfer-starved; a stall or restart named was
+injected on that replica at that time. A kind of entry this test does
+not know fails it, so a new finder comes with its check.
 
 The slowest scenario takes about 10 s to simulate and 5 s to report.
 """
@@ -17,6 +21,7 @@ The slowest scenario takes about 10 s to simulate and 5 s to report.
 from __future__ import annotations
 
 import json
+import random
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -32,20 +37,37 @@ from inference_obs.simulate.faults import Restart, Stall, of_kind
 from inference_obs.simulate.scenario import load_scenario, scenario_names
 from inference_obs.source.dataset.reader import read_dataset
 
-#: Not the seed of any bundled scenario (4242, 731, 1017, 528).
-SEED = 90210
 SCENARIOS = (
     "gpu-boundaries", "gpu-boundaries-healthy", "h100-vs-h200", "pro5000-vs-h20", "r1-decode",
 )  # fmt: skip
 #: The column each latency metric is in, and whether vLLM records it on finishing (else on
 #: the first token, for every request that got one).
-COLUMNS = {"ttft": ("ttft", False), "tpot": ("tpot", True), "e2e": ("e2e", True)}
+COLUMNS = {
+    "ttft": ("ttft", False),
+    "tpot": ("tpot", True),
+    "e2e": ("e2e", True),
+    "queue": ("queue_time", True),
+}
+#: A split's statistics by the words the summary uses, and how the truth computes each.
+STATISTICS: dict[str, Callable[[np.ndarray], float]] = {
+    "P95": lambda v: float(np.quantile(v, 0.95, method="inverted_cdf")),
+    "mean": lambda v: float(np.mean(v)),
+    "P50": lambda v: float(np.quantile(v, 0.5, method="inverted_cdf")),
+}
 Doc = dict[str, Any]
+
+
+def fresh_seed() -> int:
+    """A seed none of the bundled scenarios ships with, drawn anew on every call."""
+    shipped = {load_scenario(name).seed for name in SCENARIOS}
+    while (seed := random.SystemRandom().randrange(1, 2**31)) in shipped:
+        pass
+    return seed
 
 
 def test_the_scenarios_are_the_bundled_ones() -> None:
     assert set(SCENARIOS) == set(scenario_names())
-    assert all(load_scenario(name).seed != SEED for name in SCENARIOS)
+    assert fresh_seed() not in {load_scenario(name).seed for name in SCENARIOS}
 
 
 def _seconds(doc: Doc) -> float:
@@ -110,6 +132,24 @@ def _latency_lower(entry: Doc, doc: Doc, truth: pd.DataFrame, _data: Path) -> No
     metric = entry["comparison"].removesuffix("_p95")
     low, high = entry["deployments"]
     assert _true_p95(truth, low, metric, doc) < _true_p95(truth, high, metric, doc), entry["text"]
+    means = [float(np.mean(_values(truth, n, metric, doc))) for n in (low, high)]
+    assert means[0] < means[1], (entry["text"], means)
+
+
+def _latency_split(entry: Doc, doc: Doc, truth: pd.DataFrame, _data: Path) -> None:
+    metric = entry["comparison"].removesuffix("_p95")
+    values = {n: _values(truth, n, metric, doc) for n in entry["deployments"]}
+    stated = re.findall(r"((?:P95|mean|P50)(?: and (?:mean|P50))*) lower for (\w+)", entry["text"])
+    assert stated, entry["text"]
+    assert stated[0][0].startswith("P95"), entry["text"]
+    for words, low in stated:
+        (high,) = set(values) - {low}
+        for stat in words.split(" and "):
+            true = {n: STATISTICS[stat](v) for n, v in values.items()}
+            assert true[low] < true[high], (entry["text"], stat, true)
+    if "means within" in entry["text"]:
+        means = [float(np.mean(v)) for v in values.values()]
+        assert abs(means[0] - means[1]) < 0.1 * max(means), (entry["text"], means)
 
 
 def _latency_indistinguishable(entry: Doc, doc: Doc, truth: pd.DataFrame, _data: Path) -> None:
@@ -162,6 +202,40 @@ def _queued(entry: Doc, doc: Doc, truth: pd.DataFrame, _data: Path) -> None:
     peak = next(m for m in doc["measurements"] if m["key"] == f"{name}/queueing/peak_waiting")
     # A scrape sees the queue at one instant; in truth at least that many waited at once.
     assert _waiting_peak(rows, _seconds(doc)) >= peak["value"] >= 1, entry["text"]
+    # The queue-time mean stated: an exact mean over the span, the true one to rounding.
+    mean = next(m for m in doc["measurements"] if m["key"] == f"{name}/latency/queue_mean")
+    if "queue-time mean" in entry["text"]:
+        true = float(np.mean(_values(truth, name, "queue", doc)))
+        assert mean["value"] == pytest.approx(true, rel=1e-6), (entry["text"], true)
+        assert true > 0, entry["text"]
+
+
+def _queue_caveat(entry: Doc, doc: Doc, truth: pd.DataFrame) -> None:
+    """A caveat that says who queued holds in the true queue times."""
+    caveat = entry.get("caveat") or ""
+    names = {d["name"] for d in doc["deployments"]}
+    if alone := re.search(r"Only (\w+) queued requests", caveat):
+        for other in names - {alone[1]}:
+            waited = _values(truth, other, "queue", doc)
+            assert not (waited > 0).any(), (caveat, other, float(waited.max()))
+    if more := re.search(r"(\w+) queued far more than (\w+)", caveat):
+        means = [float(np.mean(_values(truth, n, "queue", doc))) for n in (more[1], more[2])]
+        assert means[0] > means[1] > 0, (caveat, means)
+
+
+def _regimes(doc: Doc, truth: pd.DataFrame, data: Path) -> None:
+    """Each deployment's one reading rests on what happened: a starved one had the fault
+    injected, a capacity-limited one had requests wait."""
+    manifest = json.loads((data / "manifest.json").read_text())
+    faults = {f.kind for f in load_scenario(manifest["generator"]["scenario"]).faults}
+    wanted = {"host_starved": "host_starved", "transfer_starved": "transfer_bound"}
+    for d in doc["deployments"]:
+        reading = d["regime"]["reading"]
+        if reading in wanted:
+            assert wanted[reading] in faults, (d["name"], reading, faults)
+        if reading in ("capacity_limited", "burst_limited"):
+            waited = truth.loc[truth["deployment"] == d["name"], "queue_time"].fillna(0)
+            assert (waited > 0).any(), (d["name"], reading)
 
 
 def _boundaries_starved(entry: Doc, doc: Doc, truth: pd.DataFrame, data: Path) -> None:
@@ -213,6 +287,7 @@ def _incident(entry: Doc, doc: Doc, truth: pd.DataFrame, data: Path) -> None:
 
 CHECKS: dict[str, Callable[[Doc, Doc, pd.DataFrame, Path], None]] = {
     "latency_lower": _latency_lower,
+    "latency_split": _latency_split,
     "latency_indistinguishable": _latency_indistinguishable,
     "latency_observed": _latency_observed,
     "throughput_ratio": _throughput_ratio,
@@ -225,8 +300,19 @@ CHECKS: dict[str, Callable[[Doc, Doc, pd.DataFrame, Path], None]] = {
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_every_summary_claim_holds_in_the_ground_truth(scenario: str, tmp_path: Path) -> None:
+    seed = fresh_seed()
+    try:
+        _check(scenario, seed, tmp_path)
+    except AssertionError as exc:
+        raise AssertionError(
+            f"{scenario} at seed {seed} (rerun: inference-obs simulate {scenario} --seed "
+            f"{seed}): {exc}"
+        ) from exc
+
+
+def _check(scenario: str, seed: int, tmp_path: Path) -> None:
     data, out = tmp_path / "data", tmp_path / "report"
-    assert main(["simulate", scenario, "--seed", str(SEED), "--out", str(data)]) == 0
+    assert main(["simulate", scenario, "--seed", str(seed), "--out", str(data)]) == 0
     code = main(["report", "--dataset", str(data), "--out", str(out), "--quiet"])
     assert code == 0
     doc = json.loads((out / "report.json").read_text())
@@ -238,6 +324,8 @@ def test_every_summary_claim_holds_in_the_ground_truth(scenario: str, tmp_path: 
         check = CHECKS.get(entry["kind"])
         assert check is not None, f"no ground truth check for {entry['kind']}: {entry['text']}"
         check(entry, doc, truth, data)
+        _queue_caveat(entry, doc, truth)
+    _regimes(doc, truth, data)
     if of_kind(load_scenario(scenario).faults, Stall):  # a stall is named where injected
         assert "incident" in {e["kind"] for e in doc["summary"]}, scenario
     if scenario == "gpu-boundaries-healthy":

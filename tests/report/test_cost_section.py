@@ -100,7 +100,9 @@ def test_the_two_tokens_per_gpu_hour_rates_have_two_labels(
     assert round(every) != round(useful)
     stages = _section(text, "Stage boundaries: what the GPUs wait on")
     header = [line for line in stages.splitlines() if line.startswith("| deployment |")]
-    assert header == ["| deployment | reading | duty cycle | output tokens per GPU-hour | why |"]
+    assert header == [
+        "| deployment | reading | duty cycle | output tokens per GPU-hour | boundary finding |"
+    ]
     assert _row(stages, "H20")[3] == f"{round(every):,}"
     assert "Output tokens per GPU-hour: every output token over the declared GPUs" in stages
     verdicts = _section(text, "Comparison verdicts")

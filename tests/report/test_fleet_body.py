@@ -19,7 +19,6 @@ import pytest
 
 import inference_obs as obs
 from inference_obs.report import Report
-from inference_obs.report.conclusions import conclusions
 from inference_obs.report.markdown import to_markdown
 from inference_obs.report.sections import sections
 from inference_obs.source.dataset.source import DatasetSource
@@ -53,7 +52,7 @@ def test_the_body_is_short_whatever_the_fleet(fleet: Report) -> None:
 
 
 def test_each_summary_item_is_short(fleet: Report) -> None:
-    found = conclusions(fleet)
+    found = fleet.conclusions.entries
     assert found
     for c in found:
         assert len(c.text) < 900, c.text[:200]

@@ -22,7 +22,7 @@ import pytest
 
 from inference_obs.cli import main
 from inference_obs.metrics import vllm
-from inference_obs.report.document import when
+from inference_obs.reading.wording import when
 from inference_obs.simulate import simulate
 from inference_obs.simulate.faults import Stall
 from inference_obs.simulate.scenario import load_scenario
@@ -167,14 +167,20 @@ def test_the_bottleneck_reads_as_a_sentence_with_what_to_do(
     gpus = _section(text, GPUS)
     assert "bottleneck: " not in gpus
     for d in data["deployments"]:
-        assert f"\n{d['name']}: {d['bottleneck_advice']}\n" in gpus
-        assert f"| {d['bottleneck_action']} |" in gpus
-    # Neither deployment exports profiling counters. PRO's GPUs idle (GPU_UTIL ~15 %) with
-    # its KV cache under half full: batch more; H20's are busy: profile before adding GPUs.
-    actions = {d["name"]: d["bottleneck_action"] for d in data["deployments"]}
-    assert actions == {"PRO": "batch more", "H20": "profile before adding GPUs"}
-    for d in data["deployments"]:
+        # The deployment's one reading says what to do; the counters' bound follows it.
+        regime = d["regime"]
+        assert f": {regime['advice']}" in gpus
+        assert f"| {regime['action']} |" in gpus
+        # Neither deployment exports profiling counters: what bounds the GPUs is unknown.
         assert "DCGM_FI_PROF_DRAM_ACTIVE" in d["bottleneck_advice"]
+        assert f"{d['name']} (" in gpus
+    # H20's GPUs were busy (GPU_UTIL ~95 %) with no queue: nothing to batch, nothing to add.
+    actions = {d["name"]: d["regime"]["action"] for d in data["deployments"]}
+    assert actions["H20"] != "batch more"
+    # PRO has one replica: nothing to consolidate.
+    pro = next(d for d in data["deployments"] if d["name"] == "PRO")
+    assert "fewer replicas" not in gpus
+    assert "fewer replicas" not in pro["bottleneck_advice"]
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from inference_obs import analyses
+from inference_obs.analyses.conclusions import conclusions, judged
 from inference_obs.analyses.waiting_idle import WaitingIdle
 from inference_obs.metrics import dcgm, vllm
-from inference_obs.report.conclusions import conclusions
 from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
 from inference_obs.report.from_source import report
 from inference_obs.report.model import Report
@@ -201,7 +201,10 @@ def test_a_p_value_under_a_ten_thousandth_reads_below_it_never_0(built: Report, 
             for row in b.rows
         ]
         assert all(c == "< 0.0001" for c in cells)
-    summary = [c.text for c in conclusions(_with_p_value(built, "PRO", p)) if c.kind == "queued"]
+    # The Summary's judgement read afresh from the changed results, as build_report reads them.
+    changed = _with_p_value(built, "PRO", p)
+    found = conclusions(judged(changed.deployments, changed.validity, changed.timeline))
+    summary = [c.text for c in found.entries if c.kind == "queued"]
     assert summary
     assert all("Fisher's exact p < 0.0001)" in t for t in summary)
     assert not any(re.search(r"p = 0(?![.\d])|0\.0000", t) for t in summary)
@@ -218,7 +221,7 @@ def test_without_gpu_series_the_queue_finding_says_no_data_not_0(source: Dataset
         for d in source.dataset.manifest.deployments
     ]
     shown = report(source, blind)
-    (queued,) = [c.text for c in conclusions(shown) if c.kind == "queued"]
+    (queued,) = [c.text for c in shown.conclusions.entries if c.kind == "queued"]
     assert queued.startswith("PRO had requests waiting in 10% of its scrapes")
     assert "no data" in queued
     assert not re.search(r"\bin 0\b|idle \(under 50%\) in|busy in —", queued)

@@ -105,10 +105,10 @@ class CapacityReading(StrEnum):
 VERDICTS: dict[CapacityReading, str] = {
     CapacityReading.STARVED: "GPUs starved — re-place work before adding GPUs",
     CapacityReading.SATURATED: "GPUs saturated — requests wait while the GPUs compute",
-    CapacityReading.HEALTHY: "healthy — no boundary findings",
+    CapacityReading.HEALTHY: "no boundary findings",
     CapacityReading.INSUFFICIENT_DATA: "insufficient data",
 }
-HEALTHY_WITH_INTERVALS = "healthy overall — boundary intervals below the starved share"
+HEALTHY_WITH_INTERVALS = "boundary intervals below the starved share"
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,12 @@ of :mod:`~inference_obs.analyses.timeline.pieces`, and merges them:
    (of equals, the one covering most of that window), as evidence only: a
    rolling window cannot date an incident to better than its length, so the
    incident keeps its own times. Alone, it is an event of the deployment as
-   a whole.
+   a whole;
+4. a stall seen in one row only is a possible stall (major, said so) unless a
+   latency spike followed it: the GPU reading beside a scrape is the sample
+   nearest it, and requests that arrived after that sample meet a reading
+   taken before them. Held requests delay their first tokens, so a real stall
+   shows in the rolling quantiles too.
 
 Nothing is read from the source, nor from what a dataset says about itself
 (its methodology or a fault list): only from the series, through the results.
@@ -74,9 +79,18 @@ class _Incident:
         return min((p.kind for p in self.pieces), key=_weight)
 
     @property
+    def unconfirmed(self) -> bool:
+        """Rule 4 of the module: a stall whose only evidence is one row, with no spike after."""
+        stalls = [p for p in self.pieces if p.kind is EventKind.STALL]
+        return bool(stalls) and not self.after and not any(p.confirmed for p in stalls)
+
+    @property
     def severity(self) -> Severity:
-        """The most severe of its pieces' (a queue and the spike it caused: the spike's)."""
-        return max((p.kind.severity for p in (*self.pieces, *self.after)), key=lambda s: s.rank)
+        """The most severe of its pieces' (a queue and the spike it caused: the spike's); a
+        possible stall (rule 4) is major."""
+        pieces = (*self.pieces, *self.after)
+        found = max((p.kind.severity for p in pieces), key=lambda s: s.rank)
+        return Severity.MAJOR if self.unconfirmed and found is Severity.CRITICAL else found
 
     @property
     def replicas(self) -> list[str]:
@@ -144,6 +158,11 @@ def _text(incident: _Incident) -> str:
     if len(replicas) > 3:
         parts.append(f"alike on {len(replicas) - 3} more")
     parts += list(dict.fromkeys(p.phrase for p in sorted(incident.after, key=lambda p: p.start)))
+    if incident.unconfirmed:
+        parts.append(
+            "a possible stall: one row, and no latency rise followed (requests that arrived "
+            "after the GPU sample meet a reading taken before them)"
+        )
     return "; ".join(parts) + "."
 
 

@@ -15,7 +15,12 @@ Rules, each with its reason:
   beside idle GPUs is the mark of a stall; requests running beside a GPU
   reading of 0 without a queue are as often scrapes of two independent
   targets that missed each other (the queueing analysis's ``inconsistent``).
-  The rows around it that also had a queue belong to it.
+  The rows around it that also had a queue belong to it, but held rows must
+  be at least half of the run's rows with a GPU reading: a queue that mostly
+  read busy GPUs is a queue on busy GPUs, and its one idle reading at the
+  edge is most often a GPU sample taken before the requests arrived. A stall
+  seen in one row only is confirmed by the latency spike that follows it
+  (:mod:`~inference_obs.analyses.timeline.incidents`, rule 4).
 - **queue burst**: any other run of rows with requests waiting.
 - **GPUs waiting**: a *sustained* boundary interval (work present, GPUs idle
   for several scrapes), with the cause the boundaries analysis gave it.
@@ -64,6 +69,9 @@ NEAR_IDLE_PERCENT = 5.0
 #: GPU reading of 0 is most often an arrival caught before its first step, beside a GPU
 #: reading taken before it arrived.
 HELD_AT_LEAST = 2.0
+#: Rows holding requests on idle GPUs that show a stall alone; fewer need a latency
+#: spike after them to be more than a possible stall (see :attr:`Piece.confirmed`).
+STALL_CONFIRMED_ROWS = 2
 #: How far above the window's median a rolling quantile must rise to be a spike: ten
 #: times, an order of magnitude, so that the quantile's interpolation inside one bucket
 #: (a factor of 2 to 2.5 between vLLM's bucket edges) cannot make one alone.
@@ -87,6 +95,10 @@ class Piece:
     promql: tuple[str, ...] = ()
     #: Seconds before ``start`` the evidence covers: a rolling quantile's trailing window.
     reach: float = 0.0
+    #: Whether the piece alone shows what its kind says. A stall seen in one row is not:
+    #: the GPU reading is the sample nearest the scrape, up to a GPU scrape interval
+    #: away, and requests that arrived after it meet a reading taken before them.
+    confirmed: bool = True
 
 
 def clock(t: float, zone: tzinfo | None) -> str:
@@ -142,14 +154,17 @@ def _queue_run(
     # NaN (no GPU reading aligned) compares False: such a row is not called idle.
     held = (util <= NEAR_IDLE_PERCENT) & (waiting + running >= HELD_AT_LEAST)
     span = _span(start, end, zone, len(waiting), unit)
-    if held.any():
+    # A queue whose rows mostly read busy GPUs is a queue on busy GPUs: an idle reading at
+    # its edge is most often a GPU sample taken before the requests arrived.
+    if held.any() and held.sum() >= np.isfinite(util).sum() / 2:
         ran, queued = float(running[held].max()), float(waiting[held].max())
         present = f"{_requests(ran)} running and {format_number(queued)}" if ran else ""
         phrase = (
             f"{present or _requests(queued)} waiting while the GPUs read "
             f"{_percent(float(util[held].max()))} ({span})"
         )
-        return Piece(EventKind.STALL, rows.replica, start, end, phrase, keys)
+        confirmed = int(held.sum()) >= STALL_CONFIRMED_ROWS
+        return Piece(EventKind.STALL, rows.replica, start, end, phrase, keys, confirmed=confirmed)
     peak = int(np.argmax(waiting))
     readings = util[np.isfinite(util)]
     gpus = ""

@@ -259,16 +259,23 @@ def load(a: Profile, b: Profile, t: Thresholds) -> list[Finding]:
             "gpu_utilization": C,
             "power": C,
         }
+        worse_tails = 0
         for key in latency_keys(stats=TAILS):
             va, vb = value_of(comparison_value(a, key)), value_of(comparison_value(b, key))
             worse = None if va is None or vb is None or va == vb else (a if va > vb else b)
             affects[key] = X if worse is None or worse is busier else C
+            worse_tails += worse is busier
+        # "May be load" only where the busier side had a worse tail to explain.
+        tails = (
+            "a worse tail on the busier side may be load, not hardware"
+            if worse_tails
+            else "the busier side had no worse tail, so load does not explain the other's"
+        )
         out.append(
             Finding(
                 code="concurrency_differs",
                 message=f"{busier.deployment.name} had {r:.1f}x the requests in flight "
-                f"({ca:.1f} against {cb:.1f}): a worse tail on the busier side may be load, not "
-                "hardware.",
+                f"({max(ca, cb):.1f} against {min(ca, cb):.1f}): {tails}.",
                 evidence=(side_by_side("in_flight_mean", "requests", a, b, ca, cb),),
                 affects=affects,
                 how_to_compare="Compare latency over intervals of matched concurrency.",
@@ -285,26 +292,42 @@ def demand(a: Profile, b: Profile, t: Thresholds) -> list[Finding]:
         value_of(b.throughput.waiting_sample_share),
     )
     if qa is not None and qb is not None and (qa >= t.queue_share) != (qb >= t.queue_share):
+        ma, mb = value_of(a.latency.queue.mean), value_of(b.latency.queue.mean)
         out.append(
             Finding(
                 code="queueing_differs",
-                message=f"Only {(a if qa >= t.queue_share else b).deployment.name} queued "
-                "requests: its first-token and end-to-end times include waiting.",
-                evidence=(side_by_side("waiting_sample_share", "ratio", a, b, qa, qb),),
+                message=_queued(a, b, qa >= t.queue_share),
+                evidence=(
+                    side_by_side("waiting_sample_share", "ratio", a, b, qa, qb),
+                    side_by_side("queue_mean", "seconds", a, b, ma, mb),
+                ),
                 affects={**every(C, latency_keys(("ttft", "e2e", "queue")))},
                 how_to_compare="Compare TTFT minus queue time, or intervals without a queue.",
             )
         )
     limited = [p for p in (a, b) if p.throughput.regime is Regime.DEMAND_LIMITED]
     if limited:
+        # "No queue" only where none was seen: a queue under the line is still named.
+        seen = "; ".join(
+            f"{p.deployment.name}: requests waited in {100 * (value_of(share) or 0):.2g}% of "
+            f"its samples, KV-cache peak {value_of(p.throughput.kv_cache_usage_max) or 0:.2g}"
+            for p in limited
+            for share in (p.throughput.waiting_sample_share,)
+        )
         out.append(
             Finding(
                 code="demand_limited",
                 message=f"{' and '.join(p.deployment.name for p in limited)} served all the demand "
-                "sent (no queue, KV cache not full): throughput is an observed floor.",
+                f"sent, its queue under the line and its KV cache not full ({seen}): throughput "
+                "is an observed floor.",
                 evidence=(
                     side_by_side(
-                        "regime", "", a, b, a.throughput.regime.value, b.throughput.regime.value
+                        "throughput_regime",
+                        "",
+                        a,
+                        b,
+                        a.throughput.regime.value,
+                        b.throughput.regime.value,
                     ),
                 ),
                 affects={
@@ -325,6 +348,34 @@ def demand(a: Profile, b: Profile, t: Thresholds) -> list[Finding]:
             )
         )
     return out
+
+
+def _seconds(value: float | None) -> str:
+    """A time as the report writes it: ms under a second, s above; ``no data`` for None."""
+    if value is None:
+        return "no data"
+    return f"{1000 * value:.4g} ms" if value < 1 else f"{value:.4g} s"
+
+
+def _queued(a: Profile, b: Profile, a_queued: bool) -> str:
+    """Which side queued, and how much each did: "only" only where the other's queue was
+    empty (a queue-time mean of 0, or no queue seen and no mean to say otherwise)."""
+    more, less = (a, b) if a_queued else (b, a)
+    share = value_of(less.throughput.waiting_sample_share)
+    mean = value_of(less.latency.queue.mean)
+    if mean == 0 or (mean is None and share == 0):
+        return (
+            f"Only {more.deployment.name} queued requests: its first-token and end-to-end times "
+            "include waiting."
+        )
+    shares = [value_of(p.throughput.waiting_sample_share) or 0 for p in (more, less)]
+    means = [_seconds(value_of(p.latency.queue.mean)) for p in (more, less)]
+    return (
+        f"{more.deployment.name} queued far more than {less.deployment.name} (requests waiting "
+        f"in {100 * shares[0]:.3g}% and {100 * shares[1]:.3g}% of their samples, queue-time "
+        f"means {means[0]} and {means[1]}): first-token and end-to-end times include "
+        "different waiting."
+    )
 
 
 def declared_value(p: Profile, field: str) -> object:

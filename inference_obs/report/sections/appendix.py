@@ -7,16 +7,8 @@ from typing import TYPE_CHECKING
 
 from inference_obs.analyses.registry import ANALYSES
 from inference_obs.reading.measurement import Measurement
-from inference_obs.report.document import (
-    Block,
-    Code,
-    Folded,
-    Heading,
-    Items,
-    Paragraph,
-    Table,
-    number,
-)
+from inference_obs.reading.wording import number
+from inference_obs.report.document import Block, Code, Folded, Heading, Items, Paragraph, Table
 from inference_obs.source.view import READ_AS_FOUND
 
 if TYPE_CHECKING:

@@ -9,16 +9,8 @@ from inference_obs import analyses
 from inference_obs.analyses.collection import COVERAGE
 from inference_obs.analyses.naming import MANY, NAMED
 from inference_obs.reading.measurement import Measurement
-from inference_obs.report.document import (
-    Block,
-    Heading,
-    Items,
-    Paragraph,
-    Table,
-    cell,
-    number,
-    when,
-)
+from inference_obs.reading.wording import cell, number, when
+from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
 
 if TYPE_CHECKING:
     from inference_obs.analyses.collection import CollectionResult

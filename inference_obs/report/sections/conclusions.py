@@ -6,8 +6,6 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from inference_obs.report.cautions import cautions
-from inference_obs.report.conclusions import conclusions
 from inference_obs.report.document import Block, Heading, Items, Note, Notes, Paragraph
 
 if TYPE_CHECKING:
@@ -21,7 +19,9 @@ WHAT_NOT_TO_CONCLUDE = "What not to conclude"
 
 def summary_notes(report: Report) -> Notes:
     """The conclusions as ranked notes, each linked to its section and keys."""
-    return Notes(tuple(Note(c.text, c.caveat, c.section, c.keys) for c in conclusions(report)))
+    return Notes(
+        tuple(Note(c.text, c.caveat, c.section, c.keys) for c in report.conclusions.entries)
+    )
 
 
 def summary(report: Report) -> Iterator[Block]:
@@ -38,7 +38,7 @@ def summary(report: Report) -> Iterator[Block]:
 
 
 def not_to_conclude(report: Report) -> Iterator[Block]:
-    found = cautions(report)
+    found = report.cautions.entries
     if not found:
         return
     yield Heading(2, WHAT_NOT_TO_CONCLUDE)

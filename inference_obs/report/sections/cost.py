@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 
 from inference_obs import analyses
 from inference_obs.analyses.cost import CostResult
-from inference_obs.report.document import Block, Heading, Paragraph, Table, cell, duration
-from inference_obs.report.facts import priced_cost
+from inference_obs.analyses.facts import priced_cost
+from inference_obs.reading.wording import cell, duration
+from inference_obs.report.document import Block, Heading, Paragraph, Table
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report

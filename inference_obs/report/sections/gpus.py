@@ -11,25 +11,18 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from inference_obs import analyses
-from inference_obs.analyses.bottleneck import advise
+from inference_obs.analyses.bottleneck import BottleneckClass
 from inference_obs.analyses.boundaries import BoundariesResult, BoundaryCause, BoundaryInterval
 from inference_obs.analyses.naming import MANY
+from inference_obs.analyses.regime import judge
 from inference_obs.reading.measurement import Measurement
-from inference_obs.report.document import (
-    Block,
-    Heading,
-    Items,
-    Paragraph,
-    Table,
-    cell,
-    number,
-    share_cell,
-    when,
-)
+from inference_obs.reading.wording import cell, number, share_cell, when
+from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
 from inference_obs.report.figure_plan import DRAM_VS_TENSOR, GPU_HEATMAP, cite, cite_each
 from inference_obs.report.sections.queues import ROWS
 
 if TYPE_CHECKING:
+    from inference_obs.analyses.run import DeploymentResults
     from inference_obs.report.model import Report
 
 __all__ = ["caches", "gpus", "stage_boundaries"]
@@ -85,7 +78,7 @@ def gpus(report: Report) -> Iterator[Block]:
     rows, shown = [], list[Measurement]()
     for d in report.deployments:
         g, b = d.of(analyses.gpu), d.of(analyses.bottleneck)
-        action, _ = advise(b, d.of(analyses.boundaries))
+        action = judge(d).action
         numbers = (
             g.utilization_mean,
             g.utilization_replica_min,
@@ -141,8 +134,7 @@ def gpus(report: Report) -> Iterator[Block]:
                 f"{d.deployment.name}: GPUs that stopped reporting part-way: {names}; the "
                 "utilisation mean weighs only the samples they sent."
             )
-        _, sentence = advise(d.of(analyses.bottleneck), d.of(analyses.boundaries))
-        yield Paragraph(f"{d.deployment.name}: {sentence}")
+        yield Paragraph(_advice(d))
         yield cite(d, GPU_HEATMAP, f"{d.deployment.name}: utilisation per GPU over time.")
     yield from cite_each(
         report.deployments,
@@ -152,6 +144,19 @@ def gpus(report: Report) -> Iterator[Block]:
             "classifier's thresholds and the window means it classified."
         ),
     )
+
+
+def _advice(d: DeploymentResults) -> str:
+    """The deployment's reading and its step, then what the profiling counters say bounds
+    the GPUs where the step did not come from them."""
+    found, b = judge(d), d.of(analyses.bottleneck)
+    said = f"{d.deployment.name} ({found.label}): {found.advice}"
+    if found.advice != b.advice:
+        bound = b.classification.value.replace("_", " ")
+        said += f" What bounds the GPUs: {bound} ({b.reason})."
+        if b.classification is BottleneckClass.UNKNOWN:
+            said = said.replace(f"{bound} (", "unknown: ", 1).removesuffix(").") + "."
+    return said
 
 
 def stage_boundaries(report: Report) -> Iterator[Block]:
@@ -177,14 +182,15 @@ def stage_boundaries(report: Report) -> Iterator[Block]:
         rows.append(
             (
                 d.deployment.name,
-                found.reading.value.replace("_", " "),
+                judge(d).label,
                 share_cell(found.duty_cycle),
                 cell(found.tokens_per_gpu_hour),
                 found.reason,
             )
         )
     yield Table(
-        ("deployment", "reading", "duty cycle", "output tokens per GPU-hour", "why"), tuple(rows)
+        ("deployment", "reading", "duty cycle", "output tokens per GPU-hour", "boundary finding"),
+        tuple(rows),
     )
     yield from caveats(shown)
     for d in report.deployments:

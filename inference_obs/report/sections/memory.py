@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from inference_obs import analyses
 from inference_obs.analyses.naming import MANY
 from inference_obs.reading.measurement import Measurement
-from inference_obs.report.document import Block, Heading, Paragraph, Table, cell
+from inference_obs.reading.wording import cell
+from inference_obs.report.document import Block, Heading, Paragraph, Table
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report

@@ -9,20 +9,11 @@ from typing import TYPE_CHECKING
 from inference_obs import analyses
 from inference_obs.analyses.naming import MANY
 from inference_obs.analyses.queueing import QueueClass, QueueingResult
+from inference_obs.analyses.regime import judge
 from inference_obs.analyses.waiting_idle import WaitingIdle
 from inference_obs.reading.measurement import Measurement
-from inference_obs.report.document import (
-    Block,
-    Heading,
-    Items,
-    Paragraph,
-    Table,
-    cell,
-    number,
-    p_cell,
-    p_is,
-    when,
-)
+from inference_obs.reading.wording import cell, number, p_cell, p_is, when
+from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
 from inference_obs.report.figure_plan import QUEUE_VS_GPU, cite
 
 if TYPE_CHECKING:
@@ -73,7 +64,11 @@ def _deployment(d: DeploymentResults) -> Iterator[Block]:
         f"Peak waiting {cell(q.peak_waiting)} at "
         f"{when(q.peak_time) if q.peak_time else '—'} on {q.peak_replica or '—'}."
     )
-    yield Paragraph(f"{_reading(name, q)} {peak} {_reasons(q)}")
+    found = judge(d)
+    # The deployment's one reading, and what it overrules, after the counts it rests on.
+    against = f" Against it: {found.against[0].text}" if found.against else ""
+    reading = f"Reading: {found.label}.{against}"
+    yield Paragraph(f"{_reading(name, q)} {peak} {_reasons(q)} {reading}")
     yield from _tables(q)
     yield from _intervals(q)
     yield cite(
@@ -158,15 +153,9 @@ def _verdict(t: WaitingIdle) -> str:
             "waiting and idle GPUs did not co-occur more, nor less, than chance would give "
             f"(p ≥ {SURPRISING:g})"
         )
-    if phi > 0:
-        return (
-            "waiting and idle GPUs co-occurred more than chance would give: queues came with "
-            "idle GPUs (look at the host, transfers and scheduling)"
-        )
-    return (
-        "waiting and idle GPUs co-occurred less than chance would give: queues came with busy "
-        "GPUs (capacity)"
-    )
+    # Only what the table says: the reading of the deployment weighs it with the rest.
+    more = "more" if phi > 0 else "less"
+    return f"waiting and idle GPUs co-occurred {more} than chance would give"
 
 
 def _tables(q: QueueingResult) -> Iterator[Block]:

@@ -18,9 +18,11 @@ from inference_obs.analyses.outliers import (
     Fleet,
     ReplicaValue,
     Spread,
+    by_replica,
+    outlier_text,
+    value_text,
 )
 from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
-from inference_obs.report.fleet_text import by_replica, outlier_text, value_text
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report

@@ -8,21 +8,19 @@ from typing import TYPE_CHECKING
 from inference_obs import analyses
 from inference_obs.analyses.collection import COVERAGE
 from inference_obs.analyses.naming import MANY
-from inference_obs.analyses.throughput import Regime
-from inference_obs.report.document import Block, Heading, Items, Paragraph, Table, cell, number
+from inference_obs.analyses.regime import RegimeReading, judge
+from inference_obs.reading.wording import cell, number
+from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
 
 __all__ = ["throughput"]
 
-#: What each regime (from the throughput analysis) lets the rates be read as.
+#: What the deployment's reading lets the rates be read as.
 _READ_AS = {
-    Regime.DEMAND_LIMITED: "",
-    Regime.CAPACITY_LIMITED: (
-        "; the rates still average the span the series cover, idle minutes included"
-    ),
-    Regime.UNKNOWN: "; read the rates as an observed floor",
+    RegimeReading.DEMAND_LIMITED: "an observed floor, not a capacity",
+    RegimeReading.CAPACITY_LIMITED: "near capacity, averaged over the span the series cover",
 }
 
 
@@ -53,15 +51,20 @@ def throughput(report: Report) -> Iterator[Block]:
         if 1 < len(t.per_replica) <= MANY:
             for replica, (tokens, requests) in t.per_replica.items():
                 rows.append((d.deployment.name, replica, "", "", "", cell(tokens), cell(requests)))
-        elif len(t.per_replica) > MANY:
+        # The deployment's one reading, with the numbers throughput read it from.
+        found, share = judge(d), t.waiting_sample_share
+        rows_are = "scrapes" if d.step_seconds is None else "tiles"
+        waited = "no data" if share.value is None else f"{number(100 * share.value, 3)}%"
+        read_as = _READ_AS.get(found.reading, "an observed floor, idle minutes included")
+        regimes.append(
+            f"{d.deployment.name} ({found.label}): requests waited in {waited} of its "
+            f"{rows_are}, KV-cache peak {cell(t.kv_cache_usage_max)}; read the rates as {read_as}."
+        )
+        if len(t.per_replica) > MANY:
             regimes.append(
                 f"{d.deployment.name}: {len(t.per_replica)} replicas; their rates as a "
                 "distribution with the outliers under Replicas, each in replicas.csv."
             )
-        regimes.append(
-            f"{d.deployment.name} ({t.regime.value.replace('_', '-')}): "
-            f"{t.regime_reason.rstrip('.')}{_READ_AS[t.regime]}."
-        )
         covered = d.of(analyses.collection).covered_seconds
         if covered.value is not None and any(
             a.kind == COVERAGE for a in t.output_tokens_per_second.annotations

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from inference_obs.analyses.timeline import Event, named
-from inference_obs.report.document import Block, Heading, Paragraph, Table, when
+from inference_obs.reading.wording import when
+from inference_obs.report.document import Block, Heading, Paragraph, Table
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report

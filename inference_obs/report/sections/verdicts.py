@@ -9,17 +9,9 @@ from inference_obs.analyses.validity.findings import Finding, Severity
 from inference_obs.analyses.validity.matched_load import MatchedConcurrency
 from inference_obs.analyses.validity.verdicts import ComparisonVerdict, PairValidity
 from inference_obs.reading.measurement import same_bucket
+from inference_obs.reading.wording import bounded, duration, duration_cell, number
 from inference_obs.report.baseline_section import baseline_blocks
-from inference_obs.report.document import (
-    Block,
-    Heading,
-    Paragraph,
-    Table,
-    bounded,
-    duration,
-    duration_cell,
-    number,
-)
+from inference_obs.report.document import Block, Heading, Paragraph, Table
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report

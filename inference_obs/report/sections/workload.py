@@ -8,16 +8,8 @@ from typing import TYPE_CHECKING
 
 from inference_obs import analyses
 from inference_obs.analyses.latency import METRICS, QUANTILES
-from inference_obs.report.document import (
-    Block,
-    Heading,
-    Items,
-    Paragraph,
-    Table,
-    cell,
-    duration_cell,
-    number,
-)
+from inference_obs.reading.wording import cell, duration_cell, number
+from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
 from inference_obs.report.figure_plan import ROLLING, cite_each, rolling_caption
 
 if TYPE_CHECKING:

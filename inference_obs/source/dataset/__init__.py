@@ -8,6 +8,9 @@ Modules:
     a dataset directory read and checked, or written byte for byte the same;
     ``samples_file`` streams ``samples.om`` and keeps the parsed columns of a
     large one.
+``memory``
+    whether a dataset fits this machine, estimated before it is read; past
+    it, a refusal naming ``dataset load`` and a live report.
 ``source``
     :class:`DatasetSource`, the Source protocol answered offline by the local engine.
 ``export``

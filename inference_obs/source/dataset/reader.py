@@ -35,6 +35,7 @@ import pydantic
 from inference_obs.errors import DatasetError
 from inference_obs.samples import SampleSet
 from inference_obs.source.dataset.manifest import Manifest, validation_problems
+from inference_obs.source.dataset.memory import check_fits
 from inference_obs.source.dataset.samples_file import DEFAULT_CACHE, SampleCache, read_samples
 
 __all__ = [
@@ -123,7 +124,9 @@ def read_dataset(
     DatasetError
         Naming the file (and for ``samples.om`` the line) and the problem: a
         missing or invalid manifest (unknown fields included), a checksum
-        mismatch, a file the manifest does not list, malformed data.
+        mismatch, a file the manifest does not list, malformed data; or a
+        dataset whose report would not fit this machine's memory, naming the
+        route through a store (:mod:`~inference_obs.source.dataset.memory`).
     TimeBudgetExceeded
         When ``deadline`` passed while reading.
     """
@@ -143,6 +146,9 @@ def read_dataset(
         for name, digest in manifest.files.items()
         if name != SAMPLES
     }
+    # Past this machine's memory, refuse now, naming the route through a store.
+    window = manifest.window.window()
+    check_fits(path / SAMPLES, path, window.seconds, manifest.scrape_interval_seconds)
     # Streamed: the text is never in memory whole, and its checksum is checked as it is read.
     samples = read_samples(
         path / SAMPLES, manifest.files[SAMPLES], manifest=MANIFEST, cache=cache, deadline=deadline

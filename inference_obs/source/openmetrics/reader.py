@@ -203,6 +203,8 @@ class OpenMetricsReader:
         self._columns = _Columns()
         self._buffer = np.zeros(0, dtype=np.uint8)
         self._scan = parsing is Parsing.SCAN_FIRST
+        # Each series' last time taken by take(), by series index (int64 ms).
+        self._last_taken = np.zeros(0, np.int64)
 
     def feed(self, data: bytes) -> None:
         """Take the next piece of the text; parse every whole block it completes."""
@@ -218,8 +220,59 @@ class OpenMetricsReader:
             pos = end
         self._carry = text.rest(pos)
 
+    def take(self) -> SampleSet:
+        """The samples of the blocks parsed so far, which the reader then forgets.
+
+        For text too large to hold whole: feed a block, take its samples,
+        send them on. Each series' samples are in time order, and the first
+        of each must be after the last one taken before (else
+        :class:`~inference_obs.errors.DatasetError`, as in :meth:`finish`).
+        The series are all those seen so far, in text order; one without new
+        samples has none. Text not yet parsed (the end of the last piece,
+        under a block) stays for the next :meth:`feed` or :meth:`finish`,
+        which then returns only the samples not taken.
+        """
+        if not self._columns.run_series:
+            offsets = np.zeros(len(self._names) + 1, np.int64)
+            empty = (offsets, np.zeros(0, np.int64), np.zeros(0, np.float64))
+            for array in empty:
+                array.flags.writeable = False
+            return SampleSet(tuple(self._names), tuple(self._labels), *empty)
+        first_lines = self._first_lines()
+        taken = self._assemble()
+        self._check_after_taken(taken, first_lines)
+        return taken
+
+    def _first_lines(self) -> dict[int, int]:
+        """The line of each series' first sample among the columns not yet taken."""
+        lines: dict[int, int] = {}
+        columns = self._columns
+        for series, starts in zip(columns.run_series, columns.run_lines, strict=True):
+            for s, line in zip(series.tolist(), starts.tolist(), strict=True):
+                lines.setdefault(s, line)
+        return lines
+
+    def _check_after_taken(self, taken: SampleSet, first_lines: dict[int, int]) -> None:
+        """Refuse a series whose first sample here is not after its last one taken before."""
+        offsets, t_ms = taken.offsets, taken.t_ms
+        last = np.full(len(self._names), np.iinfo(np.int64).min, np.int64)
+        last[: self._last_taken.size] = self._last_taken
+        has = offsets[1:] > offsets[:-1]
+        firsts = t_ms[np.minimum(offsets[:-1], max(t_ms.size - 1, 0))]
+        bad = np.flatnonzero(has & (firsts <= last))
+        if bad.size:
+            i = int(bad[0])
+            raise self._fail(
+                first_lines[i],
+                f"series {describe(self._names[i], self._labels[i])}: timestamp "
+                f"{int(firsts[i])} ms is not after the previous sample's {int(last[i])} ms "
+                "(in an earlier block); a series' samples must strictly increase in time",
+            )
+        last[has] = t_ms[offsets[1:][has] - 1]
+        self._last_taken = last
+
     def finish(self) -> SampleSet:
-        """Parse what is left, check the final ``# EOF``, and return every sample."""
+        """Parse what is left, check the final ``# EOF``, and return every sample not taken."""
         tail, self._carry = self._carry, b""
         end = tail.rfind(b"\n") + 1
         last = tail[end:]
@@ -229,6 +282,8 @@ class OpenMetricsReader:
             raise self._fail(self._eof_line, _AFTER_EOF)
         if (last and last != _EOF) or (not last and self._eof_line is None):
             raise self._fail(self._lines + 1 if last else max(self._lines, 1), _NO_EOF)
+        if self._last_taken.size:  # samples were taken: what is left must follow them
+            return self.take()
         return self._assemble()
 
     def _fail(self, line: int, problem: str) -> DatasetError:
@@ -403,7 +458,9 @@ class OpenMetricsReader:
         offsets = np.zeros(len(names) + 1, dtype=np.int64)
         np.cumsum(counts.astype(np.int64), out=offsets[1:])
         steps_back = t_ms[1:] <= t_ms[:-1]
-        steps_back[offsets[1:-1] - 1] = False  # the first sample of a series has no previous
+        # The first sample of a series has no previous (a series taken earlier may have none here).
+        bounds = offsets[1:-1]
+        steps_back[bounds[(bounds > 0) & (bounds < t_ms.size)] - 1] = False
         if np.any(steps_back):
             self._refuse_step_back(steps_back, order, t_ms, offsets, run_sizes, run_lines)
         for array in (offsets, t_ms, values):

@@ -1,6 +1,7 @@
 """What not to conclude from a report: the caveats that apply to its numbers and comparisons.
 
-Each kind of caution is one small function of the report in :data:`CAUTIONS`
+A judging analysis, beside :mod:`.findings`: each kind of caution is one small
+function of the analyses' results (:class:`~.model.Judged`) in :data:`CAUTIONS`
 that yields :class:`Caution` objects only when its condition holds in this
 report: throughput of different workloads, quantiles that share a bucket,
 utilisation read as saturation, a missing series read as no problem,
@@ -13,22 +14,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from inference_obs import analyses
-from inference_obs.analyses.bottleneck import BottleneckClass
+from inference_obs.analyses.bottleneck import BottleneckClass, bottleneck
+from inference_obs.analyses.cache import cache
+from inference_obs.analyses.conclusions.model import Caution, Cautions, Judged
+from inference_obs.analyses.gpu import gpu
+from inference_obs.analyses.latency import latency
 from inference_obs.analyses.run import DeploymentResults
 from inference_obs.analyses.validity.findings import LATENCY, TAILS, Severity
 from inference_obs.analyses.validity.verdicts import Verdict
 from inference_obs.reading.measurement import Status
-from inference_obs.report.conclusions import quantity
-from inference_obs.report.document import number
+from inference_obs.reading.wording import number, quantity
 
-if TYPE_CHECKING:
-    from inference_obs.report.model import Report
-
-__all__ = ["CAUTIONS", "Caution", "cautions"]
+__all__ = ["CAUTIONS", "cautions"]
 
 #: Comparisons of work done: a ratio of them compares workloads unless the work matched.
 _WORK = ("output_throughput", "request_throughput", "tokens_per_gpu_hour")
@@ -41,37 +39,23 @@ _BUCKET_NOTES = frozenset({"lowest_bucket", "same_bucket"})
 _FAMILY = re.compile(r"no series of (.+?) for ")
 
 
-@dataclass(frozen=True, slots=True)
-class Caution:
-    """One thing not to conclude from the report, in plain words.
-
-    Attributes
-    ----------
-    kind
-        Stable code of the caution (``different_workloads``, ``one_bucket``, ...).
-    text
-        The caution, naming the numbers it concerns.
-    keys
-        Measurement keys it concerns, where it concerns particular numbers.
-    """
-
-    kind: str
-    text: str
-    keys: tuple[str, ...] = ()
+Check = Callable[[Judged], Iterable[Caution]]
 
 
-Check = Callable[["Report"], Iterable[Caution]]
+def _caution(kind: str, text: str, keys: tuple[str, ...] = ()) -> Caution:
+    """A :class:`Caution`, its fields in order."""
+    return Caution(kind=kind, text=text, keys=keys)
 
 
-def _different_workloads(report: Report) -> Iterator[Caution]:
-    for pair in report.validity.pairs if report.validity else ():
+def _different_workloads(judged: Judged) -> Iterator[Caution]:
+    for pair in judged.validity.pairs if judged.validity else ():
         bad = [
             k for k in _WORK if k in pair.verdicts and pair.verdicts[k].verdict is not Verdict.VALID
         ]
         if not bad:
             continue
         codes = sorted({c.replace("_", " ") for k in bad for c in pair.verdicts[k].findings})
-        yield Caution(
+        yield _caution(
             "different_workloads",
             f"Throughput of different workloads is not a hardware ratio: {pair.a} and "
             f"{pair.b} served different work ({', '.join(codes)}), so dividing their "
@@ -79,15 +63,14 @@ def _different_workloads(report: Report) -> Iterator[Caution]:
         )
 
 
-def _one_bucket(report: Report) -> Iterator[Caution]:
+def _one_bucket(judged: Judged) -> Iterator[Caution]:
     shared = []
-    runs = {d.deployment.name: d for d in report.deployments}
-    for pair in report.validity.pairs if report.validity else ():
+    runs = judged.by_name()
+    for pair in judged.validity.pairs if judged.validity else ():
         for metric in LATENCY:
             for stat in TAILS:
                 a, b = (
-                    getattr(getattr(runs[n].of(analyses.latency), metric), stat)
-                    for n in (pair.a, pair.b)
+                    getattr(getattr(runs[n].of(latency), metric), stat) for n in (pair.a, pair.b)
                 )
                 verdict = pair.verdicts.get(f"{metric}_{stat}")
                 noted = verdict is not None and bool(_BUCKET_NOTES & set(verdict.notes))
@@ -101,10 +84,8 @@ def _one_bucket(report: Report) -> Iterator[Caution]:
                 )
                 if overlap or noted:
                     shared.append((f"{metric} {stat.upper()}", a, b))
-    lowest = [
-        m for m in report.measurements() if any(a.kind in _BUCKET_NOTES for a in m.annotations)
-    ]
-    if not shared and not lowest and not any(m.bounds for m in report.measurements()):
+    lowest = [m for m in judged.measurements if any(a.kind in _BUCKET_NOTES for a in m.annotations)]
+    if not shared and not lowest and not any(m.bounds for m in judged.measurements):
         return
     text = (
         "Quantiles inside one bucket cannot be ordered: a quantile is interpolated inside "
@@ -115,7 +96,7 @@ def _one_bucket(report: Report) -> Iterator[Caution]:
         text += f". These lie in overlapping buckets: {listed}"
     if lowest:
         text += f". {len(lowest)} quantile(s) lie in the lowest bucket: at most its upper bound"
-    yield Caution(
+    yield _caution(
         "one_bucket",
         text + ".",
         tuple(
@@ -124,13 +105,13 @@ def _one_bucket(report: Report) -> Iterator[Caution]:
     )
 
 
-def _utilisation(report: Report) -> Iterator[Caution]:
-    shown = [d.of(analyses.gpu).utilization_mean for d in report.deployments]
+def _utilisation(judged: Judged) -> Iterator[Caution]:
+    shown = [d.of(gpu).utilization_mean for d in judged.runs]
     shown = [m for m in shown if m.ok]
     if not shown:
         return
     listed = ", ".join(f"{m.deployment} {quantity(m)}" for m in shown)
-    yield Caution(
+    yield _caution(
         "utilisation_not_saturation",
         f"Utilisation is not saturation: GPU utilisation ({listed}) is the share of time a "
         "kernel ran, not how much of the GPU it used; a high mean can hide headroom and a low "
@@ -139,28 +120,28 @@ def _utilisation(report: Report) -> Iterator[Caution]:
     )
 
 
-def _no_series(report: Report) -> Iterator[Caution]:
-    missing = [m for m in report.measurements() if m.status is Status.NO_DATA]
+def _no_series(judged: Judged) -> Iterator[Caution]:
+    missing = [m for m in judged.measurements if m.status is Status.NO_DATA]
     if not missing:
         return
     families = sorted(
         {found for m in missing for a in m.annotations for found in _FAMILY.findall(a.message)}
     )
     named = f" (no series of {', '.join(families)})" if families else ""
-    yield Caution(
+    yield _caution(
         "no_series_no_problem",
         f"No series is not no problem: {len(missing)} number(s) had no data{named}; the "
         "absence of data is not evidence that nothing went wrong.",
     )
 
 
-def _speculative(report: Report) -> Iterator[Caution]:
+def _speculative(judged: Judged) -> Iterator[Caution]:
     rates = [
         m
-        for d in report.deployments
+        for d in judged.runs
         for m in (
-            d.of(analyses.cache).spec_acceptance_rate,
-            d.of(analyses.cache).spec_mean_acceptance_length,
+            d.of(cache).spec_acceptance_rate,
+            d.of(cache).spec_mean_acceptance_length,
         )
         if m.ok
     ]
@@ -169,7 +150,7 @@ def _speculative(report: Report) -> Iterator[Caution]:
     listed = ", ".join(
         f"{m.deployment} {m.statistic.replace('_', ' ')} {number(m.value)}" for m in rates
     )
-    yield Caution(
+    yield _caution(
         "acceptance_not_speedup",
         f"Speculative acceptance is not a speed-up: {listed} describe the progress of each "
         "verification step, not how much faster the service answered.",
@@ -177,11 +158,11 @@ def _speculative(report: Report) -> Iterator[Caution]:
     )
 
 
-def _bottleneck_unknown(report: Report) -> Iterator[Caution]:
+def _bottleneck_unknown(judged: Judged) -> Iterator[Caution]:
     # Deployments unknown for one reason share one sentence.
     by_reason: dict[str, list[DeploymentResults]] = {}
-    for d in report.deployments:
-        b = d.of(analyses.bottleneck)
+    for d in judged.runs:
+        b = d.of(bottleneck)
         if b.classification is BottleneckClass.UNKNOWN:
             by_reason.setdefault(b.reason, []).append(d)
     for reason, runs in by_reason.items():
@@ -190,29 +171,28 @@ def _bottleneck_unknown(report: Report) -> Iterator[Caution]:
             k
             for d in runs
             for k in (
-                d.of(analyses.bottleneck).dram_active.key,
-                d.of(analyses.bottleneck).tensor_active.key,
+                d.of(bottleneck).dram_active.key,
+                d.of(bottleneck).tensor_active.key,
             )
         )
-        yield Caution(
+        yield _caution(
             "bottleneck_unknown", f"What bounds {names} GPUs is not known: {reason}.", keys
         )
 
 
-def _notes(report: Report) -> Iterator[Caution]:
+def _notes(judged: Judged) -> Iterator[Caution]:
     seen: set[str] = set()
-    for pair in report.validity.pairs if report.validity else ():
+    for pair in judged.validity.pairs if judged.validity else ():
         for f in pair.findings:
             if f.severity is Severity.INFO and f.code not in _SUBJECT | _SAID | seen:
                 seen.add(f.code)
-                yield Caution(f.code, f.message)
+                yield _caution(f.code, f.message)
 
 
-def _synthetic(report: Report) -> Iterator[Caution]:
-    # A simulated dataset says so in its methodology ("Synthetic: every sample was produced by
-    # the inference_obs simulator ..."), and the report carries that methodology.
-    if any(line.lower().startswith("synthetic") for line in report.methodology):
-        yield Caution(
+def _synthetic(judged: Judged) -> Iterator[Caution]:
+    # A simulated dataset says so in its methodology, which the scope facts read.
+    if judged.scope.synthetic:
+        yield _caution(
             "synthetic",
             "These are synthetic data from a simulator: they show what the method reads, not how "
             "any real service or GPU performs.",
@@ -232,6 +212,6 @@ CAUTIONS: tuple[Check, ...] = (
 )
 
 
-def cautions(report: Report, kinds: Iterable[Check] = CAUTIONS) -> tuple[Caution, ...]:
-    """What not to conclude from ``report``: every caution whose condition holds, in order."""
-    return tuple(c for caution in kinds for c in caution(report))
+def cautions(judged: Judged, kinds: Iterable[Check] = CAUTIONS) -> Cautions:
+    """What not to conclude from ``judged``: every caution whose condition holds, in order."""
+    return Cautions(entries=tuple(c for caution in kinds for c in caution(judged)))

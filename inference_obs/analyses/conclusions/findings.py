@@ -1,12 +1,15 @@
 """What a report concludes: the few findings that matter, ranked, each with what not to conclude.
 
-Each kind of finding is one small function of the report (a *finder*) that
+A judging analysis: it reads the analyses' results
+(:class:`~inference_obs.analyses.conclusions.model.Judged`), never a source
+or a report. Each kind of finding is one small function of them (a *finder*) that
 yields :class:`Conclusion` objects; :data:`FINDERS` lists them in rank order
-and :func:`conclusions` runs them. A new analysis adds its findings by adding
-a finder to the tuple. Every conclusion is derived from the report's results
-(the analyses' results and the comparison verdicts), never from knowledge of
-a dataset; it names the Measurement keys it rests on and the section that
-shows them.
+and :func:`conclusions` runs them (those about a deployment's queue and GPUs,
+which quote its one reading, are in :mod:`.capacity`). A new analysis adds its
+findings by adding a finder to the tuple. Every conclusion is derived from the
+results (each deployment's run, the comparison verdicts, the time line), never
+from knowledge of a dataset; it names the Measurement keys it rests on and the
+section that shows them.
 
 Rules the sentences follow:
 
@@ -14,6 +17,13 @@ Rules the sentences follow:
   other's (the histogram cannot order two values in overlapping buckets);
 - a mean or rate is called lower only when it is at least
   :data:`DIFFERENCE` below the other;
+- a side is said to have the lower latency only when its P95 is lower AND
+  its mean is too; otherwise the sentence states the split ("P95 lower for
+  H20, mean and P50 lower for PRO");
+- "a worse tail on the busier side may be load" is said only where the
+  buckets show that the side with more requests in flight had the worse P95;
+- a finding about one deployment's queue or GPUs quotes its one reading
+  (:mod:`~inference_obs.analyses.regime`), never a verdict of its own;
 - a comparison the validity checks caveat or invalidate says so, with its
   findings, and what not to conclude comes from the finding that weighs most.
 """
@@ -21,43 +31,39 @@ Rules the sentences follow:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from inference_obs import analyses
-from inference_obs.analyses.bottleneck import BottleneckClass
-from inference_obs.analyses.boundaries import CapacityReading
-from inference_obs.analyses.latency import METRICS
-from inference_obs.analyses.queueing import QueueingSettings
+from inference_obs.analyses.collection import collection
+from inference_obs.analyses.conclusions.capacity import (
+    bottleneck_class,
+    boundary_reading,
+    gpus_without_samples,
+    queued,
+)
+from inference_obs.analyses.conclusions.model import (
+    NAMED,
+    SECTIONS,
+    Conclusion,
+    Conclusions,
+    Judged,
+)
+from inference_obs.analyses.facts import has_data, priced_cost
+from inference_obs.analyses.gpu import gpu
+from inference_obs.analyses.latency import METRICS, latency
+from inference_obs.analyses.outliers import by_replica, outlier_text
+from inference_obs.analyses.regime import RegimeReading
 from inference_obs.analyses.run import DeploymentResults
-from inference_obs.analyses.throughput import Regime
+from inference_obs.analyses.throughput import throughput
 from inference_obs.analyses.timeline import Severity as EventSeverity, named
-from inference_obs.analyses.validity.checks import Thresholds
 from inference_obs.analyses.validity.findings import Finding, Severity
 from inference_obs.analyses.validity.verdicts import PairValidity, Verdict
 from inference_obs.reading.measurement import Measurement
-from inference_obs.report.document import (
-    cell,
-    duration_cell,
-    number,
-    p_is,
-    share_cell,
-    when,
-)
-from inference_obs.report.facts import has_data, priced_cost
-from inference_obs.report.fleet_text import by_replica, outlier_text
-
-if TYPE_CHECKING:
-    from inference_obs.report.model import Report
+from inference_obs.reading.wording import number, quantity, when
 
 __all__ = [
     "DIFFERENCE",
     "FINDERS",
-    "SECTIONS",
-    "Conclusion",
     "conclusions",
     "lower",
-    "quantity",
     "weighing",
 ]
 
@@ -65,81 +71,15 @@ __all__ = [
 #: lower: the tolerance the baseline comparison gives exact numbers (docs/report-json.md).
 DIFFERENCE = 0.1
 
-#: The sections a conclusion points to, by the text of their headings.
-SECTIONS = {
-    "deployments": "Deployments compared",
-    "timeline": "What happened",
-    "latency": "Latency",
-    "replicas": "Replicas",
-    "queues": "Queues and GPU activity",
-    "gpus": "GPU activity and bottleneck",
-    "boundaries": "Stage boundaries: what the GPUs wait on",
-    "cost": "Cost",
-    "verdicts": "Comparison verdicts",
-}
-
-_UNITS = {"seconds": "s"}
 #: The latency metrics the summary compares, by their P95, with the words for them.
 HEADLINE_LATENCY = (
     ("ttft", "time to first token"),
     ("tpot", "time per output token"),
     ("e2e", "end-to-end latency"),
 )
-#: Findings named in a verdict clause before "and N more".
-_NAMED = 3
 
 
-@dataclass(frozen=True, slots=True)
-class Conclusion:
-    """One finding of the summary, in plain words, with what it rests on.
-
-    Attributes
-    ----------
-    kind
-        Stable code of the finder (``latency_lower``, ``throughput_ratio``, ...).
-    text
-        One sentence with its numbers, bounds and units.
-    keys
-        Measurement keys it rests on (each in ``Report.measurements()``).
-    section
-        Text of the heading of the section that shows the numbers.
-    caveat
-        What not to conclude from it; None when nothing needs saying.
-    verdict
-        The verdict (``valid``, ``caveated``, ``invalid``) of the comparison
-        it rests on; None for a finding about one deployment.
-    deployments
-        The deployments it is about; for ``latency_lower``, the lower one first.
-    comparison
-        The comparison key it rests on (``ttft_p95``), if any.
-    """
-
-    kind: str
-    text: str
-    keys: tuple[str, ...]
-    section: str
-    caveat: str | None = None
-    verdict: str | None = None
-    deployments: tuple[str, ...] = ()
-    comparison: str | None = None
-
-
-Finder = Callable[["Report"], Iterable[Conclusion]]
-
-
-def quantity(m: Measurement) -> str:
-    """A Measurement as a sentence shows it: value (bucket in brackets), short unit.
-
-    Times read in ms under a second and s above, the unit after the value as in
-    the tables (:func:`~inference_obs.report.document.duration_cell`); percent
-    reads ``%``; a Measurement without a value reads its status (``no data``).
-    """
-    if m.unit == "seconds":
-        return duration_cell(m)
-    text = cell(m)
-    if m.value is None:
-        return text
-    return f"{text}%" if m.unit == "percent" else f"{text} {_UNITS.get(m.unit, m.unit)}"
+Finder = Callable[[Judged], Iterable[Conclusion]]
 
 
 def lower(x: Measurement, y: Measurement) -> int | None:
@@ -164,12 +104,12 @@ def lower(x: Measurement, y: Measurement) -> int | None:
     return 0 if x.value < y.value else 1
 
 
-def _runs(report: Report) -> dict[str, DeploymentResults]:
-    return {d.deployment.name: d for d in report.deployments}
+def _runs(judged: Judged) -> dict[str, DeploymentResults]:
+    return judged.by_name()
 
 
-def _pairs(report: Report) -> tuple[PairValidity, ...]:
-    return report.validity.pairs if report.validity is not None else ()
+def _pairs(judged: Judged) -> tuple[PairValidity, ...]:
+    return judged.validity.pairs if judged.validity is not None else ()
 
 
 def _weighing(pair: PairValidity, comparison: str) -> list[Finding]:
@@ -193,31 +133,37 @@ def weighing(pair: PairValidity, comparison: str) -> list[Finding]:
     return _weighing(pair, comparison)
 
 
-def _clause(pair: PairValidity, comparison: str) -> tuple[str, str | None, str | None]:
-    """The verdict clause ending a sentence, the verdict, and what not to conclude."""
+def _clause(
+    pair: PairValidity, comparison: str, unsaid: tuple[str, ...] = ()
+) -> tuple[str, str | None, str | None]:
+    """The verdict clause ending a sentence, the verdict, and what not to conclude.
+
+    What not to conclude comes from the first finding that weighs on the comparison, other
+    than those whose codes are ``unsaid`` (a finding whose message the numbers contradict).
+    """
     verdict = pair.verdicts.get(comparison)
     if verdict is None:
         return "", None, None
     weighing = _weighing(pair, comparison)
     codes = [f.code.replace("_", " ") for f in weighing]
-    named = ", ".join(codes[:_NAMED])
-    if len(codes) > _NAMED:
-        named += f" and {len(codes) - _NAMED} more"
+    named = ", ".join(codes[:NAMED])
+    if len(codes) > NAMED:
+        named += f" and {len(codes) - NAMED} more"
     caveat = None
-    if weighing:
-        first = weighing[0]
+    if heeded := [f for f in weighing if f.code not in unsaid]:
+        first = heeded[0]
         caveat = first.message + (f" {first.how_to_compare}" if first.how_to_compare else "")
     if verdict.verdict is Verdict.VALID:
         return "; a valid comparison", verdict.verdict.value, caveat
     return f"; the comparison is {verdict.verdict.value} ({named})", verdict.verdict.value, caveat
 
 
-def _no_data(report: Report) -> Iterator[Conclusion]:
+def _no_data(judged: Judged) -> Iterator[Conclusion]:
     """A deployment with no series at all: nothing about it is known."""
-    for d in report.deployments:
+    for d in judged.runs:
         if has_data(d):
             continue
-        seen, gpus = d.of(analyses.throughput).replicas_seen, d.of(analyses.gpu).gpus_with_samples
+        seen, gpus = d.of(throughput).replicas_seen, d.of(gpu).gpus_with_samples
         yield Conclusion(
             kind="no_data",
             text=f"{d.deployment.name} had no vLLM or GPU series in its window: none of its "
@@ -230,20 +176,26 @@ def _no_data(report: Report) -> Iterator[Conclusion]:
         )
 
 
-def _latency(report: Report) -> Iterator[Conclusion]:
+def _latency(judged: Judged) -> Iterator[Conclusion]:
     """Per pair and headline metric: which side had the lower P95, where the buckets tell."""
-    runs = _runs(report)
-    for pair in _pairs(report):
+    runs = _runs(judged)
+    for pair in _pairs(judged):
         for metric, words in HEADLINE_LATENCY:
-            a, b = (getattr(runs[n].of(analyses.latency), metric) for n in (pair.a, pair.b))
+            a, b = (getattr(runs[n].of(latency), metric) for n in (pair.a, pair.b))
             if not (a.p95.ok and b.p95.ok):
                 continue
             comparison = f"{metric}_p95"
-            clause, verdict, caveat = _clause(pair, comparison)
+            order = lower(a.p95, b.p95)
+            ordered = (
+                () if order is None else ((pair.a, pair.b)[order], (pair.a, pair.b)[1 - order])
+            )
+            # "A worse tail on the busier side may be load" only where the busier side's was worse.
+            unsaid = () if _busier_worse(pair, ordered) else ("concurrency_differs",)
+            clause, verdict, caveat = _clause(pair, comparison, unsaid)
             caveat = _matched(pair, metric, caveat)
             means = f"means {quantity(a.mean)} and {quantity(b.mean)}"
-            keys = (a.p95.key, b.p95.key, a.mean.key, b.mean.key)
-            order = lower(a.p95, b.p95)
+            keys: tuple[str, ...] = (a.p95.key, b.p95.key, a.mean.key, b.mean.key)
+            split = _split((pair.a, pair.b), order, lower(a.mean, b.mean), lower(a.p50, b.p50))
             if order is None:
                 text = (
                     f"The {words} P95 of {pair.a} and {pair.b} cannot be told apart: "
@@ -251,6 +203,15 @@ def _latency(report: Report) -> Iterator[Conclusion]:
                     f"({means}){clause}."
                 )
                 kind, named = "latency_indistinguishable", (pair.a, pair.b)
+            elif split:
+                names = (pair.a, pair.b)
+                text = (
+                    f"Neither side had the lower {words}: {split} (P95 {quantity(a.p95)} and "
+                    f"{quantity(b.p95)}, {means}, P50 {quantity(a.p50)} and {quantity(b.p50)} "
+                    f"for {pair.a} and {pair.b}){clause}."
+                )
+                keys = (*keys, a.p50.key, b.p50.key)
+                kind, named = "latency_split", (names[order], names[1 - order])
             else:
                 names, p95s = (pair.a, pair.b), (a.p95, b.p95)
                 low, high, m_low, m_high = (
@@ -264,9 +225,50 @@ def _latency(report: Report) -> Iterator[Conclusion]:
                     f"{quantity(m_high)} ({means} for {pair.a} and {pair.b}){clause}."
                 )
                 kind, named = "latency_lower", (low, high)
+            # The caveat's numbers are its finding's evidence: cited with the sentence's own.
+            keys = (*keys, *_evidence_keys(judged, pair, comparison, unsaid))
             yield Conclusion(
-                kind, text, keys, SECTIONS["latency"], caveat, verdict, named, comparison
+                kind=kind,
+                text=text,
+                keys=keys,
+                section=SECTIONS["latency"],
+                caveat=caveat,
+                verdict=verdict,
+                deployments=named,
+                comparison=comparison,
             )
+
+
+def _split(names: tuple[str, str], p95: int | None, mean: int | None, p50: int | None) -> str:
+    """Which statistics were lower for which side where the mean does not follow the P95's
+    order; empty when it does (then the P95's side is called lower).
+
+    A side is called lower only when its P95 bucket lies below the other's AND its mean
+    is lower too (by :data:`DIFFERENCE`); a split names the P50's order as well.
+    """
+    if p95 is None or mean == p95:
+        return ""
+    ours, theirs = ["P95"], list[str]()
+    for stat, order in (("mean", mean), ("P50", p50)):
+        if order is not None:
+            (ours if order == p95 else theirs).append(stat)
+    said = f"{' and '.join(ours)} lower for {names[p95]}"
+    if theirs:
+        said += f", {' and '.join(theirs)} lower for {names[1 - p95]}"
+    if mean is None:
+        said += f"; means within {DIFFERENCE:.0%} of each other"
+    return said
+
+
+def _busier_worse(pair: PairValidity, ordered: tuple[str, ...]) -> bool:
+    """Whether the side with more requests in flight had the higher value, where the
+    buckets tell (``ordered``: the lower side first; empty when they cannot tell): only
+    then may "a worse tail on the busier side" be load."""
+    busy = next((f for f in pair.findings if f.code == "concurrency_differs"), None)
+    if busy is None or not busy.evidence or len(ordered) < 2:
+        return False
+    loads = {n: v for n, v in busy.evidence[0].values.items() if isinstance(v, float | int)}
+    return len(loads) == 2 and max(loads, key=lambda n: float(loads[n])) == ordered[1]
 
 
 def _matched(pair: PairValidity, metric: str, caveat: str | None) -> str | None:
@@ -278,12 +280,12 @@ def _matched(pair: PairValidity, metric: str, caveat: str | None) -> str | None:
     return f"{caveat + ' ' if caveat else ''}At matched concurrency: {found.reason}."
 
 
-def _latency_alone(report: Report) -> Iterator[Conclusion]:
+def _latency_alone(judged: Judged) -> Iterator[Conclusion]:
     """Without a comparison: each deployment's headline latency, with its buckets."""
-    if report.validity is not None:
+    if judged.validity is not None:
         return
-    for d in report.deployments:
-        timed = d.of(analyses.latency)
+    for d in judged.runs:
+        timed = d.of(latency)
         parts, keys = [], []
         for metric, words in HEADLINE_LATENCY:
             summary = getattr(timed, metric)
@@ -305,11 +307,11 @@ def _latency_alone(report: Report) -> Iterator[Conclusion]:
             )
 
 
-def _throughput(report: Report) -> Iterator[Conclusion]:
+def _throughput(judged: Judged) -> Iterator[Conclusion]:
     """Per pair: the output-throughput ratio, and whether it means anything."""
-    runs = _runs(report)
-    for pair in _pairs(report):
-        served = {n: runs[n].of(analyses.throughput) for n in (pair.a, pair.b)}
+    runs = _runs(judged)
+    for pair in _pairs(judged):
+        served = {n: runs[n].of(throughput) for n in (pair.a, pair.b)}
         ma, mb = (served[n].output_tokens_per_second_per_replica for n in (pair.a, pair.b))
         if not (ma.ok and mb.ok) or not ma.value or not mb.value:
             continue
@@ -323,14 +325,16 @@ def _throughput(report: Report) -> Iterator[Conclusion]:
                 f"The output-throughput ratio of {pair.a} and {pair.b} ({number(ratio, 3)}: "
                 f"{rates}) says nothing about the hardware{clause}."
             )
-        floors = [n for n in (pair.a, pair.b) if served[n].regime is Regime.DEMAND_LIMITED]
+        floors = [
+            n for n in (pair.a, pair.b) if judged.regimes[n].reading is RegimeReading.DEMAND_LIMITED
+        ]
         if floors:
             floor = f"{' and '.join(floors)} served all the demand sent: a floor, not a capacity."
             caveat = f"{caveat} {floor}" if caveat else floor
         yield Conclusion(
             kind="throughput_ratio",
             text=text,
-            keys=(ma.key, mb.key, *_evidence_keys(report, pair, "output_throughput")),
+            keys=(ma.key, mb.key, *_evidence_keys(judged, pair, "output_throughput")),
             section=SECTIONS["verdicts"],
             caveat=caveat,
             verdict=verdict,
@@ -339,14 +343,22 @@ def _throughput(report: Report) -> Iterator[Conclusion]:
         )
 
 
-def _evidence_keys(report: Report, pair: PairValidity, comparison: str) -> tuple[str, ...]:
-    """Keys of the Measurements the evidence of the findings a clause names rests on."""
+def _evidence_keys(
+    judged: Judged, pair: PairValidity, comparison: str, unsaid: tuple[str, ...] | None = None
+) -> tuple[str, ...]:
+    """Keys of the Measurements the evidence of the findings a clause names rests on; with
+    ``unsaid``, of the one finding its caveat quotes (the first not ``unsaid``)."""
     known: dict[tuple[str, str], str] = {}
-    for m in report.measurements():
+    for m in judged.measurements:
         known.setdefault((m.deployment, m.statistic), m.key)
+    weighing = _weighing(pair, comparison)
+    if unsaid is None:
+        findings = weighing[:NAMED]
+    else:
+        findings = [f for f in weighing if f.code not in unsaid][:1]
     keys = [
         known[n, e.statistic]
-        for f in _weighing(pair, comparison)[:_NAMED]
+        for f in findings
         for e in f.evidence
         for n in (pair.a, pair.b)
         if (n, e.statistic) in known
@@ -354,75 +366,16 @@ def _evidence_keys(report: Report, pair: PairValidity, comparison: str) -> tuple
     return tuple(dict.fromkeys(keys))
 
 
-def _queued(report: Report) -> Iterator[Conclusion]:
-    """A deployment that queued in a share of its scrapes, against its GPUs' activity."""
-    share = report.validity.thresholds.queue_share if report.validity else Thresholds().queue_share
-    busy = QueueingSettings().busy_threshold
-    for d in report.deployments:
-        waiting = d.of(analyses.throughput).waiting_sample_share
-        q, util = d.of(analyses.queueing), d.of(analyses.gpu).utilization_mean
-        if not waiting.ok or waiting.value is None or waiting.value < share:
-            continue
-        # The counts the queues section's contingency gives: one reading, one set of numbers.
-        table = q.waiting_idle
-        # None where no row had a GPU reading: no data, never 0 rows.
-        idle, busy_rows = table.waiting_idle.value, table.waiting_busy.value
-        gpus = f"its GPUs averaged {quantity(util)} utilisation"
-        if util.value is None:
-            gpus = f"no GPU utilisation was read ({quantity(util)})"
-        elif util.ok and util.value < busy:
-            gpus = f"its GPUs were mostly idle ({quantity(util)} mean utilisation)"
-        peak = ""
-        if q.peak_waiting.ok and q.peak_time is not None:
-            peak = f" (peak {number(q.peak_waiting.value)} waiting at {when(q.peak_time)})"
-        rows_are = "scrapes" if d.step_seconds is None else "tiles"
-        split = (
-            f"of the {rows_are} with a queue, whether the GPUs were busy or idle: no data "
-            f"(no {rows_are[:-1]} had a GPU reading)"
-        )
-        if idle is not None and busy_rows is not None:
-            split = (
-                f"of the {rows_are} with a queue, the GPUs were busy in {number(busy_rows)} and "
-                f"idle (under {busy:g}%) in {number(idle)} (Fisher's exact "
-                f"{p_is(table.p_value)})"
-            )
-        text = (
-            f"{d.deployment.name} had requests waiting in {number(100 * waiting.value, 3)}% of "
-            f"its {rows_are}{peak} while {gpus}; {split}."
-        )
-        caveat = (
-            "A low mean utilisation is not spare capacity at every moment: queues form in "
-            "bursts, and waiting reasons are scheduler classes, not a diagnosis."
-        )
-        if idle:
-            caveat += " A queue beside idle GPUs points at the host, transfers or scheduling."
-        yield Conclusion(
-            kind="queued",
-            text=text,
-            keys=(
-                waiting.key,
-                q.peak_waiting.key,
-                util.key,
-                table.waiting_busy.key,
-                table.waiting_idle.key,
-                table.p_value.key,
-            ),
-            section=SECTIONS["queues"],
-            caveat=caveat,
-            deployments=(d.deployment.name,),
-        )
-
-
 #: Critical events the summary names, each its own finding; the rest are in What happened.
 INCIDENTS = 3
 
 
-def _incidents(report: Report) -> Iterator[Conclusion]:
+def _incidents(judged: Judged) -> Iterator[Conclusion]:
     """The time line's critical events (stalls, restarts): when, where, and the evidence."""
-    runs = _runs(report)
-    critical = [e for e in report.timeline.events if e.severity is EventSeverity.CRITICAL]
+    runs = _runs(judged)
+    critical = [e for e in judged.timeline.events if e.severity is EventSeverity.CRITICAL]
     for e in critical[:INCIDENTS]:
-        interval = runs[e.deployment].of(analyses.collection).scrape_interval
+        interval = runs[e.deployment].of(collection).scrape_interval
         seen = (
             f"at {when(e.start)}" if e.start == e.end else f"from {when(e.start)} to {when(e.end)}"
         )
@@ -438,9 +391,9 @@ def _incidents(report: Report) -> Iterator[Conclusion]:
         )
 
 
-def _outliers(report: Report) -> Iterator[Conclusion]:
+def _outliers(judged: Judged) -> Iterator[Conclusion]:
     """Replicas that stand out from their deployment's others, with what makes each one."""
-    for name, fleet in report.fleet.items():
+    for name, fleet in judged.fleets.items():
         grouped = by_replica(fleet.outliers)
         if not grouped:
             continue
@@ -452,7 +405,7 @@ def _outliers(report: Report) -> Iterator[Conclusion]:
             for replica, found in list(grouped.items())[:INCIDENTS]
         )
         more = f"; and {len(grouped) - INCIDENTS} more" if len(grouped) > INCIDENTS else ""
-        keys = tuple(o.key for found in grouped.values() for o in found[:1] if o.key)
+        keys = tuple(found[0].key for found in grouped.values() if found[0].key)
         yield Conclusion(
             kind="replica_outliers",
             text=f"{len(grouped)} of {len(fleet.replicas)} replicas of {name} stand out "
@@ -465,68 +418,10 @@ def _outliers(report: Report) -> Iterator[Conclusion]:
         )
 
 
-def _gpus_without_samples(report: Report) -> Iterator[Conclusion]:
-    """Allocated GPUs without utilisation samples: their activity is unknown, not zero."""
-    for d in report.deployments:
-        g = d.of(analyses.gpu)
-        if not g.missing_gpus or not has_data(d):
-            continue
-        named = ", ".join(g.missing_gpus[:_NAMED]) + (" ..." if len(g.missing_gpus) > 3 else "")
-        yield Conclusion(
-            kind="gpus_without_samples",
-            text=f"{len(g.missing_gpus)} of {number(g.gpus_expected.value)} GPUs of "
-            f"{d.deployment.name} had no utilisation samples ({named}).",
-            keys=(g.gpus_expected.key, g.gpus_with_samples.key, g.utilization_mean.key),
-            section=SECTIONS["gpus"],
-            caveat="Their activity is unknown, not zero: the mean covers the GPUs with samples.",
-            deployments=(d.deployment.name,),
-        )
-
-
-def _boundaries(report: Report) -> Iterator[Conclusion]:
-    """A fleet whose GPUs waited on the host or on transfers, or were saturated."""
-    for d in report.deployments:
-        b = d.of(analyses.boundaries)
-        if b.reading not in (CapacityReading.STARVED, CapacityReading.SATURATED):
-            continue
-        causes: dict[str, set[str]] = {}
-        for i in b.intervals:
-            causes.setdefault(i.cause.value, set()).add(i.replica)
-        found = "; ".join(f"{c}: {named(sorted(r))}" for c, r in sorted(causes.items()))
-        yield Conclusion(
-            kind=f"boundaries_{b.reading.value}",
-            text=f"{d.deployment.name}'s GPUs read {b.reading.value} (duty cycle "
-            f"{share_cell(b.duty_cycle)}){f', by cause: {found}' if found else ''}.",
-            keys=(b.duty_cycle.key, b.tokens_per_gpu_hour.key),
-            section=SECTIONS["boundaries"],
-            caveat="Causes rest on sampled host and PCIe counters beside the queue: "
-            "a correlation in time, not a trace of each request.",
-            deployments=(d.deployment.name,),
-        )
-
-
-def _bottleneck(report: Report) -> Iterator[Conclusion]:
-    """What bounded the GPUs, where the profiling counters say."""
-    for d in report.deployments:
-        b = d.of(analyses.bottleneck)
-        if b.classification is BottleneckClass.UNKNOWN:
-            continue
-        yield Conclusion(
-            kind="bottleneck",
-            text=f"{d.deployment.name}'s GPUs read {b.classification.value.replace('_', ' ')} "
-            f"over the window: {b.reason}.",
-            keys=(b.dram_active.key, b.tensor_active.key, b.gpu_util.key),
-            section=SECTIONS["gpus"],
-            caveat="Window means of profiling counters: which unit was busy, not that "
-            "another GPU would be faster.",
-            deployments=(d.deployment.name,),
-        )
-
-
-def _cost(report: Report) -> Iterator[Conclusion]:
+def _cost(judged: Judged) -> Iterator[Conclusion]:
     """Cost per useful token, where GPU-hour prices were given."""
-    runs = _runs(report)
-    for pair in _pairs(report):
+    runs = _runs(judged)
+    for pair in _pairs(judged):
         if "cost_per_token" not in pair.verdicts:
             continue
         ca, cb = (priced_cost(runs[n]) for n in (pair.a, pair.b))
@@ -548,8 +443,8 @@ def _cost(report: Report) -> Iterator[Conclusion]:
         )
 
 
-#: The finders, in rank order: what is unknown, latency, throughput, incidents, queues,
-#: GPUs, cost.
+#: The finders, in rank order: what is unknown, latency, throughput, incidents, outlying
+#: replicas, queues, GPUs, cost.
 FINDERS: tuple[Finder, ...] = (
     _no_data,
     _latency,
@@ -557,14 +452,14 @@ FINDERS: tuple[Finder, ...] = (
     _throughput,
     _incidents,
     _outliers,
-    _queued,
-    _gpus_without_samples,
-    _boundaries,
-    _bottleneck,
+    queued,
+    gpus_without_samples,
+    boundary_reading,
+    bottleneck_class,
     _cost,
 )
 
 
-def conclusions(report: Report, finders: Iterable[Finder] = FINDERS) -> tuple[Conclusion, ...]:
+def conclusions(judged: Judged, finders: Iterable[Finder] = FINDERS) -> Conclusions:
     """The report's conclusions, ranked: every finder's, in the finders' order."""
-    return tuple(c for find in finders for c in find(report))
+    return Conclusions(entries=tuple(c for find in finders for c in find(judged)))

@@ -1,4 +1,4 @@
-"""What a report says of one deployment's run beyond its numbers: data seen, cost shown."""
+"""What a run shows beyond its numbers: whether it saw data, and whether its cost is shown."""
 
 from __future__ import annotations
 
