@@ -18,9 +18,8 @@ The rule, per deployment and statistic, over the replicas with a value
   :data:`MAD_LIMIT` in either direction (Iglewicz and Hoaglin's 3.5), and
   it differs from the median by at least :data:`SMALLEST_DIFFERENCE` of the
   median: a tight fleet's 3 % (or a tail quantile's usual 20 %) is not
-  worth a name. Where MAD is 0 (most
-  replicas equal, e.g. no restart), any value that differs by that much is
-  an outlier.
+  worth a name. Where MAD is 0 (half the replicas or more at the median,
+  e.g. no restart), any value that differs by that much is an outlier.
 - **a quantile** is known only to its bucket, so it is an outlier when its
   bucket lies wholly above the bucket of the others' median (the median of
   the other replicas' quantiles; its lower edge at or above that bucket's
@@ -174,11 +173,14 @@ def _value(replica: str, statistic: str, m: Measurement) -> ReplicaValue:
 def _columns(run: DeploymentResults, timeline: Timeline) -> dict[str, list[ReplicaValue]]:
     """Every per-replica statistic of one deployment, as the analyses measured it."""
     out: dict[str, list[ReplicaValue]] = {}
-    if replicas.name in run.results:
-        for statistic, by in run.of(replicas).statistics.items():
+    names: set[str] = set()
+    targets: dict[str, str] = {}
+    if replicas.name in run.results:  # a run of chosen analyses may lack it
+        own = run.of(replicas)
+        for statistic, by in own.statistics.items():
             out[statistic] = [_value(n, statistic, m) for n, m in by.items()]
-    names = set(run.of(replicas).statistics.get("ttft_mean", {})) if out else set()
-    targets = run.of(replicas).instances if out else {}
+            names |= set(by)
+        targets = own.instances
     rates = run.of(throughput).per_replica
     names |= set(rates)
     for k, statistic in enumerate(("output_tokens_per_second", "requests_per_second")):
@@ -242,7 +244,9 @@ def _exact_outliers(statistic: str, values: Sequence[ReplicaValue]) -> list[Outl
             continue
         others = float(np.median(np.delete(x, known.index(v))))
         side = "above" if gap > 0 else "below"
-        score = "every other replica's value equal" if mad == 0 else f"modified z-score {z:+.1f}"
+        score = (
+            "half the replicas or more at the median" if mad == 0 else f"modified z-score {z:+.1f}"
+        )
         out.append(
             Outlier(
                 replica=v.replica,
