@@ -176,11 +176,11 @@ def _columns(run: DeploymentResults, timeline: Timeline) -> dict[str, list[Repli
     names: set[str] = set()
     targets: dict[str, str] = {}
     if replicas.name in run.results:  # a run of chosen analyses may lack it
-        own = run.of(replicas)
-        for statistic, by in own.statistics.items():
+        latency = run.of(replicas)
+        for statistic, by in latency.statistics.items():
             out[statistic] = [_value(n, statistic, m) for n, m in by.items()]
             names |= set(by)
-        targets = own.instances
+        targets = latency.instances
     rates = run.of(throughput).per_replica
     names |= set(rates)
     for k, statistic in enumerate(("output_tokens_per_second", "requests_per_second")):
