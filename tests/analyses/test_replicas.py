@@ -8,6 +8,7 @@ replica's first and last scrape in the window (:mod:`.ground_truth`).
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 
 from inference_obs.analyses.replicas import ReplicasResult, replicas
 from inference_obs.deployment import Deployment
+from inference_obs.source.base import EngineInfo
 from inference_obs.source.dataset.source import DatasetSource
 
 from .fleets import fleet_scenario, simulated
@@ -80,12 +82,16 @@ def test_the_queue_share_is_the_replicas_own_ratio_of_means(source: DatasetSourc
 
 
 class Counting:
-    """Delegates to a dataset source, answering as a server would, and counts each kind of
-    request (instant queries, series, raw samples)."""
+    """Delegates to a dataset source, answering as a server would say it does (engine kind
+    ``prometheus``: questions joined as for a server), and counts each kind of request
+    (instant queries, series, raw samples)."""
 
     def __init__(self, source: DatasetSource) -> None:
         self.source = source
         self.asked: Counter[str] = Counter()
+
+    def info(self) -> EngineInfo:
+        return replace(self.source.info(), kind="prometheus")
 
     def __getattr__(self, name: str) -> Any:
         found = getattr(self.source, name)
