@@ -397,11 +397,15 @@ def _outliers(judged: Judged) -> Iterator[Conclusion]:
         grouped = by_replica(fleet.outliers)
         if not grouped:
             continue
-        # Each replica by what sets it apart most (its first statistic), so that the item
-        # stays a few lines for any fleet.
+        # Each replica by its first statistic in the Replicas table's order (latency first),
+        # the rest counted, so that the item stays a few lines for any fleet.
         shown = "; ".join(
             f"{replica}: {outlier_text(found[0])}"
-            + (f" and {len(found) - 1} more statistics" if len(found) > 1 else "")
+            + (
+                f" and {len(found) - 1} more statistic{'s' * (len(found) > 2)}"
+                if len(found) > 1
+                else ""
+            )
             for replica, found in list(grouped.items())[:INCIDENTS]
         )
         more = f"; and {len(grouped) - INCIDENTS} more" if len(grouped) > INCIDENTS else ""

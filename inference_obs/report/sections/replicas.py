@@ -54,7 +54,11 @@ def _outliers(name: str, fleet: Fleet) -> Iterator[str]:
     listed = list(grouped.items())[:LISTED]
     for k, (replica, found) in enumerate(listed):
         shown = "; ".join(outlier_text(o) for o in found[:4])
-        more = f"; and {len(found) - 4} more statistics" if len(found) > 4 else ""
+        more = (
+            f"; and {len(found) - 4} more statistic{'s' * (len(found) > 5)}"
+            if len(found) > 4
+            else ""
+        )
         # The last line says how many more replicas stand out, rather than a line of its own.
         left = len(grouped) - len(listed) if k == len(listed) - 1 else 0
         rest = f" And {left} more replicas of {name} (replicas.csv, 'outlier')." if left else ""
