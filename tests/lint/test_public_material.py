@@ -4,7 +4,8 @@ The excerpts are kept verbatim under ``tests/fixtures/real/lint`` (its
 README names each one's repository, path, commit and licence): KubeRay's
 Ray Serve LLM dashboard (the label-join idiom, a ratio of two histograms'
 ``_sum``s, ``delta()`` of counters), GKE's Cloud Monitoring dashboards for
-DCGM and llm-d, llm-d's alerting rules and one query of its monitoring guide.
+DCGM and llm-d, NVIDIA DeepOps' GPU dashboard, llm-d's alerting rules and one
+query of its monitoring guide.
 Each test names the mistake it is about; the expected findings are read off
 the queries by hand.
 """
@@ -27,6 +28,7 @@ LLM_D_RULES = REAL / "llm-d-prometheus-alerting-rules-excerpt.yaml"
 
 #: Findings per file, by code: the table "Public material, findings by class" of docs/lint.md.
 EXPECTED = {
+    "deepops-gpu-dashboard-excerpt.json": {"OBS502": 1, "OBS505": 2},
     "gke-llm-d-dashboard-excerpt.json": {"OBS310": 1},
     "gke-llm-d-request-latency.promql": {},
     "gke-nvidia-dcgm-prometheus-excerpt.json": {"OBS307": 1, "OBS505": 2},
@@ -153,6 +155,19 @@ def test_the_correct_dcgm_panels_have_no_finding() -> None:
 def test_bytes_per_second_on_a_bytes_unit_is_a_warning() -> None:
     findings = _at(lint_paths([GKE_DCGM]), "PCIe Bytes Transmitted per Second (by GPU)")
     assert [(f.code, f.severity) for f in findings] == [("OBS505", "warning")]
+
+
+def test_deepops_pcie_rate_on_a_bytes_axis_and_its_correct_panels() -> None:
+    """NVIDIA DeepOps draws sum(DCGM_FI_PROF_PCIE_TX_BYTES) (bytes per second) on a ``bytes``
+    axis; its utilisation panels (GPU_UTIL in percent, used over used plus free in
+    percentunit) and its Ethernet rate in Bps are right."""
+    findings = lint_paths([REAL / "deepops-gpu-dashboard-excerpt.json"])
+    assert {(f.code, f.ref) for f in _at(findings, "PCIe Throughput")} == {
+        ("OBS505", "A"),
+        ("OBS505", "B"),
+    }
+    for where in ("GPU Total Utilization", "GPU Mem Usage", "Ethernet Throughput"):
+        assert _at(findings, where) == []
 
 
 def test_a_count_of_engine_series_is_not_a_pod_count() -> None:
