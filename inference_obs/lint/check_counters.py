@@ -118,15 +118,14 @@ def _annihilated(node: Expr) -> bool:
 
     ``x * 0`` (the label-join idiom ``max by (k, l) (x * 0 + 1)``) and
     ``x > bool 0`` read a counter only for which series exist and their
-    labels, so no lifetime number reaches the result.
+    labels, so no lifetime number reaches the result (``x > bool 1000`` still
+    reads its lifetime total).
     """
     if not isinstance(node, Binary):
         return False
-    if node.op == "*" and any(
-        isinstance(side, Number) and side.value == 0.0 for side in (node.lhs, node.rhs)
-    ):
-        return True
-    return node.bool_
+    zero = any(isinstance(side, Number) and side.value == 0.0 for side in (node.lhs, node.rhs))
+    # x * 0 is 0 whatever x; x > bool 0 says only whether x ever counted.
+    return zero and (node.op == "*" or node.bool_)
 
 
 def _lifetime(ctx: Context) -> Iterator[Problem]:
@@ -365,9 +364,10 @@ def _gauge_functions(ctx: Context) -> Iterator[Problem]:
             ),
         )
     functions = ", ".join(dict.fromkeys(f"{call.name}()" for call, _ in found))
-    counters = ", ".join(dict.fromkeys(selector.metric or "" for _, selector in found))
+    counters = list(dict.fromkeys(selector.metric or "" for _, selector in found))
+    what = "counters" if len(counters) > 1 else "counter"
     yield Problem(
         "OBS204",
-        f"{functions} of the counter {counters}: a restart reads as a large drop",
+        f"{functions} of the {what} {', '.join(counters)}: a restart reads as a large drop",
         fix=fix,
     )

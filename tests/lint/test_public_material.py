@@ -77,6 +77,22 @@ def test_the_join_does_not_hide_a_counter_whose_value_is_used() -> None:
     assert "OBS201" in {f.code for f in lint_text(text)}
 
 
+@pytest.mark.parametrize(
+    ("text", "lifetime"),
+    [
+        ("max by (pod) (x_total > bool 0)", False),  # whether it ever counted: labels only
+        ("max by (pod) (group(x_total) by (pod))", False),
+        ("max by (pod) (x_total > bool 1000)", True),  # compares the lifetime total
+        ("max by (pod) (x_total * 2 + 1)", True),
+    ],
+)
+def test_only_a_value_that_is_thrown_away_is_not_a_lifetime_number(
+    text: str, lifetime: bool
+) -> None:
+    """Synthetic: the shapes around the idiom, decided by hand."""
+    assert ("OBS201" in {f.code for f in lint_text(text)}) is lifetime
+
+
 def test_bytes_per_second_of_transfer_time_is_not_a_sum_without_count() -> None:
     """rate(nixl_bytes_transferred_sum) / rate(nixl_xfer_time_seconds_sum): bytes per second of
     transfer time, a valid ratio of two totals (the panel's unit GBs says so)."""
