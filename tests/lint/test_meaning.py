@@ -4,6 +4,7 @@ layouts and units: small synthetic expressions, each expectation decided by hand
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -119,7 +120,7 @@ def test_an_amount_of_bytes_on_a_rate_unit_is_an_error() -> None:
     assert "OBS501" in {f.code for f in findings}
 
 
-CLOUD_LAYOUTS = {
+CLOUD_LAYOUTS: dict[str, Callable[[object], object]] = {
     "gridLayout": lambda w: {"widgets": [w]},
     "rowLayout": lambda w: {"rows": [{"widgets": [w]}]},
     "columnLayout": lambda w: {"columns": [{"widgets": [w]}]},
