@@ -18,6 +18,7 @@ from inference_obs.query import (
     Call,
     Expr,
     HistogramQuantile,
+    Number,
     Range,
     Selector,
     Subquery,
@@ -76,7 +77,7 @@ def check_counters(ctx: Context) -> Iterator[Problem]:
         if isinstance(node, Call):
             yield from _sum_alone(ctx, node)
             yield from _count_as_unit(ctx, node)
-            yield from _gauge_function(ctx, node)
+    yield from _gauge_functions(ctx)
 
 
 def _is_counter(ctx: Context, selector: Selector) -> bool:
@@ -103,11 +104,28 @@ def _lifetime_use(ctx: Context, selector: Selector) -> bool:
             return False
         if isinstance(above, Aggregate) and above.op in ("count", "group", "count_values"):
             return False
+        if _annihilated(above):
+            return False
         # As a filter (the right side of and/unless) only which series exist matters.
         return not (
             isinstance(above, Binary) and above.op in ("and", "unless") and above.rhs is node
         )
     return False
+
+
+def _annihilated(node: Expr) -> bool:
+    """Whether ``node`` keeps its operand's labels but not its value.
+
+    ``x * 0`` (the label-join idiom ``max by (k, l) (x * 0 + 1)``) and
+    ``x > bool 0`` read a counter only for which series exist and their
+    labels, so no lifetime number reaches the result (``x > bool 1000`` still
+    reads its lifetime total).
+    """
+    if not isinstance(node, Binary):
+        return False
+    zero = any(isinstance(side, Number) and side.value == 0.0 for side in (node.lhs, node.rhs))
+    # x * 0 is 0 whatever x; x > bool 0 says only whether x ever counted.
+    return zero and (node.op == "*" or node.bool_)
 
 
 def _lifetime(ctx: Context) -> Iterator[Problem]:
@@ -213,6 +231,8 @@ def _sum_alone(ctx: Context, call: Call) -> Iterator[Problem]:
         return  # OBS104 says it
     known = ctx.of(selector)
     base = known.base if known.part else (selector.metric or "").removesuffix("_sum")
+    if _ratio_of_sums(ctx, call, base) or _filter_only(ctx, call):
+        return
     if any(
         _part(ctx, s) == "count"
         and (ctx.of(s).base if ctx.of(s).part else (s.metric or "").removesuffix("_count")) == base
@@ -246,6 +266,38 @@ def _sum_alone(ctx: Context, call: Call) -> Iterator[Problem]:
         else f"{call.name}({selector.metric}) without its _count: {what}",
         fix=ctx.fix(target, mean),
     )
+
+
+def _ratio_of_sums(ctx: Context, call: Call, base: str | None) -> bool:
+    """Whether ``call`` is divided by (or divides) the rate of another histogram's ``_sum``.
+
+    ``rate(bytes_sum) / rate(time_seconds_sum)`` is bytes per second of transfer
+    time: a ratio of two totals, each the right number for its side.
+    """
+    node: Expr = call
+    for above in ctx.ancestors(call):
+        if isinstance(above, Binary) and above.op == "/":
+            other = above.rhs if above.lhs is node else above.lhs
+            return any(
+                _part(ctx, s) == "sum" and _base(ctx, s) != base
+                for s in _parts(ctx, other, "sum", windowed=True)
+            )
+        node = above
+    return False
+
+
+def _filter_only(ctx: Context, node: Expr) -> bool:
+    """Whether ``node`` is under the right side of ``and``/``unless``: only its series count."""
+    for above in ctx.ancestors(node):
+        if isinstance(above, Binary) and above.op in ("and", "unless") and above.rhs is node:
+            return True
+        node = above
+    return False
+
+
+def _base(ctx: Context, selector: Selector) -> str | None:
+    known = ctx.of(selector)
+    return known.base if known.part else (selector.metric or "").removesuffix("_sum")
 
 
 def _summed(expr: Expr, by: tuple[str, ...]) -> Aggregate:
@@ -289,18 +341,33 @@ def _count_as_unit(ctx: Context, call: Call) -> Iterator[Problem]:
     )
 
 
-def _gauge_function(ctx: Context, call: Call) -> Iterator[Problem]:
-    shape = ctx.windowed(call)
-    if call.name not in _GAUGE_ONLY or shape is None:
-        return
-    selector, window = shape
-    if not _is_counter(ctx, selector):
+def _gauge_functions(ctx: Context) -> Iterator[Problem]:
+    """OBS204 once per expression, its fix replacing every such call at once."""
+    found: list[tuple[Call, Selector]] = []
+    for node in walk(ctx.expr):
+        shape = ctx.windowed(node)
+        is_call = isinstance(node, Call) and node.name in _GAUGE_ONLY
+        if is_call and shape is not None and _is_counter(ctx, shape[0]):
+            assert isinstance(node, Call)
+            found.append((node, shape[0]))
+    if not found:
         return
     fix = None
-    if call.name in _GAUGE_CHANGE:
-        fix = ctx.fix(call, Call(_GAUGE_CHANGE[call.name], (Range(selector, window),)))
+    if all(call.name in _GAUGE_CHANGE for call, _ in found):
+        calls = {id(call) for call, _ in found}
+        fix = transform(
+            ctx.expr,
+            lambda n: (
+                Call(_GAUGE_CHANGE[n.name], n.args)
+                if isinstance(n, Call) and id(n) in calls
+                else None
+            ),
+        )
+    functions = ", ".join(dict.fromkeys(f"{call.name}()" for call, _ in found))
+    counters = list(dict.fromkeys(selector.metric or "" for _, selector in found))
+    what = "counters" if len(counters) > 1 else "counter"
     yield Problem(
         "OBS204",
-        f"{call.name}() of the counter {selector.metric}: a restart reads as a large drop",
+        f"{functions} of the {what} {', '.join(counters)}: a restart reads as a large drop",
         fix=fix,
     )

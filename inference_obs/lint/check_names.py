@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 
 from inference_obs.lint.context import Context, Problem, transform
+from inference_obs.lint.names import likely_name
 from inference_obs.lint.resolve import Series
 from inference_obs.metrics import vllm
 from inference_obs.metrics.family import MetricType
@@ -80,6 +81,22 @@ def _name_problems(ctx: Context, selector: Selector, known: Series) -> Iterator[
         yield from _success(ctx, selector, known)
         yield from _itl(ctx, known)
     elif known.engine_prefixed and not known.recorded:
+        likely = likely_name(name)
+        if likely is not None:
+            yield Problem(
+                "OBS410",
+                f"{name} is exported by no vLLM or SGLang version the catalogue knows: no data; "
+                f"the family is likely {likely}",
+                fix=transform(
+                    ctx.expr,
+                    lambda n: (
+                        Selector(likely, n.matchers, n.offset, n.at)
+                        if isinstance(n, Selector) and n.metric == name
+                        else None
+                    ),
+                ),
+            )
+            return
         yield Problem(
             "OBS407",
             f"{name} is not a family of the catalogue's vLLM 0.33 or SGLang 0.5.23",

@@ -23,12 +23,26 @@ _FEWEST = 3
 
 
 def check_unit(ctx: Context) -> Iterator[Problem]:
-    """OBS501 and OBS502: the panel's unit against the unit of the values."""
+    """OBS501, OBS502 and OBS505: the panel's unit against the unit of the values.
+
+    A byte rate on a byte unit (OBS505) shows the right number with the wrong
+    unit; a byte amount on a rate unit (OBS501) claims a rate that is not one.
+    """
     shown = grafana_unit(ctx.query.unit)
     if shown is None:
         return
     values = unit_of(ctx.expr, ctx.series)
-    if values is None or values.dimension != shown.dimension:
+    if values is None:
+        return
+    if {values.dimension, shown.dimension} == {"data", "data/s"}:
+        right = grafana_unit_for(values)
+        yield Problem(
+            "OBS505" if values.dimension == "data/s" else "OBS501",
+            f"panel unit {ctx.query.unit} is {_what(shown)}, the values are {_what(values)}"
+            + (f" (unit {right})" if right else ""),
+        )
+        return
+    if values.dimension != shown.dimension:
         return
     factor = shown.scale / values.scale
     if abs(factor - 1) <= _SAME:
@@ -41,6 +55,10 @@ def check_unit(ctx: Context) -> Iterator[Problem]:
         f"panel unit {ctx.query.unit} shows the values {_factor(off)}x "
         f"{'too large' if factor > 1 else 'too small'}{advice}",
     )
+
+
+def _what(unit: Unit) -> str:
+    return "a rate (bytes per second)" if unit.dimension == "data/s" else "an amount (bytes)"
 
 
 def _factor(off: float) -> str:

@@ -221,6 +221,65 @@ CODES: tuple[Code, ...] = (
         "Give both sides the same matchers (and the same grouping).",
     ),
     Code(
+        "OBS307",
+        "scales-mixed",
+        E,
+        "A 0-1 ratio and a 0-100 percentage combined",
+        "DCGM reports its profiling fields (DCGM_FI_PROF_*) as 0-1 ratios and its device "
+        "utilisation fields (DCGM_FI_DEV_GPU_UTIL, DCGM_FI_DEV_MEM_COPY_UTIL) as 0-100 "
+        "percentages. Joined with 'or' (one field where the other is missing) or added, and "
+        "the result multiplied by 100, the GPUs read through the percentage field show up "
+        "to 10,000 %; without the factor, the others show at most 1 %.",
+        "Bring both sides to one scale before combining them: (x_ratio * 100) or x_percent.",
+    ),
+    Code(
+        "OBS308",
+        "steps-as-share",
+        E,
+        "Engine steps per second used as a share of time",
+        "rate(vllm:iteration_tokens_total_count[w]) is the engine's steps per second, tens "
+        "to hundreds on a busy engine; it is not a fraction of time, so 1 minus it is not "
+        "the idle share. '> 0' keeps only the pods that stepped, dropping exactly the idle "
+        "ones, and clamp_max(..., 1) says only whether at least one step a second was taken.",
+        "vLLM does not export its busy time. A share of time with nothing to do is "
+        "avg_over_time((vllm:num_requests_running == bool 0)[w:]) (the share of samples "
+        "with no running request); GPU busy time is DCGM_FI_PROF_GR_ENGINE_ACTIVE.",
+    ),
+    Code(
+        "OBS309",
+        "label-not-exported",
+        W,
+        "Grouped by a label the exporter does not attach",
+        "dcgm-exporter names the node in its Hostname label; its series carry no node label "
+        "unless the scrape configuration adds one. Grouped by a label the series lack, every "
+        "GPU falls into one group with an empty label: an alert 'on node {{ $labels.node }}' "
+        "averages the whole cluster and names no node.",
+        "Group by the exporter's label (Hostname for the node), or add the label with a "
+        "relabelling rule and keep it in the catalogue's sense.",
+    ),
+    Code(
+        "OBS310",
+        "series-count-as-pods",
+        W,
+        "A count of engine series presented as a count of pods",
+        "count() over an engine family counts its series: one per engine and model (vLLM's "
+        "engine label with data parallelism or several API servers, one series per served "
+        "model or LoRA adapter), not one per pod. A pod with two engines counts twice.",
+        "Count the pods: count by (...) (count by (..., pod) (x)).",
+    ),
+    Code(
+        "OBS311",
+        "ratio-alert-unguarded",
+        W,
+        "An alert on a ratio whose denominator can be zero on its own",
+        "When the denominator's series are idle (no running requests on the decode pods) "
+        "and the numerator's are not, the ratio is +Inf and an alert 'ratio > k' fires on an "
+        "idle deployment; 0/0 is NaN and never fires. Numerator and denominator of different "
+        "pools or gauges are zero independently.",
+        "Guard the denominator: (a / b) > k and b > 0, or divide by clamp_min(b, 1) where "
+        "the count is whole.",
+    ),
+    Code(
         "OBS401",
         "family-removed",
         E,
@@ -307,6 +366,17 @@ CODES: tuple[Code, ...] = (
         "Title it inter-token latency, or read the per-request TPOT family.",
     ),
     Code(
+        "OBS410",
+        "family-never-exported",
+        W,
+        "A name no engine version exports, close to one that does",
+        "No release of the engine exports the name, so the panel never has data and an "
+        "alert on it never fires; the catalogue holds a family of nearly the same name "
+        "(a counter without its _total suffix, SGLang's num_queue_reqs written with vLLM's "
+        "word 'waiting').",
+        "Use the name the finding gives.",
+    ),
+    Code(
         "OBS501",
         "unit-scale",
         E,
@@ -342,6 +412,16 @@ CODES: tuple[Code, ...] = (
         "Most queries of the same exporter filter on the variable, this one does not: it "
         "shows every value merged while the panels around it follow the selection.",
         "Add the variable's matcher to this query.",
+    ),
+    Code(
+        "OBS505",
+        "rate-unit-as-quantity",
+        W,
+        "A per-second rate shown with the unit of a quantity",
+        "The values are a rate (bytes per second: DCGM's PCIe and NVLink fields, rate() of a "
+        "byte counter) and the panel unit a quantity (bytes): the number is right but the "
+        "axis reads 3 GB where 3 GB/s is meant, and a reader adds rates up as amounts.",
+        "Use the rate unit (Bps, or By/s in Cloud Monitoring).",
     ),
 )
 """Every finding code, in documentation order."""

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from inference_obs.errors import LintInputError, NotLintable
+from inference_obs.lint.cloudmonitoring import is_cloud_monitoring, read_cloud_monitoring
 from inference_obs.lint.inputs import Document, Query, Variable, line_of
 from inference_obs.lint.placeholders import references
 
@@ -32,6 +33,9 @@ _PROMQL_TYPES = frozenset({"prometheus", "datasource", "victoriametrics-datasour
 
 def read_dashboard(path: str, text: str) -> Document:
     """The queries and variables of the Grafana dashboard ``text`` (read from ``path``).
+
+    A Google Cloud Monitoring dashboard is read by
+    :func:`~inference_obs.lint.cloudmonitoring.read_cloud_monitoring`.
 
     Raises
     ------
@@ -46,6 +50,9 @@ def read_dashboard(path: str, text: str) -> Document:
         ) from exc
     if isinstance(model, dict) and isinstance(model.get("dashboard"), dict):
         model = model["dashboard"]
+    if is_cloud_monitoring(model):
+        assert isinstance(model, dict)
+        return read_cloud_monitoring(path, text, model)
     if not isinstance(model, dict) or not any(
         key in model for key in ("panels", "rows", "templating", "__elements")
     ):

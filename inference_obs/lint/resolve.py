@@ -5,7 +5,8 @@ large dashboard costs one dictionary lookup per selector. Names the catalogue
 does not know are classified by Prometheus's naming conventions only where
 those are reliable: a lower-case ``_total``, ``_sum``, ``_count`` or
 ``_bucket`` suffix is a counter, unless the name has the two colons of a
-recording rule (``level:metric:operations``).
+recording rule (``level:metric:operations``) or is a Cloud Monitoring system
+metric (``kubernetes_io:node_accelerator_memory_total``, a gauge).
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ ENGINE_PREFIXES: tuple[str, ...] = ("vllm:", "sglang:")
 
 _PARTS: tuple[Part, ...] = ("bucket", "sum", "count")
 _COUNTER_SUFFIX = re.compile(r"_(?:total|sum|count|bucket)$")
+# Google Cloud Monitoring's system metrics as PromQL names (kubernetes.io/node/accelerator/
+# memory_total is read as kubernetes_io:node_accelerator_memory_total): the domain before the
+# colon says the name is not a Prometheus exporter's, so its suffix says nothing of its type.
+_CLOUD_MONITORING = re.compile(r"^[a-z0-9_]+_(?:com|io|net|org):")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +75,12 @@ class Series:
             if self.retired.type is MetricType.HISTOGRAM and self.part is not None:
                 return MetricType.COUNTER
             return self.retired.type
-        conventional = self.name is not None and not self.recorded and self.name.count(":") < 2
+        conventional = (
+            self.name is not None
+            and not self.recorded
+            and self.name.count(":") < 2
+            and not _CLOUD_MONITORING.match(self.name)
+        )
         if conventional and _COUNTER_SUFFIX.search(self.name or ""):
             return MetricType.COUNTER
         return None

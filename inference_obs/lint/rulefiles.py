@@ -18,6 +18,7 @@ import yaml
 
 from inference_obs.errors import LintInputError, NotLintable
 from inference_obs.lint.inputs import Document, Query
+from inference_obs.lint.placeholders import references
 
 __all__ = ["read_promql", "read_rules"]
 
@@ -69,7 +70,19 @@ def read_promql(path: str, text: str) -> Document:
     return Document(
         path=path,
         kind="promql",
-        queries=(Query(where=name, ref="", text=text, line=first + 1, words=name.lower()),),
+        queries=(
+            Query(
+                where=name,
+                ref="",
+                text=text,
+                line=first + 1,
+                words=name.lower(),
+                # A query copied from a dashboard keeps its interval variables
+                # (${__interval}, $__rate_interval): they are replaced as in dashboards.
+                # ("$1" in label_replace is a capture group, not a variable).
+                grafana=any(not name.isdigit() for name in references(body)),
+            ),
+        ),
     )
 
 

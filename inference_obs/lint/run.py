@@ -18,6 +18,7 @@ from pathlib import Path
 from inference_obs.errors import LintInputError, NotLintable, ParseError
 from inference_obs.lint.check_aggregation import check_aggregation
 from inference_obs.lint.check_counters import check_counters
+from inference_obs.lint.check_meaning import check_meaning
 from inference_obs.lint.check_names import check_names
 from inference_obs.lint.check_presentation import (
     check_unit,
@@ -41,6 +42,7 @@ CHECKS: tuple[Check, ...] = (
     check_quantiles,
     check_counters,
     check_aggregation,
+    check_meaning,
     check_names,
     check_unit,
 )
