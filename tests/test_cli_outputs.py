@@ -98,7 +98,8 @@ def test_a_new_report_replaces_the_previous_one_whole(tmp_path: Path) -> None:
     assert main(argv) == EXIT_OK
     assert (out / "figures").is_dir()
     assert main([*argv, "--format", "json"]) == EXIT_OK
-    assert sorted(p.name for p in out.iterdir()) == ["report.json"]  # no stale md, html, figures
+    # No stale md, html or figures; replicas.csv is written with report.json.
+    assert sorted(p.name for p in out.iterdir()) == ["replicas.csv", "report.json"]
 
 
 def test_every_file_written_is_listed_figures_included(

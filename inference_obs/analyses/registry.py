@@ -23,6 +23,7 @@ from inference_obs.analyses.gpu import gpu
 from inference_obs.analyses.latency import latency
 from inference_obs.analyses.memory import memory
 from inference_obs.analyses.queueing import queueing
+from inference_obs.analyses.replicas import replicas
 from inference_obs.analyses.rolling import rolling_itl, rolling_quantiles
 from inference_obs.analyses.shapes import shapes
 from inference_obs.analyses.throughput import throughput
@@ -36,6 +37,7 @@ ANALYSES: tuple[Analysis[Any, Any], ...] = (
     collection,
     shapes,
     latency,
+    replicas,
     throughput,
     cache,
     gpu,

@@ -55,6 +55,7 @@ __all__ = [
     "ThroughputSettings",
     "covered",
     "rates_by_replica",
+    "replica_label",
     "replicas_seen",
     "throughput",
 ]
@@ -79,7 +80,7 @@ class Regime(StrEnum):
     UNKNOWN = "unknown"
 
 
-def _pod_label(r: Reading, family: Family) -> tuple[str, tuple[str, ...]]:
+def replica_label(r: Reading, family: Family) -> tuple[str, tuple[str, ...]]:
     """The label naming a replica on ``family``'s series, and the replicas it names."""
     found = r.source.series(family.select(r.matchers), r.window)
     available = {name for one in found for name in one}
@@ -141,7 +142,7 @@ def covered(r: Reading) -> Covered:
     (:func:`~inference_obs.analyses.collection.app_coverage`), by the label that names
     replicas on the output-token counter.
     """
-    pod, _ = _pod_label(r, vllm.GENERATION_TOKENS)
+    pod, _ = replica_label(r, vllm.GENERATION_TOKENS)
     found = app_coverage(r, lambda labels: labels.get(pod, ""))
     bounds = (r.window.start_s * 1000, r.window.end_s * 1000)
     spans = found.spans(*bounds)
@@ -172,7 +173,7 @@ def rates_by_replica(
     started or stopped inside it.
     """
     spans = covered(r) if spans is None else spans
-    pod, names = _pod_label(r, vllm.GENERATION_TOKENS)
+    pod, names = replica_label(r, vllm.GENERATION_TOKENS)
     exprs = [
         b.increase_total(f, r.matchers, r.seconds, by=(pod,))
         for f in (vllm.GENERATION_TOKENS, vllm.REQUEST_SUCCESS)

@@ -59,6 +59,7 @@ __all__ = [
     "counter_ratio",
     "counter_ratios",
     "counter_ratios_by",
+    "counter_ratios_grouped",
     "histogram_mean",
     "histogram_share",
     "mean_ratio",
@@ -181,15 +182,60 @@ def counter_ratios_by(
     return {group: _ratio_measurement(r, ratio, found, group, statistic(group)) for group in groups}
 
 
+def counter_ratios_grouped(
+    r: Reading,
+    ratios: Sequence[Ratio],
+    *,
+    by: Sequence[str],
+    groups: Sequence[Labels],
+    statistic: Callable[[Ratio, Labels], str],
+) -> list[dict[Labels, Measurement]]:
+    """Each of ``ratios`` per group of the ``by`` labels, all in one fixed set of requests.
+
+    :func:`counter_ratios_by` for several ratios at once: however many
+    ratios and groups, one joined query and one series request (a restart
+    asks more). ``statistic`` names each ratio's Measurement of one group;
+    each ratio's ``promql`` should be grouped ``by`` the same labels.
+    """
+    found = totals(r.source, r.window, [ratio.pair(by) for ratio in ratios])
+    out = []
+    for ratio, one in zip(ratios, found, strict=True):
+        # A ratio no group has (a family the deployment does not export) names its missing
+        # families once, not once per group: the requests stay as few however many groups.
+        whole = None
+        if not one.present:
+            both = Binary("/", ratio.numerator, ratio.denominator)
+            whole = missing_families(r.source, both, r.window)
+        out.append(
+            {
+                group: _ratio_measurement(r, ratio, one, group, statistic(ratio, group), whole)
+                for group in groups
+            }
+        )
+    return out
+
+
 def _ratio_measurement(
-    r: Reading, ratio: Ratio, found: Totals, group: Labels, statistic: str
+    r: Reading,
+    ratio: Ratio,
+    found: Totals,
+    group: Labels,
+    statistic: str,
+    absent: list[str] | None = None,
 ) -> Measurement:
+    """One group's ratio; ``absent``: the families without series in any group, when known."""
     top, bottom = found.groups.get(group, (0.0, 0.0))
     value = top / bottom if bottom > 0 else None
     rules = r.source.info().rules
     sides = [closed_range(side, r.seconds, rules) for side in (ratio.numerator, ratio.denominator)]
     both = Binary("/", ratio.numerator, ratio.denominator)
-    missing = [] if group in found.present else missing_families(r.source, both, r.window, group)
+    missing = (
+        []
+        if group in found.present
+        else absent
+        if absent is not None
+        else missing_families(r.source, both, r.window, group)
+    )
     m = r.local(
         statistic,
         value,
@@ -236,13 +282,15 @@ def mean_ratio(
     *,
     matchers: Sequence[Matcher] | None = None,
     caveats: Sequence[str] = (),
+    by: Sequence[str] = (),
 ) -> Ratio:
-    """The :class:`Ratio` of :func:`histogram_mean`, to ask with others."""
+    """The :class:`Ratio` of :func:`histogram_mean`, to ask with others; ``by``: the labels
+    its recheck PromQL is grouped by (for :func:`counter_ratios_grouped`)."""
     chosen = tuple(r.matchers if matchers is None else matchers)
     return Ratio(
         numerator=family.select(chosen, "sum"),
         denominator=family.select(chosen, "count"),
-        promql=builders.histogram_mean(family, chosen, r.seconds),
+        promql=builders.histogram_mean(family, chosen, r.seconds, by=tuple(by)),
         statistic=statistic,
         unit=family.unit,
         caveats=tuple(caveats),

@@ -170,6 +170,7 @@ def build_report(
         scope=scope,
         deployments=tuple(runs),
         timeline=happened,
+        fleet=seen.fleets,
         validity=verdicts,
         conclusions=conclusions(seen),
         cautions=cautions(seen),

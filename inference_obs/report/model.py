@@ -7,10 +7,13 @@ Built by :func:`~inference_obs.report.build.build_report`; rendered by
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.conclusions import Cautions, Conclusions, cited
+from inference_obs.analyses.outliers import Fleet
 from inference_obs.analyses.run import DeploymentResults
 from inference_obs.analyses.timeline import Timeline
 from inference_obs.analyses.validity.verdicts import ValidityResult
@@ -45,6 +48,10 @@ class Report(BaseModel):
     timeline: Timeline = Field(
         description="What happened, from every deployment's results: stalls, restarts, gaps."
     )
+    fleet: dict[str, Fleet] = Field(
+        default_factory=dict,
+        description="Per deployment: its replicas' distributions and outliers.",
+    )
     validity: ValidityResult | None = Field(None, description="With two or more deployments.")
     conclusions: Conclusions = Field(
         description="The Summary's findings, ranked (:mod:`~inference_obs.analyses.conclusions`)."
@@ -56,6 +63,36 @@ class Report(BaseModel):
     def to_frame(self) -> pd.DataFrame:
         """Every Measurement of the report, one row each (see ``measurements_frame``)."""
         return measurements_frame(self.measurements())
+
+    @property
+    def replicas(self) -> pd.DataFrame:
+        """One row per replica and per-replica statistic, every deployment.
+
+        Columns: ``deployment``, ``replica``, ``statistic``, ``value`` (in
+        ``unit``; NaN: no data), ``unit``, ``lower``/``upper`` (a quantile's
+        bucket; NaN otherwise), ``outlier`` (whether it is named an outlier
+        of its deployment on that statistic) and ``key`` (the Measurement's;
+        empty for an event count). What ``replicas.csv`` holds.
+        """
+        rows = []
+        for name, one in self.fleet.items():
+            flagged = {(o.replica, o.statistic) for o in one.outliers}
+            for v in one.values:
+                rows.append(
+                    {
+                        "deployment": name,
+                        "replica": v.replica,
+                        "statistic": v.statistic,
+                        "value": math.nan if v.value is None else v.value,
+                        "unit": v.unit,
+                        "lower": v.bounds.lower if v.bounds else math.nan,
+                        "upper": v.bounds.upper if v.bounds else math.nan,
+                        "outlier": (v.replica, v.statistic) in flagged,
+                        "key": v.key or "",
+                    }
+                )
+        columns = ["deployment", "replica", "statistic", "value", "unit", "lower", "upper"]
+        return pd.DataFrame(rows, columns=[*columns, "outlier", "key"])
 
     def measurements(self) -> tuple[Measurement, ...]:
         """Every Measurement of the report (latency at matched load included).

@@ -84,6 +84,7 @@ def report_json(report: Report) -> dict[str, Any]:
                     _rolling(d.of(analyses.rolling_quantiles), d.window.start.tzinfo),
                     _rolling(d.of(analyses.rolling_itl), d.window.start.tzinfo),
                 ],
+                "outliers": _outliers(report, d.deployment.name),
             }
         )
     comparisons = []
@@ -173,6 +174,20 @@ def _rolling(result: RollingQuantiles, zone: tzinfo | None) -> dict[str, Any]:
             for s in result.series
         ],
     }
+
+
+def _outliers(report: Report, name: str) -> list[dict[str, Any]]:
+    """The deployment's outlying replicas, each statistic one entry (infinities as strings)."""
+    fleet = report.fleet.get(name)
+    return [
+        {
+            **o.model_dump(mode="json", exclude={"value", "fleet_median", "bounds"}),
+            "value": json_number(o.value),
+            "fleet_median": json_number(o.fleet_median),
+            "bounds": _finite(o.bounds.model_dump()) if o.bounds else None,
+        }
+        for o in (fleet.outliers if fleet else ())
+    ]
 
 
 def _summary(report: Report) -> list[dict[str, Any]]:

@@ -248,6 +248,17 @@ class RegimeEntry(_Closed):
     advice: str = Field(description="The step and why, as one sentence with its numbers.")
 
 
+class OutlierEntry(_Closed):
+    replica: str
+    statistic: str = Field(description="Per-replica statistic (ttft_p50, gpu_utilization, ...).")
+    value: JsonNumber = Field(description="The replica's value, in ``unit``.")
+    unit: str
+    bounds: BoundsEntry | None = Field(description="Its bucket, for a quantile; else null.")
+    fleet_median: JsonNumber = Field(description="The other replicas' median, in ``unit``.")
+    reason: str = Field(description="The rule it broke, with the numbers.")
+    key: str | None = Field(description="The Measurement's key; null for an event count.")
+
+
 class DeploymentEntry(_Closed):
     name: str
     window: WindowEntry
@@ -269,6 +280,9 @@ class DeploymentEntry(_Closed):
     topology_findings: list[TopologyFindingEntry]
     rolling: list[RollingEntry] = Field(
         description="Rolling quantiles, per point with the bucket holding the true value."
+    )
+    outliers: list[OutlierEntry] = Field(
+        description="Replicas far from the deployment's others, one entry per statistic."
     )
 
 

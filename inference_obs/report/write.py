@@ -1,4 +1,4 @@
-"""Write a report's files: report.md, report.html, report.json and figures/*.png.
+"""Write a report's files: report.md, report.html, report.json, replicas.csv and figures/*.png.
 
 Paths are fixed by the output directory alone, so scheduled jobs can find
 them; the same report gives the same bytes.
@@ -58,6 +58,10 @@ _PARTIAL = ".partial-"
 
 #: Resolution of the figures' PNG files, dots per inch.
 PNG_DPI = 100
+
+
+#: Every replica's per-replica statistics, written with report.json.
+REPLICAS = "replicas.csv"
 
 
 def figure_png(figure: matplotlib.figure.Figure) -> bytes:
@@ -136,8 +140,11 @@ def check_output(out: Path) -> None:
 
 
 def report_files(out: Path) -> list[Path]:
-    """The files of a report in ``out``: ``report.{md,html,json}`` and ``figures/*.png``."""
+    """The files of a report in ``out``: ``report.{md,html,json}``, ``replicas.csv`` and
+    ``figures/*.png``."""
     found = [out / f"report.{fmt}" for fmt in FORMATS if (out / f"report.{fmt}").is_file()]
+    if (out / REPLICAS).is_file():
+        found.append(out / REPLICAS)
     if (out / FIGURES).is_dir():
         found += sorted((out / FIGURES).glob("*.png"))
     return found
@@ -177,6 +184,10 @@ def _render(report: Report, formats: Collection[str]) -> dict[str, bytes]:
     for fmt in FORMATS:
         if fmt in formats:
             files[f"report.{fmt}"] = texts[fmt]().encode("utf-8")
+    if "json" in formats:
+        # Every replica's value of every per-replica statistic, beside report.json: the
+        # rows a fleet's body leaves out (Report.replicas).
+        files[REPLICAS] = report.replicas.to_csv(index=False).encode("utf-8")
     return files
 
 
@@ -211,7 +222,7 @@ def write_report(report: Report, out: Path, formats: Collection[str] = FORMATS) 
     Returns
     -------
     dict
-        Format (and ``figure:<name>``) -> the path written.
+        Format (``figure:<name>``, ``replicas`` for replicas.csv) -> the path written.
 
     Raises
     ------
@@ -247,4 +258,6 @@ def write_report(report: Report, out: Path, formats: Collection[str] = FORMATS) 
     for fmt in FORMATS:
         if fmt in formats:
             written[fmt] = out / f"report.{fmt}"
+    if REPLICAS in files:
+        written["replicas"] = out / REPLICAS
     return written

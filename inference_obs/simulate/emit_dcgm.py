@@ -21,6 +21,10 @@ reads, from the activity of the engine it serves
   length, plus the link's full rate times the share of it spent on the
   copies of a ``transfer_bound`` fault, bytes/s.
 
+A ``gpus_read_idle`` fault makes the exporter read idle at the collections
+it covers (every activity field 0, power at the idle draw) whatever the
+engine did: it watches GPUs the server does not run on.
+
 Each GPU has its own multiplicative noise (``noise``), so the GPUs of one
 engine do not read identically.
 """
@@ -30,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
+import numpy.typing as npt
 
 from inference_obs.metrics import dcgm
 from inference_obs.metrics.family import Family
@@ -46,6 +51,17 @@ _FB_RESERVED_MIB = 512.0
 _FB_IDLE_MIB = 4.0
 # Busy work split of the power draw's dynamic part.
 _POWER_BUSY, _POWER_DRAM, _POWER_TENSOR = 0.4, 0.4, 0.2
+
+
+#: The fields an exporter watching an idle GPU reads 0 on.
+_ACTIVITY = (
+    dcgm.GPU_UTIL,
+    dcgm.PROF_GR_ENGINE_ACTIVE,
+    dcgm.PROF_PIPE_TENSOR_ACTIVE,
+    dcgm.PROF_DRAM_ACTIVE,
+    dcgm.PROF_SM_ACTIVE,
+    dcgm.PROF_SM_OCCUPANCY,
+)
 
 
 def _window_mean(activity: Activity, quantity: Floats, ends: Floats, width: float) -> Floats:
@@ -119,6 +135,7 @@ def gpu_series(
     every: float,
     util_sample: float,
     server_up: Floats,
+    reads_idle: npt.NDArray[np.bool_],
     rng: np.random.Generator,
     exported: frozenset[str],
     transfers: tuple[Records, Records],
@@ -128,6 +145,8 @@ def gpu_series(
     ``scrape_at``/``stamps`` are the successful scrape times (seconds from
     the window start / unix seconds); ``server_up`` says, per collection,
     whether the GPU's vLLM server was running (framebuffer held);
+    ``reads_idle``, per collection, whether the exporter reads the GPU idle
+    (a ``gpus_read_idle`` fault);
     ``exported`` names the families to write; ``transfers`` are the GPU's
     host-to-device and device-to-host copies (:func:`~.transfers.pcie_events`).
     """
@@ -136,6 +155,11 @@ def gpu_series(
     keep = latest >= 0
     latest = latest[keep]
     readings = _readings(spec, activity, collect, every, util_sample, transfers)
+    for family in _ACTIVITY:
+        readings[family] = np.where(reads_idle, 0.0, readings[family])
+    readings[dcgm.POWER_USAGE] = np.where(
+        reads_idle, spec.gpu.idle_watts, readings[dcgm.POWER_USAGE]
+    )
     total = float(spec.gpu.memory_total_mib)
     used = np.where(server_up > 0, total * spec.kv_cache.gpu_memory_utilization, _FB_IDLE_MIB) * (
         1.0 + 0.001 * rng.standard_normal()

@@ -25,6 +25,10 @@ kind                      effect
 ``transfer_bound``        from ``start`` to ``end`` every engine step of the replica
                           also waits ``transfer_ms`` on host-to-device copies at the
                           PCIe link's full rate, GPUs idle meanwhile
+``gpus_read_idle``        from ``start`` to ``end`` the replica's GPU exporter reads its
+                          GPUs idle (activity fields 0, power at idle) while its engines
+                          serve as usual: the exporter watches GPUs other than those the
+                          server runs on (a device index or label mismatch)
 ========================  ==============================================================
 
 Times are offsets from the window start (``"44m"``, ``-120``).
@@ -44,6 +48,7 @@ from inference_obs.simulate.durations import Offset, Seconds
 __all__ = [
     "Fault",
     "GpuStops",
+    "GpusReadIdle",
     "HostStarved",
     "MisalignedScrapes",
     "MissingFamily",
@@ -121,6 +126,12 @@ class TransferBound(_Stretch):
     )
 
 
+class GpusReadIdle(_Stretch):
+    """The GPU exporter reads the replica's GPUs idle while its engines serve."""
+
+    kind: Literal["gpus_read_idle"]
+
+
 class ScrapeGap(_Stretch):
     """Scrapes of one target fail for a while (no samples; ``up`` reads 0)."""
 
@@ -169,7 +180,8 @@ Fault = Annotated[
     | MisalignedScrapes
     | MissingFamily
     | HostStarved
-    | TransferBound,
+    | TransferBound
+    | GpusReadIdle,
     Field(discriminator="kind"),
 ]
 """Any fault a scenario may inject."""
@@ -184,6 +196,7 @@ F = TypeVar(
     MissingFamily,
     HostStarved,
     TransferBound,
+    GpusReadIdle,
 )
 
 

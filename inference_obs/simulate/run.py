@@ -20,6 +20,7 @@ from inference_obs.simulate.emit_dcgm import gpu_series
 from inference_obs.simulate.emit_host import host_series
 from inference_obs.simulate.emit_vllm import Sampling, engine_series
 from inference_obs.simulate.faults import (
+    GpusReadIdle,
     GpuStops,
     HostStarved,
     MissingFamily,
@@ -179,6 +180,9 @@ def _dcgm(
             server_up = np.ones(collect.size)
             for fault in of_kind(scenario.faults, Restart, replica):
                 server_up[(collect >= fault.at) & (collect < fault.at + fault.downtime)] = 0.0
+            reads_idle = np.zeros(collect.size, dtype=bool)
+            for idle in of_kind(scenario.faults, GpusReadIdle, replica):
+                reads_idle |= (collect >= idle.start) & (collect < idle.end)
             table = tables[node.deployment]
             rows = table[(table["replica"] == replica) & (table["engine"] == run.engine)]
             rng = np.random.default_rng((seed, _GPU_NOISE_STREAM, *key, slot.index))
@@ -195,6 +199,7 @@ def _dcgm(
                     every=scrape.collect_interval,
                     util_sample=scrape.util_sample,
                     server_up=server_up,
+                    reads_idle=reads_idle,
                     rng=rng,
                     exported=frozenset(scrape.gpu_families) - _missing(scenario, replica),
                     transfers=pcie_events(spec, run, rows),

@@ -1,7 +1,8 @@
 """Every analysis gives the same Measurements offline and from a real Prometheus.
 
-For each bundled dataset and each of its deployments, ``latency``, ``shapes``,
-``cache``, ``throughput``, ``gpu`` and ``cost`` (at a fixed GPU-hour price,
+For each bundled dataset and each of its deployments, ``latency``, ``replicas``
+(each replica's quantiles and exact means), ``shapes``, ``cache``,
+``throughput``, ``gpu`` and ``cost`` (at a fixed GPU-hour price,
 with SLAs and token prices) run twice over the manifest window: through
 :class:`~inference_obs.source.dataset.source.DatasetSource` and through
 :class:`~inference_obs.source.prometheus.PrometheusSource` on Prometheus 2.42
@@ -22,6 +23,7 @@ from inference_obs.analyses.cache import cache
 from inference_obs.analyses.cost import TokenPrices, cost
 from inference_obs.analyses.gpu import gpu
 from inference_obs.analyses.latency import latency
+from inference_obs.analyses.replicas import replicas
 from inference_obs.analyses.shapes import shapes
 from inference_obs.analyses.throughput import throughput
 from inference_obs.analyses.validity.verdicts import validity
@@ -57,6 +59,7 @@ def _cost(source: Source, deployment: Deployment, window: Window) -> AnalysisRes
 
 ANALYSES: dict[str, Analysis] = {
     "latency": latency,
+    "replicas": replicas,
     "shapes": shapes,
     "cache": cache,
     "throughput": throughput,

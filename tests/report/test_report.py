@@ -26,7 +26,8 @@ SECTIONS = (
     "Scope", "Summary", "What happened", "Deployments compared", "Collection health",
     "Declared and verified configuration",
     "Collection and statistical definitions",
-    "Request shapes", "Throughput", "Latency", "Queues and GPU activity", "Memory and errors",
+    "Request shapes", "Throughput", "Latency", "Replicas", "Queues and GPU activity",
+    "Memory and errors",
     "Caches and speculative decoding",
     "GPU activity and bottleneck", "Stage boundaries: what the GPUs wait on", "Cost",
     "Comparison verdicts", "What not to conclude",
@@ -141,7 +142,7 @@ def test_the_same_report_gives_the_same_bytes(tmp_path: Path) -> None:
 def test_formats_are_chosen_and_checked(tmp_path: Path) -> None:
     report = make(DatasetSource(DATASET))
     written = write_report(report, tmp_path, ["json"])
-    assert set(written) == {"json"}
+    assert set(written) == {"json", "replicas"}  # replicas.csv comes with report.json
     assert not (tmp_path / "figures").exists()
     assert report_json(report)["measurements"]
     with pytest.raises(ValueError, match="pdf"):
@@ -256,7 +257,7 @@ def test_a_report_built_in_threads_is_the_one_built_in_order_byte_for_byte(
     for run, workers in enumerate((1, 8, 8)):
         write_report(make(source, workers=workers), tmp_path / str(run))
     files = sorted(p.relative_to(tmp_path / "0") for p in (tmp_path / "0").rglob("*.*"))
-    assert len(files) == 9  # Markdown, HTML, JSON and six figures
+    assert len(files) == 10  # Markdown, HTML, JSON, replicas.csv and six figures
     for name in files:
         first = (tmp_path / "0" / name).read_bytes()
         assert (tmp_path / "1" / name).read_bytes() == first, name

@@ -57,6 +57,7 @@ from inference_obs.analyses.boundaries.findings import (
 )
 from inference_obs.analyses.boundaries.host import pod_matchers, server_matchers
 from inference_obs.analyses.collection import app_coverage
+from inference_obs.analyses.naming import named as named_replicas
 from inference_obs.analyses.queueing import QueueingResult, QueueingSettings, queueing
 from inference_obs.analyses.unit import Analysis
 from inference_obs.metrics import builders as b, dcgm, host, host_queries as hq, vllm
@@ -491,7 +492,7 @@ def _boundaries(r: Reading, settings: BoundariesSettings) -> BoundariesResult:
     named = [one.replica for one in replicas if one.reading is worst]
     theirs = [i for i in intervals if i.replica in named]
     verdict = HEALTHY_WITH_INTERVALS if worst is CapacityReading.HEALTHY and theirs else None
-    reason = f"{', '.join(named) or 'no replica'}: {verdict or VERDICTS[worst]}"
+    reason = f"{named_replicas(named) if named else 'no replica'}: {verdict or VERDICTS[worst]}"
     if theirs:
         reason += f" ({_counted(theirs)})"
     others = [i for i in intervals if i.replica not in named]

@@ -16,6 +16,7 @@ from inference_obs.analyses.conclusions.model import NAMED, SECTIONS, Conclusion
 from inference_obs.analyses.facts import has_data
 from inference_obs.analyses.gpu import gpu
 from inference_obs.analyses.latency import latency
+from inference_obs.analyses.naming import named
 from inference_obs.analyses.queueing import QueueingSettings, queueing
 from inference_obs.analyses.regime import RegimeResult
 from inference_obs.analyses.run import DeploymentResults
@@ -128,7 +129,7 @@ def boundary_reading(judged: Judged) -> Iterator[Conclusion]:
         causes: dict[str, set[str]] = {}
         for i in b.intervals:
             causes.setdefault(i.cause.value, set()).add(i.replica)
-        found = "; ".join(f"{c}: {', '.join(sorted(r))}" for c, r in sorted(causes.items()))
+        found = "; ".join(f"{c}: {named(sorted(r))}" for c, r in sorted(causes.items()))
         yield _quoting(
             d,
             judged.regimes[d.deployment.name],

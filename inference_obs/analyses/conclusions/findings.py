@@ -49,6 +49,7 @@ from inference_obs.analyses.conclusions.model import (
 from inference_obs.analyses.facts import has_data, priced_cost
 from inference_obs.analyses.gpu import gpu
 from inference_obs.analyses.latency import METRICS, latency
+from inference_obs.analyses.outliers import by_replica, outlier_text
 from inference_obs.analyses.regime import RegimeReading
 from inference_obs.analyses.run import DeploymentResults
 from inference_obs.analyses.throughput import throughput
@@ -390,6 +391,37 @@ def _incidents(judged: Judged) -> Iterator[Conclusion]:
         )
 
 
+def _outliers(judged: Judged) -> Iterator[Conclusion]:
+    """Replicas that stand out from their deployment's others, with what makes each one."""
+    for name, fleet in judged.fleets.items():
+        grouped = by_replica(fleet.outliers)
+        if not grouped:
+            continue
+        # Each replica by its first statistic in the Replicas table's order (latency first),
+        # the rest counted, so that the item stays a few lines for any fleet.
+        shown = "; ".join(
+            f"{replica}: {outlier_text(found[0])}"
+            + (
+                f" and {len(found) - 1} more statistic{'s' * (len(found) > 2)}"
+                if len(found) > 1
+                else ""
+            )
+            for replica, found in list(grouped.items())[:INCIDENTS]
+        )
+        more = f"; and {len(grouped) - INCIDENTS} more" if len(grouped) > INCIDENTS else ""
+        keys = tuple(found[0].key for found in grouped.values() if found[0].key)
+        yield Conclusion(
+            kind="replica_outliers",
+            text=f"{len(grouped)} of {len(fleet.replicas)} replicas of {name} stand out "
+            f"from the others: {shown}{more}.",
+            keys=keys[:INCIDENTS],
+            section=SECTIONS["replicas"],
+            caveat="Far from the others by a robust rule (median absolute deviation; a "
+            "quantile's bucket above theirs): where to look, not why.",
+            deployments=(name,),
+        )
+
+
 def _cost(judged: Judged) -> Iterator[Conclusion]:
     """Cost per useful token, where GPU-hour prices were given."""
     runs = _runs(judged)
@@ -415,14 +447,15 @@ def _cost(judged: Judged) -> Iterator[Conclusion]:
         )
 
 
-#: The finders, in rank order: what is unknown, latency, throughput, incidents, queues,
-#: GPUs, cost.
+#: The finders, in rank order: what is unknown, latency, throughput, incidents, outlying
+#: replicas, queues, GPUs, cost.
 FINDERS: tuple[Finder, ...] = (
     _no_data,
     _latency,
     _latency_alone,
     _throughput,
     _incidents,
+    _outliers,
     queued,
     gpus_without_samples,
     boundary_reading,

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.facts import shown
+from inference_obs.analyses.outliers import Fleet, fleet
 from inference_obs.analyses.regime import RegimeResult, judge
 from inference_obs.analyses.run import DeploymentResults
 from inference_obs.analyses.timeline import Timeline
@@ -40,6 +41,7 @@ SECTIONS = {
     "deployments": "Deployments compared",
     "timeline": "What happened",
     "latency": "Latency",
+    "replicas": "Replicas",
     "queues": "Queues and GPU activity",
     "gpus": "GPU activity and bottleneck",
     "boundaries": "Stage boundaries: what the GPUs wait on",
@@ -153,6 +155,9 @@ class Judged(BaseModel):
         What happened over the window.
     regimes
         Each deployment's one reading (:func:`~inference_obs.analyses.regime.judge`), by name.
+    fleets
+        Each deployment's replicas as distributions, and its outliers
+        (:func:`~inference_obs.analyses.outliers.fleet`), by name.
     measurements
         Every Measurement a finding may cite (:func:`cited`).
     scope
@@ -165,6 +170,7 @@ class Judged(BaseModel):
     validity: ValidityResult | None = None
     timeline: Timeline
     regimes: dict[str, RegimeResult]
+    fleets: dict[str, Fleet] = Field(default_factory=dict)
     measurements: tuple[Measurement, ...]
     scope: ScopeFacts = ScopeFacts()
 
@@ -201,13 +207,14 @@ def judged(
     timeline: Timeline,
     scope: ScopeFacts | None = None,
 ) -> Judged:
-    """The judging's inputs from the analyses' results: each regime read once, and the
-    Measurements findings may cite gathered once."""
+    """The judging's inputs from the analyses' results: each regime and each fleet's outliers
+    judged once, and the Measurements findings may cite gathered once."""
     return Judged(
         runs=tuple(runs),
         validity=validity,
         timeline=timeline,
         regimes={d.deployment.name: judge(d) for d in runs},
+        fleets=fleet(runs, timeline),
         measurements=cited(runs, validity),
         scope=scope or ScopeFacts(),
     )

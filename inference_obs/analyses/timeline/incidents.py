@@ -36,6 +36,7 @@ from datetime import datetime, tzinfo
 from inference_obs.analyses.boundaries import boundaries
 from inference_obs.analyses.collection import collection
 from inference_obs.analyses.error_signals import errors
+from inference_obs.analyses.naming import NAMED, named
 from inference_obs.analyses.queueing import queueing
 from inference_obs.analyses.rolling import rolling_itl, rolling_quantiles
 from inference_obs.analyses.run import DeploymentResults
@@ -51,25 +52,7 @@ from inference_obs.analyses.timeline.pieces import (
 
 __all__ = ["NAMED", "deployment_events", "named", "timeline"]
 
-#: Replicas named in a sentence before "and N more": a fleet's event stays one line.
-NAMED = 5
 _ORDER = {kind: k for k, kind in enumerate(EventKind)}
-
-
-def named(replicas: Sequence[str], limit: int = NAMED) -> str:
-    """At most ``limit`` names, then how many more.
-
-    Examples
-    --------
-    >>> named(["a", "b", "c"], 2)
-    'a, b and 1 more'
-    >>> named([])
-    'the whole deployment'
-    """
-    if not replicas:
-        return "the whole deployment"
-    shown = ", ".join(replicas[:limit])
-    return f"{shown} and {len(replicas) - limit} more" if len(replicas) > limit else shown
 
 
 def _weight(kind: EventKind) -> tuple[int, int]:

@@ -3,7 +3,8 @@
 Scope first (what was read, and that nothing was sent or changed), then
 the summary of what the report concludes and what happened when, then which deployments are
 compared, whether their collection is whole, and how each statistic is
-defined, then request shapes before throughput, latency, queues against
+defined, then request shapes before throughput, latency, the replicas as a
+distribution with their outliers, queues against
 GPU activity, caches, memory and errors, GPU activity and bottleneck,
 stage boundaries, cost, the comparison verdicts, what not to conclude,
 and an appendix listing every query behind every number, grouped by
@@ -24,6 +25,7 @@ from inference_obs.report.sections.cost import costs
 from inference_obs.report.sections.gpus import caches, gpus, stage_boundaries
 from inference_obs.report.sections.memory import memory_and_errors
 from inference_obs.report.sections.queues import queues
+from inference_obs.report.sections.replicas import replicas
 from inference_obs.report.sections.scope import configurations, definitions, deployments, scope
 from inference_obs.report.sections.throughput import throughput
 from inference_obs.report.sections.timeline import what_happened
@@ -49,6 +51,7 @@ def sections(report: Report) -> tuple[Block, ...]:
         request_shapes,
         throughput,
         latency,
+        replicas,
         queues,
         memory_and_errors,
         caches,

@@ -23,6 +23,7 @@ SHOWN = frozenset(
         "collection",
         "shapes",
         "latency",
+        "replicas",
         "throughput",
         "cache",
         "gpu",

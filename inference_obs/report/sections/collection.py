@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from inference_obs import analyses
 from inference_obs.analyses.collection import COVERAGE
+from inference_obs.analyses.naming import MANY, NAMED
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.wording import cell, number, when
 from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
@@ -25,8 +26,21 @@ def _noted(m: Measurement) -> str:
 
 
 def _samples(c: CollectionResult) -> str:
-    counts = ", ".join(f"{k}: {cell(m)}" for k, m in c.app_samples.items())
-    return counts or "no data"
+    """Per instance while there are few; beyond, how many had the expected count and only
+    the exceptions (a fleet's cell stays one line)."""
+    if len(c.app_samples) <= MANY or c.expected_app_samples is None:
+        counts = ", ".join(f"{k}: {cell(m)}" for k, m in c.app_samples.items())
+        return counts or "no data"
+    # Expected to within one scrape: a target's first sample may fall either side of the start.
+    expected = c.expected_app_samples
+    off = {k: m for k, m in c.app_samples.items() if m.value is None or abs(m.value - expected) > 1}
+    usual = len(c.app_samples) - len(off)
+    text = f"{usual} of {len(c.app_samples)} instances: {number(expected, 3)} each, as expected"
+    if off:
+        shown = ", ".join(f"{k}: {cell(m)}" for k, m in list(off.items())[:NAMED])
+        more = f" and {len(off) - NAMED} more" if len(off) > NAMED else ""
+        text += f"; {shown}{more}"
+    return text
 
 
 def collection(report: Report) -> Iterator[Block]:

@@ -12,12 +12,14 @@ from typing import TYPE_CHECKING
 
 from inference_obs import analyses
 from inference_obs.analyses.bottleneck import BottleneckClass
-from inference_obs.analyses.boundaries import BoundariesResult, BoundaryCause
+from inference_obs.analyses.boundaries import BoundariesResult, BoundaryCause, BoundaryInterval
+from inference_obs.analyses.naming import MANY
 from inference_obs.analyses.regime import judge
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.wording import cell, number, share_cell, when
 from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
 from inference_obs.report.figure_plan import DRAM_VS_TENSOR, GPU_HEATMAP, cite, cite_each
+from inference_obs.report.sections.queues import ROWS
 
 if TYPE_CHECKING:
     from inference_obs.analyses.run import DeploymentResults
@@ -195,6 +197,15 @@ def stage_boundaries(report: Report) -> Iterator[Block]:
         yield from _intervals(d.deployment.name, d.of(analyses.boundaries), d.step_seconds)
 
 
+def _times(replica: str, brief: list[BoundaryInterval]) -> str:
+    """``replica: 10:00:01 (inconsistent), ...``: every one, so that each row of the queue
+    table on idle GPUs is named here too (a fleet's are counted instead)."""
+    said = ", ".join(
+        f"{when(i.start)} ({', '.join(i.queue_classes) or i.cause.value})" for i in brief
+    )
+    return f"{replica}: {said}"
+
+
 def _intervals(name: str, found: BoundariesResult, step: float | None) -> Iterator[Block]:
     """One deployment's boundary intervals, each named by its times to the second.
 
@@ -204,32 +215,45 @@ def _intervals(name: str, found: BoundariesResult, step: float | None) -> Iterat
     """
     if not found.intervals:
         return
-    if step is not None:
-        yield Paragraph(f"{name}: rows are {step:g} s tiles: rows counts tiles.")
+    # What the table needs said, in one paragraph: a fleet's section stays short.
+    said = [] if step is None else [f"rows are {step:g} s tiles: rows counts tiles."]
     brief = [i for i in found.intervals if not i.sustained and i.cause is BoundaryCause.UNEXPLAINED]
     listed = [i for i in found.intervals if i not in brief]
     if brief:
-        named = "; ".join(
-            f"{replica}: "
-            + ", ".join(
-                f"{when(i.start)} ({', '.join(i.queue_classes) or i.cause.value})"
-                for i in brief
-                if i.replica == replica
+        replicas = list(dict.fromkeys(i.replica for i in brief))
+        # A fleet's short intervals are counted; a few replicas' are named with their times.
+        if len(found.replicas) <= MANY:
+            named = "; ".join(
+                _times(replica, [i for i in brief if i.replica == replica]) for replica in replicas
             )
-            for replica in dict.fromkeys(i.replica for i in brief)
-        )
+        else:
+            named = f"{len(brief)} on {len(replicas)} replicas (report.json, boundaries.intervals)"
         reasons = {i.reason for i in brief}
         why = f" {brief[0].reason[0].upper()}{brief[0].reason[1:]}." if len(reasons) == 1 else ""
-        yield Paragraph(
-            f"{name}: short intervals (under boundaries.min_samples rows), unexplained: "
-            f"{named}.{why}"
+        said.append(
+            f"short intervals (under boundaries.min_samples rows), unexplained: {named}.{why}"
         )
+    shared = None
+    if listed:
+        reasons = {i.reason for i in listed}
+        shared = reasons.pop() if len(reasons) == 1 else None
+        if shared is not None:
+            said.append(f"every interval in the table: {shared}.")
+    if len(found.replicas) > MANY and len(listed) > ROWS:
+        # A fleet's intervals: the explained ones first, then the longest; all in report.json.
+        total = len(listed)
+        listed = sorted(
+            listed, key=lambda i: (i.cause is BoundaryCause.UNEXPLAINED, -i.samples, i.start)
+        )[:ROWS]
+        listed.sort(key=lambda i: i.start)
+        said.append(
+            f"{ROWS} of {total:,} intervals, the explained then the longest; every one in "
+            "report.json (boundaries.intervals)."
+        )
+    if said:
+        yield Paragraph(f"{name}: " + " ".join(said))
     if not listed:
         return
-    reasons = {i.reason for i in listed}
-    shared = reasons.pop() if len(reasons) == 1 else None
-    if shared is not None:
-        yield Paragraph(f"{name}: every interval in the table: {shared}.")
     yield Table(
         (
             "replica",

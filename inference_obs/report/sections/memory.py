@@ -6,6 +6,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from inference_obs import analyses
+from inference_obs.analyses.naming import MANY
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.wording import cell
 from inference_obs.report.document import Block, Heading, Paragraph, Table
@@ -26,7 +27,15 @@ def _or_absent(m: Measurement, scale: float = 1.0) -> str:
 
 
 def _each(values: Mapping[str, Measurement], scale: float = 1.0) -> str:
-    return ", ".join(f"{k}: {cell(m, scale)}" for k, m in values.items()) or "—"
+    """Every replica's value while there are few; beyond, the range (the distribution and
+    the outliers are under Replicas)."""
+    if len(values) <= MANY:
+        return ", ".join(f"{k}: {cell(m, scale)}" for k, m in values.items()) or "—"
+    known = sorted((m for m in values.values() if m.value is not None), key=lambda m: m.value or 0)
+    if not known:
+        return f"{len(values)} replicas, no data"
+    low, high = known[0], known[-1]
+    return f"{len(values)} replicas, {cell(low, scale)} to {cell(high, scale)}: see Replicas"
 
 
 def memory_and_errors(report: Report) -> Iterator[Block]:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from inference_obs import analyses
+from inference_obs.analyses.naming import MANY
 from inference_obs.analyses.queueing import QueueClass, QueueingResult
 from inference_obs.analyses.regime import judge
 from inference_obs.analyses.waiting_idle import WaitingIdle
@@ -164,7 +165,18 @@ def _tables(q: QueueingResult) -> Iterator[Block]:
     if len(q.waiting_idle_by_replica) <= 1:
         return
     scopes = [q.waiting_idle]
-    scopes += [q.waiting_idle_by_replica[r] for r in sorted(q.waiting_idle_by_replica)]
+    by_replica = [q.waiting_idle_by_replica[r] for r in sorted(q.waiting_idle_by_replica)]
+    left = 0
+    if len(by_replica) > MANY:
+        # A fleet: the pooled row alone, every replica's in report.json.
+        left, by_replica = len(by_replica), []
+    scopes += by_replica
+    pooled = (
+        f"all (pooled; each of the {left} replicas' in report.json, "
+        "queueing/waiting_idle_*[replica])"
+        if left
+        else "all (pooled)"
+    )
     yield Table(
         (
             "replica",
@@ -178,7 +190,7 @@ def _tables(q: QueueingResult) -> Iterator[Block]:
         ),
         tuple(
             (
-                "all (pooled)" if t.scope == "all" else t.scope,
+                (pooled if t.scope == "all" else t.scope),
                 cell(t.waiting_idle),
                 cell(t.waiting_busy),
                 cell(t.not_waiting_idle),
@@ -197,6 +209,9 @@ def _tables(q: QueueingResult) -> Iterator[Block]:
         )
 
 
+#: Intervals listed at most for a deployment of more than MANY replicas (the longest; the
+#: rest in report.json): a fleet's section stays the length of a few replicas'.
+ROWS = 3
 #: Classes without a queue or a contradiction: counted in a sentence, not listed.
 FOLDED = (QueueClass.BUSY, QueueClass.IDLE)
 
@@ -204,10 +219,11 @@ FOLDED = (QueueClass.BUSY, QueueClass.IDLE)
 def _intervals(q: QueueingResult) -> Iterator[Block]:
     """The intervals with a queue or a contradiction, grouped by replica, then a sentence
     counting the busy and idle ones."""
-    shown = sorted(
-        (i for i in q.intervals if i.classification not in FOLDED),
-        key=lambda i: (i.replica, i.start),
-    )
+    listed = [i for i in q.intervals if i.classification not in FOLDED]
+    # A fleet's intervals: the longest ones, every one in report.json (queue_intervals).
+    limit = ROWS if len(q.rows) > MANY else len(listed)
+    longest = sorted(listed, key=lambda i: (-i.samples, i.start))[:limit]
+    shown = sorted(longest, key=lambda i: (i.replica, i.start))
     if shown:
         yield Table(
             (
@@ -234,6 +250,12 @@ def _intervals(q: QueueingResult) -> Iterator[Block]:
                 for i in shown
             ),
         )
+        if len(listed) > limit:
+            yield Paragraph(
+                f"The {limit} longest of {len(listed):,} such intervals, on "
+                f"{len({i.replica for i in listed}):,} replicas; every one in report.json "
+                "(queue_intervals)."
+            )
     else:
         yield Paragraph("No interval with a queue or with work running on GPUs reading 0 %.")
     counted = []

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from inference_obs import analyses
 from inference_obs.analyses.collection import COVERAGE
+from inference_obs.analyses.naming import MANY
 from inference_obs.analyses.regime import RegimeReading, judge
 from inference_obs.reading.wording import cell, number
 from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
@@ -45,9 +46,11 @@ def throughput(report: Report) -> Iterator[Block]:
                 cell(t.requests_per_second),
             )
         )
-        # One replica's rates are the deployment's: no second row.
-        for replica, (tokens, requests) in t.per_replica.items() if len(t.per_replica) > 1 else ():
-            rows.append((d.deployment.name, replica, "", "", "", cell(tokens), cell(requests)))
+        # One replica's rates are the deployment's: no second row. A fleet's replicas are a
+        # distribution in the Replicas section, every one in replicas.csv.
+        if 1 < len(t.per_replica) <= MANY:
+            for replica, (tokens, requests) in t.per_replica.items():
+                rows.append((d.deployment.name, replica, "", "", "", cell(tokens), cell(requests)))
         # The deployment's one reading, with the numbers throughput read it from.
         found, share = judge(d), t.waiting_sample_share
         rows_are = "scrapes" if d.step_seconds is None else "tiles"
@@ -57,6 +60,11 @@ def throughput(report: Report) -> Iterator[Block]:
             f"{d.deployment.name} ({found.label}): requests waited in {waited} of its "
             f"{rows_are}, KV-cache peak {cell(t.kv_cache_usage_max)}; read the rates as {read_as}."
         )
+        if len(t.per_replica) > MANY:
+            regimes.append(
+                f"{d.deployment.name}: {len(t.per_replica)} replicas; their rates as a "
+                "distribution with the outliers under Replicas, each in replicas.csv."
+            )
         covered = d.of(analyses.collection).covered_seconds
         if covered.value is not None and any(
             a.kind == COVERAGE for a in t.output_tokens_per_second.annotations
