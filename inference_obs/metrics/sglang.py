@@ -145,6 +145,14 @@ INTER_TOKEN_LATENCY = _histogram(
     unit="seconds",
     help="Gap between streamed outputs, split evenly over the tokens of each output.",
     buckets=INTER_TOKEN_LATENCY_BUCKETS,
+    aliases=(
+        Alias(
+            "sglang:time_per_output_token_seconds",
+            "SGLang 0.3 to 0.4",
+            "The same gap between streamed outputs per output token, under its name before "
+            "the rename (not the per-request sglang:request_time_per_output_token_seconds).",
+        ),
+    ),
     since=_V046,
     traps=(
         "One observation per token, so _count is tokens; vLLM observes once per engine step.",
