@@ -41,8 +41,9 @@ SCHEDULER_LABELS: tuple[str, ...] = (
     "dp_rank",
 )
 """Labels of scheduler families (``dp_rank`` only when data parallelism is used)."""
-TOKENIZER_LABELS: tuple[str, ...] = ("model_name", "engine_type")
-"""Labels of request-level families counted in the tokenizer manager."""
+TOKENIZER_LABELS: tuple[str, ...] = ("model_name", "engine_type", "name")
+"""Labels of request-level families counted in the tokenizer manager (``name``: the model's
+label in SGLang 0.3, before ``model_name``)."""
 STREAMING_LABELS: tuple[str, ...] = (*TOKENIZER_LABELS, "is_streaming")
 """Tokenizer labels plus ``is_streaming`` ("true"/"false")."""
 

@@ -271,7 +271,7 @@ _CATALOGUED: dict[str, Literal["vllm", "sglang"]] = {
     for name in exposed_names(family)
     for part in ("", *HISTOGRAM_PARTS, "_total")
 }
-# The label naming the model: model_name; SGLang 0.3 to 0.4.0 named it "name" (a label
+# The label naming the model: model_name; SGLang 0.3 named it "name" (a label
 # its function-latency histogram uses for the function, hence only on catalogued series).
 _MODEL_LABELS = ("model_name", "name")
 #: The deployment proposed when no series names a model.

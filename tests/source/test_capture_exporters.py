@@ -120,7 +120,7 @@ def test_each_mig_instance_is_a_gpu() -> None:
         ),
         # The SGLang router's re-export.
         (
-            real_text("sglang_gateway_underscore.prom"),
+            real_text("router_sglang_underscore.prom"),
             "model_name",
             "meta-llama/Llama-3.1-8B-Instruct",
             "sglang",
