@@ -81,6 +81,11 @@ def latency_summary(run: DeploymentResults, family: str) -> HistogramSummary | N
     return None
 
 
+def _span(seconds: float) -> str:
+    """``seconds`` in words: seconds below two minutes, else minutes."""
+    return f"{seconds:.3g} s" if seconds < 120 else f"{seconds / 60:.3g} min"
+
+
 def _no_rolling(run: DeploymentResults, figure: str) -> str | None:
     result = run.of(ROLLING[figure])
     if any(s.t.size for s in result.series):
@@ -88,8 +93,8 @@ def _no_rolling(run: DeploymentResults, figure: str) -> str | None:
     summary = latency_summary(run, result.family)
     if result.window.seconds < result.length:
         return (
-            f"No rolling quantiles of {result.held}: the window ({result.window.seconds / 60:.3g} "
-            f"min) is shorter than the rolling window ({result.length / 60:g} min)."
+            f"No rolling quantiles of {result.held}: the window ({_span(result.window.seconds)}) "
+            f"is shorter than the rolling window ({_span(result.length)})."
         )
     if summary is not None and summary.mean.ok:
         return (
