@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from inference_obs.metrics import dcgm, sglang, vllm
 from inference_obs.metrics.family import Family
+from inference_obs.metrics.renames import exposed_names
 from inference_obs.query import Selector
 from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Source
@@ -145,8 +146,9 @@ def _gpu(labels: Labels) -> Gpu:
 
 
 def _series(source: Source, family: Family, window: Window) -> tuple[Labels, ...]:
-    """Label sets of ``family`` under the first of its names that has series."""
-    for name in family.names:
+    """Label sets of ``family`` under the first of its names that has series (another
+    exporter's prefix included: NVIDIA NIM's, Ray Serve's, the SGLang router's)."""
+    for name in exposed_names(family):
         found = source.series(Selector(name), window)
         if found:
             return found

@@ -183,6 +183,16 @@ def test_other_exporters_names_are_read_as_the_catalogues() -> None:
     assert renames(router_names)["sglang:num_running_reqs"] == "sglang_num_running_reqs"
 
 
+@pytest.mark.parametrize("prefix", ["", "ray_vllm:"], ids=["nim", "ray-serve"])
+def test_discover_finds_replicas_under_other_names(tmp_path: Path, prefix: str) -> None:
+    text = real_text("vllm_v0_metrics_paste.prom").replace("vllm:", prefix)
+    dataset = _recorded(tmp_path, {"engine=http://10.0.0.1:8000/metrics": text})
+    window = Window(dataset.manifest.window.start, dataset.manifest.window.end)
+    found = inventory(DatasetSource(dataset), window)
+    assert {key.name for key in found.replicas} == {"10.0.0.1:8000"}
+    assert {m for r in found.replicas.values() for m in r.models} == {"mymodelname"}
+
+
 # --- 4. Values outside a family's range -------------------------------------------------------
 
 
