@@ -22,6 +22,7 @@ import pytest
 from inference_obs.analyses.collection import collection
 from inference_obs.cli import main
 from inference_obs.deployment import Deployment
+from inference_obs.discover.check import unmatched_selectors
 from inference_obs.discover.inventory import inventory
 from inference_obs.metrics import builders as b, vllm
 from inference_obs.metrics.renames import renames
@@ -191,6 +192,13 @@ def test_discover_finds_replicas_under_other_names(tmp_path: Path, prefix: str) 
     found = inventory(DatasetSource(dataset), window)
     assert {key.name for key in found.replicas} == {"10.0.0.1:8000"}
     assert {m for r in found.replicas.values() for m in r.models} == {"mymodelname"}
+    (deployment,) = dataset.manifest.deployments
+    # The selector check reads the same names: no "matches no vllm series" warning.
+    assert not [
+        line
+        for line in unmatched_selectors(DatasetSource(dataset), [deployment], window)
+        if "vllm series" in line
+    ]
 
 
 # --- 4. Values outside a family's range -------------------------------------------------------
