@@ -28,6 +28,7 @@ from inference_obs.metrics import builders as b, vllm
 from inference_obs.metrics.renames import renames
 from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Status
+from inference_obs.reading.wording import cell
 from inference_obs.samples import Window
 from inference_obs.source.capture import Recording, capture, propose_deployments
 from inference_obs.source.dataset.reader import Dataset, read_dataset
@@ -220,6 +221,8 @@ def test_a_kv_usage_below_zero_is_not_ok(tmp_path: Path) -> None:
     (note,) = [a for a in kv.annotations if a.kind == OUT_OF_RANGE]
     assert "-0.38754" in note.message
     assert "0 to 1" in note.message
+    # Tables say why there is no value, not "invalid" or "no series".
+    assert cell(kv) == "out of range"
 
 
 # --- 5. GPUs with profiling fields only (MIG) -------------------------------------------------
