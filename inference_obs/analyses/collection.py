@@ -37,6 +37,7 @@ from inference_obs.errors import Annotation
 from inference_obs.metrics import dcgm, vllm
 from inference_obs.metrics.family import Family, MetricType
 from inference_obs.query import Expr, count_over_time, to_promql
+from inference_obs.reading.alignment import gpu_label_sets
 from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_resets import closed_range, counted_resets
 from inference_obs.reading.coverage import Coverage, Gap, Span, coverage, union
@@ -474,6 +475,10 @@ def _collection(r: Reading, settings: CollectionSettings) -> CollectionResult:
     factor = settings.gap_factor
     app_read, gpu_read = APP_GAUGE.select(r.matchers), GPUS.select(r.deployment.gpu_matchers)
     presence = soon(r.source, partial(gpu_presence, r))
+    profiled = soon(
+        r.source,
+        partial(gpu_label_sets, r.source, r.deployment, dcgm.PROF_GR_ENGINE_ACTIVE, r.window),
+    )
     resets = soon(r.source, partial(_resets, r))
     app_raw, gpu_raw = together(
         r.source, [partial(r.source.raw, s, r.window) for s in (app_read, gpu_read)]
@@ -490,6 +495,13 @@ def _collection(r: Reading, settings: CollectionSettings) -> CollectionResult:
     )
     stopped = stopped_gpus(r, by_gpu, factor)
     found = presence.result()
+    # dcgm-exporter exports only profiling fields for MIG instances (no GPU_UTIL, no FB): a GPU
+    # with profiling samples reports, so it is not listed as silent.
+    reporting = {
+        gpu_name(Labels({k: v for k, v in labels.items() if k in found.ident}))
+        for labels in profiled.result()
+    }
+    silent = tuple(name for name in found.missing if name not in reporting)
     bounds = (r.window.start_s * 1000, r.window.end_s * 1000)
     app_union, gpu_union = (union(c.spans(*bounds).values()) for c in (app, exporters))
     return CollectionResult(
@@ -516,13 +528,13 @@ def _collection(r: Reading, settings: CollectionSettings) -> CollectionResult:
         gpus_silent=_gpus(
             r,
             "gpus_silent",
-            list(found.missing),
+            list(silent),
             by_gpu,
             reads[1],
             "GPUs seen in another DCGM family (FB, power, temperature, clocks) without any "
-            "utilisation sample in the window",
+            "utilisation or graphics-engine-activity sample in the window",
         ),
-        silent_gpus=found.missing,
+        silent_gpus=silent,
     )
 
 

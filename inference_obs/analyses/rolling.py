@@ -44,12 +44,14 @@ from inference_obs.engine.histograms import parse_le, quantile_bounds
 from inference_obs.errors import Annotation, ConfigurationError, QueryError
 from inference_obs.metrics import family as catalogue_family, vllm
 from inference_obs.metrics.family import Family, MetricType
-from inference_obs.query import Expr, histogram_quantile, rate, to_promql
+from inference_obs.query import Expr, histogram_quantile, parse, rate, to_promql
+from inference_obs.query.walk import selectors
 from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Bounds, is_lowest_bucket
 from inference_obs.reading.result import AnalysisResult, FloatColumn, format_number
 from inference_obs.samples import Floats, Matrix, Window
 from inference_obs.source.remembering import together
+from inference_obs.source.view import ViewSource
 
 __all__ = [
     "CAVEATS",
@@ -164,6 +166,9 @@ class RollingQuantiles(AnalysisResult):
         What the series cannot be used for.
     annotations
         Non-fatal conditions reported by the source (each once).
+    read_as
+        The family's name as the deployment's data holds it (an SGLang family
+        read for an SGLang deployment, an older name); empty when none was read.
     """
 
     deployment: str
@@ -176,6 +181,12 @@ class RollingQuantiles(AnalysisResult):
     buckets_promql: str
     caveats: tuple[str, ...] = CAVEATS
     annotations: tuple[Annotation, ...] = ()
+    read_as: str = ""
+
+    @property
+    def held(self) -> str:
+        """The histogram's name as the data holds it (see ``read_as``), else the catalogue's."""
+        return self.read_as or self.family
 
     @property
     def promql(self) -> tuple[str, ...]:
@@ -427,7 +438,20 @@ def _rolling_quantiles(r: Reading, settings: RollingSettings) -> RollingQuantile
         series=series,
         buckets_promql=to_promql(merged),
         annotations=tuple(notes),
+        read_as=_read_as(r, merged),
     )
+
+
+def _read_as(r: Reading, merged: Expr) -> str:
+    """The histogram ``merged`` reads, as the deployment's data names it (see ViewSource)."""
+    if not isinstance(r.source, ViewSource):
+        return ""
+    try:
+        read = parse(r.source.promql(to_promql(merged)))
+    except QueryError:
+        return ""
+    names = [s.metric for s in selectors(read) if s.metric]
+    return names[0].removesuffix("_bucket") if names else ""
 
 
 def _series(

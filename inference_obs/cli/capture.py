@@ -181,6 +181,11 @@ def _capture(args: argparse.Namespace) -> int:
         )
         print(f"\r{line}" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
 
+    def told(line: str) -> None:
+        print(
+            ("\n" if tty else "") + f"inference-obs: capture: {line}", file=sys.stderr, flush=True
+        )
+
     stop = threading.Event()
 
     def interrupted(signum: int, frame: object) -> None:
@@ -200,6 +205,7 @@ def _capture(args: argparse.Namespace) -> int:
             stop=stop,
             progress=report,
             parallel=args.parallel,
+            proposal=told,
         )
     finally:
         signal.signal(signal.SIGINT, previous)

@@ -15,6 +15,7 @@ from inference_obs.deployment import Deployment
 from inference_obs.discover.inventory import ENGINE_FAMILIES, GPU_FAMILIES
 from inference_obs.metrics import vllm
 from inference_obs.metrics.family import Family
+from inference_obs.metrics.renames import exposed_names
 from inference_obs.query import Matcher, Selector, to_promql
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
@@ -34,7 +35,7 @@ def _matches(
     return any(
         source.series(Selector(name, matchers), window)
         for family in families
-        for name in family.names
+        for name in exposed_names(family)
     )
 
 

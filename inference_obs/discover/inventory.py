@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from inference_obs.metrics import dcgm, sglang, vllm
 from inference_obs.metrics.family import Family
+from inference_obs.metrics.renames import exposed_names
 from inference_obs.query import Selector
 from inference_obs.samples import Labels, Window
 from inference_obs.source.base import Source
@@ -43,7 +44,8 @@ ENGINE_FAMILIES: dict[str, tuple[Family, str]] = {
     "vllm": (vllm.NUM_REQUESTS_RUNNING, "engine"),
     "sglang": (sglang.NUM_RUNNING_REQS, "dp_rank"),
 }
-#: DCGM families whose series reveal a GPU (as the GPU analysis counts them).
+#: DCGM families whose series reveal a GPU (as the GPU analysis counts them). The profiling
+#: fields come last: dcgm-exporter exports only them for the instances of a MIG GPU.
 GPU_FAMILIES: tuple[Family, ...] = (
     dcgm.GPU_UTIL,
     dcgm.FB_USED,
@@ -51,6 +53,10 @@ GPU_FAMILIES: tuple[Family, ...] = (
     dcgm.POWER_USAGE,
     dcgm.GPU_TEMP,
     dcgm.SM_CLOCK,
+    dcgm.PROF_GR_ENGINE_ACTIVE,
+    dcgm.PROF_SM_ACTIVE,
+    dcgm.PROF_DRAM_ACTIVE,
+    dcgm.PROF_PIPE_TENSOR_ACTIVE,
 )
 
 
@@ -82,7 +88,8 @@ class Gpu:
     Attributes
     ----------
     id
-        ``UUID`` where present, else ``Hostname/gpuN``.
+        ``UUID`` where present, else ``Hostname/gpuN``; a MIG instance adds
+        ``/GPU_I_ID`` (``GPU-.../1``): each instance is its own device.
     model
         ``modelName`` (``NVIDIA H20``), or None.
     pod, namespace
@@ -125,6 +132,8 @@ def _gpu(labels: Labels) -> Gpu:
     uuid = next((labels[k] for k in dcgm.UUID_LABELS if k in labels), None)
     host = next((labels[k] for k in dcgm.HOSTNAME_LABELS if k in labels), "")
     ident = uuid or f"{host}/gpu{labels.get('gpu', '?')}"
+    if labels.get("GPU_I_ID"):
+        ident = f"{ident}/{labels['GPU_I_ID']}"
     model = labels.get("modelName")
     if "exported_pod" in labels:
         return Gpu(
@@ -137,8 +146,9 @@ def _gpu(labels: Labels) -> Gpu:
 
 
 def _series(source: Source, family: Family, window: Window) -> tuple[Labels, ...]:
-    """Label sets of ``family`` under the first of its names that has series."""
-    for name in family.names:
+    """Label sets of ``family`` under the first of its names that has series (another
+    exporter's prefix included: NVIDIA NIM's, Ray Serve's, the SGLang router's)."""
+    for name in exposed_names(family):
         found = source.series(Selector(name), window)
         if found:
             return found
@@ -164,7 +174,7 @@ def inventory(source: Source, window: Window) -> Inventory:
     Returns
     -------
     Inventory
-        Replicas keyed by (namespace, pod or instance); GPUs by UUID.
+        Replicas keyed by (namespace, pod or instance); GPUs by UUID (and MIG instance).
     """
     replicas: dict[ReplicaKey, Replica] = {}
     for engine, (family, rank_label) in ENGINE_FAMILIES.items():

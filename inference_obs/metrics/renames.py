@@ -8,6 +8,12 @@ older name (:meth:`~inference_obs.metrics.family.Family.resolve`), and
 :func:`rename` rewrites an expression to read it: a histogram's
 ``_bucket``/``_sum``/``_count`` series follow their family.
 
+Exporters that re-export an engine's families under another prefix are read the
+same way (:func:`exposed_names`): Ray Serve's ``ray_vllm:`` names and NVIDIA
+NIM's names without a prefix (``num_requests_running``) for vLLM's, and the
+SGLang router's ``sglang_`` names (its workers' series, each with a ``source``
+label) for SGLang's.
+
 >>> from inference_obs.query import Selector, to_promql
 >>> found = renames({"vllm:time_per_output_token_seconds_bucket"})
 >>> found
@@ -21,16 +27,51 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Mapping
 
-from inference_obs.errors import NoDataError
 from inference_obs.metrics import FAMILIES
 from inference_obs.metrics.family import Family, MetricType
 from inference_obs.query import Expr, Selector
 from inference_obs.query.walk import transform
 
-__all__ = ["HISTOGRAM_PARTS", "probe_name", "rename", "rename_text", "renamed", "renames"]
+__all__ = [
+    "HISTOGRAM_PARTS",
+    "REEXPORT_PREFIXES",
+    "exposed_names",
+    "probe_name",
+    "rename",
+    "rename_text",
+    "renamed",
+    "renames",
+]
 
 #: The series a classic histogram family exposes, by suffix of its base name.
 HISTOGRAM_PARTS: tuple[str, ...] = ("_bucket", "_sum", "_count")
+
+
+#: Per engine prefix, the prefixes its families are re-exported under, in order of
+#: preference: Ray Serve's (``ray_vllm:``), then NVIDIA NIM's (none); the SGLang router's.
+REEXPORT_PREFIXES: dict[str, tuple[str, ...]] = {
+    "vllm:": ("ray_vllm:", ""),
+    "sglang:": ("sglang_",),
+}
+
+
+def exposed_names(family: Family) -> tuple[str, ...]:
+    """Every name ``family`` is exposed under: its own names (newest first), then each of
+    them under the prefixes other exporters re-export it with (:data:`REEXPORT_PREFIXES`).
+
+    >>> from inference_obs.metrics import vllm
+    >>> exposed_names(vllm.NUM_REQUESTS_RUNNING)
+    ('vllm:num_requests_running', 'ray_vllm:num_requests_running', 'num_requests_running')
+    """
+    out = list(family.names)
+    for prefix, others in REEXPORT_PREFIXES.items():
+        for other in others:
+            out.extend(
+                other + name.removeprefix(prefix)
+                for name in family.names
+                if name.startswith(prefix)
+            )
+    return tuple(out)
 
 
 def probe_name(family: Family, name: str) -> str:
@@ -48,14 +89,15 @@ def renames(available: Collection[str], families: Iterable[Family] | None = None
     """
     out: dict[str, str] = {}
     for family in FAMILIES if families is None else families:
-        if not family.aliases:
-            continue
-        try:
-            found = family.resolve(available)
-        except NoDataError:
-            continue
-        if found.name != family.name:
-            out[family.name] = found.name
+        for name in exposed_names(family):
+            if (
+                name in available
+                or probe_name(family, name) in available
+                or (family.type is MetricType.HISTOGRAM and f"{name}_bucket" in available)
+            ):
+                if name != family.name:
+                    out[family.name] = name
+                break
     return out
 
 

@@ -41,8 +41,9 @@ SCHEDULER_LABELS: tuple[str, ...] = (
     "dp_rank",
 )
 """Labels of scheduler families (``dp_rank`` only when data parallelism is used)."""
-TOKENIZER_LABELS: tuple[str, ...] = ("model_name", "engine_type")
-"""Labels of request-level families counted in the tokenizer manager."""
+TOKENIZER_LABELS: tuple[str, ...] = ("model_name", "engine_type", "name")
+"""Labels of request-level families counted in the tokenizer manager (``name``: the model's
+label in SGLang 0.3, before ``model_name``)."""
 STREAMING_LABELS: tuple[str, ...] = (*TOKENIZER_LABELS, "is_streaming")
 """Tokenizer labels plus ``is_streaming`` ("true"/"false")."""
 
@@ -145,6 +146,14 @@ INTER_TOKEN_LATENCY = _histogram(
     unit="seconds",
     help="Gap between streamed outputs, split evenly over the tokens of each output.",
     buckets=INTER_TOKEN_LATENCY_BUCKETS,
+    aliases=(
+        Alias(
+            "sglang:time_per_output_token_seconds",
+            "SGLang 0.3 to 0.4",
+            "The same gap between streamed outputs per output token, under its name before "
+            "the rename (not the per-request sglang:request_time_per_output_token_seconds).",
+        ),
+    ),
     since=_V046,
     traps=(
         "One observation per token, so _count is tokens; vLLM observes once per engine step.",

@@ -22,11 +22,21 @@ from inference_obs.deployment import Deployment
 from inference_obs.errors import Annotation, QueryError
 from inference_obs.metrics import family as catalogue_family
 from inference_obs.metrics.family import Family, MetricType
-from inference_obs.query import Expr, Matcher, Selector, to_promql
+from inference_obs.query import (
+    Aggregate,
+    Call,
+    Expr,
+    Matcher,
+    Range,
+    Selector,
+    Subquery,
+    to_promql,
+)
 from inference_obs.query.walk import selectors
 from inference_obs.reading.discovery import view
 from inference_obs.reading.joined import instants
 from inference_obs.reading.measurement import (
+    OUT_OF_RANGE,
     Bounds,
     Measurement,
     Provenance,
@@ -281,6 +291,11 @@ class Reading:
         if value is None or math.isnan(value):
             status, value = Status.NO_DATA, None
             notes.append(no_data_note(self.deployment.name, missing()))
+        else:
+            outside = _out_of_range(expr, value)
+            if outside is not None:
+                status = Status.INVALID
+                notes.append(outside)
         return self.made(
             statistic,
             value,
@@ -291,6 +306,53 @@ class Reading:
             annotations=notes,
             caveats=caveats,
         )
+
+
+# Functions and aggregations whose answer lies within the range of the values they read: a
+# value of theirs outside a family's range is a sample outside it.
+_KEEPS_RANGE_CALLS = frozenset(
+    {"max_over_time", "min_over_time", "avg_over_time", "last_over_time", "quantile_over_time"}
+)
+_KEEPS_RANGE_AGGREGATIONS = frozenset({"max", "min", "avg", "quantile", "topk", "bottomk"})
+
+
+def _ranged_family(expr: Expr) -> Family | None:
+    """The one catalogue family with a value range ``expr`` reads, where every step of
+    ``expr`` keeps its values within the range of what it reads (a max, a mean, the last)."""
+    node = expr
+    while True:
+        if isinstance(node, Selector):
+            try:
+                found = catalogue_family(node.metric or "")
+            except QueryError:
+                return None
+            return found if found.value_range is not None else None
+        if isinstance(node, Range):
+            node = node.selector
+        elif isinstance(node, Subquery):
+            node = node.expr
+        elif isinstance(node, Call) and node.name in _KEEPS_RANGE_CALLS and node.args:
+            node = node.args[-1]
+        elif isinstance(node, Aggregate) and node.op in _KEEPS_RANGE_AGGREGATIONS:
+            node = node.expr
+        else:
+            return None
+
+
+def _out_of_range(expr: Expr, value: float) -> Annotation | None:
+    """An ``out_of_range`` note when ``value`` lies outside the range of the family ``expr``
+    reads (see :func:`_ranged_family`); None when it lies within or no range applies."""
+    family = _ranged_family(expr)
+    if family is None or family.value_range is None:
+        return None
+    low, high = family.value_range
+    if low <= value <= high:
+        return None
+    return Annotation(
+        OUT_OF_RANGE,
+        f"{value:g} is outside {family.name}'s range {low:g} to {high:g}: the exporter "
+        "reported an impossible value, so it is kept out of every reading",
+    )
 
 
 def _group(labels: Labels, by: tuple[str, ...]) -> Labels:

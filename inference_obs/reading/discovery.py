@@ -42,7 +42,7 @@ from inference_obs.metrics.dcgm_labels import (
     workload_labels,
 )
 from inference_obs.metrics.family import Family
-from inference_obs.metrics.renames import probe_name, renames
+from inference_obs.metrics.renames import exposed_names, probe_name, renames
 from inference_obs.metrics.sglang_reading import STAND_INS
 from inference_obs.query import Aggregate, Expr, Matcher, Selector, last_over_time
 from inference_obs.samples import Labels, Vector, Window
@@ -121,7 +121,7 @@ def _renames(
     """Per family read under an older name: newest -> that name (see the module)."""
     chosen = renames(names)
     for family in FAMILIES:
-        present = [n for n in family.names if probe_name(family, n) in names or n in names]
+        present = [n for n in exposed_names(family) if probe_name(family, n) in names or n in names]
         if len(present) < 2:
             continue
         matchers = deployment.gpu_matchers if family.exporter == "dcgm" else deployment.matchers

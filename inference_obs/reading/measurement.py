@@ -25,6 +25,7 @@ from inference_obs.errors import Annotation
 
 __all__ = [
     "LOWEST_BUCKET",
+    "OUT_OF_RANGE",
     "Bounds",
     "Measurement",
     "Provenance",
@@ -44,6 +45,9 @@ __all__ = [
 #: interpolated value assumes observations spread evenly from 0 to the bucket's upper
 #: bound, where latencies such as queue time pile up at 0; only "at most upper" is known.
 LOWEST_BUCKET = "lowest_bucket"
+#: Annotation kind of a value outside the range its family's definition fixes (a KV-cache
+#: usage below 0): the exporter is wrong, so the value is kept out of every reading.
+OUT_OF_RANGE = "out_of_range"
 
 
 class Status(StrEnum):

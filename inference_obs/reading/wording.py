@@ -11,7 +11,13 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta
 
-from inference_obs.reading.measurement import Bounds, Measurement, Status, in_lowest_bucket
+from inference_obs.reading.measurement import (
+    OUT_OF_RANGE,
+    Bounds,
+    Measurement,
+    Status,
+    in_lowest_bucket,
+)
 
 __all__ = [
     "SMALLEST_P",
@@ -138,6 +144,13 @@ def duration(
     return bounded(seconds, bounds, lowest=lowest, scale=scale, unit=unit, digits=digits)
 
 
+def _without_value(m: Measurement) -> str:
+    """The cell of a Measurement without a value: its status, or why a value was refused."""
+    if any(a.kind == OUT_OF_RANGE for a in m.annotations):
+        return "out of range"
+    return m.status.value.replace("_", " ")
+
+
 def cell(m: Measurement | None, scale: float = 1.0, digits: int = 4) -> str:
     """A Measurement as a table cell: value (with bounds), or its status when it has none.
 
@@ -147,7 +160,7 @@ def cell(m: Measurement | None, scale: float = 1.0, digits: int = 4) -> str:
     if m is None:
         return "—"
     if m.value is None:
-        return m.status.value.replace("_", " ")
+        return _without_value(m)
     text = bounded(m.value, m.bounds, lowest=in_lowest_bucket(m), scale=scale, digits=digits)
     return text + (" (partial)" if m.status is Status.PARTIAL else "")
 
@@ -158,7 +171,7 @@ def duration_cell(m: Measurement | None, digits: int = 4) -> str:
     if m is None:
         return "—"
     if m.value is None:
-        return m.status.value.replace("_", " ")
+        return _without_value(m)
     text = duration(m.value, m.bounds, lowest=in_lowest_bucket(m), digits=digits)
     return text + (" (partial)" if m.status is Status.PARTIAL else "")
 

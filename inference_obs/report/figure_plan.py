@@ -81,18 +81,28 @@ def latency_summary(run: DeploymentResults, family: str) -> HistogramSummary | N
     return None
 
 
+def _span(seconds: float) -> str:
+    """``seconds`` in words: seconds below two minutes, else minutes."""
+    return f"{seconds:.3g} s" if seconds < 120 else f"{seconds / 60:.3g} min"
+
+
 def _no_rolling(run: DeploymentResults, figure: str) -> str | None:
     result = run.of(ROLLING[figure])
     if any(s.t.size for s in result.series):
         return None
     summary = latency_summary(run, result.family)
+    if result.window.seconds < result.length:
+        return (
+            f"No rolling quantiles of {result.held}: the window ({_span(result.window.seconds)}) "
+            f"is shorter than the rolling window ({_span(result.length)})."
+        )
     if summary is not None and summary.mean.ok:
         return (
-            f"No rolling quantiles of {result.family}: its _bucket series are missing in the "
+            f"No rolling quantiles of {result.held}: its _bucket series are missing in the "
             "window while its _sum and _count are there (buckets dropped, e.g. by relabelling), "
             "so no quantile can be estimated."
         )
-    return f"No rolling quantiles of {result.family}: it has no series in the window."
+    return f"No rolling quantiles of {result.held}: it has no series in the window."
 
 
 def nothing_to_draw(run: DeploymentResults, figure: str) -> str | None:
@@ -166,7 +176,7 @@ def rolling_caption(run: DeploymentResults, figure: str) -> str:
     result = run.of(ROLLING[figure])
     levels = "/".join(f"P{s.quantile * 100:g}" for s in result.series)
     return (
-        f"{run.deployment.name}: rolling {levels} of {result.family} over "
+        f"{run.deployment.name}: rolling {levels} of {result.held} over "
         f"{result.length / 60:g}-minute windows, every {result.every:g} s; shaded: the bucket "
         "that must hold each (the line interpolates inside it); dashed: the whole-window "
         "quantiles."

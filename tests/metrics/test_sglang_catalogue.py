@@ -66,7 +66,8 @@ def test_label_sets() -> None:
     assert sglang.SCHEDULER_LABELS == (
         "model_name", "engine_type", "tp_rank", "pp_rank", "moe_ep_rank", "dp_rank",
     )  # fmt: skip
-    assert sglang.STREAMING_LABELS == ("model_name", "engine_type", "is_streaming")
+    # "name": the model's label in SGLang 0.3 (tests/fixtures/real/sglang_0_3_name_label.prom).
+    assert sglang.STREAMING_LABELS == ("model_name", "engine_type", "name", "is_streaming")
     for family in (
         sglang.TIME_TO_FIRST_TOKEN,
         sglang.E2E_REQUEST_LATENCY,

@@ -16,14 +16,14 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from inference_obs.cli import main
-from inference_obs.errors import ConfigurationError, DatasetError
+from inference_obs.errors import ConfigurationError
 from inference_obs.samples import Labels
 from inference_obs.source.capture import Recording, capture, propose_deployments
 from inference_obs.source.dataset.reader import Dataset, read_dataset
@@ -144,7 +144,9 @@ def test_the_manifest_says_what_was_observed(captured: Captured) -> None:
     assert manifest.scrape_interval_seconds == INTERVAL_S
     assert [d.name for d in manifest.deployments] == ["mymodelname", "other-model"]
     assert manifest.deployments[0].selector == {"model_name": "mymodelname"}
-    assert manifest.deployments[0].hardware.gpu_model == "NVIDIA H100 80GB HBM3"
+    # The GPUs name the pod llama-3-2-1b-7577f87fc7-dhb97, which no engine series names: they
+    # are not taken as either model's, so the GPU model stays unknown.
+    assert manifest.deployments[0].hardware.gpu_model == "unknown"
     method = " ".join(manifest.methodology)
     assert "every 0.5 s" in method
     assert captured.engine.url in method
@@ -223,16 +225,23 @@ def test_exposed_job_and_instance_move_to_exported_labels() -> None:
     assert first.t_ms.tolist() == [1601919222492]
 
 
-def test_no_model_name_means_no_proposal() -> None:
+def test_no_model_name_means_a_placeholder_proposal() -> None:
     target, _ = parse_target("http://127.0.0.1:9400/metrics")
     recording = Recording()
     recording.add(target, 1_700_000_000_000, parse_exposition(DCGM.encode(), source="dcgm"))
-    with pytest.raises(DatasetError, match="--deployments"):
-        propose_deployments(recording.series())
+    (deployment,), notes = propose_deployments(recording.series())
+    # Every target it scraped (only the dcgm-exporter here), hardware unknown.
+    assert deployment.name == "unnamed"
+    assert deployment.selector == {"instance": "~127\\.0\\.0\\.1:9400"}
+    assert deployment.hardware.gpu_model == "unknown"
+    assert "--deployments" in notes[0]
 
 
 def test_one_model_gets_its_gpus(tmp_path: Path) -> None:
     engine, _ = parse_target("vllm=http://10.0.0.1:8000/metrics")
+    # The engine's pod, as Kubernetes service discovery labels its target: the pod the
+    # dcgm-exporter 4.x GPUs name.
+    engine = replace(engine, labels=Labels({"pod": "llama-3-2-1b-7577f87fc7-dhb97"}))
     gpus, _ = parse_target("dcgm=http://10.0.0.1:9400/metrics")
     recording = Recording()
     for at in (1_700_000_000_000, 1_700_000_015_000):
@@ -240,10 +249,24 @@ def test_one_model_gets_its_gpus(tmp_path: Path) -> None:
         recording.add(gpus, at, parse_exposition(DCGM.encode(), source="dcgm"))
     (deployment,), _ = propose_deployments(recording.series())
     assert deployment.hardware.gpus_per_replica == 3  # GPUs 5, 6 and 7 of one engine
+    assert deployment.hardware.gpu_model == "NVIDIA H100 80GB HBM3"
     assert deployment.gpu_selector == {"instance": "~10\\.0\\.0\\.1:9400"}
     dataset = recording.write(tmp_path / "ds", interval_s=15, title="t", method=["m"])
     assert dataset.manifest.window.end > dataset.manifest.window.start
     assert math.isclose(dataset.manifest.scrape_interval_seconds, 15)
+
+
+def test_gpus_naming_no_pod_are_the_one_models() -> None:
+    engine, _ = parse_target("vllm=http://10.0.0.1:8000/metrics")
+    gpus, _ = parse_target("dcgm=http://10.0.0.1:9400/metrics")
+    recording = Recording()
+    recording.add(engine, 1_700_000_000_000, parse_exposition(VLLM.encode(), source="vllm"))
+    text = real_text("dcgm_3x_quickstart_v100.prom").encode()
+    recording.add(gpus, 1_700_000_000_000, parse_exposition(text, source="dcgm"))
+    (deployment,), _ = propose_deployments(recording.series())
+    # Four V100s (UUIDs of gpu 0 to 3; gpu 0 has two series) outside Kubernetes, one engine.
+    assert deployment.hardware.gpus_per_replica == 4
+    assert deployment.hardware.gpu_model == "Tesla V100-SXM2-32GB"
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from inference_obs import analyses
 from inference_obs.analyses.naming import MANY
-from inference_obs.reading.measurement import Measurement
+from inference_obs.reading.measurement import Measurement, Status
 from inference_obs.reading.wording import cell
 from inference_obs.report.document import Block, Heading, Paragraph, Table
 
@@ -23,7 +23,7 @@ ABSENCE = "no series (not evidence of absence)"
 
 def _or_absent(m: Measurement, scale: float = 1.0) -> str:
     """The cell, or a no-series note that does not read as 'none happened'."""
-    return cell(m, scale) if m.ok else ABSENCE
+    return cell(m, scale) if m.ok or m.status is not Status.NO_DATA else ABSENCE
 
 
 def _each(values: Mapping[str, Measurement], scale: float = 1.0) -> str:
@@ -57,7 +57,7 @@ def memory_and_errors(report: Report) -> Iterator[Block]:
                 d.deployment.name,
                 f"{_or_absent(m.kv_cache_usage_max)} ({_each(m.kv_cache_usage_max_per_replica)})"
                 if m.kv_cache_usage_max.ok
-                else ABSENCE,
+                else _or_absent(m.kv_cache_usage_max),
                 _or_absent(m.working_set_max, 1 / GIB),
                 _or_absent(e.xid_last),
                 _or_absent(e.mooncake_failed_keys),
