@@ -12,7 +12,8 @@ peak resident memory of that process (``ru_maxrss`` from ``wait4``):
   new directory), so ``samples.om`` is hashed and parsed; the file system's
   page cache is whatever the machine holds (not dropped);
 - ``warm``: ``--dataset`` with the sample cache filled beforehand (untimed,
-  in a child process), as every later report on the same files is;
+  in a child process), as every later report on the same files is (a
+  ``samples.om`` under 64 MiB is never cached: there warm is cold);
 - ``live``: ``--prometheus`` a single-node VictoriaMetrics on 127.0.0.1
   holding that fleet alone (``inference-obs dataset load`` into a fresh
   store, timed apart and printed), with ``--deployments manifest.json`` and
