@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from benchmarks import envelope, fleet, report
+from benchmarks import envelope, fleet, fleet_scale, report
 from benchmarks.fleet_gpus import DCGM_FIELDS
 from benchmarks.fleet_series import VLLM_FAMILIES
 from benchmarks.relay import LatencyRelay
@@ -65,6 +65,49 @@ def test_report_prints_medians_and_its_goals(
     assert "report, cache filled (warm)" in out
     assert "(goal < 60 s)" in out
     assert "(goal < 4 GiB)" in out
+
+
+def test_fleet_scale_prints_each_size_mode_and_the_fits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--sizes", "2,3", "--gpus-per-replica", "1", "--hours", "0.25", "--repeats", "1"]
+    fleet_scale.main(
+        [*argv, "--largest-repeats", "1", "--modes", "cold,warm", "--fleets", str(tmp_path)]
+    )
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.split()[2:3] in (["cold"], ["warm"])]
+    # One row per size and mode: replicas, GPUs (1 each here), mode, median s, spread, runs 1.
+    assert [(r[0], r[1], r[2], r[5]) for r in rows] == [
+        ("2", "2", "cold", "1"), ("2", "2", "warm", "1"),
+        ("3", "3", "cold", "1"), ("3", "3", "warm", "1"),
+    ]  # fmt: skip
+    assert "cold: wall s = " in out
+    assert " x replicas; peak MiB = " in out
+    assert "(goal: flat)" in out
+    assert "load average" in out
+    # The fleets are kept for the next run, under names that say their shape.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "fleet-2x1-0.25h-15s",
+        "fleet-3x1-0.25h-15s",
+    ]
+
+
+def test_fleet_scale_rotates_the_order_of_the_modes_each_round() -> None:
+    # Written out by hand: each round starts one mode later than the round before.
+    assert list(fleet_scale.rounds(["cold", "warm", "live"], 4)) == [
+        "cold", "warm", "live",
+        "warm", "live", "cold",
+        "live", "cold", "warm",
+        "cold", "warm", "live",
+    ]  # fmt: skip
+
+
+def test_fleet_scale_counts_the_body_before_the_appendix(tmp_path: Path) -> None:
+    report_md = tmp_path / "report.md"
+    report_md.write_text("# Report\n\nline\n## Appendix\nmore\n", encoding="utf-8")
+    assert fleet_scale.body_lines(report_md) == 3
+    report_md.write_text("# Report\nline\n", encoding="utf-8")
+    assert fleet_scale.body_lines(report_md) == 2
 
 
 class _Echo(BaseHTTPRequestHandler):

@@ -4,10 +4,11 @@ print their medians and ratios, and the engine agrees with the server (timings u
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from benchmarks import dataset_load, engine, frames, live_link, live_report
+from benchmarks import dataset_load, engine, fleet_scale, frames, live_link, live_report
 
 pytestmark = pytest.mark.integration
 
@@ -64,3 +65,18 @@ def test_engine_agrees_with_the_server(capsys: pytest.CaptureFixture[str]) -> No
     rows = [line for line in out.splitlines() if line.startswith(("vllm_", "dcgm_"))]
     assert len(rows) == 2 * len(engine.QUERIES)
     assert all(line.endswith("yes") for line in rows), out
+
+
+def test_fleet_scale_counts_a_live_report_s_requests(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--sizes", "2,3", *TINY, "--repeats", "1", "--largest-repeats", "1"]
+    fleet_scale.main([*argv, "--modes", "live,cold", "--fleets", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "2 replicas: " in out
+    assert "loaded into VictoriaMetrics in" in out
+    live = [line.split() for line in out.splitlines() if line.split()[2:3] == ["live"]]
+    assert [row[0] for row in live] == ["2", "3"]
+    # The store counted the report's queries: a report asks dozens at least.
+    assert all(int(row[7]) > 10 for row in live)
+    assert "live client peak MiB by replicas: 2: " in out

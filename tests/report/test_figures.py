@@ -24,7 +24,7 @@ from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from inference_obs.analyses.activity import ActivityResult, activity
+from inference_obs.analyses.activity import ActivityResult, Panel, Timeline, activity
 from inference_obs.analyses.bottleneck import BottleneckSettings, bottleneck
 from inference_obs.analyses.latency import latency
 from inference_obs.analyses.queueing import QueueClass, queueing
@@ -35,6 +35,7 @@ from inference_obs.metrics import dcgm, vllm
 from inference_obs.query import to_promql
 from inference_obs.report.document import FigureRef, Paragraph
 from inference_obs.report.figures import (
+    HEATMAP_NAMED_ROWS,
     SHADES,
     dram_vs_tensor_figure,
     draw_figures,
@@ -120,6 +121,26 @@ def test_gpu_heatmap_figure(pro_source: DatasetSource) -> None:
     assert np.ma.count(array) > 0.9 * array.size
     assert len(fig.axes[0].get_yticklabels()) == 32
     _png(fig)
+
+
+def test_a_fleet_s_heatmap_draws_every_gpu_and_names_one_row_in_k() -> None:
+    window = Window(datetime(2026, 3, 2, tzinfo=UTC), datetime(2026, 3, 2, 1, tzinfo=UTC))
+    t = window.start_s + 60.0 * np.arange(61)
+    gpus = tuple(
+        Timeline(name=f"r{k // 8:02d}/gpu{k % 8}", t=t, values=t * 0 + k % 100) for k in range(300)
+    )
+    fig = gpu_heatmap_figure(
+        "H100", window, Panel(promql="x", unit="%", step_seconds=60.0, series=gpus)
+    )
+    (image,) = [im for im in fig.axes[0].get_images() if isinstance(im, AxesImage)]
+    assert np.ma.asarray(image.get_array()).shape == (300, 61)  # every GPU is a row
+    # 300 rows over 128 named: every 3rd named (ceil(300 / 128) = 3), 100 names from the first.
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == [f"r{k // 8:02d}/gpu{k % 8}" for k in range(0, 300, 3)]
+    assert fig.axes[0].get_ylabel() == "GPU (1 in 3 named)"
+    # As tall as 128 rows of 0.3 inch and the 1.5 inch of title and time axis, not 91.5 inches.
+    assert fig.get_size_inches()[1] == pytest.approx(1.5 + 0.3 * HEATMAP_NAMED_ROWS)
+    assert HEATMAP_NAMED_ROWS == 128
 
 
 def test_default_columns_shrink_once_gpus_times_columns_pass_the_budget(

@@ -300,6 +300,19 @@ def test_label_names_and_values_in_the_window(source: DatasetSource) -> None:
     assert source.label_names(_window(START + 1000.0, 10.0)) == ()
 
 
+def test_a_series_is_present_by_a_sample_inside_the_window_edges_included(
+    source: DatasetSource,
+) -> None:
+    # pro-1 has samples at +0, +15, +30, +45 s only; pro-0 every 15 s to +120 s.
+    assert source.label_values("pod", _window(START + 45.0, 0.5)) == ("pro-0", "pro-1")
+    assert source.label_values("pod", _window(START + 44.5, 0.5)) == ("pro-0", "pro-1")
+    assert source.label_values("pod", _window(START + 46.0, 13.0)) == ()  # between scrapes
+    assert source.label_values("pod", _window(START + 46.0, 14.0)) == ("pro-0",)  # +60 s
+    # The custom metric's one sample (+300 s): samples before and after a window are not in it.
+    assert source.label_values("__name__", _window(START + 121.0, 178.0)) == ()
+    assert source.label_names(_window(START + 300.0, 0.5)) == ("__name__", "pod")
+
+
 # --- metadata ---------------------------------------------------------------------
 
 

@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from inference_obs.engine.evaluate import Evaluator
 from inference_obs.engine.rules import Rules
-from inference_obs.engine.windows import TimeIndex, Windows
+from inference_obs.engine.windows import Windows
 from inference_obs.errors import Annotation, ConfigurationError, QueryError
 from inference_obs.metrics import MetricType, family
 from inference_obs.query import Expr, Selector, to_promql
@@ -98,7 +98,6 @@ class DatasetSource:
         self.dataset = dataset
         self.rules = rules
         self._evaluator = Evaluator(dataset.samples, rules=rules)
-        self._index: TimeIndex | None = None
 
     def __repr__(self) -> str:
         return f"DatasetSource({str(self.dataset.path)!r}, rules={self.rules.value!r})"
@@ -321,11 +320,22 @@ class DatasetSource:
         return tuple(found[name] for name in sorted(found))
 
     def _present(self, window: Window) -> npt.NDArray[np.intp]:
-        """Indices of the series with a sample in ``[start, end]`` (both included)."""
-        if self._index is None:
-            self._index = TimeIndex(self.samples)
-        found = self._index.window(_ms(window.start_s), _ms(window.end_s), left_open=False)
-        return np.flatnonzero(found.counts > 0)
+        """Indices of the series with a sample in ``[start, end]`` (both included).
+
+        One pass over the timestamps, each series' samples in the window
+        counted with ``reduceat`` from its first sample: a few bytes a sample
+        for the moment of the call, where a search index over every sample
+        (8 bytes a sample kept, twice that while built) cost a 1,024-GPU
+        fleet's report a second and 135 MiB of its peak to list names once.
+        """
+        t_ms, offsets = self.samples.t_ms, self.samples.offsets
+        inside = (t_ms >= _ms(window.start_s)) & (t_ms <= _ms(window.end_s))
+        # Only series with samples: an empty one's start is its successor's (or the end).
+        filled = np.flatnonzero(offsets[1:] > offsets[:-1])
+        if filled.size == 0:
+            return filled
+        counts = np.add.reduceat(inside, offsets[:-1][filled], dtype=np.int64)
+        return filled[counts > 0]
 
 
 def _finite(value: float, what: str) -> float:
