@@ -48,9 +48,11 @@ HISTOGRAM_PARTS: tuple[str, ...] = ("_bucket", "_sum", "_count")
 
 
 #: Per engine prefix, the prefixes its families are re-exported under, in order of
-#: preference: Ray Serve's (``ray_vllm:``), then NVIDIA NIM's (none); the SGLang router's.
+#: preference: Ray Serve's (``ray_vllm:`` as Ray's dashboards query it; ``ray_vllm_`` as
+#: Ray 2.48's metrics agent serves it, the colon replaced), then NVIDIA NIM's (none); the
+#: SGLang router's.
 REEXPORT_PREFIXES: dict[str, tuple[str, ...]] = {
-    "vllm:": ("ray_vllm:", ""),
+    "vllm:": ("ray_vllm:", "ray_vllm_", ""),
     "sglang:": ("sglang_",),
 }
 
@@ -60,8 +62,9 @@ def exposed_names(family: Family) -> tuple[str, ...]:
     them under the prefixes other exporters re-export it with (:data:`REEXPORT_PREFIXES`).
 
     >>> from inference_obs.metrics import vllm
-    >>> exposed_names(vllm.NUM_REQUESTS_RUNNING)
-    ('vllm:num_requests_running', 'ray_vllm:num_requests_running', 'num_requests_running')
+    >>> exposed_names(vllm.NUM_REQUESTS_RUNNING)  # doctest: +NORMALIZE_WHITESPACE
+    ('vllm:num_requests_running', 'ray_vllm:num_requests_running',
+     'ray_vllm_num_requests_running', 'num_requests_running')
     """
     out = list(family.names)
     for prefix, others in REEXPORT_PREFIXES.items():

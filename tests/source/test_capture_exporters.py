@@ -127,8 +127,10 @@ def test_each_mig_instance_is_a_gpu() -> None:
             "meta-llama/Llama-3.1-8B-Instruct",
             "sglang",
         ),
+        # Ray Serve 2.48 as served: ray_vllm_, the colon replaced.
+        (real_text("ray_serve_2_48_underscore.prom"), "model_name", "example-model", "vllm"),
     ],
-    ids=["nim", "ray-serve", "sglang-0.3", "sglang-router"],
+    ids=["nim", "ray-serve", "sglang-0.3", "sglang-router", "ray-serve-2.48"],
 )
 def test_engines_under_other_names_get_a_deployment(
     text: str, label: str, model: str, engine: str
