@@ -12,7 +12,8 @@ deployment said to queue had requests waiting, for the queue-time mean
 stated; a side said to queue alone had no request wait on the other; GPUs
 said to wait on the host or on transfers had such a fault injected, as had a
 deployment read host- or transfer-starved; a stall or restart named was
-injected on that replica at that time. A kind of entry this test does
+injected on that replica at that time; a replica said to stand out from its
+deployment's others had a fault injected on it. A kind of entry this test does
 not know fails it, so a new finder comes with its check.
 
 The slowest scenario takes about 10 s to simulate and 5 s to report.
@@ -285,6 +286,25 @@ def _incident(entry: Doc, doc: Doc, truth: pd.DataFrame, data: Path) -> None:
     ), (entry["text"], seen, injected)
 
 
+def _replica_outliers(entry: Doc, doc: Doc, truth: pd.DataFrame, data: Path) -> None:
+    """A replica named as standing out had a fault injected on it: otherwise a scenario's
+    replicas of one deployment are alike by construction (same engine, same traffic
+    class, routed alike), so any difference is chance."""
+    manifest = json.loads((data / "manifest.json").read_text())
+    scenario = load_scenario(manifest["generator"]["scenario"])
+    (name,) = entry["deployments"]
+    (deployment,) = [d for d in doc["deployments"] if d["name"] == name]
+    spec = next(s for s in scenario.deployments if s.name == name)
+    faulty = {
+        spec.pod(k)
+        for k, replica in enumerate(spec.replicas)
+        if any(f.applies_to(replica) for f in scenario.faults)
+    }
+    named = {o["replica"] for o in deployment["outliers"]}
+    assert named, entry["text"]
+    assert all(any(r.endswith(pod) for pod in faulty) for r in named), (entry["text"], faulty)
+
+
 CHECKS: dict[str, Callable[[Doc, Doc, pd.DataFrame, Path], None]] = {
     "latency_lower": _latency_lower,
     "latency_split": _latency_split,
@@ -295,6 +315,7 @@ CHECKS: dict[str, Callable[[Doc, Doc, pd.DataFrame, Path], None]] = {
     "boundaries_starved": _boundaries_starved,
     "bottleneck": _bottleneck,
     "incident": _incident,
+    "replica_outliers": _replica_outliers,
 }
 
 
