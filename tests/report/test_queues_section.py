@@ -229,3 +229,20 @@ def test_without_gpu_series_the_queue_finding_says_no_data_not_0(source: Dataset
     part = _part(every[every.index(Heading(2, "Queues and GPU activity")) :], "PRO")
     texts = " ".join(b.text for b in part if isinstance(b, Paragraph))
     assert "no row had both a queue and a GPU reading" in texts
+
+
+def test_a_few_replicas_list_at_most_ten_intervals_the_longest(built: Report) -> None:
+    # PRO's intervals five times over: one replica, so no fleet rule applies; the table
+    # stays FEW_ROWS long (the longest), and the sentence counts the rest.
+    from inference_obs.report.sections.queues import FEW_ROWS, FOLDED, _intervals
+
+    q = built.deployments[0].of(analyses.queueing)
+    listed = [i for i in q.intervals if i.classification not in FOLDED]
+    many = q.model_copy(update={"intervals": q.intervals * 5})
+    table, said = list(_intervals(many))[:2]
+    assert isinstance(table, Table)
+    assert isinstance(said, Paragraph)
+    assert len(table.rows) == FEW_ROWS == 10
+    shown = sorted(int(row[4]) for row in table.rows)
+    assert shown[0] >= sorted((i.samples for i in listed), reverse=True)[(FEW_ROWS - 1) // 5]
+    assert f"The {FEW_ROWS} longest of {5 * len(listed)} such intervals" in said.text

@@ -19,7 +19,7 @@ from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.wording import cell, number, share_cell, when
 from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
 from inference_obs.report.figure_plan import DRAM_VS_TENSOR, GPU_HEATMAP, cite, cite_each
-from inference_obs.report.sections.queues import ROWS
+from inference_obs.report.sections.queues import FEW_ROWS, ROWS
 
 if TYPE_CHECKING:
     from inference_obs.analyses.run import DeploymentResults
@@ -239,15 +239,16 @@ def _intervals(name: str, found: BoundariesResult, step: float | None) -> Iterat
         shared = reasons.pop() if len(reasons) == 1 else None
         if shared is not None:
             said.append(f"every interval in the table: {shared}.")
-    if len(found.replicas) > MANY and len(listed) > ROWS:
-        # A fleet's intervals: the explained ones first, then the longest; all in report.json.
+    rows = ROWS if len(found.replicas) > MANY else FEW_ROWS
+    if len(listed) > rows:
+        # Many intervals: the explained ones first, then the longest; all in report.json.
         total = len(listed)
         listed = sorted(
             listed, key=lambda i: (i.cause is BoundaryCause.UNEXPLAINED, -i.samples, i.start)
-        )[:ROWS]
+        )[:rows]
         listed.sort(key=lambda i: i.start)
         said.append(
-            f"{ROWS} of {total:,} intervals, the explained then the longest; every one in "
+            f"{rows} of {total:,} intervals, the explained then the longest; every one in "
             "report.json (boundaries.intervals)."
         )
     if said:

@@ -212,6 +212,9 @@ def _tables(q: QueueingResult) -> Iterator[Block]:
 #: Intervals listed at most for a deployment of more than MANY replicas (the longest; the
 #: rest in report.json): a fleet's section stays the length of a few replicas'.
 ROWS = 3
+#: Intervals listed at most for a deployment of a few replicas: an hour of bursts on four
+#: replicas is dozens of rows, and the body's length must not grow with the activity.
+FEW_ROWS = 10
 #: Classes without a queue or a contradiction: counted in a sentence, not listed.
 FOLDED = (QueueClass.BUSY, QueueClass.IDLE)
 
@@ -221,7 +224,7 @@ def _intervals(q: QueueingResult) -> Iterator[Block]:
     counting the busy and idle ones."""
     listed = [i for i in q.intervals if i.classification not in FOLDED]
     # A fleet's intervals: the longest ones, every one in report.json (queue_intervals).
-    limit = ROWS if len(q.rows) > MANY else len(listed)
+    limit = ROWS if len(q.rows) > MANY else FEW_ROWS
     longest = sorted(listed, key=lambda i: (-i.samples, i.start))[:limit]
     shown = sorted(longest, key=lambda i: (i.replica, i.start))
     if shown:
