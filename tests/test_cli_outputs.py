@@ -14,7 +14,7 @@ import pytest
 from inference_obs.cli import EXIT_BUDGET, EXIT_OK, EXIT_USAGE, main
 from inference_obs.errors import ConfigurationError
 from inference_obs.report import build_report, write_report
-from inference_obs.report.write import check_output, remove_report
+from inference_obs.report.write import check_output
 from inference_obs.source.dataset.source import DatasetSource
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,18 +66,21 @@ def test_a_report_name_taken_by_a_directory_is_refused(
     refused(argv, capsys, "report.json is there and is not a file")
 
 
-def test_a_failed_report_leaves_no_previous_report_behind(
+def test_a_failed_report_leaves_the_previous_report_as_it_was(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # A scheduled job whose run fails (here: out of time) keeps its last good report.
     out = tmp_path / "out"
     (out).mkdir()
     (out / "notes.txt").write_text("mine")
     argv = ["report", "--dataset", str(DATASET), "--out", str(out), "--quiet"]
     assert main(argv) == EXIT_OK
-    assert (out / "report.json").is_file()
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert Path("report.json") in before
     assert main([*argv, "--time-budget", "0.000001"]) == EXIT_BUDGET
     capsys.readouterr()
-    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]  # only what is not ours
+    after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no staging left
 
 
@@ -130,19 +133,6 @@ def test_write_report_moves_nothing_when_a_target_is_in_the_way(tmp_path: Path) 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     with pytest.raises(ConfigurationError, match=r"report\.json is there and is not a file"):
         check_output(out)
-
-
-def test_remove_report_touches_only_report_files(tmp_path: Path) -> None:
-    (tmp_path / "figures").mkdir()
-    for name in ("report.md", "report.json", "figures/a.png", "keep.txt", "figures/keep.svg"):
-        (tmp_path / name).write_text("x")
-    removed = remove_report(tmp_path)
-    assert sorted(p.name for p in removed) == ["a.png", "report.json", "report.md"]
-    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == [
-        "figures",
-        "figures/keep.svg",
-        "keep.txt",
-    ]
 
 
 def test_a_refused_run_creates_no_directory(

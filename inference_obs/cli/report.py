@@ -1,10 +1,10 @@
 """``report`` and ``compare``: the observation report, and the comparison verdicts alone.
 
 ``report`` checks every option and input file first (:func:`_checked`), then
-removes a previous report's files from ``--out``, reads, computes, and
-writes the new report whole (:func:`~inference_obs.report.write.write_report`).
-A run that fails or is interrupted after the checks leaves no report in
-``--out`` that could be taken for its own.
+reads, computes, and writes the new report whole
+(:func:`~inference_obs.report.write.write_report`), replacing the previous
+one only then. A run that fails or is interrupted leaves ``--out`` exactly as
+it was, the last good report included; its exit status says it failed.
 """
 
 from __future__ import annotations
@@ -177,10 +177,9 @@ def _report(args: argparse.Namespace) -> int:
     from inference_obs.analyses.facts import has_data
     from inference_obs.analyses.validity.verdicts import Verdict
     from inference_obs.report import from_source, write_report
-    from inference_obs.report.write import remove_report
 
-    if remove_report(checked.out):
-        say(f"removed the previous report from {checked.out}")
+    # The previous report in --out stays until this one is written whole (write_report
+    # stages and swaps): a run that fails leaves a scheduled job its last good report.
     opened = planned.open(checked.deadline)
     # As obs.report builds it: title, methodology and scrape interval from a dataset.
     report = from_source.report(

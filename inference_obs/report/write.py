@@ -9,10 +9,9 @@ into a hidden staging directory beside the output directory
 only when all are written: into a new directory with one rename, into an
 existing one file by file with ``report.json`` last. A failure, an
 interrupt or a full disk leaves the staging directory removed and the output
-directory as it was. :func:`check_output` says before any work whether a
-directory can take a report; :func:`remove_report` clears a previous
-report's files, so a run that then fails leaves none that could be taken for
-its own.
+directory as it was, a previous report included: a scheduled job whose run
+fails keeps its last good report. :func:`check_output` says before any work
+whether a directory can take a report.
 """
 
 from __future__ import annotations
@@ -45,7 +44,6 @@ __all__ = [
     "FORMATS",
     "check_output",
     "figure_png",
-    "remove_report",
     "report_files",
     "write_report",
 ]
@@ -150,23 +148,6 @@ def report_files(out: Path) -> list[Path]:
     return found
 
 
-def remove_report(out: Path) -> list[Path]:
-    """Remove a previous report's files from ``out`` (and ``figures/`` once empty).
-
-    Returns
-    -------
-    list of Path
-        What was removed; nothing else in ``out`` is touched.
-    """
-    removed = report_files(out)
-    for path in removed:
-        path.unlink()
-    figures = out / FIGURES
-    if figures.is_dir() and not any(figures.iterdir()):
-        figures.rmdir()
-    return removed
-
-
 def _render(report: Report, formats: Collection[str]) -> dict[str, bytes]:
     """Relative path -> bytes of every file of the report."""
     blocks = sections(report)
@@ -199,6 +180,9 @@ def _move_into(stage: Path, out: Path, names: list[str]) -> None:
     for old in report_files(out):
         if str(old.relative_to(out)).replace(os.sep, "/") not in names:
             old.unlink()  # a previous report's file this one does not have
+    figures = out / FIGURES
+    if figures.is_dir() and not any(figures.iterdir()):
+        figures.rmdir()  # emptied of a previous report's figures, and holding nothing else
     if any(name.startswith(f"{FIGURES}/") for name in names):
         (out / FIGURES).mkdir(exist_ok=True)
     # Figures first and report.json last: a reader polling for report.json
