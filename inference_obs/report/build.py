@@ -26,15 +26,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from inference_obs.analyses.conclusions import ScopeFacts, cautions, conclusions, judged
-from inference_obs.analyses.run import run
+from inference_obs.analyses.run import DeploymentResults, run
 from inference_obs.analyses.timeline import timeline
-from inference_obs.analyses.validity.verdicts import compare, windows_by_name
+from inference_obs.analyses.validity.verdicts import ValidityResult, compare, windows_by_name
 from inference_obs.deployment import Deployment
 from inference_obs.errors import InferenceObsError
 from inference_obs.reading.resolution import Resolution
 from inference_obs.report.model import Report, Scope
 from inference_obs.samples import Window
-from inference_obs.source.base import Source
+from inference_obs.source.base import EngineInfo, Source
 from inference_obs.source.remembering import Pending, RememberingSource, soon
 
 __all__ = ["WORKERS", "ReportTimeout", "build_report"]
@@ -67,6 +67,36 @@ def _stepper(progress: Progress | None, budget_s: float | None) -> Callable[[str
             say(what)
 
     return step
+
+
+def _asked(
+    source: Source,
+    deployments: Sequence[Deployment],
+    windows: Mapping[str, Window],
+    step: Callable[[str], None],
+    workers: int | None,
+    **options: Any,
+) -> tuple[list[DeploymentResults], ValidityResult | None, EngineInfo]:
+    """Every analysis once per deployment, then the comparison checks: all that asks the
+    source, through one :class:`RememberingSource` (``options`` go to :func:`run`)."""
+    with RememberingSource(source) as asked:
+        # The engine is asked first: its kind chooses the default number of threads.
+        local = asked.info().kind == "dataset"
+        asked.workers = workers if workers is not None else 1 if local else WORKERS
+
+        def start(what: str, work: Callable[[], Any]) -> Pending[Any]:
+            def stepped() -> Any:
+                step(what)
+                return work()
+
+            return soon(asked, stepped)
+
+        runs = run(asked, deployments, windows, start=start, **options)
+        verdicts = None
+        if len(deployments) > 1:
+            step("comparison checks")
+            verdicts = compare(asked, runs)
+        return runs, verdicts, asked.info()
 
 
 def build_report(
@@ -128,33 +158,17 @@ def build_report(
     """
     windows = windows_by_name(deployments, window)
     step = _stepper(progress, budget_s)
-    with RememberingSource(source) as asked:
-        # The engine is asked first: its kind chooses the default number of threads.
-        local = asked.info().kind == "dataset"
-        asked.workers = workers if workers is not None else 1 if local else WORKERS
-
-        def start(what: str, work: Callable[[], Any]) -> Pending[Any]:
-            def stepped() -> Any:
-                step(what)
-                return work()
-
-            return soon(asked, stepped)
-
-        runs = run(
-            asked,
-            deployments,
-            windows,
-            resolution=resolution,
-            gpu_hour_prices=gpu_hour_prices,
-            topologies=topologies,
-            settings=settings,
-            start=start,
-        )
-        verdicts = None
-        if len(deployments) > 1:
-            step("comparison checks")
-            verdicts = compare(asked, runs)
-        info = asked.info()
+    runs, verdicts, info = _asked(
+        source,
+        deployments,
+        windows,
+        step,
+        workers,
+        resolution=resolution,
+        gpu_hour_prices=gpu_hour_prices,
+        topologies=topologies,
+        settings=settings,
+    )
     scope = Scope(
         source=source_name,
         engine=info.kind,

@@ -87,37 +87,7 @@ def report_json(report: Report) -> dict[str, Any]:
                 "outliers": _outliers(report, d.deployment.name),
             }
         )
-    comparisons = []
-    if report.validity is not None:
-        for pair in report.validity.pairs:
-            comparisons.append(
-                {
-                    "a": pair.a,
-                    "b": pair.b,
-                    "verdicts": [
-                        {
-                            **v.model_dump(mode="json"),
-                            "values": {k: json_number(x) for k, x in v.values.items()},
-                            "bounds": {k: _finite(b) for k, b in v.model_dump()["bounds"].items()},
-                        }
-                        for v in pair.verdicts.values()
-                    ],
-                    "findings": [f.model_dump(mode="json") for f in pair.findings],
-                    "matched_concurrency": [
-                        {
-                            "family": m.family,
-                            "band": m.band,
-                            "step_seconds": m.step_seconds,
-                            "intervals": m.intervals,
-                            "reason": m.reason,
-                            "measurements": [
-                                k for q in m.quantiles.values() for k in (x.key for x in q.values())
-                            ],
-                        }
-                        for m in pair.matched
-                    ],
-                }
-            )
+    comparisons = _comparisons(report)
     return {
         "format": FORMAT,
         "title": report.title,
@@ -146,6 +116,43 @@ def report_json(report: Report) -> dict[str, Any]:
         "comparisons": comparisons,
         "baseline": None if report.baseline is None else _finite(report.baseline.model_dump()),
     }
+
+
+def _comparisons(report: Report) -> list[dict[str, Any]]:
+    """Each compared pair: its verdicts (values and bounds), findings and matched load."""
+    comparisons: list[dict[str, Any]] = []
+    if report.validity is None:
+        return comparisons
+    for pair in report.validity.pairs:
+        comparisons.append(
+            {
+                "a": pair.a,
+                "b": pair.b,
+                "verdicts": [
+                    {
+                        **v.model_dump(mode="json"),
+                        "values": {k: json_number(x) for k, x in v.values.items()},
+                        "bounds": {k: _finite(b) for k, b in v.model_dump()["bounds"].items()},
+                    }
+                    for v in pair.verdicts.values()
+                ],
+                "findings": [f.model_dump(mode="json") for f in pair.findings],
+                "matched_concurrency": [
+                    {
+                        "family": m.family,
+                        "band": m.band,
+                        "step_seconds": m.step_seconds,
+                        "intervals": m.intervals,
+                        "reason": m.reason,
+                        "measurements": [
+                            k for q in m.quantiles.values() for k in (x.key for x in q.values())
+                        ],
+                    }
+                    for m in pair.matched
+                ],
+            }
+        )
+    return comparisons
 
 
 def _rolling(result: RollingQuantiles, zone: tzinfo | None) -> dict[str, Any]:

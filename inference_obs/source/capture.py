@@ -540,21 +540,33 @@ def capture(
             if progress is not None:
                 elapsed = time.monotonic() - started
                 progress(Progress(rounds, recording.scrapes, recording.failures, elapsed))
-    targets = ", ".join(c.target.url for c in clients)
-    method = [
-        f"Captured read-only with inference_obs {__version__} (inference-obs capture): GET of "
-        f"each target's metrics endpoint every {interval_s:g} s, no Prometheus involved.",
-        f"Targets: {targets}.",
-        f"{rounds} rounds from {_iso(round(wall * 1000))}"
-        + (" (ended early by the user)" if stop.is_set() else "")
-        + "; samples carry their scrape's start time, job and instance labels are added "
-        "as a Prometheus scrape adds them, and a failed scrape is recorded as up 0.",
-        "No staleness markers: a series that stopped shows as a gap.",
-    ]
+    method = _methodology(clients, interval_s, rounds, wall, ended_early=stop.is_set())
     name = title or f"Capture of {len(clients)} target(s) from {_iso(round(wall * 1000))}"
     return recording.write(
         out, interval_s=interval_s, title=name, method=method, deployments=deployments
     )
+
+
+def _methodology(
+    clients: Sequence[ScrapeClient],
+    interval_s: float,
+    rounds: int,
+    wall: float,
+    *,
+    ended_early: bool,
+) -> list[str]:
+    """What a capture's manifest says of how it was made (``wall``: its start, unix s)."""
+    targets = ", ".join(c.target.url for c in clients)
+    return [
+        f"Captured read-only with inference_obs {__version__} (inference-obs capture): GET of "
+        f"each target's metrics endpoint every {interval_s:g} s, no Prometheus involved.",
+        f"Targets: {targets}.",
+        f"{rounds} rounds from {_iso(round(wall * 1000))}"
+        + (" (ended early by the user)" if ended_early else "")
+        + "; samples carry their scrape's start time, job and instance labels are added "
+        "as a Prometheus scrape adds them, and a failed scrape is recorded as up 0.",
+        "No staleness markers: a series that stopped shows as a gap.",
+    ]
 
 
 def _scrape(client: ScrapeClient, deadline: float) -> tuple[int, float, Exposition | str]:
