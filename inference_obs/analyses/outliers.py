@@ -18,8 +18,12 @@ The rule, per deployment and statistic, over the replicas with a value
   :data:`MAD_LIMIT` in either direction (Iglewicz and Hoaglin's 3.5), and
   it differs from the median by at least :data:`SMALLEST_DIFFERENCE` of the
   median: a tight fleet's 3 % (or a tail quantile's usual 20 %) is not
-  worth a name. Where MAD is 0 (half the replicas or more at the median,
-  e.g. no restart), any value that differs by that much is an outlier.
+  worth a name. A share (a ratio or a percent) must also differ by
+  :data:`SMALLEST_SHARE_POINTS` percentage points: a share near zero moves by
+  half itself on a few requests (6 % of TTFT spent queueing against the
+  others' 4 %, in a fleet of identical replicas). Where MAD is 0 (half the
+  replicas or more at the median, e.g. no restart), any value that differs
+  by that much is an outlier.
 - **a quantile** is known only to its bucket, so it is an outlier when its
   bucket lies wholly above the bucket of the others' median (the median of
   the other replicas' quantiles; its lower edge at or above that bucket's
@@ -61,6 +65,7 @@ __all__ = [
     "MIN_REPLICAS",
     "NOT_JUDGED",
     "SMALLEST_DIFFERENCE",
+    "SMALLEST_SHARE_POINTS",
     "WORDS",
     "Fleet",
     "Outlier",
@@ -80,6 +85,9 @@ _MAD_SCALE = 0.6745
 #: Smallest difference from the median, as a share of it, that makes an outlier: among many
 #: replicas, a tail quantile or a peak a fifth off the median is common and not worth a name.
 SMALLEST_DIFFERENCE = 0.25
+#: Smallest difference from the median of a share (unit ``ratio`` or ``percent``), in
+#: percentage points (module docs).
+SMALLEST_SHARE_POINTS = 10.0
 #: Fewest replicas with a value for a statistic to be judged: with fewer, "the others"
 #: are one or two replicas and a median says nothing.
 MIN_REPLICAS = 4
@@ -236,6 +244,12 @@ def _spread(statistic: str, values: Sequence[ReplicaValue], quantile: bool) -> S
     )
 
 
+def _smallest_gap(median: float, unit: str) -> float:
+    """The least difference from the median that can name an outlier, in ``unit``."""
+    points = {"ratio": SMALLEST_SHARE_POINTS / 100, "percent": SMALLEST_SHARE_POINTS}
+    return max(SMALLEST_DIFFERENCE * abs(median), points.get(unit, 0.0))
+
+
 def _exact_outliers(statistic: str, values: Sequence[ReplicaValue]) -> list[Outlier]:
     """The replicas whose modified z-score passes :data:`MAD_LIMIT` (module docs)."""
     known = [v for v in values if v.value is not None and math.isfinite(v.value)]
@@ -244,10 +258,11 @@ def _exact_outliers(statistic: str, values: Sequence[ReplicaValue]) -> list[Outl
     x = np.array([v.value for v in known], np.float64)
     median = float(np.median(x))
     mad = float(np.median(np.abs(x - median)))
+    smallest = _smallest_gap(median, known[0].unit)
     out = []
     for v, value in zip(known, x.tolist(), strict=True):
         gap = value - median
-        if abs(gap) < SMALLEST_DIFFERENCE * abs(median) or gap == 0:
+        if abs(gap) < smallest or gap == 0:
             continue
         z = math.inf if mad == 0 else _MAD_SCALE * gap / mad
         if abs(z) <= MAD_LIMIT:

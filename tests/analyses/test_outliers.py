@@ -62,6 +62,18 @@ def test_with_every_other_replica_equal_any_difference_beyond_the_floor_is_an_ou
     assert "half the replicas or more at the median" in found[0].reason
 
 
+def test_a_share_must_also_differ_by_ten_points() -> None:
+    """6 % of TTFT spent queueing against 4 % is the same behaviour, however tight the
+    others are; 30 % against 4 % is not."""
+    shares = [0.043, 0.044, 0.043, 0.062]
+    assert _exact_outliers("queue_share_of_ttft", _values("q", shares, "ratio")) == []
+    (far,) = _exact_outliers("queue_share_of_ttft", _values("q", [*shares[:3], 0.30], "ratio"))
+    assert far.replica == "r3"
+    # A percent the same way, and a number with another unit by its relative rule alone.
+    assert _exact_outliers("gpu", _values("g", [40.0, 40.5, 39.5, 40.2, 48.0], "percent")) == []
+    assert _exact_outliers("rate", _values("r", [0.043, 0.044, 0.043, 0.062], "tokens/s"))
+
+
 def test_fewer_than_four_replicas_are_not_judged() -> None:
     assert _exact_outliers("s", _values("s", [1, 1, 100])) == []
 
