@@ -339,6 +339,20 @@ def test_a_one_row_stall_is_critical_only_when_a_latency_spike_follows_it() -> N
     assert twice.severity is Severity.CRITICAL
 
 
+def test_a_queue_that_a_latency_spike_followed_held_requests_and_is_critical() -> None:
+    # A queue beside busy (or not yet idle) GPUs drained by itself: minor.
+    queue = Piece(EventKind.QUEUE_BURST, "a", 0.0, 60.0, "up to 4 waiting, GPUs at 39.5%")
+    (drained,) = _merge([queue], touch=15.0)
+    assert drained.severity is Severity.MINOR
+    # The same queue, then the rolling P95 at ten times its median: the users met it.
+    (held,) = _merge([queue], touch=15.0)
+    _attach([Piece(EventKind.LATENCY_SPIKE, "", 90.0, 150.0, "slow", reach=300.0)], [held])
+    assert (held.kind, held.severity) == (EventKind.QUEUE_BURST, Severity.CRITICAL)
+    # A spike alone (no queue before it) stays major: longer prompts can raise a quantile.
+    (alone,) = _merge([Piece(EventKind.LATENCY_SPIKE, "", 90.0, 150.0, "slow")], touch=15.0)
+    assert alone.severity is Severity.MAJOR
+
+
 def _rows(waiting: list[float], running: list[float], util: list[float]) -> QueueRows:
     t = np.arange(len(waiting), dtype=np.float64) * 60.0
     return QueueRows(

@@ -260,13 +260,17 @@ def _bottleneck(entry: Doc, doc: Doc, truth: pd.DataFrame, _data: Path) -> None:
 
 def _incident(entry: Doc, doc: Doc, truth: pd.DataFrame, data: Path) -> None:
     """A stall or restart named in the summary was injected on that replica at that time,
-    to two scrape intervals."""
+    to two scrape intervals; a queue named for the latency spike after it held requests,
+    and the spike's bucket holds the true quantile of its window."""
     manifest = json.loads((data / "manifest.json").read_text())
     scenario = load_scenario(manifest["generator"]["scenario"])
     (event,) = [e for e in doc["timeline"] if entry["text"].endswith(e["text"])]
     start_s = pd.Timestamp(manifest["window"]["start"]).timestamp()
     seen = [pd.Timestamp(event[k]).timestamp() - start_s for k in ("start", "end")]
     slack = 2 * float(manifest["scrape_interval_seconds"])
+    if event["kind"] == "queue_burst":
+        _queue_then_spike(event, truth, start_s, seen, slack)
+        return
     injected: list[tuple[str, float, float]] = [
         (f.replica, f.start, f.end) for f in of_kind(scenario.faults, Stall)
     ] if event["kind"] == "stall" else [
@@ -284,6 +288,49 @@ def _incident(entry: Doc, doc: Doc, truth: pd.DataFrame, data: Path) -> None:
         and abs(seen[1] - end) <= slack
         for replica, start, end in injected
     ), (entry["text"], seen, injected)
+
+
+_SPIKE = re.compile(
+    r"rolling P(?P<q>\d+) of (?P<what>[a-z ]+) \((?P<minutes>[\d.]+)-minute windows\) rose to "
+    r"(?:between (?P<low>[\d.,]+) and (?P<high>[\d.,]+)|above (?P<above>[\d.,]+)"
+    r"|at most (?P<most>[\d.,]+)) s at (?P<at>\d\d:\d\d:\d\d)"
+)
+#: The truth's column for each rolling quantile's family, by its words, and the time at
+#: which the histogram observes it.
+_SPIKE_COLUMNS = {
+    "time to first token": ("ttft", "first_token"),
+    "inter token latency": ("tpot", "finish"),
+    "time per output token": ("tpot", "finish"),
+}
+
+
+def _number(text: str | None, default: float) -> float:
+    return default if text is None else float(text.replace(",", ""))
+
+
+def _queue_then_spike(
+    event: Doc, truth: pd.DataFrame, start_s: float, seen: list[float], slack: float
+) -> None:
+    """Requests of the deployment waited during the queue (to ``slack``), and the true
+    quantile of each spike's window lies in the stated bucket, to a factor of two (the
+    rolling window's edges are scrapes, not the spike's clock)."""
+    rows = truth[(truth["deployment"] == event["deployment"]) & truth["scheduled"].notna()]
+    waited = rows[(rows["arrival"] <= seen[1] + slack) & (rows["scheduled"] >= seen[0] - slack)]
+    assert (waited["queue_time"] > 0).any(), (event["text"], seen)
+    spikes = list(_SPIKE.finditer(event["text"]))
+    assert spikes, event["text"]
+    day = pd.Timestamp(event["start"])
+    for spike in spikes:
+        column, at = _SPIKE_COLUMNS[spike["what"]]
+        low = _number(spike["low"] or spike["above"], 0.0)
+        high = _number(spike["high"] or spike["most"], np.inf)
+        peak = pd.Timestamp(f"{day.date()} {spike['at']}", tz=day.tz).timestamp() - start_s
+        if peak < seen[0]:  # the spike's clock passed midnight
+            peak += 86400
+        length = 60 * float(spike["minutes"])
+        window = rows[(rows[at] > peak - length) & (rows[at] <= peak)]
+        true = float(np.quantile(window[column], float(spike["q"]) / 100))
+        assert low / 2 <= true <= 2 * high, (event["text"], spike[0], true)
 
 
 def _replica_outliers(entry: Doc, doc: Doc, truth: pd.DataFrame, data: Path) -> None:

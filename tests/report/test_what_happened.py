@@ -103,7 +103,8 @@ def test_what_happened_follows_the_summary_with_the_stall_first(written: Path) -
 
 def test_the_summary_names_the_stall_with_its_time_replica_and_evidence(written: Path) -> None:
     data = json.loads((written / "report.json").read_text())
-    (entry,) = [e for e in data["summary"] if e["kind"] == "incident"]
+    stall, burst = [e for e in data["summary"] if e["kind"] == "incident"]
+    entry = stall
     assert entry["section"] == "What happened"
     assert entry["deployments"] == ["PRO"]
     text = entry["text"]
@@ -116,6 +117,10 @@ def test_the_summary_names_the_stall_with_its_time_replica_and_evidence(written:
     assert int(spike.group(1)) < 56.6 <= int(spike.group(2))
     summary = _section((written / "report.md").read_text(), "Summary")
     assert "A stall of PRO on llm/pro-model-01 at 2026-10-19 18:24:26+08:00" in summary
+    # The burst of 17:53-17:56 held requests too: the TTFT P95 after it reached 20-40 s
+    # (requests.csv: the true P95 of the first tokens of 17:54-17:59 is 35.6 s).
+    assert burst["text"].startswith("A queue burst of PRO on llm/pro-model-01 from ")
+    assert "rose to between 20 and 40 s at 17:59:00" in burst["text"]
 
 
 def _event(k: int) -> Event:

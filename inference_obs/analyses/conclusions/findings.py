@@ -371,7 +371,8 @@ INCIDENTS = 3
 
 
 def _incidents(judged: Judged) -> Iterator[Conclusion]:
-    """The time line's critical events (stalls, restarts): when, where, and the evidence."""
+    """The time line's critical events (stalls, restarts, queues that a latency spike
+    followed): when, where, and the evidence."""
     runs = _runs(judged)
     critical = [e for e in judged.timeline.events if e.severity is EventSeverity.CRITICAL]
     for e in critical[:INCIDENTS]:

@@ -12,7 +12,7 @@ __all__ = ["Event", "EventKind", "Severity", "Timeline"]
 class Severity(StrEnum):
     """How much an event matters to the people the deployment serves."""
 
-    CRITICAL = "critical"  # requests held or lost: a stall, a restart
+    CRITICAL = "critical"  # requests held or lost: a stall, a restart, a queue and its spike
     MAJOR = "major"  # capacity or sight lost: GPUs waiting, gaps, stopped GPUs, spikes
     MINOR = "minor"  # a queue that drained on busy GPUs, a gap in one GPU exporter
 
@@ -83,7 +83,7 @@ class Event(BaseModel):
     kind, severity
         Its most severe cause's kind; the most severe of all its pieces'
         severities (a queue that drained on busy GPUs is minor, but with the
-        latency spike it caused it is major).
+        latency spike it caused it is critical: requests were held).
     pieces
         The kind of every piece of evidence merged into it, in time order
         (a stall and the latency spike after it are one event).

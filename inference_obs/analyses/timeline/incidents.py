@@ -21,7 +21,12 @@ of :mod:`~inference_obs.analyses.timeline.pieces`, and merges them:
    latency spike followed it: the GPU reading beside a scrape is the sample
    nearest it, and requests that arrived after that sample meet a reading
    taken before them. Held requests delay their first tokens, so a real stall
-   shows in the rolling quantiles too.
+   shows in the rolling quantiles too;
+5. a queue that a latency spike followed held requests, whatever the GPUs
+   read beside it: it is critical, as a stall is. The GPU reading may predate
+   the queue by up to a scrape interval and an exporter's collect interval, so
+   it cannot clear the queue; the spike (a rolling quantile at least ten times
+   its window's median) is what the users met.
 
 Nothing is read from the source, nor from what a dataset says about itself
 (its methodology or a fault list): only from the series, through the results.
@@ -86,8 +91,10 @@ class _Incident:
 
     @property
     def severity(self) -> Severity:
-        """The most severe of its pieces' (a queue and the spike it caused: the spike's); a
-        possible stall (rule 4) is major."""
+        """The most severe of its pieces'; a possible stall (rule 4) is major, a queue that a
+        latency spike followed (rule 5) critical."""
+        if self.after and any(p.kind is EventKind.QUEUE_BURST for p in self.pieces):
+            return Severity.CRITICAL
         pieces = (*self.pieces, *self.after)
         found = max((p.kind.severity for p in pieces), key=lambda s: s.rank)
         return Severity.MAJOR if self.unconfirmed and found is Severity.CRITICAL else found
