@@ -46,6 +46,7 @@ from inference_obs.samples import Vector, Window
 from inference_obs.source.base import Source
 
 __all__ = [
+    "ENGINE_LABELS",
     "ROWS",
     "Resolution",
     "positive_share",
@@ -210,29 +211,51 @@ def step_for(
     return float(resolution)
 
 
+#: Labels that tell apart the engines of one scrape target (vLLM's data-parallel ranks):
+#: a share of scrapes combines them, so that a replica of eight engines is not counted as
+#: eight scrapes of which one queued.
+ENGINE_LABELS = ("engine",)
+
+
 def positive_share(
     source: Source, selector: Selector, window: Window, step: float | None
 ) -> tuple[float | None, tuple[Expr, ...], str]:
-    """Share (ratio 0-1) of ``selector``'s samples above 0: value, what was read, and how.
+    """Share (ratio 0-1) of scrapes in which ``selector`` was above 0: value, what was
+    read, and how.
 
-    Per scrape (``step`` None) from the raw samples, NaN left out. Per tile,
-    by the server: ``sum(max_over_time(x[step]) > bool 0)`` and
-    ``count(max_over_time(x[step]))`` every tile, their totals' ratio: the
-    share of (series, tile) pairs in which a sample was above 0. None when
-    there is no sample.
+    A scrape is one target's at one time, its engines (:data:`ENGINE_LABELS`)
+    combined: it counts when any engine's sample is above 0. Per scrape
+    (``step`` None) from the raw samples, NaN left out. Per tile, by the
+    server: ``sum(max without (engine) (max_over_time(x[step])) > bool 0)``
+    and the ``count`` of the same every tile, their totals' ratio: the share
+    of (target, tile) pairs in which a sample was above 0. None when there is
+    no sample.
     """
     if step is None:
         samples = source.raw(selector, window)
-        values = samples.values[~np.isnan(samples.values)]
-        share = float(np.mean(values > 0)) if values.size else None
-        how = f"share of raw samples of {to_promql(selector)} in the window with a value > 0"
+        above: dict[tuple[tuple[str, str], ...], dict[int, bool]] = {}
+        for i, labels in enumerate(samples.labels):
+            lo, hi = int(samples.offsets[i]), int(samples.offsets[i + 1])
+            values = samples.values[lo:hi]
+            keep = ~np.isnan(values)
+            target = tuple(sorted((k, v) for k, v in labels.items() if k not in ENGINE_LABELS))
+            seen = above.setdefault(target, {})
+            times, ups = samples.t_ms[lo:hi][keep].tolist(), (values[keep] > 0).tolist()
+            for t, up in zip(times, ups, strict=True):
+                seen[t] = seen.get(t, False) or up
+        counted = [up for seen in above.values() for up in seen.values()]
+        share = float(np.mean(counted)) if counted else None
+        how = (
+            f"share of scrapes of {to_promql(selector)} in the window with a raw sample > 0, "
+            f"the engines of a target combined (without {', '.join(ENGINE_LABELS)})"
+        )
         return share, (selector.over(window.seconds),), how
-    top = max_over_time(selector.over(step))
-    above, every = Binary(">", top, Number(0), bool_=True).sum(), top.count()
+    top = max_over_time(selector.over(step)).max(without=ENGINE_LABELS)
+    up, every = Binary(">", top, Number(0), bool_=True).sum(), top.count()
     tiles = tile_window(window, step)
-    totals = [float(source.range(expr, tiles, step).values.sum()) for expr in (above, every)]
+    totals = [float(source.range(expr, tiles, step).values.sum()) for expr in (up, every)]
     how = (
-        f"sum over {step:g} s tiles of {to_promql(above)} / sum over the tiles of "
-        f"{to_promql(every)}: the share of (series, tile) pairs with a sample > 0"
+        f"sum over {step:g} s tiles of {to_promql(up)} / sum over the tiles of "
+        f"{to_promql(every)}: the share of (target, tile) pairs with a sample > 0"
     )
-    return (totals[0] / totals[1] if totals[1] else None), (above, every), how
+    return (totals[0] / totals[1] if totals[1] else None), (up, every), how

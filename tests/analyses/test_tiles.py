@@ -32,8 +32,10 @@ from inference_obs.reading.resolution import (
     tile_window,
 )
 from inference_obs.reading.rows import align_gpu, app_rows
-from inference_obs.samples import Window
+from inference_obs.samples import Series, Window
+from inference_obs.source.dataset.manifest import Generator, Manifest, ManifestWindow
 from inference_obs.source.dataset.source import DatasetSource
+from inference_obs.source.dataset.writer import write_dataset
 
 from .tiles_data import (
     DEPLOYMENT,
@@ -268,6 +270,32 @@ def test_boundaries_read_evidence_only_where_it_can_matter(source: DatasetSource
     assert interval.start.timestamp() == WINDOW.start_s + 300
     assert interval.end.timestamp() == WINDOW.start_s + 420
     assert interval.pcie_rx_bytes_per_second == 7_500.0  # median of 15,000 and 0
+
+
+def test_a_share_of_scrapes_combines_a_targets_engines(tmp_path: Path) -> None:
+    """Two engines of one target queued at scrapes 1 and 5 and at 1 and 9: three of its
+    40 scrapes had a request waiting, not four of 80 engine samples; a second target never
+    queued. By tile (four scrapes each): tiles 0, 1 and 2 of the first target's ten."""
+    start = WINDOW.start_s + 3.0
+    times = start + 15.0 * np.arange(40)
+    series = []
+    for pod, engine, queued in (("t-a", "0", (1, 5)), ("t-a", "1", (1, 9)), ("t-b", "0", ())):
+        waiting = np.zeros(40)
+        waiting[list(queued)] = 2.0
+        labels = {"namespace": "ns", "pod": pod, "model_name": "m", "engine": engine}
+        series.append(Series(vllm.NUM_REQUESTS_WAITING.name, labels, times, waiting))
+    manifest = Manifest(
+        title="engines",
+        synthetic=True,
+        generator=Generator(scenario="engines", seed=0, version="0"),
+        window=ManifestWindow(start=WINDOW.start, end=WINDOW.end),
+        scrape_interval_seconds=15.0,
+        deployments=(DEPLOYMENT,),
+    )
+    engines = DatasetSource(write_dataset(tmp_path / "engines", manifest, series))
+    selector = vllm.NUM_REQUESTS_WAITING.select(DEPLOYMENT.matchers)
+    assert positive_share(engines, selector, WINDOW, None)[0] == 3 / 80
+    assert positive_share(engines, selector, WINDOW, STEP)[0] == 3 / 20
 
 
 def test_sampled_shares_per_tile_count_series_tiles(source: DatasetSource) -> None:

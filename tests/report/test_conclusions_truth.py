@@ -248,6 +248,29 @@ def _boundaries_starved(entry: Doc, doc: Doc, truth: pd.DataFrame, data: Path) -
     assert {wanted[c] for c in causes if c in wanted} <= faults, (causes, faults)
 
 
+def _busy_share(rows: pd.DataFrame, span: float) -> float:
+    """Share of ``span`` seconds from the window start in which some request of ``rows``
+    (one replica) was being served: the union of their (scheduled, finish) intervals."""
+    busy, reach = 0.0, 0.0
+    spans = zip(rows["scheduled"].clip(0, span), rows["finish"].clip(0, span), strict=True)
+    for begin, end in sorted(spans):
+        if end > reach:
+            busy += end - max(begin, reach)
+            reach = end
+    return busy / span
+
+
+def _boundaries_saturated(entry: Doc, doc: Doc, truth: pd.DataFrame, _data: Path) -> None:
+    """GPUs computing most of the time with requests waiting: in truth, each replica had a
+    request in service for most of the window and some requests queued."""
+    (name,) = entry["deployments"]
+    rows = truth[(truth["deployment"] == name) & truth["scheduled"].notna()]
+    rows = rows.assign(finish=rows["finish"].fillna(_seconds(doc)))
+    shares = [_busy_share(one, _seconds(doc)) for _, one in rows.groupby("replica")]
+    assert min(shares) >= 0.8, (entry["text"], shares)
+    assert (rows["queue_time"].fillna(0) > 0).any(), entry["text"]
+
+
 def _bottleneck(entry: Doc, doc: Doc, truth: pd.DataFrame, _data: Path) -> None:
     (name,) = entry["deployments"]
     rows = truth[(truth["deployment"] == name) & (truth["outcome"] == "finished")]
@@ -360,6 +383,7 @@ CHECKS: dict[str, Callable[[Doc, Doc, pd.DataFrame, Path], None]] = {
     "throughput_ratio": _throughput_ratio,
     "queued": _queued,
     "boundaries_starved": _boundaries_starved,
+    "boundaries_saturated": _boundaries_saturated,
     "bottleneck": _bottleneck,
     "incident": _incident,
     "replica_outliers": _replica_outliers,
