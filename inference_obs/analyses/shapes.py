@@ -68,11 +68,13 @@ class ShapesResult(AnalysisResult):
 
 
 def _reasons(r: Reading) -> list[str]:
+    """The finish reasons the counters name; a series without the label (an exporter that
+    does not split its count) counts in the total but names no reason."""
     success = vllm.REQUEST_SUCCESS
     answer = r.instant(builders.increase_total(success, r.matchers, r.seconds, by=(_REASON,)))
     if not isinstance(answer.value, Vector):
         return []
-    return sorted({labels.get(_REASON, "") for labels in answer.value.labels})
+    return sorted({labels[_REASON] for labels in answer.value.labels if _REASON in labels})
 
 
 def _shapes(r: Reading, settings: NoSettings) -> ShapesResult:

@@ -33,6 +33,7 @@ from inference_obs.query import Expr, Selector
 from inference_obs.query.walk import transform
 
 __all__ = [
+    "EXPORTER_NAMES",
     "HISTOGRAM_PARTS",
     "REEXPORT_PREFIXES",
     "exposed_names",
@@ -56,17 +57,26 @@ REEXPORT_PREFIXES: dict[str, tuple[str, ...]] = {
     "sglang:": ("sglang_",),
 }
 
+#: Names an exporter gives a family outside any prefix rule, preferred to the prefixed
+#: ones: NVIDIA NIM counts finished requests by ``finished_reason`` in
+#: ``request_finish_total`` and keeps ``request_success_total`` without the label.
+EXPORTER_NAMES: dict[str, tuple[str, ...]] = {
+    "vllm:request_success_total": ("request_finish_total",),
+}
+
 
 def exposed_names(family: Family) -> tuple[str, ...]:
-    """Every name ``family`` is exposed under: its own names (newest first), then each of
-    them under the prefixes other exporters re-export it with (:data:`REEXPORT_PREFIXES`).
+    """Every name ``family`` is exposed under: its own names (newest first), the names an
+    exporter gives it outside the prefix rules (:data:`EXPORTER_NAMES`), then each of its
+    own names under the prefixes other exporters re-export it with
+    (:data:`REEXPORT_PREFIXES`).
 
     >>> from inference_obs.metrics import vllm
     >>> exposed_names(vllm.NUM_REQUESTS_RUNNING)  # doctest: +NORMALIZE_WHITESPACE
     ('vllm:num_requests_running', 'ray_vllm:num_requests_running',
      'ray_vllm_num_requests_running', 'num_requests_running')
     """
-    out = list(family.names)
+    out = [*family.names, *EXPORTER_NAMES.get(family.name, ())]
     for prefix, others in REEXPORT_PREFIXES.items():
         for other in others:
             out.extend(

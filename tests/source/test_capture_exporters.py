@@ -4,10 +4,11 @@ Each case reads real ``/metrics`` text (tests/fixtures/real, origins in its
 README): SGLang 0.3's ``name`` label, SGLang 0.4's documented sample with
 ``sglang:time_per_output_token_seconds``, the SGLang router's ``sglang_``
 re-export, vllm-ascend's negative KV-cache usage, dcgm-exporter's MIG series
-(1.x names, and an A30 MIG instance exporting only profiling fields). NVIDIA
-NIM's and Ray Serve's names are made from a real vLLM exposition by the
-renaming their documentation and dashboards show (no exposition of theirs was
-found): NIM drops ``vllm:``, Ray Serve writes ``ray_vllm:``. GPUs of other pods
+(1.x names, and an A30 MIG instance exporting only profiling fields), NVIDIA
+NIM's names without ``vllm:`` (and its finish reasons in
+``request_finish_total``), Ray Serve 2.48's ``ray_vllm_``. Ray Serve's
+``ray_vllm:`` names are made from a real vLLM exposition by the renaming Ray's
+dashboards show (no exposition with the colon was found). GPUs of other pods
 are made from the real MIG lines by naming a pod in their empty pod labels, as
 dcgm-exporter does when a pod holds the instance.
 """
@@ -44,6 +45,7 @@ START_MS = 1_700_000_000_000
 PLACEHOLDER, OUT_OF_RANGE = "unnamed", "out_of_range"
 SGLANG_04 = real_text("sglang_0_4_docs_time_per_output_token.prom")
 VLLM_V1 = real_text("vllm_v1_engine_label.prom")
+NIM = real_text("nim_llm_unprefixed.prom")
 MIG_1X = real_text("dcgm_1x_names_old_namespace.prom")
 MIG_A30 = real_text("dcgm_mig_profiling_only.prom")
 # The A30 MIG instance as dcgm-exporter labels it when a KServe pod holds it.
@@ -109,7 +111,7 @@ def test_each_mig_instance_is_a_gpu() -> None:
     ("text", "label", "model", "engine"),
     [
         # NVIDIA NIM: vLLM's names without the prefix.
-        (VLLM_V1.replace("vllm:", ""), "model_name", "qwen3-8b", "vllm"),
+        (NIM, "model_name", "meta/llama-3.1-8b-instruct", "vllm"),
         # Ray Serve: vLLM's names re-exported as ray_vllm:.
         (VLLM_V1.replace("vllm:", "ray_vllm:"), "model_name", "qwen3-8b", "vllm"),
         # SGLang 0.3: the model in "name".
@@ -173,8 +175,18 @@ def test_a_capture_without_a_model_is_written_with_a_placeholder(tmp_path: Path)
 
 
 def test_other_exporters_names_are_read_as_the_catalogues() -> None:
-    nim = {line.split("{")[0] for line in VLLM_V1.replace("vllm:", "").splitlines()}
-    assert renames(nim) == {"vllm:time_to_first_token_seconds": "time_to_first_token_seconds"}
+    nim = {s.name for s in parse_exposition(NIM.encode(), source="nim").samples}
+    assert renames(nim) == {
+        "vllm:num_requests_running": "num_requests_running",
+        "vllm:num_requests_waiting": "num_requests_waiting",
+        "vllm:kv_cache_usage_perc": "gpu_cache_usage_perc",
+        "vllm:prompt_tokens_total": "prompt_tokens_total",
+        "vllm:generation_tokens_total": "generation_tokens_total",
+        "vllm:time_to_first_token_seconds": "time_to_first_token_seconds",
+        "vllm:request_prompt_tokens": "request_prompt_tokens",
+        # NIM's per-reason counter, not its request_success_total, which has no reason.
+        "vllm:request_success_total": "request_finish_total",
+    }
     router = {s.name for s in parse_exposition(SGLANG_04.encode(), source="s").samples}
     router_names = {n.replace("sglang:", "sglang_") for n in router}
     # SGLang <= 0.4's time_per_output_token is the ITL family's older name.
@@ -325,3 +337,31 @@ def test_a_capture_shorter_than_the_rolling_window_says_so(
     # Named as the data holds it, not by vLLM's name.
     assert "sglang:time_per_output_token_seconds" in text
     assert "of vllm:inter_token_latency_seconds" not in text
+
+
+@pytest.mark.parametrize("split", [True, False], ids=["request_finish_total", "unsplit"])
+def test_nim_finish_reasons_come_from_its_per_reason_counter(tmp_path: Path, split: bool) -> None:
+    """NIM counts finished requests by reason in request_finish_total; its
+    request_success_total has no reason. Without the per-reason counter, the total is
+    read and no reason is made up (an empty one read as a reason before)."""
+    kept = [line for line in NIM.splitlines() if split or "request_finish" not in line]
+    text = "\n".join(kept)
+    _recorded(tmp_path, {"nim=http://10.0.0.1:8000/metrics": text}, rounds=4)
+    out = tmp_path / "report"
+    assert main(["report", "--dataset", str(tmp_path / "ds"), "--out", str(out), "--quiet"]) == 0
+    found = {
+        m["key"].split("/", 1)[1]: m
+        for m in json.loads((out / "report.json").read_text())["measurements"]
+    }
+    reasons = {k for k in found if k.startswith("shapes/finished_")}
+    counter = "request_finish_total" if split else "request_success_total"
+    assert counter in found["shapes/finished"]["provenance"]["promql"][0]
+    assert found["shapes/finished"]["value"] > 0
+    if split:
+        assert reasons == {"shapes/finished_length", "shapes/finished_length_share"}
+        assert found["shapes/finished_length_share"]["value"] == 1.0
+    else:
+        assert reasons == set()
+    # Prompt lengths from NIM's unprefixed histogram, KV usage from its v0 gauge name.
+    assert found["shapes/prompt_tokens_mean"]["status"] == "ok"
+    assert found["memory/kv_cache_usage_max"]["value"] == pytest.approx(0.0002848191398461977)
