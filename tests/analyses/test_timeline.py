@@ -26,8 +26,14 @@ from inference_obs.analyses.rolling import QuantileSeries
 from inference_obs.analyses.run import DeploymentResults, run
 from inference_obs.analyses.timeline import Event, EventKind, Timeline, named, timeline
 from inference_obs.analyses.timeline.events import Severity
-from inference_obs.analyses.timeline.incidents import _attach, _merge, _text
-from inference_obs.analyses.timeline.pieces import SPIKE_FACTOR, Piece, _queue_run, latency_spikes
+from inference_obs.analyses.timeline.incidents import _attach, _kept, _merge, _text
+from inference_obs.analyses.timeline.pieces import (
+    SPIKE_FACTOR,
+    Piece,
+    _queue_run,
+    _queue_runs,
+    latency_spikes,
+)
 from inference_obs.simulate import simulate
 from inference_obs.simulate.faults import (
     GpuStops,
@@ -351,6 +357,41 @@ def test_a_queue_that_a_latency_spike_followed_held_requests_and_is_critical() -
     # A spike alone (no queue before it) stays major: longer prompts can raise a quantile.
     (alone,) = _merge([Piece(EventKind.LATENCY_SPIKE, "", 90.0, 150.0, "slow")], touch=15.0)
     assert alone.severity is Severity.MAJOR
+
+
+def test_requests_running_on_idle_gpus_with_no_queue_are_a_stall_only_with_a_spike() -> None:
+    # An engine that hangs just after admitting 11 requests: the scrape sees them running,
+    # none waiting, beside a GPU reading of 0 (a published PRO stall, drawn afresh).
+    rows = _rows([0, 0, 0, 0], [0, 11, 0, 1], [30.0, 0.0, 0.0, 0.0])
+    (run,) = _queue_runs(rows)  # one running request on an idle GPU is no run
+    assert (run.start, run.stop) == (1, 2)
+    piece = _queue_run(rows, run, None, "scrape", ())
+    assert (piece.kind, piece.confirmed, piece.needs_spike) == (EventKind.STALL, False, True)
+    assert piece.phrase.startswith("11 requests running, none waiting, while the GPUs read 0%")
+    # Alone it is no event: a light load's arrivals after a GPU sample look the same.
+    assert _kept(_merge([piece], touch=15.0)) == []
+    # With the rolling P95 rising after it, it is the stall.
+    incidents = _merge([piece], touch=15.0)
+    _attach([Piece(EventKind.LATENCY_SPIKE, "", 120.0, 180.0, "slow", reach=300.0)], incidents)
+    (kept,) = _kept(incidents)
+    assert (kept.kind, kept.severity) == (EventKind.STALL, Severity.CRITICAL)
+    # Two such rows in a run show it alone.
+    twice = _rows([0, 0, 0], [0, 6, 6], [30.0, 0.0, 0.0])
+    (run,) = _queue_runs(twice)
+    assert not _queue_run(twice, run, None, "scrape", ()).needs_spike
+
+
+def test_a_spike_joins_the_queue_before_it_rather_than_an_earlier_spike() -> None:
+    earlier = Piece(EventKind.LATENCY_SPIKE, "", 0.0, 60.0, "slow first", reach=300.0)
+    queue = Piece(EventKind.QUEUE_BURST, "a", 100.0, 220.0, "up to 15 waiting")
+    incidents = _merge([queue], touch=15.0)
+    later = Piece(EventKind.LATENCY_SPIKE, "", 240.0, 240.0, "slow after", reach=300.0)
+    _attach([earlier, later], incidents)
+    burst = next(i for i in incidents if i.kind is EventKind.QUEUE_BURST)
+    # The earlier spike (major) began before the queue (minor) and was in the trailing
+    # window, but it is a consequence too: the queue is the cause.
+    assert burst.after == [later]
+    assert burst.severity is Severity.CRITICAL
 
 
 def _rows(waiting: list[float], running: list[float], util: list[float]) -> QueueRows:

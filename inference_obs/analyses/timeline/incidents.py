@@ -26,7 +26,11 @@ of :mod:`~inference_obs.analyses.timeline.pieces`, and merges them:
    read beside it: it is critical, as a stall is. The GPU reading may predate
    the queue by up to a scrape interval and an exporter's collect interval, so
    it cannot clear the queue; the spike (a rolling quantile at least ten times
-   its window's median) is what the users met.
+   its window's median) is what the users met;
+6. requests seen running, none waiting, beside an idle GPU reading in one row
+   are an event only when a latency spike followed them (then a stall): an
+   engine that hangs just after admitting requests shows no queue, but a light
+   load's arrivals just after a GPU sample look the same and are common.
 
 Nothing is read from the source, nor from what a dataset says about itself
 (its methodology or a fault list): only from the series, through the results.
@@ -100,6 +104,11 @@ class _Incident:
         return Severity.MAJOR if self.unconfirmed and found is Severity.CRITICAL else found
 
     @property
+    def spikes_only(self) -> bool:
+        """Whether it is a latency spike standing alone, with no cause of its own."""
+        return all(p.kind is EventKind.LATENCY_SPIKE for p in self.pieces)
+
+    @property
     def replicas(self) -> list[str]:
         return list(dict.fromkeys(p.replica for p in self.pieces if p.replica))
 
@@ -136,12 +145,15 @@ def _attach(spikes: Sequence[Piece], incidents: list[_Incident]) -> None:
     """Rule 3 of the module: each spike joins the incident it follows, or stands alone.
 
     Of the incidents that began by the spike's first point and were on within
-    the trailing window it summarises, the most severe; then the one that
-    covers most of that window; then the latest.
+    the trailing window it summarises (an earlier spike standing alone only
+    where nothing else was), the most severe; then the one that covers most of
+    that window; then the latest.
     """
     for spike in spikes:
         since = spike.start - spike.reach
-        causes = [i for i in incidents if i.start <= spike.start and i.end >= since]
+        during = [i for i in incidents if i.start <= spike.start and i.end >= since]
+        # A cause before another consequence: an earlier spike takes it only alone.
+        causes = [i for i in during if not i.spikes_only] or during
         if not causes:
             incidents.append(_Incident([spike], spike.start, spike.end))
             continue
@@ -150,6 +162,11 @@ def _attach(spikes: Sequence[Piece], incidents: list[_Incident]) -> None:
             for i in causes
         ]
         causes[weights.index(max(weights))].after.append(spike)
+
+
+def _kept(incidents: list[_Incident]) -> list[_Incident]:
+    """Rule 6 of the module: evidence that needs a spike after it, without one, is none."""
+    return [i for i in incidents if i.after or not all(p.needs_spike for p in i.pieces)]
 
 
 def _text(incident: _Incident) -> str:
@@ -208,7 +225,7 @@ def deployment_events(run: DeploymentResults) -> tuple[Event, ...]:
         *spike_pieces(run.of(rolling_itl), zone),
     ]
     _attach(spikes, incidents)
-    found = (_event(run.deployment.name, i, zone) for i in incidents)
+    found = (_event(run.deployment.name, i, zone) for i in _kept(incidents))
     return tuple(sorted(found, key=_order))
 
 

@@ -99,6 +99,10 @@ class Piece:
     #: the GPU reading is the sample nearest the scrape, up to a GPU scrape interval
     #: away, and requests that arrived after it meet a reading taken before them.
     confirmed: bool = True
+    #: Whether the piece is an event only with a latency spike after it: requests seen
+    #: running, none waiting, beside an idle GPU reading in one row, as a light load's
+    #: arrivals just after a GPU sample are most often seen.
+    needs_spike: bool = False
 
 
 def clock(t: float, zone: tzinfo | None) -> str:
@@ -134,15 +138,26 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
     return found
 
 
+def _held(waiting: np.ndarray, running: np.ndarray, util: np.ndarray) -> np.ndarray:
+    """Rows holding requests on idle GPUs; NaN (no GPU reading aligned) compares False."""
+    present = np.nan_to_num(waiting) + np.nan_to_num(running)
+    with np.errstate(invalid="ignore"):
+        return (util <= NEAR_IDLE_PERCENT) & (present >= HELD_AT_LEAST)
+
+
 def queue_pieces(q: QueueingResult, zone: tzinfo | None) -> list[Piece]:
-    """Per replica, each run of rows with requests waiting: a stall or a queue burst."""
+    """Per replica, each run of rows with requests waiting, or held on idle GPUs: a stall
+    or a queue burst. A stall may show no queue at all: requests admitted just before an
+    engine hangs sit as running, and the scrapes either side of it see no waiting."""
     keys = (q.peak_waiting.key, q.gpu_alignment.key)
     unit = "scrape" if q.step_seconds is None else "tile"
-    out = []
-    for rows in q.rows:
-        for first, last in _runs(np.nan_to_num(rows.waiting) > 0):
-            out.append(_queue_run(rows, slice(first, last + 1), zone, unit, keys))
-    return out
+    return [_queue_run(rows, run, zone, unit, keys) for rows in q.rows for run in _queue_runs(rows)]
+
+
+def _queue_runs(rows: QueueRows) -> list[slice]:
+    """Each run of a replica's rows with requests waiting or held on idle GPUs."""
+    held = _held(rows.waiting, rows.running, rows.gpu_util)
+    return [slice(a, b + 1) for a, b in _runs((np.nan_to_num(rows.waiting) > 0) | held)]
 
 
 def _queue_run(
@@ -151,20 +166,31 @@ def _queue_run(
     """One run of rows with a queue: a stall where some row held requests on idle GPUs."""
     waiting, running, util = rows.waiting[run], rows.running[run], rows.gpu_util[run]
     start, end = float(rows.begin[run][0]), float(rows.t[run][-1])
-    # NaN (no GPU reading aligned) compares False: such a row is not called idle.
-    held = (util <= NEAR_IDLE_PERCENT) & (waiting + running >= HELD_AT_LEAST)
+    held = _held(waiting, running, util)
     span = _span(start, end, zone, len(waiting), unit)
     # A queue whose rows mostly read busy GPUs is a queue on busy GPUs: an idle reading at
     # its edge is most often a GPU sample taken before the requests arrived.
     if held.any() and held.sum() >= np.isfinite(util).sum() / 2:
         ran, queued = float(running[held].max()), float(waiting[held].max())
-        present = f"{_requests(ran)} running and {format_number(queued)}" if ran else ""
-        phrase = (
-            f"{present or _requests(queued)} waiting while the GPUs read "
-            f"{_percent(float(util[held].max()))} ({span})"
-        )
+        if not queued:
+            present = f"{_requests(ran)} running, none waiting,"
+        elif ran:
+            present = f"{_requests(ran)} running and {format_number(queued)} waiting"
+        else:
+            present = f"{_requests(queued)} waiting"
+        phrase = f"{present} while the GPUs read {_percent(float(util[held].max()))} ({span})"
         confirmed = int(held.sum()) >= STALL_CONFIRMED_ROWS
-        return Piece(EventKind.STALL, rows.replica, start, end, phrase, keys, confirmed=confirmed)
+        quiet = not confirmed and not (np.nan_to_num(waiting) > 0).any()
+        return Piece(
+            EventKind.STALL,
+            rows.replica,
+            start,
+            end,
+            phrase,
+            keys,
+            confirmed=confirmed,
+            needs_spike=quiet,
+        )
     peak = int(np.argmax(waiting))
     readings = util[np.isfinite(util)]
     gpus = ""
