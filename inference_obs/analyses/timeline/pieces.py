@@ -142,7 +142,8 @@ def _held(waiting: np.ndarray, running: np.ndarray, util: np.ndarray) -> np.ndar
     """Rows holding requests on idle GPUs; NaN (no GPU reading aligned) compares False."""
     present = np.nan_to_num(waiting) + np.nan_to_num(running)
     with np.errstate(invalid="ignore"):
-        return (util <= NEAR_IDLE_PERCENT) & (present >= HELD_AT_LEAST)
+        held: np.ndarray = (util <= NEAR_IDLE_PERCENT) & (present >= HELD_AT_LEAST)
+    return held
 
 
 def queue_pieces(q: QueueingResult, zone: tzinfo | None) -> list[Piece]:
