@@ -41,6 +41,7 @@ __all__ = [
     "on_demand_html",
     "report_figure",
     "report_section",
+    "section_call",
     "section_titles",
 ]
 
@@ -80,15 +81,15 @@ class ReportFigure:
 class ReportSection:
     """One section of a report (a level-2 heading and what follows it, up to the next).
 
-    Jupyter shows it as HTML with each figure named by the call that draws
-    it; ``str()`` gives its Markdown.
+    Jupyter shows it as HTML with each figure, and each section a note
+    cites, named by the call that shows it; ``str()`` gives its Markdown.
     """
 
     title: str
     blocks: tuple[Block, ...] = field(repr=False)
 
     def _repr_html_(self) -> str:
-        return html_body(tuple(_named(self.blocks)), {})
+        return html_body(tuple(_named(self.blocks)), {}, section_call)
 
     def __str__(self) -> str:
         return to_markdown(tuple(_named(self.blocks)))
@@ -145,6 +146,11 @@ def report_section(report: Report, title: str) -> ReportSection:
     raise ConfigurationError(
         f"no section {title!r} in this report; its sections: {', '.join(section_titles(report))}"
     )
+
+
+def section_call(title: str) -> str:
+    """How a notebook names a section a note cites: the call that shows it, as HTML."""
+    return f"<code>report.section({html.escape(repr(title), quote=False)})</code>"
 
 
 def on_demand_html(report: Report) -> str:

@@ -21,7 +21,7 @@ from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.wording import cell, duration_cell, when
 from inference_obs.report.document import Block, Heading, Paragraph, Table
 from inference_obs.report.html import html_body
-from inference_obs.report.notebook import on_demand_html
+from inference_obs.report.notebook import on_demand_html, section_call
 from inference_obs.report.sections.conclusions import summary_notes
 from inference_obs.report.sections.verdicts import compared_value
 
@@ -130,4 +130,4 @@ def summary_html(report: Report) -> str:
     No figure is drawn and no section rendered: the fragment stays tens of
     kilobytes whatever the fleet (:func:`~.notebook.on_demand_html`).
     """
-    return html_body(summary(report), {}) + "\n" + on_demand_html(report)
+    return html_body(summary(report), {}, section_call) + "\n" + on_demand_html(report)

@@ -58,7 +58,9 @@ def test_the_html_view_is_the_summary_without_a_figure(
     summary = paths["md"].read_text().split("## Summary\n")[1].split("\n## ")[0]
     for c in report.conclusions.entries:
         assert c.text in summary  # the written Summary says it ...
-        assert html.escape(c.text) in fragment  # ... and so does the view
+        assert html.escape(c.text) in fragment  # ... and so does the view, ...
+        assert f"<code>report.section({c.section!r})</code>" in fragment  # ... where to read on
+    assert 'href="#' not in fragment  # no link to a heading the notebook does not have
     # ... each deployment's headline numbers in a row ...
     rows = re.findall(r"<tr><td>(.*?)</td></tr>", fragment)
     pro, h20 = (row.split("</td><td>") for row in rows[:2])
@@ -120,6 +122,7 @@ def test_a_section_on_demand_is_the_written_section(
     queues = report.section("Queues and GPU activity")._repr_html_()
     assert "<img" not in queues
     assert html.escape("report.figure('H20-queue-vs-gpu') draws it") in queues
+    assert 'href="#' not in report.section("Summary")._repr_html_()  # notes name the call
     with pytest.raises(ConfigurationError, match=r"no section 'Nope'.*Throughput"):
         report.section("Nope")
 
