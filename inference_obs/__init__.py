@@ -10,7 +10,7 @@ The four lines of a first report, in Jupyter::
     import inference_obs as obs
 
     report = obs.report(obs.DatasetSource("datasets/pro5000-vs-h20"))
-    report  # a summary, the whole report folded below it
+    report  # a summary; report.figure(name), report.section(title) show the rest
 
 ``obs.report`` is the function
 :func:`~inference_obs.report.from_source.report`; the subpackage of the same

@@ -62,6 +62,7 @@ __all__ = [
     "SHADES",
     "deployment_figures",
     "dram_vs_tensor_figure",
+    "draw_figure",
     "draw_figures",
     "gpu_heatmap_figure",
     "queue_vs_gpu_figure",
@@ -124,24 +125,41 @@ def deployment_figures(run: DeploymentResults) -> dict[str, Figure]:
     utilisation per replica, utilisation per GPU, and DRAM against tensor
     activity with the bottleneck classifier's thresholds.
     """
-    name = run.deployment.name
-
-    def draw(figure: str) -> Figure:
-        if figure in ROLLING:
-            result = run.of(ROLLING[figure])
-            return rolling_quantiles_figure(result, latency_summary(run, result.family))
-        if figure == QUEUE_VS_GPU:
-            return queue_vs_gpu_figure(name, run.window, run.of(queueing))
-        if figure == GPU_HEATMAP:
-            return gpu_heatmap_figure(name, run.window, run.of(activity).gpu_util)
-        assert figure == DRAM_VS_TENSOR
-        return dram_vs_tensor_figure(name, run.of(activity), run.of(bottleneck))
-
     return {
-        figure_name(run, figure): draw(figure)
+        figure_name(run, figure): _draw(run, figure)
         for figure in FIGURES
         if nothing_to_draw(run, figure) is None
     }
+
+
+def draw_figure(run: DeploymentResults, figure: str) -> Figure:
+    """One figure of ``run``: ``figure`` is one of :data:`FIGURES`.
+
+    Raises
+    ------
+    ConfigurationError
+        When ``figure`` is not one of :data:`FIGURES`.
+    NoDataError
+        When the figure has nothing to draw (:func:`nothing_to_draw` says why).
+    """
+    why = nothing_to_draw(run, figure)
+    if why is not None:
+        raise NoDataError(f"{run.deployment.name}: {why}")
+    return _draw(run, figure)
+
+
+def _draw(run: DeploymentResults, figure: str) -> Figure:
+    """:func:`draw_figure` once :func:`nothing_to_draw` has said there is something to draw."""
+    name = run.deployment.name
+    if figure in ROLLING:
+        result = run.of(ROLLING[figure])
+        return rolling_quantiles_figure(result, latency_summary(run, result.family))
+    if figure == QUEUE_VS_GPU:
+        return queue_vs_gpu_figure(name, run.window, run.of(queueing))
+    if figure == GPU_HEATMAP:
+        return gpu_heatmap_figure(name, run.window, run.of(activity).gpu_util)
+    assert figure == DRAM_VS_TENSOR
+    return dram_vs_tensor_figure(name, run.of(activity), run.of(bottleneck))
 
 
 def rolling_quantiles_figure(

@@ -203,7 +203,8 @@ def report(
     Returns
     -------
     Report
-        In Jupyter it shows a summary, the full report folded below it.
+        In Jupyter it shows a summary and names its figures and sections, each shown
+        when asked (:meth:`Report.figure`, :meth:`Report.section`).
 
     Raises
     ------

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from inference_obs.report.document import (
     Block,
@@ -90,14 +90,19 @@ def contents(blocks: Sequence[Block]) -> str:
     return f'<nav class="contents"><strong>Contents</strong><ol>{links}</ol></nav>'
 
 
-def _note(note: Note) -> str:
+def _link(section: str) -> str:
+    """A link to ``section`` on the same page."""
+    return f'<a href="#{anchor(section)}">{html.escape(section)}</a>'
+
+
+def _note(note: Note, to_section: Callable[[str], str]) -> str:
     e = html.escape
     text = e(note.text)
     if note.caveat:
         text += f' <span class="caveat"><em>Not to conclude:</em> {e(note.caveat)}</span>'
     refs = []
     if note.section:
-        refs.append(f'<a href="#{anchor(note.section)}">{e(note.section)}</a>')
+        refs.append(to_section(note.section))
     if note.keys:
         refs.append(", ".join(f"<code>{e(k)}</code>" for k in note.keys))
     if refs:
@@ -105,12 +110,18 @@ def _note(note: Note) -> str:
     return f"<li>{text}</li>"
 
 
-def html_body(blocks: Sequence[Block], figures: Mapping[str, bytes]) -> str:
+def html_body(
+    blocks: Sequence[Block],
+    figures: Mapping[str, bytes],
+    to_section: Callable[[str], str] = _link,
+) -> str:
     """The blocks as HTML elements (no page around them), figures embedded as PNG data.
 
     A figure without PNG bytes is shown as a note, never as a broken image.
+    ``to_section`` gives the HTML by which a note names the section it cites
+    (default: a link to its heading on the same page).
     """
-    return "\n".join(_render(blocks, figures, _Ids()))
+    return "\n".join(_render(blocks, figures, _Ids(), to_section))
 
 
 class _Ids:
@@ -126,7 +137,12 @@ class _Ids:
         return base if n == 0 else f"{base}-{n}"
 
 
-def _render(blocks: Sequence[Block], figures: Mapping[str, bytes], ids: _Ids) -> Iterator[str]:
+def _render(
+    blocks: Sequence[Block],
+    figures: Mapping[str, bytes],
+    ids: _Ids,
+    to_section: Callable[[str], str] = _link,
+) -> Iterator[str]:
     e = html.escape
     for block in blocks:
         match block:
@@ -141,7 +157,7 @@ def _render(blocks: Sequence[Block], figures: Mapping[str, bytes], ids: _Ids) ->
             case Notes(items, lead):
                 if lead:
                     yield f"<p>{e(lead)}</p>"
-                yield '<ol class="notes">' + "".join(_note(n) for n in items) + "</ol>"
+                yield '<ol class="notes">' + "".join(_note(n, to_section) for n in items) + "</ol>"
             case Table(header, rows):
                 head = "".join(f"<th>{e(h)}</th>" for h in header)
                 cells = "".join(
@@ -166,5 +182,5 @@ def _render(blocks: Sequence[Block], figures: Mapping[str, bytes], ids: _Ids) ->
                     f'<details id="{ids.next(title)}" data-level="{level}">'
                     f"<summary>{e(title)}</summary>"
                 )
-                yield from _render(inner, figures, ids)
+                yield from _render(inner, figures, ids, to_section)
                 yield "</details>"

@@ -8,6 +8,7 @@ Built by :func:`~inference_obs.report.build.build_report`; rendered by
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,8 +20,12 @@ from inference_obs.analyses.timeline import Timeline
 from inference_obs.analyses.validity.verdicts import ValidityResult
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.result import measurements_frame
+from inference_obs.reading.wording import when
 from inference_obs.report.baseline import Baseline
 from inference_obs.samples import Window
+
+if TYPE_CHECKING:
+    from inference_obs.report.notebook import ReportFigure, ReportSection
 
 __all__ = ["Report", "Scope"]
 
@@ -38,7 +43,23 @@ class Scope(BaseModel):
 
 
 class Report(BaseModel):
-    """A whole observation report: scope, each deployment's run, verdicts and baseline."""
+    """A whole observation report: scope, each deployment's run, verdicts and baseline.
+
+    In Jupyter a report shows its summary (headline numbers, verdicts,
+    conclusions) and the names of its figures and sections, tens of
+    kilobytes whatever the fleet; ``repr()`` is a few lines. The rest is
+    shown when asked:
+
+    - :attr:`figures` lists the figures' names (``<deployment>-<figure>``);
+      :meth:`figure` draws one, as the PNG ``write_report`` writes to
+      ``figures/<name>.png`` (Jupyter shows it; ``.figure`` is the
+      matplotlib figure).
+    - :attr:`sections` lists the sections' titles; :meth:`section` renders
+      one (HTML in Jupyter, Markdown with ``str()``).
+    - :meth:`to_frame` and :attr:`replicas`: every number as rows.
+    - :func:`~inference_obs.report.write.write_report` writes the whole
+      report, figures embedded in report.html.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
@@ -101,7 +122,90 @@ class Report(BaseModel):
         """
         return cited(self.deployments, self.validity)
 
+    @property
+    def figures(self) -> tuple[str, ...]:
+        """The names of the report's figures (``<deployment>-<figure>``), each deployment's in
+        turn; none is drawn: :meth:`figure` draws one."""
+        from inference_obs.report.notebook import figure_names
+
+        return figure_names(self)
+
+    def figure(self, name: str) -> ReportFigure:
+        """Draw the figure ``name`` (one of :attr:`figures`).
+
+        Returns
+        -------
+        ReportFigure
+            Its name, caption, PNG bytes (those ``write_report`` writes to
+            ``figures/<name>.png``; Jupyter shows them) and matplotlib figure.
+
+        Raises
+        ------
+        ConfigurationError
+            When the report has no such figure; the message lists those it has.
+        """
+        from inference_obs.report.notebook import report_figure
+
+        return report_figure(self, name)
+
+    @property
+    def sections(self) -> tuple[str, ...]:
+        """The titles of the report's sections, in order: :meth:`section` shows one."""
+        from inference_obs.report.notebook import section_titles
+
+        return section_titles(self)
+
+    def section(self, title: str) -> ReportSection:
+        """The section titled ``title`` (one of :attr:`sections`): HTML in Jupyter, its
+        figures named by the call that draws them; Markdown with ``str()``.
+
+        Raises
+        ------
+        ConfigurationError
+            When the report has no such section; the message lists those it has.
+        """
+        from inference_obs.report.notebook import report_section
+
+        return report_section(self, title)
+
+    def __repr__(self) -> str:
+        """A few lines: title, deployments, window, source, findings, where to look."""
+        names = [d.deployment.name for d in self.deployments]
+        shown = ", ".join(names[:_NAMED]) + (
+            f" and {len(names) - _NAMED} more" * (len(names) > _NAMED)
+        )
+        spans = set(self.scope.windows.values())
+        window = "none"
+        if spans:
+            window = f"{when(min(w.start for w in spans))} to {when(max(w.end for w in spans))}"
+        if len(spans) > 1:
+            window += f" ({len(spans)} windows)"
+        return (
+            f"<Report {_cut(self.title)!r}\n"
+            f"  deployments: {shown}\n"
+            f"  window: {window}\n"
+            f"  source: {_cut(self.scope.source)} ({self.scope.engine})\n"
+            f"  findings: {len(self.conclusions.entries)} in the Summary (.conclusions), "
+            f"{len(self.cautions.entries)} cautions (.cautions)\n"
+            "  look: .figures and .figure(name), .sections and .section(title), .to_frame()\n"
+            "  whole report: write_report(report, path), from inference_obs.report>"
+        )
+
+    def __str__(self) -> str:
+        return self.__repr__()
+
     def _repr_html_(self) -> str:
         from inference_obs.report.summary import summary_html
 
         return summary_html(self)
+
+
+#: Deployments a report's ``repr()`` names; it counts the others.
+_NAMED = 6
+#: Characters of a title or source a report's ``repr()`` shows.
+_LONGEST = 100
+
+
+def _cut(text: str) -> str:
+    """``text`` cut to :data:`_LONGEST` characters, an ellipsis marking the cut."""
+    return text if len(text) <= _LONGEST else text[: _LONGEST - 1] + "…"

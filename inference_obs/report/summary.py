@@ -1,12 +1,13 @@
-"""A report at a glance, as Jupyter shows it: headline numbers first, the whole report folded.
+"""A report at a glance, as Jupyter shows it: headline numbers first, the rest on demand.
 
 :func:`summary_html` is what ``Report._repr_html_`` returns: one small table
 of each deployment's headline numbers (requests finished, time to first
 token and end-to-end latency at P95 and mean, output throughput, GPU
 utilisation), the verdicts of the comparisons those numbers enter, the
-report's conclusions (the Summary section's findings, ranked), and the
-whole report (:func:`~inference_obs.report.sections.sections`) inside a
-``<details>`` element, open on a click.
+report's conclusions (the Summary section's findings, ranked), then the
+report's figures and sections, each named with the call that shows it
+(:mod:`~inference_obs.report.notebook`): tens of kilobytes, never the
+megabytes of the whole report with its figures embedded.
 """
 
 from __future__ import annotations
@@ -19,12 +20,10 @@ from inference_obs.analyses.validity.verdicts import PairValidity
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.wording import cell, duration_cell, when
 from inference_obs.report.document import Block, Heading, Paragraph, Table
-from inference_obs.report.figures import draw_figures
 from inference_obs.report.html import html_body
-from inference_obs.report.sections import sections
+from inference_obs.report.notebook import on_demand_html, section_call
 from inference_obs.report.sections.conclusions import summary_notes
 from inference_obs.report.sections.verdicts import compared_value
-from inference_obs.report.write import figure_png
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
@@ -126,11 +125,9 @@ def _verdicts(pair: PairValidity) -> tuple[Block, ...]:
 
 
 def summary_html(report: Report) -> str:
-    """The summary as HTML, the whole report (figures embedded) folded in ``<details>``."""
-    pngs = {name: figure_png(fig) for name, fig in draw_figures(report).items()}
-    return (
-        html_body(summary(report), {})
-        + "\n<details><summary>The whole report: every section, figure and query</summary>\n"
-        + html_body(sections(report), pngs)
-        + "\n</details>"
-    )
+    """The summary as HTML, then the figures and sections by the calls that show them.
+
+    No figure is drawn and no section rendered: the fragment stays tens of
+    kilobytes whatever the fleet (:func:`~.notebook.on_demand_html`).
+    """
+    return html_body(summary(report), {}, section_call) + "\n" + on_demand_html(report)

@@ -2,7 +2,10 @@
 
 Prometheus 2.42 holds the dataset (promtool backfill); the notebook's URL,
 deployments file and window are passed as its environment parameters. Without
-a deployments file, as a new user runs it, the notebook discovers them.
+a deployments file, as a new user runs it, the notebook discovers them. Run
+where Jupyter runs it (in notebooks/), it writes the report into the folder
+named by ``INFERENCE_OBS_REPORT_DIR`` or, without one, a new temporary
+folder, never into the checkout.
 """
 
 from __future__ import annotations
@@ -15,7 +18,14 @@ import pytest
 
 from inference_obs.source.dataset.reader import SAMPLES, read_dataset
 from tests.integration.servers import PrometheusFactory
-from tests.test_notebooks import output_text, run_notebook
+from tests.test_notebooks import (
+    NOTEBOOK_BYTES,
+    NOTEBOOKS,
+    checkout,
+    output_text,
+    run_notebook,
+    saved_bytes,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -40,13 +50,27 @@ def test_live_prometheus_runs_against_a_loaded_server(
     assert window.seconds == 3600.0
     monkeypatch.setenv("INFERENCE_OBS_WINDOW", "1h")
     assert os.environ["INFERENCE_OBS_PROMETHEUS"].startswith("http://127.0.0.1:")
-    text = output_text(run_notebook("live-prometheus", tmp_path))
+    if deployments == "manifest":  # the folder the user names
+        monkeypatch.setenv("INFERENCE_OBS_REPORT_DIR", str(tmp_path / "named"))
+        out = tmp_path / "named"
+    else:  # none named: a new temporary folder (the kernel's temporary directory is TMPDIR)
+        monkeypatch.delenv("INFERENCE_OBS_REPORT_DIR", raising=False)
+        (tmp_path / "tmp").mkdir()
+        monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    before = checkout()
+    book = run_notebook("live-prometheus", NOTEBOOKS)
     server.stop()
+    assert checkout() == before  # nothing written beside the notebook
+    assert saved_bytes(book) < NOTEBOOK_BYTES
+    text = output_text(book)
     assert "prometheus prometheus-2" in text
-    written = json.loads((tmp_path / "live-report" / "report.json").read_text())
+    if deployments == "discovered":
+        (out,) = (tmp_path / "tmp").glob("inference-obs-*")
+    written = json.loads((out / "live-report" / "report.json").read_text())
     for span in written["scope"]["windows"].values():
         assert (span["start"], span["end"]) == (window.start.isoformat(), window.end.isoformat())
-    assert "<details><summary>The whole report" in text
+    assert "<h4>More, when asked</h4>" in text  # the figures named, not embedded
+    assert "data:image/png" not in text
     if deployments == "manifest":  # the offline report's headline numbers, read live
         assert "<td>H20</td><td>11,674</td>" in text
     if deployments == "discovered":

@@ -8,11 +8,13 @@ minute; the full 64-replica fleet of :mod:`tests.analyses.test_outliers`
 checks its body too. The body (report.md before the appendix) stays under
 400 lines, no line of it passes 1,500 characters, each Summary item stays
 under 900, and Collection health counts the instances rather than listing
-them.
+them. What a notebook shows of the report stays as small: its HTML view
+under 60 kB with no figure embedded, its repr under 1,000 characters.
 """
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import pytest
@@ -72,3 +74,15 @@ def test_collection_health_counts_a_fleets_instances(fleet: Report) -> None:
         assert health.count(":8000: ") == sum(sizes)
     else:
         assert ":8000: " not in health
+
+
+def test_what_a_notebook_shows_stays_small_whatever_the_fleet(fleet: Report) -> None:
+    shown = fleet._repr_html_()
+    assert len(shown.encode("utf-8")) < 60_000  # 2.3 MB for 64 replicas with the figures
+    assert "data:image" not in shown
+    for c in fleet.conclusions.entries:  # the Summary's every finding
+        assert html.escape(c.text) in shown
+    for name in fleet.figures:
+        assert f"<code>report.figure({name!r})</code>" in shown
+    assert len(repr(fleet)) < 1_000  # 3.9 million characters for 64 replicas
+    assert "deployments: FLEET, OTHER\n" in repr(fleet)  # the scenario's two halves
