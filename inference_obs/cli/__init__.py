@@ -8,7 +8,9 @@ they share and the exit statuses, :mod:`~.sources` what they read, :mod:`~.times
 the time forms.
 
 Errors become exit statuses here, in one place (:func:`exit_status`), and a
-one-line message: never a traceback for a bad option, path or input.
+one-line message: never a traceback for a bad option, path or input. Every
+command prints through :func:`~.terminal.printable_streams`: text from data
+reaches the terminal as text, never as a control sequence.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from inference_obs.cli.options import (
     EXIT_SOURCE,
     EXIT_USAGE,
 )
+from inference_obs.cli.terminal import printable_streams
 from inference_obs.errors import DatasetError, InferenceObsError, SourceError
 from inference_obs.version import __version__
 
@@ -111,6 +114,11 @@ def _sigterm_unwinds() -> Iterator[None]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    with printable_streams():
+        return _run(argv)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         with _sigterm_unwinds():

@@ -179,7 +179,11 @@ def _capture(args: argparse.Namespace) -> int:
             f"inference-obs: capture: {now.scrapes} scrapes, {now.failures} failed, "
             f"{now.elapsed_s:.0f} s of {duration:g} s"
         )
-        print(f"\r{line}" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
+        if tty:
+            # The return alone, a write of its own: the terminal filter passes it
+            # (inference_obs.cli.terminal).
+            sys.stderr.write("\r")
+        print(line, end="" if tty else "\n", file=sys.stderr, flush=True)
 
     def told(line: str) -> None:
         print(

@@ -2,11 +2,35 @@
 
 A fold (:class:`~.document.Folded`) becomes a sub-heading over its blocks;
 ranked notes link to their sections by the ids GitHub gives headings.
+
+A block's text is plain text, as :mod:`~.html` escapes it whole, and much of
+it comes from data: a dataset's title and methodology, deployment names, label
+values such as pod and model names. GitHub, GitLab, Jupyter and wikis render
+report.md, so every text goes through :func:`_text` (or :func:`_label`) here,
+and nowhere else, before it meets the markup this module adds:
+
+- ``&`` becomes ``&amp;`` and ``<`` becomes ``&lt;``: every HTML tag, comment
+  and autolink starts with ``<``, and an entity (``&#106;`` for ``j``) could
+  spell a ``javascript:`` link target; ``>`` opens nothing and stays, so
+  ``util > 0`` reads as written;
+- a ``]`` followed by ``(``, ``[`` or ``:`` gets a backslash (unless an odd
+  run of them escapes it already), so a text can close no link or image
+  (``[x](javascript:...)``) and define no link reference (``[x]: url``);
+- in the text of a link or image the report makes (a note's section, a
+  figure's caption) every bracket gets a backslash, as the text must balance;
+- a table cell's ``|`` is escaped and its newlines become spaces.
+
+A rendering shows the text as written (``<script>`` appears as text). A code
+listing or span (a Measurement key holds a deployment's name) is fenced with
+more backticks than any run inside it, so its text cannot end the fence, and a
+figure's file name is percent-encoded in its link.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from urllib.parse import quote
 
 from inference_obs.report.document import (
     Block,
@@ -25,21 +49,68 @@ from inference_obs.report.document import (
 __all__ = ["to_markdown"]
 
 
-def _escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+_HTML = str.maketrans({"&": "&amp;", "<": "&lt;"})
+#: A ``]`` that would close a link, an image or a reference definition.
+_CLOSER = re.compile(r"(\\*)(\](?=[(\[:]))")
+#: Any bracket, for the text of a link the report makes.
+_BRACKET = re.compile(r"(\\*)([\[\]])")
+
+
+def _backslashed(pattern: re.Pattern[str], text: str) -> str:
+    """``text`` with a backslash before each match of ``pattern``'s second group, unless
+    the backslashes before it (the first group) are odd in number: they escape it already.
+    """
+    return pattern.sub(lambda m: m[1] + "\\" * (len(m[1]) % 2 == 0) + m[2], text)
+
+
+def _text(text: str) -> str:
+    """``text`` as Markdown that renders it as written: no HTML, no link of its own.
+
+    Examples
+    --------
+    >>> _text("<img src=x onerror=alert(1)> & [x](javascript:alert(1)) [20, 40]")
+    '&lt;img src=x onerror=alert(1)> &amp; [x\\\\](javascript:alert(1)) [20, 40]'
+    """
+    return _backslashed(_CLOSER, text.translate(_HTML))
+
+
+def _label(text: str) -> str:
+    """``text`` as the text of a link or image the report makes: every bracket escaped, as
+    an unbalanced one would end the link's text early.
+
+    >>> _label("PRO [x](y) [20, 40")
+    'PRO \\\\[x\\\\](y) \\\\[20, 40'
+    """
+    return _backslashed(_BRACKET, text.translate(_HTML))
+
+
+def _cell(text: str) -> str:
+    return _text(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _table_row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(_escape(c) for c in cells) + " |"
+    return "| " + " | ".join(_cell(c) for c in cells) + " |"
+
+
+def _fence(text: str, least: int) -> str:
+    """Backticks enough to fence ``text``: ``least``, or one more than its longest run."""
+    return "`" * max([least, *(len(run) + 1 for run in re.findall("`+", text))])
+
+
+def _span(text: str) -> str:
+    """``text`` as a code span; a space pads a backtick at either end, as CommonMark asks."""
+    fence = _fence(text, 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _note(rank: int, note: Note) -> str:
-    text = f"{rank}. {note.text}"
+    text = f"{rank}. {_text(note.text)}"
     if note.caveat:
-        text += f" *Not to conclude:* {note.caveat}"
-    refs = [f"[{note.section}](#{anchor(note.section)})"] if note.section else []
+        text += f" *Not to conclude:* {_text(note.caveat)}"
+    refs = [f"[{_label(note.section)}](#{anchor(note.section)})"] if note.section else []
     if note.keys:
-        refs.append(", ".join(f"`{key}`" for key in note.keys))
+        refs.append(", ".join(_span(key) for key in note.keys))
     if refs:
         text += f" ({'; '.join(refs)})"
     return text
@@ -50,16 +121,17 @@ def _blocks(blocks: Sequence[Block], figure_dir: str) -> list[str]:
     for block in blocks:
         match block:
             case Heading(level, text):
-                out.append(f"{'#' * level} {text}")
+                out.append(f"{'#' * level} {_text(text)}")
             case Paragraph(text):
-                out.append(text)
+                out.append(_text(text))
             case Items(items, lead):
                 # A list may follow its lead line directly (CommonMark lets it interrupt
                 # a paragraph).
-                out.append("\n".join((*([lead] if lead else []), *(f"- {i}" for i in items))))
+                bullets = (f"- {_text(i)}" for i in items)
+                out.append("\n".join((*([_text(lead)] if lead else []), *bullets)))
             case Notes(items, lead):
                 notes = (_note(rank, n) for rank, n in enumerate(items, 1))
-                out.append("\n".join((*([lead] if lead else []), *notes)))
+                out.append("\n".join((*([_text(lead)] if lead else []), *notes)))
             case Table(header, rows):
                 rule = "|" + "---|" * len(header)
                 lines = [_table_row(header), rule, *(_table_row(row) for row in rows)]
@@ -67,11 +139,13 @@ def _blocks(blocks: Sequence[Block], figure_dir: str) -> list[str]:
             case FigureRef(name, caption):
                 # A backslash at the line's end is a hard break: the caption shows under
                 # the image, in the same paragraph.
-                out.append(f"![{caption}]({figure_dir}/{name}.png)\\\n*{caption}*")
+                alt, path = _label(caption), quote(f"{figure_dir}/{name}.png")
+                out.append(f"![{alt}]({path})\\\n*{_text(caption)}*")
             case Code(text, language):
-                out.append(f"```{language}\n{text.rstrip()}\n```")
+                fence = _fence(text, 3)
+                out.append(f"{fence}{language}\n{text.rstrip()}\n{fence}")
             case Folded(title, inner, level):
-                out.append(f"{'#' * level} {title}")
+                out.append(f"{'#' * level} {_text(title)}")
                 out.extend(_blocks(inner, figure_dir))
     return out
 

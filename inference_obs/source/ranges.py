@@ -116,7 +116,10 @@ class _Progress:
     def _draw(self) -> None:
         filled = self.WIDTH * self.done // self.total
         bar = "#" * filled + "." * (self.WIDTH - filled)
-        sys.stderr.write(f"\r[{bar}] {self.done}/{self.total} pieces")
+        # The return a write of its own: the command line passes it alone and
+        # escapes any control character inside a text.
+        sys.stderr.write("\r")
+        sys.stderr.write(f"[{bar}] {self.done}/{self.total} pieces")
         sys.stderr.flush()
 
     def close(self) -> None:

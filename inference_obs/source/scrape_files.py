@@ -24,6 +24,11 @@ makes such a file::
 ``vllm=10.0.0.1:8000@1777636815.5.prom``; TIME as above, or compact UTC
 ``20260501T120015Z`` (``.123`` milliseconds allowed).
 
+Neither form may hold credentials: a marker's ``user:password@`` is refused,
+and so is a name's (``vllm=user:password@10.0.0.1:8000@TIME.prom``), without
+echoing them. A file is named in errors and in the dataset's methodology with
+any ``user:password@`` of its name shown as ``<credentials>@`` (:func:`_shown`).
+
 The answer must be Prometheus text format (what exporters serve by default);
 its samples are stamped with the scrape's time, as :func:`capture
 <inference_obs.source.capture.capture>` stamps them.
@@ -55,6 +60,8 @@ MARKER = "# SCRAPE "
 _COMPACT = re.compile(r"(\d{8}T\d{6}(?:\.\d{1,3})?)Z")
 _SECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _EXTENDED = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T")  # ISO 8601's extended date, then a time
+#: A job name and its ``=`` at the start of a file's name (what parse_target accepts as one).
+_JOB = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*=")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +75,28 @@ class SavedScrape:
     first_line: int
 
 
+def _shown(path: Path) -> str:
+    """``path`` as errors and the manifest name it: a ``user:password@`` in its name hidden.
+
+    In the named form the scrape's time follows the last ``@``; any ``@``
+    before that ends userinfo, which is hidden whole (a password may hold
+    ``@``, ``=`` or ``:``).
+
+    Examples
+    --------
+    >>> _shown(Path("saved/vllm=bob:s3cret@10.0.0.1:8000@1777636815.prom"))
+    'saved/vllm=<credentials>@10.0.0.1:8000@1777636815.prom'
+    >>> _shown(Path("saved/10.0.0.1:8000@1777636815.prom"))
+    'saved/10.0.0.1:8000@1777636815.prom'
+    """
+    spec, at, rest = path.name.rpartition("@")
+    if "@" not in spec:
+        return str(path)
+    job = _JOB.match(spec)
+    host = spec.rpartition("@")[2]
+    return str(path.with_name(f"{job[0] if job else ''}<credentials>@{host}{at}{rest}"))
+
+
 def read_scrape_files(paths: Sequence[Path]) -> list[SavedScrape]:
     """Every scrape in ``paths`` (files, or directories whose files are read), in time order.
 
@@ -75,7 +104,8 @@ def read_scrape_files(paths: Sequence[Path]) -> list[SavedScrape]:
     ------
     DatasetError
         Naming the file (and line) of an unreadable file, a bad marker or
-        name, or an answer that does not parse.
+        name, a marker or name that holds credentials, or an answer that does
+        not parse.
     """
     files: list[Path] = []
     for path in paths:
@@ -85,16 +115,17 @@ def read_scrape_files(paths: Sequence[Path]) -> list[SavedScrape]:
         elif path.is_file():
             files.append(path)
         else:
-            raise DatasetError(f"{path}: no such file or directory")
+            raise DatasetError(f"{_shown(path)}: no such file or directory")
     if not files:
         raise DatasetError("no scrape files given")
     scrapes: list[SavedScrape] = []
     for file in files:
+        where = _shown(file)
         try:
             data = file.read_bytes()
         except OSError as exc:
-            raise DatasetError(f"{file}: cannot be read ({exc.strerror})") from None
-        scrapes.extend(_marked(file, data) if _has_marker(data) else [_named(file, data)])
+            raise DatasetError(f"{where}: cannot be read ({exc.strerror})") from None
+        scrapes.extend(_marked(where, data) if _has_marker(data) else [_named(file, where, data)])
     scrapes.sort(key=lambda s: (s.at_ms, s.target.job, s.target.instance))
     return scrapes
 
@@ -103,7 +134,7 @@ def _has_marker(data: bytes) -> bool:
     return data.startswith(MARKER.encode()) or f"\n{MARKER}".encode() in data
 
 
-def _marked(file: Path, data: bytes) -> Iterable[SavedScrape]:
+def _marked(file: str, data: bytes) -> Iterable[SavedScrape]:
     lines = data.split(b"\n")
     current: tuple[Target, int, int] | None = None
     body: list[bytes] = []
@@ -123,14 +154,14 @@ def _marked(file: Path, data: bytes) -> Iterable[SavedScrape]:
         yield _saved(file, current, body)
 
 
-def _saved(file: Path, current: tuple[Target, int, int], body: list[bytes]) -> SavedScrape:
+def _saved(file: str, current: tuple[Target, int, int], body: list[bytes]) -> SavedScrape:
     target, at_ms, number = current
     # Lines are numbered from the marker, so an error names the file's own line.
     text = b"\n" * number + b"\n".join(body)
-    return SavedScrape(target, at_ms, text, str(file), number + 1)
+    return SavedScrape(target, at_ms, text, file, number + 1)
 
 
-def _marker(file: Path, number: int, line: bytes) -> tuple[Target, int, int]:
+def _marker(file: str, number: int, line: bytes) -> tuple[Target, int, int]:
     words = line.decode("utf-8", "replace")[len(MARKER) :].split()
     if len(words) != 2:
         raise DatasetError(f"{file}:{number}: expected '{MARKER}TIME TARGET'")
@@ -144,23 +175,27 @@ def _marker(file: Path, number: int, line: bytes) -> tuple[Target, int, int]:
     return target, at_ms, number
 
 
-def _named(file: Path, data: bytes) -> SavedScrape:
+def _named(file: Path, where: str, data: bytes) -> SavedScrape:
     spec, at, rest = file.name.rpartition("@")
     if not at or not spec:
         raise DatasetError(
-            f"{file}: no '{MARKER.strip()} TIME TARGET' line and the name is not "
+            f"{where}: no '{MARKER.strip()} TIME TARGET' line and the name is not "
             "[JOB=]HOST[:PORT]@TIME.EXT; one of the two says when and where it was scraped"
+        )
+    if "@" in spec:  # user:password@ before the host, refused as in a marker
+        raise DatasetError(
+            f"{where}: the name's target holds credentials; rename the file without them"
         )
     job, eq, host = spec.rpartition("=")
     try:
         target, _ = parse_target(f"{job if eq else 'capture'}=http://{host}")
     except ConfigurationError as exc:
-        raise DatasetError(f"{file}: {exc}") from None
+        raise DatasetError(f"{where}: {exc}") from None
     try:
-        at_ms = _time(rest, str(file))
+        at_ms = _time(rest, where)
     except DatasetError:  # the name's time is followed by an extension
-        at_ms = _time(rest.rpartition(".")[0], str(file))
-    return SavedScrape(target, at_ms, data, str(file), 1)
+        at_ms = _time(rest.rpartition(".")[0], where)
+    return SavedScrape(target, at_ms, data, where, 1)
 
 
 def _time(text: str, where: str) -> int:

@@ -90,3 +90,45 @@ def test_one_scrape_needs_an_interval(tmp_path: Path) -> None:
         dataset_from_scrapes([saved], tmp_path / "ds")
     dataset = dataset_from_scrapes([saved], tmp_path / "ds", interval_s=15)
     assert dataset.manifest.window.start.timestamp() == T0
+
+
+def _files_holding(folder: Path, text: str) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file() and text.encode() in p.read_bytes()]
+
+
+def test_a_password_in_a_file_name_is_refused_unechoed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    for n in range(2):
+        name = f"vllm=bob:hunter2@10.0.0.2:8000@{T0 + 30 * n}.prom"
+        (folder / name).write_text(advancing(VLLM, n))
+    out = tmp_path / "ds"
+    assert main(["dataset", "from-scrapes", str(folder), "--out", str(out)]) == 2
+    printed = "".join(capsys.readouterr())
+    assert "hunter2" not in printed
+    # Refused as a marker's credentials are, the file named with them hidden.
+    shown = f"vllm=<credentials>@10.0.0.2:8000@{T0}.prom"
+    assert f"{folder / shown}: the name's target holds credentials" in printed
+    assert not out.exists()
+
+
+def test_a_password_in_a_marked_file_name_is_never_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The markers say when and where; the name is only the file's, yet it is named in the
+    # methodology, so the userinfo is hidden there.
+    saved = tmp_path / f"vllm=bob:hunter2@10.0.0.2:8000@{T0}.prom"
+    saved.write_text(
+        "".join(
+            f"# SCRAPE {T0 + 15 * n} vllm=http://10.0.0.2:8000/metrics\n{advancing(VLLM, n)}"
+            for n in range(2)
+        )
+    )
+    out = tmp_path / "ds"
+    assert main(["dataset", "from-scrapes", str(saved), "--out", str(out)]) == 0
+    assert "hunter2" not in "".join(capsys.readouterr())
+    assert _files_holding(out, "hunter2") == []
+    (method, *_) = read_dataset(out).manifest.methodology
+    assert f"vllm=<credentials>@10.0.0.2:8000@{T0}.prom" in method
