@@ -141,9 +141,11 @@ def write_file(path: Path, data: bytes) -> None:
         while view:
             view = view[os.write(fd, view) :]
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             temporary.unlink()
+        if isinstance(exc, OSError) and exc.filename is None:  # os.write names no file
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
     finally:
         os.close(fd)
@@ -186,7 +188,11 @@ def staging_directory(target: Path) -> Iterator[Path]:
     while True:
         stage = _temporary(target)
         stage.mkdir()
-        fd = os.open(stage, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            fd = os.open(stage, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except BaseException:
+            stage.rmdir()
+            raise
         try:
             # As in write_file: a directory another writer locked first is its to remove.
             if _claim(stage, fd):

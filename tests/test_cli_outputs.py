@@ -218,7 +218,7 @@ _KILLED_RUN = """
 import os, signal, sys
 from inference_obs.cli import main
 os.replace = lambda *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL)
-main(["report", "--dataset", sys.argv[1], "--out", sys.argv[2], "--quiet", "--format", "json"])
+main(["report", "--dataset", sys.argv[1], "--out", sys.argv[2], "--quiet", "--format", "md"])
 """
 
 
@@ -232,7 +232,7 @@ def test_a_killed_runs_staging_directory_is_removed_by_the_next_run(tmp_path: Pa
     )
     assert killed.returncode == -signal.SIGKILL
     (staging,) = (p for p in tmp_path.iterdir() if p.name.startswith(".out.partial-"))
-    assert (staging / "report.json").is_file()  # staged whole, never moved
+    assert (staging / "report.md").is_file()  # staged whole, never moved
     assert _tree(out) == before
     assert main([*argv, "--format", "md"]) == EXIT_OK
     assert [p.name for p in tmp_path.iterdir()] == ["out"]

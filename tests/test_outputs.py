@@ -1,4 +1,4 @@
-"""Files written whole, links replaced and never written through, killed writers' leftovers removed."""
+"""Files written whole, links replaced not followed, killed writers' leftovers removed."""
 
 from __future__ import annotations
 

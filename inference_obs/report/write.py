@@ -151,14 +151,22 @@ def check_output(out: Path) -> None:
 def _listed(out: Path) -> list[str]:
     """The files the manifest in ``out`` lists, each a name this module writes.
 
-    A manifest that is missing, a link, unreadable or not ours lists
-    nothing: then no file is removed as a previous report's.
+    A manifest that is missing, a link or not one of ours lists nothing:
+    then no file is removed as a previous report's. One that is there but
+    cannot be read raises (the run fails, leaving ``out`` as it was), rather
+    than leave the previous report's files behind.
     """
     try:
         fd = os.open(out / MANIFEST, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as handle:
-            names = json.loads(handle.read()).get("files", [])
-    except (OSError, ValueError, AttributeError):
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ELOOP):  # none, or a link (not followed)
+            return []
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        text = handle.read()
+    try:
+        names = json.loads(text).get("files", [])
+    except (ValueError, AttributeError):
         return []
     if not isinstance(names, list):
         return []
