@@ -285,3 +285,21 @@ def test_dashboards_export_to_an_unwritable_directory_is_one_line(
 ) -> None:
     out = "/proc/inference-obs-dashboards"  # a file system nobody writes, root included
     refused(["dashboards", "export", "--out", out], capsys, f"--out {out}")
+
+
+def test_queries_export_replaces_a_linked_folder_and_keeps_what_it_points_at(
+    tmp_path: Path,
+) -> None:
+    # The folder is generated: a .promql file the catalogue lacks is removed from it,
+    # but never from a folder a link there points at.
+    elsewhere = tmp_path / "mine"
+    elsewhere.mkdir()
+    (elsewhere / "slo.promql").write_text("the user's")
+    out = tmp_path / "queries"
+    out.mkdir()
+    (out / "promql").symlink_to(elsewhere)
+    assert main(["queries", "export", "--out", str(out)]) == EXIT_OK
+    assert [p.name for p in elsewhere.iterdir()] == ["slo.promql"]
+    assert (elsewhere / "slo.promql").read_text() == "the user's"
+    assert not (out / "promql").is_symlink()
+    assert main(["queries", "export", "--out", str(out), "--check"]) == EXIT_OK
