@@ -268,7 +268,8 @@ def _commit(stage: Path, out: Path, names: list[str]) -> None:
         for name in sorted(set(previous) - set(names)):
             set_aside(name)  # a previous report's file this one does not have
         drew = any(name.startswith(f"{FIGURES}/") for name in previous)
-        if drew and not wanted and figures.is_dir() and not any(figures.iterdir()):
+        emptied = drew and figures.is_dir() and not figures.is_symlink()
+        if emptied and not wanted and not any(figures.iterdir()):
             figures.rmdir()  # emptied of the previous report's figures, holding nothing else
             undo.append(figures.mkdir)
         write_file(out / MANIFEST, _manifest(names))
