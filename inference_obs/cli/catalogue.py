@@ -7,10 +7,12 @@ import math
 import sys
 from pathlib import Path
 
+from inference_obs.cli.options import unwritable
 from inference_obs.errors import InferenceObsError
 from inference_obs.metrics import FAMILIES
 from inference_obs.metrics.export import export_files
 from inference_obs.metrics.standard import STANDARD_QUERIES, standard_query
+from inference_obs.outputs import real_directory, write_file
 from inference_obs.query import Matcher, MatchOp, parse_duration, to_promql
 
 __all__ = ["parse_matcher", "register"]
@@ -54,15 +56,18 @@ def _queries_show(args: argparse.Namespace) -> int:
 def _queries_export(args: argparse.Namespace) -> int:
     out = Path(args.out)
     files = export_files()
+    # A link is stale whatever it points at, a linked folder too: each is replaced,
+    # never written or deleted through.
+    linked = {p for p in files if (out / p).is_symlink() or (out / p).parent.is_symlink()}
     stale = sorted(
         p
         for p, text in files.items()
-        if not (out / p).is_file() or (out / p).read_text(encoding="utf-8") != text
+        if p in linked or not (out / p).is_file() or (out / p).read_text(encoding="utf-8") != text
     )
     extra = sorted(
         str(p.relative_to(out))
         for p in out.glob("promql/*.promql")
-        if str(p.relative_to(out)) not in files
+        if str(p.relative_to(out)) not in files and not p.parent.is_symlink()
     )
     if args.check:
         for path in stale:
@@ -74,11 +79,17 @@ def _queries_export(args: argparse.Namespace) -> int:
             return 1
         print(f"{len(files)} files in {out} are current")
         return 0
-    for path in stale:
-        (out / path).parent.mkdir(parents=True, exist_ok=True)
-        (out / path).write_text(files[path], encoding="utf-8")
-    for path in extra:
-        (out / path).unlink()
+    try:
+        for folder in sorted({(out / path).parent for path in stale}):
+            if folder != out and folder.is_symlink():  # --out itself is the user's to name
+                real_directory(folder)
+            folder.mkdir(parents=True, exist_ok=True)
+        for path in stale:  # each whole or not at all: the previous file stays on a failure
+            write_file(out / path, files[path].encode("utf-8"))
+        for path in extra:
+            (out / path).unlink()
+    except OSError as exc:
+        raise unwritable(out, "the queries", exc) from None
     print(f"wrote {len(stale)} of {len(files)} files to {out}, removed {len(extra)}")
     return 0
 

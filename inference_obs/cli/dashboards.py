@@ -6,18 +6,24 @@ import argparse
 import sys
 from pathlib import Path
 
+from inference_obs.cli.options import unwritable
+
 __all__ = ["register"]
 
 
 def _export(args: argparse.Namespace) -> int:
     from inference_obs.dashboards import dashboard_files
+    from inference_obs.outputs import write_file
 
     out = Path(args.out)
     files = dashboard_files()
+    # A link is stale whatever it points at: it is replaced, never written through.
     stale = sorted(
         name
         for name, text in files.items()
-        if not (out / name).is_file() or (out / name).read_text(encoding="utf-8") != text
+        if (out / name).is_symlink()
+        or not (out / name).is_file()
+        or (out / name).read_text(encoding="utf-8") != text
     )
     if args.check:
         for name in stale:
@@ -27,9 +33,12 @@ def _export(args: argparse.Namespace) -> int:
             return 1
         print(f"{len(files)} dashboards in {out} are current")
         return 0
-    out.mkdir(parents=True, exist_ok=True)
-    for name in stale:
-        (out / name).write_text(files[name], encoding="utf-8")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name in stale:  # each whole or not at all: the previous file stays on a failure
+            write_file(out / name, files[name].encode("utf-8"))
+    except OSError as exc:
+        raise unwritable(out, "the dashboards", exc) from None
     print(f"wrote {len(stale)} of {len(files)} dashboards to {out}")
     return 0
 

@@ -12,6 +12,7 @@ from inference_obs.cli.options import EXIT_NO_DATA, EXIT_OK
 from inference_obs.cli.sources import add_discovery_source_options, note, plan
 from inference_obs.cli.times import started
 from inference_obs.errors import InferenceObsError
+from inference_obs.outputs import write_file
 
 __all__ = ["register"]
 
@@ -57,21 +58,6 @@ def _check_out(text: str, force: bool) -> Path | None:
     return out
 
 
-def _write(out: Path, text: str) -> None:
-    """Write ``text`` to ``out`` whole: a temporary file beside it, then one rename."""
-    handle, name = tempfile.mkstemp(prefix=f".{out.name}.partial-", dir=out.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(name, 0o666 & ~umask)  # mkstemp's 0600 is for secrets; this file is not one
-        os.replace(name, out)
-    except BaseException:
-        Path(name).unlink(missing_ok=True)
-        raise
-
-
 def _discover(args: argparse.Namespace) -> int:
     from inference_obs.discover import discover
 
@@ -99,7 +85,7 @@ def _discover(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return EXIT_OK
     try:
-        _write(out, text)
+        write_file(out, text.encode("utf-8"))  # whole, replacing a link, never through it
     except OSError as exc:
         raise InferenceObsError(f"--out {out}: cannot be written ({exc.strerror})") from None
     print(f"wrote {out}")

@@ -43,6 +43,7 @@ __all__ = [
     "prices",
     "resolution",
     "topologies",
+    "unwritable",
     "window",
 ]
 
@@ -50,6 +51,21 @@ __all__ = [
 EXIT_OK, EXIT_USAGE, EXIT_NO_DATA, EXIT_SOURCE, EXIT_INVALID, EXIT_BUDGET = 0, 2, 3, 4, 5, 6
 #: ``report --fail-on regression`` matched: a headline number is worse than its baseline.
 EXIT_REGRESSION = 7
+
+
+def unwritable(out: Path, what: str, exc: OSError) -> InferenceObsError:
+    """The one-line error of an output that could not be written (exit status 2).
+
+    Names ``--out``, the reason (``No space left on device``, ``Read-only
+    file system``) and the file, and says that nothing half-written was
+    left: every writer writes whole files or none.
+    """
+    where = f": {exc.filename}" if exc.filename else ""
+    reason = exc.strerror or str(exc)
+    return InferenceObsError(
+        f"--out {out}: {what} could not be written ({reason}{where}); "
+        "nothing half-written was left there"
+    )
 
 
 def add_window_options(command: argparse.ArgumentParser) -> None:

@@ -29,6 +29,7 @@ from inference_obs.cli.options import (
     prices,
     resolution,
     topologies,
+    unwritable,
 )
 from inference_obs.cli.sources import DEFAULT_DATASET, Opened, add_source_options, note, plan
 from inference_obs.cli.times import started
@@ -200,10 +201,7 @@ def _report(args: argparse.Namespace) -> int:
     try:
         written = write_report(report, checked.out, checked.formats)
     except OSError as exc:
-        raise InferenceObsError(
-            f"--out {checked.out}: the report could not be written ({exc.strerror}"
-            f"{': ' + str(exc.filename) if exc.filename else ''}); nothing of it was left there"
-        ) from None
+        raise unwritable(checked.out, "the report", exc) from None
     if not args.quiet:
         for key in (*checked.formats, *sorted(k for k in written if k.startswith("figure:"))):
             print(f"wrote {written[key]}")

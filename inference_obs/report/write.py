@@ -7,20 +7,37 @@ A report appears whole or not at all. :func:`write_report` writes every file
 into a hidden staging directory beside the output directory
 (``.<name>.partial-*``, on the same file system) and moves them into place
 only when all are written: into a new directory with one rename, into an
-existing one file by file with ``report.json`` last. A failure, an
-interrupt or a full disk leaves the staging directory removed and the output
-directory as it was, a previous report included: a scheduled job whose run
-fails keeps its last good report. :func:`check_output` says before any work
-whether a directory can take a report.
+existing one file by file with ``report.json`` last, each file it replaces
+or removes set aside in the staging directory. A failure, an interrupt or a
+full disk undoes every move, so the output directory is left as it was, a
+previous report included: a scheduled job whose run fails keeps its last
+good report. A run killed outright (SIGKILL) leaves its staging directory;
+the next run of the same output directory removes it once its lock is free
+(:mod:`inference_obs.outputs`).
+
+Only the report's own files are removed. The output directory holds a hidden
+manifest, ``.inference-obs-report.json``, listing the files the report in it
+wrote; the next report removes those of them it does not write again, and
+nothing else: a file of the user's, in ``figures/`` too, stays. While files
+are moved the manifest lists both reports' files, so a run killed mid-way
+leaves the next one every name to remove. A directory without a manifest
+(written by an older version) has nothing removed but what is replaced.
+
+Links are replaced, never written or deleted through (a link at
+``report.md`` or ``figures`` is removed and a file or directory put in its
+place, its target untouched); only ``out`` itself may be a link to the
+directory to write in. :func:`check_output` says before any work whether a
+directory can take a report.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
+import json
 import os
-import secrets
-import shutil
+import re
 import tempfile
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -30,6 +47,7 @@ import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from inference_obs.errors import ConfigurationError
+from inference_obs.outputs import PARTIAL, real_directory, staging_directory, write_file
 from inference_obs.report.figures import draw_figures
 from inference_obs.report.html import to_html
 from inference_obs.report.markdown import to_markdown
@@ -51,7 +69,9 @@ __all__ = [
 FORMATS = ("md", "html", "json")
 #: The folder of the figures, inside the output directory.
 FIGURES = "figures"
-_PARTIAL = ".partial-"
+#: The hidden list of the files the report in a directory wrote: only those are
+#: removed by the next report (never a file of the user's beside them).
+MANIFEST = ".inference-obs-report.json"
 
 
 #: Resolution of the figures' PNG files, dots per inch.
@@ -60,6 +80,10 @@ PNG_DPI = 100
 
 #: Every replica's per-replica statistics, written with report.json.
 REPLICAS = "replicas.csv"
+
+#: The names a report writes, the only ones a manifest may list (a figure is named by its
+#: deployment, any text: one name under figures/, never hidden, never a path out of it).
+_REPORT_NAME = re.compile(r"report\.(md|html|json)|replicas\.csv|figures/[^/.][^/]*\.png")
 
 
 def figure_png(figure: matplotlib.figure.Figure) -> bytes:
@@ -85,22 +109,6 @@ def figure_png(figure: matplotlib.figure.Figure) -> bytes:
     return buffer.getvalue()
 
 
-def _staging(out: Path) -> Path:
-    """A new hidden directory beside ``out`` (its parent created if needed).
-
-    Made with the process's umask, unlike :func:`tempfile.mkdtemp` (0700): it
-    becomes ``out`` itself when ``out`` is new, and a report is meant to be read.
-    """
-    out.parent.mkdir(parents=True, exist_ok=True)
-    while True:
-        stage = out.parent / f".{out.name}{_PARTIAL}{secrets.token_hex(4)}"
-        try:
-            stage.mkdir()
-        except FileExistsError:
-            continue
-        return stage
-
-
 def check_output(out: Path) -> None:
     """Refuse an output directory a report cannot be written to, before any work.
 
@@ -116,12 +124,15 @@ def check_output(out: Path) -> None:
         Naming ``out`` and why: it or a parent is a file, a report's name
         in it is taken by something else, or it cannot be written.
     """
+    if out.is_symlink() and not out.exists():
+        raise ConfigurationError(f"{out}: a link to nothing; give a directory")
     if out.exists() and not out.is_dir():
         raise ConfigurationError(f"{out}: exists and is not a directory")
     for name in (*(f"report.{fmt}" for fmt in FORMATS), FIGURES):
         target = out / name
         wanted = target.is_dir() if name == FIGURES else target.is_file()
-        if target.exists() and not wanted:
+        # A link there is replaced by the report's file (its target kept): never in the way.
+        if target.exists() and not target.is_symlink() and not wanted:
             kind = "a directory" if name == FIGURES else "a file"
             raise ConfigurationError(f"{out}: {name} is there and is not {kind}")
     base = out.absolute().parent
@@ -130,22 +141,55 @@ def check_output(out: Path) -> None:
     if not base.is_dir():
         raise ConfigurationError(f"{out}: {base} is a file, not a directory")
     try:
-        handle, probe = tempfile.mkstemp(prefix=f".{out.name}{_PARTIAL}", dir=base)
+        handle, probe = tempfile.mkstemp(prefix=f".{out.name}{PARTIAL}", dir=base)
         os.close(handle)
         os.unlink(probe)
     except OSError as exc:
         raise ConfigurationError(f"{out}: cannot write in {base}: {exc.strerror}") from None
 
 
+def _listed(out: Path) -> list[str]:
+    """The files the manifest in ``out`` lists, each a name this module writes.
+
+    A manifest that is missing, a link or not one of ours lists nothing:
+    then no file is removed as a previous report's. One that is there but
+    cannot be read raises (the run fails, leaving ``out`` as it was), rather
+    than leave the previous report's files behind.
+    """
+    try:
+        fd = os.open(out / MANIFEST, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ELOOP):  # none, or a link (not followed)
+            return []
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        text = handle.read()
+    try:
+        names = json.loads(text).get("files", [])
+    except (ValueError, AttributeError):
+        return []
+    if not isinstance(names, list):
+        return []
+    return sorted({n for n in names if isinstance(n, str) and _REPORT_NAME.fullmatch(n)})
+
+
+def _manifest(names: Collection[str]) -> bytes:
+    listed = {"written_by": "inference-obs report", "files": sorted(names)}
+    return (json.dumps(listed, indent=1) + "\n").encode("utf-8")
+
+
 def report_files(out: Path) -> list[Path]:
-    """The files of a report in ``out``: ``report.{md,html,json}``, ``replicas.csv`` and
-    ``figures/*.png``."""
-    found = [out / f"report.{fmt}" for fmt in FORMATS if (out / f"report.{fmt}").is_file()]
-    if (out / REPLICAS).is_file():
-        found.append(out / REPLICAS)
-    if (out / FIGURES).is_dir():
-        found += sorted((out / FIGURES).glob("*.png"))
-    return found
+    """The files of the report in ``out``, as its manifest lists them, that are there.
+
+    ``report.{md,html,json}``, ``replicas.csv`` and ``figures/*.png``; a
+    figure behind a link (``figures`` a link) is not the report's.
+    """
+    figures_real = not (out / FIGURES).is_symlink()
+    return [
+        out / name
+        for name in _listed(out)
+        if (figures_real or not name.startswith(f"{FIGURES}/")) and (out / name).is_file()
+    ]
 
 
 def _render(report: Report, formats: Collection[str]) -> dict[str, bytes]:
@@ -172,23 +216,68 @@ def _render(report: Report, formats: Collection[str]) -> dict[str, bytes]:
     return files
 
 
-def _move_into(stage: Path, out: Path, names: list[str]) -> None:
-    """Move the staged files into an existing ``out``, replacing a previous report's."""
-    for name in names:  # checked first, so a refusal leaves ``out`` untouched
-        if (out / name).is_dir() or (out / name).parent.is_file():
-            raise IsADirectoryError(errno.EISDIR, "in the way of the report", str(out / name))
-    for old in report_files(out):
-        if str(old.relative_to(out)).replace(os.sep, "/") not in names:
-            old.unlink()  # a previous report's file this one does not have
-    figures = out / FIGURES
-    if figures.is_dir() and not any(figures.iterdir()):
-        figures.rmdir()  # emptied of a previous report's figures, and holding nothing else
-    if any(name.startswith(f"{FIGURES}/") for name in names):
-        (out / FIGURES).mkdir(exist_ok=True)
+def _order(name: str) -> tuple[bool, bool, str]:
     # Figures first and report.json last: a reader polling for report.json
     # finds the rest already in place.
-    for name in sorted(names, key=lambda n: (n == "report.json", not n.startswith(FIGURES), n)):
-        os.replace(stage / name, out / name)
+    return (name == "report.json", not name.startswith(FIGURES), name)
+
+
+def _commit(stage: Path, out: Path, names: list[str]) -> None:
+    """Move the staged files into an existing ``out``, replacing the previous report's.
+
+    Every file moved out of the way goes to the staging directory, and each
+    step is undone in reverse on any exception (an interrupt included), so
+    ``out`` is left as it was. Until the end the manifest lists both
+    reports' files: a writer killed mid-way leaves the next run the names of
+    every file to remove.
+    """
+    for name in names:  # checked first, so a refusal leaves ``out`` untouched
+        target, parent = out / name, (out / name).parent
+        if target.is_dir() and not target.is_symlink():
+            raise IsADirectoryError(errno.EISDIR, "in the way of the report", str(target))
+        if parent != out and parent.exists() and not parent.is_symlink() and not parent.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "in the way of the report", str(parent))
+    figures = out / FIGURES
+    previous = _listed(out)
+    if figures.is_symlink():  # behind a link: not the report's, and left alone
+        previous = [n for n in previous if not n.startswith(f"{FIGURES}/")]
+    aside = stage / ".previous"
+    (aside / FIGURES).mkdir(parents=True)
+    undo: list[Callable[[], object]] = []
+
+    def move(source: Path, target: Path) -> None:
+        os.replace(source, target)
+        undo.append(lambda: os.replace(target, source))
+
+    def set_aside(name: str) -> None:
+        if os.path.lexists(out / name):
+            move(out / name, aside / name)
+
+    try:
+        set_aside(MANIFEST)
+        undo.append(lambda: os.unlink(out / MANIFEST))
+        write_file(out / MANIFEST, _manifest({*previous, *names}))
+        wanted = any(name.startswith(f"{FIGURES}/") for name in names)
+        if wanted and figures.is_symlink():
+            move(figures, aside / ".figures-link")  # the link, never what it points at
+        if wanted and real_directory(figures):
+            undo.append(figures.rmdir)
+        for name in sorted(names, key=_order):
+            set_aside(name)
+            move(stage / name, out / name)
+        for name in sorted(set(previous) - set(names)):
+            set_aside(name)  # a previous report's file this one does not have
+        drew = any(name.startswith(f"{FIGURES}/") for name in previous)
+        emptied = drew and figures.is_dir() and not figures.is_symlink()
+        if emptied and not wanted and not any(figures.iterdir()):
+            figures.rmdir()  # emptied of the previous report's figures, holding nothing else
+            undo.append(figures.mkdir)
+        write_file(out / MANIFEST, _manifest(names))
+    except BaseException:
+        for step in reversed(undo):
+            with contextlib.suppress(OSError):
+                step()
+        raise
 
 
 def write_report(report: Report, out: Path, formats: Collection[str] = FORMATS) -> dict[str, Path]:
@@ -199,7 +288,8 @@ def write_report(report: Report, out: Path, formats: Collection[str] = FORMATS) 
     report
         From :func:`~inference_obs.report.build.build_report`.
     out
-        The output directory (created if needed; other files in it stay).
+        The output directory (created if needed; files in it that the
+        previous report did not write stay; a link to a directory is followed).
     formats
         Any of ``md``, ``html``, ``json``; figures are written with ``md`` or ``html``.
 
@@ -214,7 +304,8 @@ def write_report(report: Report, out: Path, formats: Collection[str] = FORMATS) 
         An unknown format, named.
     OSError
         When a file cannot be written or moved; the staging directory is
-        removed and ``out`` holds no file of this report.
+        removed and ``out`` is as it was (the previous report's files and
+        manifest included).
     """
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:
@@ -222,19 +313,20 @@ def write_report(report: Report, out: Path, formats: Collection[str] = FORMATS) 
             f"unknown report format(s) {unknown}: use any of {', '.join(FORMATS)}"
         )
     files = _render(report, formats)
-    stage = _staging(out)
-    try:
+    # ``out`` itself may be a link to a directory (a user's "latest"): staged beside
+    # the directory it points at, so the files move within one file system.
+    home = Path(os.path.realpath(out)) if out.is_symlink() and out.is_dir() else out
+    with staging_directory(home) as stage:
         (stage / FIGURES).mkdir()
         for name, data in files.items():
             (stage / name).write_bytes(data)
         if not any((stage / FIGURES).iterdir()):
             (stage / FIGURES).rmdir()
-        if out.exists():
-            _move_into(stage, out, list(files))
+        if os.path.lexists(home):
+            _commit(stage, home, list(files))
         else:
-            stage.rename(out)  # the whole directory appears at once
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+            (stage / MANIFEST).write_bytes(_manifest(files))
+            stage.rename(home)  # the whole directory appears at once
     written: dict[str, Path] = {}
     for name in files:
         if name.startswith(f"{FIGURES}/"):

@@ -224,7 +224,8 @@ def test_a_report_built_in_threads_is_the_one_built_in_order_byte_for_byte(
     for run, workers in enumerate((1, 8, 8)):
         write_report(make(source, workers=workers), tmp_path / str(run))
     files = sorted(p.relative_to(tmp_path / "0") for p in (tmp_path / "0").rglob("*.*"))
-    assert len(files) == 10  # Markdown, HTML, JSON, replicas.csv and six figures
+    # Markdown, HTML, JSON, replicas.csv, six figures and the manifest listing them.
+    assert len(files) == 11
     for name in files:
         first = (tmp_path / "0" / name).read_bytes()
         assert (tmp_path / "1" / name).read_bytes() == first, name
