@@ -221,6 +221,25 @@ def test_a_price_or_topology_for_no_deployment_is_refused(
     assert server.requests == []
 
 
+@pytest.mark.parametrize(
+    ("out", "named"),
+    [
+        ("{tmp}/out", "--out {tmp}/out: not an empty directory"),
+        ("/proc/inference-obs-export", "--out /proc/inference-obs-export: cannot be written"),
+    ],
+)
+def test_an_export_that_could_not_be_written_sends_no_query(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, server: FakeServer, out: str, named: str
+) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "kept.txt").write_text("a file already there\n", encoding="utf-8")
+    argv = live_argv("dataset export", server.url, tmp_path)
+    argv[argv.index("--out") + 1] = out.replace("{tmp}", str(tmp_path))
+    refused(argv, capsys, named.replace("{tmp}", str(tmp_path)))
+    assert server.requests == []
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["kept.txt"]
+
+
 @pytest.mark.parametrize("value", ["nan", "inf", "-1e-9"])
 def test_verify_refuses_a_nan_infinite_or_negative_tolerance(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str

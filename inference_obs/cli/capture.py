@@ -2,7 +2,8 @@
 
 ``inference-obs capture --url URL [--url URL ...] --interval 15s --duration 1h --out DIR``
 scrapes each ``/metrics`` endpoint read-only (GET only, bounded) and writes an
-observation dataset; Ctrl-C ends it early and still writes one.
+observation dataset; Ctrl-C or SIGTERM (a CronJob's deadline) ends it early and
+still writes one. What it accepts is bounded (:mod:`inference_obs.source.limits`).
 ``inference-obs dataset from-scrapes DIR_OR_FILE ... --out DIR`` converts
 saved answers instead (the forms are in :mod:`inference_obs.source.scrape_files`).
 """
@@ -17,9 +18,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from inference_obs.cli.options import add_live_options, live_access
+from inference_obs.cli.options import add_live_options, dataset_out, live_access
 from inference_obs.errors import ConfigurationError, InferenceObsError, QueryError
 from inference_obs.query import parse_duration
+from inference_obs.source.limits import MAX_SCRAPE_ANSWER_BYTES, MIN_INTERVAL_S
 
 __all__ = ["register", "register_from_scrapes"]
 
@@ -36,8 +38,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             "Scrape each --url every --interval for --duration, as a Prometheus scrape job "
             "would (GET only; job and instance labels added; a failed scrape recorded as up 0), "
             "and write an observation dataset that `inference-obs report --dataset DIR` reads. "
-            "Ctrl-C ends the capture early and still writes the dataset. Without --deployments "
-            "one deployment is proposed per model_name served."
+            "Ctrl-C or SIGTERM ends the capture early and still writes the dataset; --duration "
+            "is kept even while a large answer is read. Without --deployments one deployment "
+            "is proposed per model_name served."
         ),
     )
     command.add_argument(
@@ -51,7 +54,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     command.add_argument(
         "--interval",
         default="15s",
-        help="time between scrapes: 15s, 500ms, or seconds (default 15s)",
+        help=f"time between scrapes: 15s, 500ms, or seconds (default 15s, at least "
+        f"{MIN_INTERVAL_S * 1000:g}ms)",
     )
     command.add_argument("--duration", default="1h", help="how long to scrape (default 1h)")
     command.add_argument("--out", required=True, help="new dataset directory")
@@ -71,7 +75,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="N",
         help="further attempts of a failed scrape within its interval (default 1)",
     )
-    add_live_options(command)
+    add_live_options(command, max_answer_bytes=MAX_SCRAPE_ANSWER_BYTES)
     command.set_defaults(run=_capture)
 
 
@@ -160,6 +164,10 @@ def _capture(args: argparse.Namespace) -> int:
 
     interval = _seconds(args.interval, "--interval")
     duration = _seconds(args.duration, "--duration")
+    if interval < MIN_INTERVAL_S:
+        raise InferenceObsError(
+            f"--interval {args.interval!r}: at least {MIN_INTERVAL_S * 1000:g}ms between scrapes"
+        )
     timeout = min(interval, _DEFAULT_TIMEOUT_S)
     if args.timeout is not None:
         timeout = _seconds(args.timeout, "--timeout")
@@ -167,10 +175,8 @@ def _capture(args: argparse.Namespace) -> int:
             raise InferenceObsError(f"--timeout {args.timeout!r} is longer than --interval")
     if args.parallel < 1:
         raise InferenceObsError(f"--parallel {args.parallel}: expected a whole number >= 1")
-    out = Path(args.out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise InferenceObsError(f"--out {args.out}: not an empty directory")
     deployments = load_deployments(args.deployments) if args.deployments else None
+    out = dataset_out(args.out)
     clients = _clients(args, timeout)
     tty = sys.stderr.isatty()
 
@@ -191,13 +197,17 @@ def _capture(args: argparse.Namespace) -> int:
         )
 
     stop = threading.Event()
+    # SIGTERM is how a CronJob's deadline or a pod's deletion ends a capture: kept like Ctrl-C.
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
 
     def interrupted(signum: int, frame: object) -> None:
         stop.set()
-        # A second Ctrl-C stops at once, without a dataset.
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        # A second signal stops at once, without a dataset.
+        for again, handler in previous.items():
+            signal.signal(again, handler)
 
-    previous = signal.signal(signal.SIGINT, interrupted)
+    for signum in previous:
+        signal.signal(signum, interrupted)
     try:
         dataset = capture(
             clients,
@@ -212,7 +222,8 @@ def _capture(args: argparse.Namespace) -> int:
             proposal=told,
         )
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         for client in clients:
             client.close()
         if tty:
@@ -229,7 +240,7 @@ def _from_scrapes(args: argparse.Namespace) -> int:
     deployments = load_deployments(args.deployments) if args.deployments else None
     dataset = dataset_from_scrapes(
         [Path(p) for p in args.paths],
-        Path(args.out),
+        dataset_out(args.out),
         deployments=deployments,
         interval_s=interval,
         title=args.title,

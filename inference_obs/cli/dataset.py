@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from inference_obs.cli.capture import register_from_scrapes
-from inference_obs.cli.options import add_live_options, add_window_options, open_prometheus, window
+from inference_obs.cli.options import (
+    add_live_options,
+    add_window_options,
+    dataset_out,
+    open_prometheus,
+    window,
+)
 from inference_obs.errors import InferenceObsError
 
 __all__ = ["register"]
@@ -294,6 +300,7 @@ def _dataset_export(args: argparse.Namespace) -> int:
     span = window(args) if args.end is not None else None
     if span is None:
         raise InferenceObsError("dataset export needs --end, and --start or --window")
+    out = dataset_out(args.out)  # refused before any query
     source = open_prometheus(args)
     deployments = load_deployments(args.deployments)
     names = ", ".join(d.name for d in deployments)
@@ -301,7 +308,7 @@ def _dataset_export(args: argparse.Namespace) -> int:
         source,
         deployments,
         span,
-        Path(args.out),
+        out,
         title=args.title or f"Observation of {names}, {span.start.isoformat()}, {span.seconds:g} s",
         rules=load_rules(args.rules) if args.rules else None,
         families=[family(name) for name in args.family] or None,

@@ -37,6 +37,7 @@ __all__ = [
     "LiveAccess",
     "add_live_options",
     "add_window_options",
+    "dataset_out",
     "live_access",
     "open_prometheus",
     "positive_seconds",
@@ -77,8 +78,13 @@ def add_window_options(command: argparse.ArgumentParser) -> None:
     )
 
 
-def add_live_options(command: argparse.ArgumentParser) -> None:
-    """Read-only access to a Prometheus-compatible API: token, headers, CA."""
+def add_live_options(
+    command: argparse.ArgumentParser, *, max_answer_bytes: int = MAX_ANSWER_BYTES
+) -> None:
+    """Read-only access to a Prometheus-compatible API: token, headers, CA.
+
+    ``max_answer_bytes`` is ``--max-answer-mb``'s default, in bytes.
+    """
     auth = command.add_argument_group("live access (read-only)")
     auth.add_argument("--token-file", help="file holding a bearer token")
     auth.add_argument("--token-env", help="environment variable holding a bearer token")
@@ -100,11 +106,30 @@ def add_live_options(command: argparse.ArgumentParser) -> None:
     auth.add_argument(
         "--max-answer-mb",
         type=float,
-        default=MAX_ANSWER_BYTES / 2**20,
+        default=max_answer_bytes / 2**20,
         metavar="MB",
         help="largest answer accepted, in MiB, on the wire and decompressed "
-        f"(default: {MAX_ANSWER_BYTES // 2**20})",
+        f"(default: {max_answer_bytes / 2**20:g})",
     )
+
+
+def dataset_out(text: str) -> Path:
+    """``--out`` as a directory a dataset can be written in, checked before any work.
+
+    Raises
+    ------
+    InferenceObsError
+        One line: not empty, read-only, full
+        (:func:`~inference_obs.source.dataset.writer.check_dataset_out`).
+    """
+    from inference_obs.source.dataset.writer import check_dataset_out
+
+    out = Path(text)
+    try:
+        check_dataset_out(out)
+    except InferenceObsError as exc:
+        raise InferenceObsError(f"--out {exc}") from None
+    return out
 
 
 def _readable(path: str, option: str) -> Path:
@@ -155,11 +180,16 @@ def live_access(args: argparse.Namespace) -> LiveAccess:
 
     Errors name the option (and the file), never a header value or a token.
     """
-    from inference_obs.source.auth import BearerToken
+    from inference_obs.source.auth import BearerToken, read_token_file
     from inference_obs.source.tls import TLS
 
     headers = _headers(args.header)
     token_file = None if args.token_file is None else _readable(args.token_file, "--token-file")
+    if token_file is not None:
+        try:  # read once now, so that a pipe or a huge file is refused before any request
+            read_token_file(token_file)
+        except ConfigurationError as exc:
+            raise InferenceObsError(f"--token-file: {exc}") from None
     ca_file = None if args.ca_file is None else _readable(args.ca_file, "--ca-file")
     if args.token_env is not None and not os.environ.get(args.token_env):
         raise InferenceObsError(

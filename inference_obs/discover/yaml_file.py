@@ -4,7 +4,11 @@ Every value is written explicitly: regex selectors in the ``{regex: "..."}``
 form (never the ``~`` shorthand), strings double-quoted (JSON string syntax,
 which YAML reads unchanged), and what the series show but a deployment does
 not declare (replica names, KV-cache details, the parallelism the GPU count
-allows) as comments above each entry.
+allows) as comments above each entry. Text from the series in a comment has
+every character that is not printable (a line or paragraph separator, which
+YAML reads as a line break; a control character) written as a ``\\uXXXX``
+escape, so that no label value can end a comment and add YAML of its own: the
+file reads back as exactly the deployments found.
 """
 
 from __future__ import annotations
@@ -23,6 +27,20 @@ _FORMS = sorted(((prefix, form) for form, prefix in EXPLICIT.items()), key=lambd
 
 def _text(value: str) -> str:
     return json.dumps(value)
+
+
+def _comment(text: str) -> str:
+    """``text`` safe inside a ``#`` comment: what is not printable, escaped.
+
+    YAML 1.1 breaks lines at U+0085, U+2028 and U+2029 as well as at CR and LF,
+    so any of them in a model or pod name would end the comment early.
+
+    >>> _comment("org/m\\u2028- name: x")
+    'org/m\\\\u2028- name: x'
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
 
 
 def _value(compact: str) -> str:
@@ -52,7 +70,7 @@ def _entry(found: Found) -> list[str]:
     lines = [
         f"  # {'  ' * (i > 0)}{line}"
         for note in found.notes
-        for i, line in enumerate(textwrap.wrap(note, 84))
+        for i, line in enumerate(textwrap.wrap(_comment(note), 84))
     ]
     lines.append(f"  - name: {_text(d.name)}")
     lines.append(f"    replicas: [{', '.join(_text(r) for r in d.replicas)}]")
@@ -93,8 +111,8 @@ def deployments_yaml(found: list[Found], *, source: str, window: str, notes: lis
     unset = ", ".join(f for f in DeclaredConfig.model_fields if f not in _declared(found))
     header = [
         "# Deployments found by `inference-obs discover`",
-        f"# in {source}",
-        f"# over {window}.",
+        f"# in {_comment(source)}",
+        f"# over {_comment(window)}.",
         "#",
         "# One deployment per model and hardware class, everything read from the series.",
         "# Rename deployments freely (names appear in report keys). Selectors: a plain",
@@ -107,7 +125,7 @@ def deployments_yaml(found: list[Found], *, source: str, window: str, notes: lis
     header += [
         f"# {'  ' * (i > 0)}{line}"
         for note in notes
-        for i, line in enumerate(textwrap.wrap(note, 86))
+        for i, line in enumerate(textwrap.wrap(_comment(note), 86))
     ]
     body = ["deployments:"]
     for entry in found:

@@ -1,7 +1,9 @@
 """Credentials for a Prometheus-compatible API: one ``auth=`` object, never printed.
 
 :class:`BearerToken` takes its token from a value, an environment variable or
-a file (re-read on every request, so rotated service-account tokens work);
+a file (re-read on every request, so rotated service-account tokens work; a
+regular file of at most :data:`~inference_obs.source.limits.MAX_TOKEN_FILE_BYTES`,
+so a named pipe or a device can never hold a request up);
 :class:`BasicAuth` holds a user and a password. Their reprs name where a
 secret comes from, never the secret, and so do their errors.
 
@@ -28,12 +30,14 @@ from __future__ import annotations
 
 import base64
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from inference_obs.errors import ConfigurationError
+from inference_obs.source.limits import MAX_TOKEN_FILE_BYTES
 
-__all__ = ["Auth", "BasicAuth", "BearerToken"]
+__all__ = ["Auth", "BasicAuth", "BearerToken", "read_token_file"]
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -48,7 +52,8 @@ class BearerToken:
         Name of an environment variable holding it (read on every request).
     file
         A file holding it, surrounding whitespace ignored (read on every
-        request: Kubernetes rotates service-account tokens in place).
+        request: Kubernetes rotates service-account tokens in place). It must be
+        a regular file (or a link to one) of at most ``MAX_TOKEN_FILE_BYTES``.
     """
 
     value: str | None = field(default=None)
@@ -80,8 +85,9 @@ class BearerToken:
         Raises
         ------
         ConfigurationError
-            The variable is unset, the file unreadable, or the token is not
-            printable ASCII (the message locates the fault, never shows it).
+            The variable is unset, the file unreadable, not a regular file or too
+            large, or the token is not printable ASCII (the message locates the
+            fault, never shows it).
         """
         if self.value is not None:
             token, where = self.value, "given as a value"
@@ -93,11 +99,7 @@ class BearerToken:
             token = env_token.strip()
         else:
             where = f"in file {self.file}"
-            try:
-                token = Path(str(self.file)).read_text(encoding="utf-8").strip()
-            except (OSError, UnicodeDecodeError) as exc:
-                reason = getattr(exc, "strerror", None) or "not UTF-8 text"
-                raise ConfigurationError(f"cannot read token file {self.file}: {reason}") from None
+            token = read_token_file(Path(str(self.file)))
         _check_token(token, where)
         return f"Bearer {token}"
 
@@ -130,6 +132,42 @@ class BasicAuth:
         """The ``Authorization`` header value."""
         pair = f"{self.user}:{self.password}".encode()
         return "Basic " + base64.b64encode(pair).decode("ascii")
+
+
+def read_token_file(path: Path) -> str:
+    """The text of a token file, surrounding whitespace removed; never waits for a writer.
+
+    Raises
+    ------
+    ConfigurationError
+        The file cannot be opened, is not a regular file (a named pipe would be
+        read without end), holds more than ``MAX_TOKEN_FILE_BYTES`` bytes, or is
+        not UTF-8 text. The message names the file, never its content.
+    """
+    try:
+        # Non-blocking: opening a named pipe without a writer would wait for one.
+        handle = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read token file {path}: {exc.strerror}") from None
+    with os.fdopen(handle, "rb") as file:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            raise ConfigurationError(
+                f"token file {path} is not a regular file (a pipe or a device is refused: it "
+                "could be read without end)"
+            )
+        try:
+            data = file.read(MAX_TOKEN_FILE_BYTES + 1)
+        except OSError as exc:
+            raise ConfigurationError(f"cannot read token file {path}: {exc.strerror}") from None
+    if len(data) > MAX_TOKEN_FILE_BYTES:
+        raise ConfigurationError(
+            f"token file {path} holds more than {MAX_TOKEN_FILE_BYTES:,} bytes; a token is a "
+            "few KiB"
+        )
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise ConfigurationError(f"cannot read token file {path}: not UTF-8 text") from None
 
 
 #: What ``auth=`` takes.

@@ -6,13 +6,18 @@ job would, and writes what it saw as an observation dataset
 backfills read it like any other. What Prometheus does, this does:
 
 * every sample of a scrape carries the time the scrape started (whole
-  milliseconds), or the timestamp the exporter exposed, if any;
+  milliseconds), or the timestamp the exporter exposed, if any; an exposed
+  timestamp further than :data:`~inference_obs.source.limits.EXPOSED_TIME_TOLERANCE_S`
+  outside the capture (before its first scrape, after the scrape that read it)
+  drops its sample, counted in the methodology;
 * the target's ``job`` and ``instance`` labels are added; an exposed label of
   the same name moves to ``exported_job``/``exported_instance`` (Prometheus's
   ``honor_labels: false``, the default);
 * each scrape adds ``up`` (1, or 0 when it failed), ``scrape_duration_seconds``
   and ``scrape_samples_scraped`` for its target, so a failed scrape is in the
-  data, not hidden; the manifest's methodology counts them per target;
+  data, not hidden; the manifest's methodology counts them per target. A
+  target's own series of those names and labels is kept as ``exported_up``
+  (and so on), so that it cannot overwrite the capture's record;
 * a sample whose time is not after its series' last one is dropped (and counted).
 
 A dataset cannot carry staleness markers, so a series that stops (a failed
@@ -28,33 +33,30 @@ model served (:func:`propose_deployments`).
 from __future__ import annotations
 
 import concurrent.futures
-import re
+import math
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 
-from inference_obs.deployment import Deployment, Engine, Hardware
+from inference_obs.deployment import Deployment
 from inference_obs.errors import ConfigurationError, DatasetError, InferenceObsError
-from inference_obs.metrics import FAMILIES
-from inference_obs.metrics.dcgm import MIG_LABELS
-from inference_obs.metrics.dcgm_labels import GpuLabelScheme, scheme_of, workload_labels
-from inference_obs.metrics.renames import HISTOGRAM_PARTS, exposed_names
 from inference_obs.samples import Labels, Series
 from inference_obs.source.dataset.manifest import Manifest, ManifestWindow
 from inference_obs.source.dataset.reader import Dataset
-from inference_obs.source.dataset.writer import write_dataset
+from inference_obs.source.dataset.writer import check_dataset_out, write_dataset
+from inference_obs.source.limits import EXPOSED_TIME_TOLERANCE_S, MIN_INTERVAL_S
 from inference_obs.source.openmetrics.exposition import (
     Exposition,
     ExpositionFormat,
     parse_exposition,
 )
+from inference_obs.source.proposal import PLACEHOLDER, proposal_line, propose_deployments
 from inference_obs.source.scrape import ScrapeClient, Target
 from inference_obs.version import __version__
 
@@ -69,6 +71,8 @@ __all__ = [
 
 # Reasons listed per target in the methodology; more would drown the manifest.
 _REASONS_SHOWN = 3
+# The series a capture adds per scrape, as Prometheus adds them: its own record of each scrape.
+_HEALTH = ("up", "scrape_duration_seconds", "scrape_samples_scraped")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +108,8 @@ class Recording:
         self._logs: dict[tuple[str, str], _Log] = {}
         self.dropped = 0
         self.repeated = 0
+        self.outside = 0
+        self.renamed = 0
         self.first_ms: int | None = None
         self.last_ms: int | None = None
 
@@ -124,11 +130,20 @@ class Recording:
         log = self._log(target, at_ms)
         log.scrapes += 1
         self.repeated += scrape.repeated
+        assert self.first_ms is not None  # set by _log
+        tolerance = round(EXPOSED_TIME_TOLERANCE_S * 1000)
+        low, high = self.first_ms - tolerance, at_ms + tolerance
+        health = _health_labels(target)
         for sample in scrape.samples:
-            labels = _with_target(sample.labels, target)
-            self._append(
-                sample.name, labels, at_ms if sample.t_ms is None else sample.t_ms, sample.value
-            )
+            t_ms = at_ms if sample.t_ms is None else sample.t_ms
+            if not low <= t_ms <= high:
+                self.outside += 1
+                continue
+            name, labels = sample.name, _with_target(sample.labels, target)
+            if name in _HEALTH and labels == health:
+                name = f"exported_{name}"
+                self.renamed += 1
+            self._append(name, labels, t_ms, sample.value)
         self._health(target, at_ms, 1.0, duration_s, len(scrape.samples) + scrape.repeated)
 
     def fail(self, target: Target, at_ms: int, reason: str, duration_s: float | None) -> None:
@@ -169,6 +184,17 @@ class Recording:
                 "previous sample (an exposed timestamp that did not advance), as Prometheus "
                 "drops them."
             )
+        if self.outside:
+            lines.append(
+                f"{self.outside:,} samples dropped whose exposed timestamp lay more than "
+                f"{EXPOSED_TIME_TOLERANCE_S:g} s outside the capture (before its first scrape or "
+                "after the scrape that read them)."
+            )
+        if self.renamed:
+            lines.append(
+                f"{self.renamed:,} samples of a target's own {'/'.join(_HEALTH)} series kept as "
+                "exported_<name>, so that those names stay the capture's record of its scrapes."
+            )
         if self.repeated:
             lines.append(
                 f"{self.repeated:,} sample lines repeated a series within one scrape; the "
@@ -200,11 +226,14 @@ class Recording:
         notes: list[str] = []
         if deployments is None:
             deployments, notes = propose_deployments(series)
-        end_ms = max(self.last_ms, self.first_ms + max(round(interval_s * 1000), 1))
+        # The window holds every sample kept: exposed times may lie a little outside the scrapes.
+        times = [t for one in series if one.t_ms.size for t in (one.t_ms[0], one.t_ms[-1])]
+        start_ms = min(self.first_ms, *times)
+        end_ms = max(self.last_ms, start_ms + max(round(interval_s * 1000), 1), *times)
         manifest = Manifest(
             title=title,
             synthetic=False,
-            window=ManifestWindow(start=_moment(self.first_ms), end=_moment(end_ms)),
+            window=ManifestWindow(start=_moment(int(start_ms)), end=_moment(int(end_ms))),
             scrape_interval_seconds=interval_s,
             deployments=tuple(deployments),
             methodology=(*method, *self.methodology(), *notes),
@@ -219,7 +248,7 @@ class Recording:
     def _health(
         self, target: Target, at_ms: int, up: float, duration_s: float | None, samples: int
     ) -> None:
-        labels = Labels({"instance": target.instance, "job": target.job})
+        labels = _health_labels(target)
         self._append("up", labels, at_ms, up)
         if duration_s is not None:
             self._append("scrape_duration_seconds", labels, at_ms, duration_s)
@@ -232,6 +261,11 @@ class Recording:
             return
         times.append(t_ms)
         values.append(value)
+
+
+def _health_labels(target: Target) -> Labels:
+    """The labels of the series a capture adds for each scrape of ``target``."""
+    return Labels({"instance": target.instance, "job": target.job})
 
 
 def _with_target(labels: Labels, target: Target) -> Labels:
@@ -251,199 +285,6 @@ def _with_target(labels: Labels, target: Target) -> Labels:
             out[moved] = labels[name]
         out[name] = value
     return Labels(out)
-
-
-# Engine series prefixes, as exporters spell them: vLLM's, Ray Serve's re-export of vLLM's,
-# SGLang's, and the SGLang router's (metrics.renames.REEXPORT_PREFIXES). NVIDIA NIM exports
-# vLLM's names without a prefix: those are told by name (_CATALOGUED).
-_PREFIXES: tuple[tuple[str, Literal["vllm", "sglang"]], ...] = (
-    ("vllm:", "vllm"),
-    ("ray_vllm:", "vllm"),
-    ("sglang:", "sglang"),
-    ("sglang_", "sglang"),
-)
-# Every exposed series name of the engines' catalogue families, under every prefix they are
-# re-exported with, histogram and counter parts included: name -> engine.
-_CATALOGUED: dict[str, Literal["vllm", "sglang"]] = {
-    f"{name}{part}": "vllm" if family.exporter == "vllm" else "sglang"
-    for family in FAMILIES
-    if family.exporter in ("vllm", "sglang")
-    for name in exposed_names(family)
-    for part in ("", *HISTOGRAM_PARTS, "_total")
-}
-# The label naming the model: model_name; SGLang 0.3 named it "name" (a label
-# its function-latency histogram uses for the function, hence only on catalogued series).
-_MODEL_LABELS = ("model_name", "name")
-#: The deployment proposed when no series names a model.
-PLACEHOLDER = "unnamed"
-
-
-@dataclass
-class _Seen:
-    """What the scraped series show: models served, GPUs and their pods."""
-
-    models: dict[tuple[str, str], tuple[str, set[str]]] = field(default_factory=dict)
-    pods: set[str] = field(default_factory=set)
-    engine_instances: set[str] = field(default_factory=set)
-    gpus: dict[tuple[str, ...], str] = field(default_factory=dict)
-    gpu_models: set[str] = field(default_factory=set)
-    gpu_instances: set[str] = field(default_factory=set)
-
-    def engine(self, one: Series) -> None:
-        engine = next((e for prefix, e in _PREFIXES if one.name.startswith(prefix)), None)
-        engine = engine or _CATALOGUED.get(one.name)
-        if engine is None:
-            return
-        instance = one.labels.get("instance", "")
-        self.engine_instances.add(instance)
-        self.pods.update(one.labels[k] for k in ("pod", "exported_pod") if one.labels.get(k))
-        for label in _MODEL_LABELS:
-            model = one.labels.get(label)
-            if label == "name" and _CATALOGUED.get(one.name) != "sglang":
-                continue
-            if model:
-                self.models.setdefault((label, model), (engine, set()))[1].add(instance)
-                return
-
-    def gpu(self, one: Series) -> None:
-        labels = one.labels
-        # One unit per GPU, or per MIG instance of a GPU: a MIG instance is its own device.
-        gpu = labels.get("UUID") or labels.get("uuid") or labels.get("gpu")
-        if gpu:
-            instance = labels.get("instance", "")
-            unit = (instance, gpu, *(labels.get(k, "") for k in MIG_LABELS))
-            self.gpus[unit] = self.gpus.get(unit) or _workload_pod(labels)
-            self.gpu_instances.add(instance)
-        if labels.get("modelName"):
-            self.gpu_models.add(labels["modelName"])
-
-
-def _workload_pod(labels: Labels) -> str:
-    """The pod using the GPU a DCGM series is of: ``exported_pod`` when the scrape moved the
-    exporter's label there, ``pod_name`` (1.x names), else ``pod`` unless it is the exporter's
-    own; empty when none is named."""
-    if scheme_of([labels]) is GpuLabelScheme.EXPORTED:
-        return workload_labels(labels).get("pod", "")
-    return labels.get("pod") or labels.get("pod_name") or ""
-
-
-def propose_deployments(series: Iterable[Series]) -> tuple[tuple[Deployment, ...], list[str]]:
-    """One deployment per model served (``model_name``, or SGLang 0.3's ``name``, of engine
-    series: ``vllm:``, Ray Serve's ``ray_vllm:``, ``sglang:``/``sglang_``, NIM's unprefixed).
-
-    Hardware comes from dcgm-exporter series where they say it: the GPU model
-    when one ``modelName`` is seen, GPUs per replica when one model is served
-    (GPUs seen divided by the engine instances serving it, when that divides
-    evenly; a MIG instance counts as one GPU), and a GPU selector of the
-    dcgm-exporter instances when one model is served. A GPU whose series name
-    a pod that no engine series names is another pod's: when any is seen, no
-    GPU is taken as the deployment's. Otherwise the hardware is a placeholder
-    (GPU model ``unknown``, one GPU per replica, no GPU selector) the notes name.
-    When no series names a model, one placeholder deployment (:data:`PLACEHOLDER`)
-    selects every engine target (every target when none is an engine's).
-
-    Returns
-    -------
-    tuple
-        The deployments, and methodology notes saying how they were proposed.
-    """
-    seen = _Seen()
-    instances: set[str] = set()
-    for one in series:
-        instances.add(one.labels.get("instance", ""))
-        if one.name.lower().startswith("dcgm_"):
-            seen.gpu(one)
-        else:
-            seen.engine(one)
-    if not seen.models:
-        return _placeholder(seen.engine_instances or instances)
-    others = sorted({pod for pod in seen.gpus.values() if pod and pod not in seen.pods})
-    gpu_model = next(iter(seen.gpu_models)) if len(seen.gpu_models) == 1 and not others else None
-    deployments: list[Deployment] = []
-    names: set[str] = set()
-    notes = [
-        f"Deployments proposed from the scraped series, one per model ({len(seen.models)}); "
-        "edit the manifest's deployments or capture again with --deployments to declare them."
-    ]
-    for (label, model), (engine, served) in sorted(seen.models.items()):
-        per_replica, gpu_selector = 1, None
-        gpus = len(seen.gpus)
-        if len(seen.models) == 1 and gpus and not others and gpus % len(served) == 0:
-            per_replica = gpus // len(served)
-            pattern = "|".join(re.escape(i) for i in sorted(seen.gpu_instances))
-            gpu_selector = {"instance": f"~{pattern}"}
-        deployments.append(
-            Deployment(
-                name=_short_name(model, names),
-                selector={label: _equal(model)},
-                gpu_selector=gpu_selector,
-                hardware=Hardware(gpu_model=gpu_model or "unknown", gpus_per_replica=per_replica),
-                engine=Engine(name=engine),
-            )
-        )
-    if others:
-        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
-        notes.append(
-            f"GPUs unknown: the GPU series scraped name other pods ({shown}), none an engine "
-            "series names, so none is taken as a deployment's; give gpu_selector to name them."
-        )
-    elif gpu_model is None:
-        notes.append("GPU model unknown: no single dcgm-exporter modelName was scraped.")
-    if not others and (len(seen.models) > 1 or not seen.gpus):
-        notes.append(
-            "GPUs per replica set to 1 and no GPU selector: which GPUs serve which model "
-            "cannot be told from the scrapes."
-        )
-    return tuple(deployments), notes
-
-
-def proposal_line(series: Iterable[Series]) -> str:
-    """One line saying which deployments ``series`` would give (see :func:`propose_deployments`)."""
-    deployments, notes = propose_deployments(series)
-    if deployments[0].name == PLACEHOLDER:
-        return notes[0]
-    named = "; ".join(
-        f"{d.name} ({d.engine.name}, {', '.join(f'{k}={v}' for k, v in d.selector.items())})"
-        for d in deployments
-    )
-    return f"deployments proposed from the first scrape: {named}. " + " ".join(notes[1:])
-
-
-def _placeholder(instances: set[str]) -> tuple[tuple[Deployment, ...], list[str]]:
-    """One placeholder deployment selecting ``instances``, and the note saying how to name it."""
-    pattern = "|".join(re.escape(i) for i in sorted(instances)) or ".+"
-    deployment = Deployment(
-        name=PLACEHOLDER,
-        selector={"instance": f"~{pattern}"},
-        hardware=Hardware(gpu_model="unknown", gpus_per_replica=1),
-        engine=Engine(name="vllm"),
-    )
-    note = (
-        f"No engine series naming a model (model_name) was scraped, so one placeholder "
-        f"deployment '{PLACEHOLDER}' selects the targets {', '.join(sorted(instances))}, with "
-        "unknown hardware: name the deployments in the manifest (name, selector, hardware) or "
-        "capture again with --deployments FILE."
-    )
-    return (deployment,), [note]
-
-
-def _short_name(model: str, taken: set[str]) -> str:
-    """The model's last path part, made unique among ``taken`` (which it joins)."""
-    base = model.rstrip("/").rpartition("/")[2] or model
-    name, n = base, 2
-    while name in taken:
-        name, n = f"{base}-{n}", n + 1
-    taken.add(name)
-    return name
-
-
-def _equal(value: str) -> str:
-    """The compact selector text matching exactly ``value`` (see deployment.parse_selector)."""
-    if value.startswith("~"):
-        return "=" + value  # "=~x" is the literal "~x"
-    if value.startswith(("!", "=~")):
-        return "~" + re.escape(value)
-    return value
 
 
 def _moment(millis: int) -> datetime:
@@ -475,10 +316,14 @@ def capture(
         One per target (:class:`~inference_obs.source.scrape.ScrapeClient`); their
         ``limits.timeout`` should not exceed the interval.
     out
-        A new or empty directory.
+        A new or empty directory; checked writable before the first scrape.
     interval_s, duration_s
-        Seconds between scrape rounds, and how long to scrape. Rounds start at
-        ``0, interval, 2 x interval, ...`` while before ``duration_s``.
+        Seconds between scrape rounds (at least
+        :data:`~inference_obs.source.limits.MIN_INTERVAL_S`), and how long to scrape.
+        Rounds start at ``0, interval, 2 x interval, ...``
+        while before ``duration_s``; a round that overran skips the starts it covered
+        (as a Prometheus scrape loop does), and every scrape, its answer read and
+        parsed, ends by ``duration_s``, so the capture ends then (then it writes).
     deployments
         What was observed; None proposes one per model served.
     title
@@ -504,47 +349,85 @@ def capture(
     Raises
     ------
     ConfigurationError
-        Without a target, or when ``interval_s`` or ``duration_s`` is not
-        above 0 seconds.
+        Without a target, or when ``interval_s`` is below ``MIN_INTERVAL_S`` or
+        ``duration_s`` is not above 0 seconds.
+    DatasetError
+        When ``out`` cannot take a dataset (not empty, read-only, full): before
+        any scrape, or, should it fail later, when writing.
     """
     if not clients:
         raise ConfigurationError("capture needs at least one target: give one ScrapeClient each")
-    if not (interval_s > 0 and duration_s > 0):
+    if not (interval_s >= MIN_INTERVAL_S and duration_s > 0 and math.isfinite(duration_s)):
         raise ConfigurationError(
             f"the interval ({interval_s!r} s) and the duration ({duration_s!r} s) of a capture "
-            "must both be above 0 seconds"
+            f"must be at least {MIN_INTERVAL_S:g} s and above 0 s"
         )
+    check_dataset_out(out)
     stop = stop if stop is not None else threading.Event()
     recording = Recording()
     started, wall = time.monotonic(), time.time()
-    rounds = 0
+
+    def after(rounds: int) -> None:
+        if rounds == 1 and deployments is None and proposal is not None:
+            proposal(proposal_line(recording.series()))
+        if progress is not None:
+            elapsed = time.monotonic() - started
+            progress(Progress(rounds, recording.scrapes, recording.failures, elapsed))
+
     with concurrent.futures.ThreadPoolExecutor(
         min(len(clients), max(parallel, 1)), "inference-obs-scrape"
     ) as pool:
-        while not stop.is_set():
-            due = started + rounds * interval_s
-            if due - started >= duration_s:
-                break
-            if stop.wait(max(due - time.monotonic(), 0.0)):
-                break
-            deadline = due + interval_s
-            done = pool.map(_scrape, clients, [deadline] * len(clients))
-            for client, (at_ms, took, result) in zip(clients, done, strict=True):
-                if isinstance(result, str):
-                    recording.fail(client.target, at_ms, result, took)
-                else:
-                    recording.add(client.target, at_ms, result, took)
-            rounds += 1
-            if rounds == 1 and deployments is None and proposal is not None:
-                proposal(proposal_line(recording.series()))
-            if progress is not None:
-                elapsed = time.monotonic() - started
-                progress(Progress(rounds, recording.scrapes, recording.failures, elapsed))
+        rounds, skipped = _rounds(
+            clients, recording, pool, started, interval_s, started + duration_s, stop, after
+        )
     method = _methodology(clients, interval_s, rounds, wall, ended_early=stop.is_set())
+    if skipped:
+        method.append(
+            f"{skipped} round start(s) skipped: the round before was still under way, as a "
+            "Prometheus scrape loop skips them."
+        )
     name = title or f"Capture of {len(clients)} target(s) from {_iso(round(wall * 1000))}"
     return recording.write(
         out, interval_s=interval_s, title=name, method=method, deployments=deployments
     )
+
+
+def _rounds(
+    clients: Sequence[ScrapeClient],
+    recording: Recording,
+    pool: concurrent.futures.Executor,
+    started: float,
+    interval_s: float,
+    end: float,
+    stop: threading.Event,
+    after: Callable[[int], None],
+) -> tuple[int, int]:
+    """Scrape rounds from ``started`` every ``interval_s`` until ``end`` (monotonic) or ``stop``.
+
+    Every scrape ends by the next start or ``end``, whichever is first. Returns the
+    rounds made and the starts skipped because the round before overran them.
+    """
+    rounds = slot = skipped = 0
+    while not stop.is_set():
+        due = started + slot * interval_s
+        if due >= end:
+            break
+        if stop.wait(max(due - time.monotonic(), 0.0)):
+            break
+        deadline = min(due + interval_s, end)
+        done = pool.map(_scrape, clients, [deadline] * len(clients))
+        for client, (at_ms, took, result) in zip(clients, done, strict=True):
+            if isinstance(result, str):
+                recording.fail(client.target, at_ms, result, took)
+            else:
+                recording.add(client.target, at_ms, result, took)
+        rounds += 1
+        # The next start not yet passed: a round that overran skips those it covered.
+        late = math.floor((time.monotonic() - started) / interval_s) + 1
+        skipped += max(late - slot - 1, 0)
+        slot = max(slot + 1, late)
+        after(rounds)
+    return rounds, skipped
 
 
 def _methodology(
@@ -578,6 +461,7 @@ def _scrape(client: ScrapeClient, deadline: float) -> tuple[int, float, Expositi
             answer.body,
             source=client.target.url,
             form=ExpositionFormat.of(answer.content_type),
+            deadline=deadline,
         )
     except InferenceObsError as exc:
         return at_ms, time.monotonic() - began, _reason(str(exc), client.target.url)

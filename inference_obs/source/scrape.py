@@ -31,6 +31,7 @@ from inference_obs.samples import Labels
 from inference_obs.source.auth import Auth
 from inference_obs.source.endpoint import Endpoint, parse_base_url, redact_url
 from inference_obs.source.http import Limits, check_header
+from inference_obs.source.limits import MAX_SCRAPE_ANSWER_BYTES
 from inference_obs.source.transport import AnswerTooBig, BadEncoding, Request, Transport
 
 __all__ = ["ACCEPT", "DEFAULT_PATH", "Answer", "ScrapeClient", "Target", "parse_target"]
@@ -128,7 +129,8 @@ class ScrapeClient:
     limits
         ``timeout`` (default 10 s) bounds each attempt, ``retries``
         (default 1) the further attempts, ``backoff``/``max_backoff`` the
-        waits between them, and ``max_answer_bytes`` the answer.
+        waits between them, and ``max_answer_bytes`` the answer (default
+        :data:`~inference_obs.source.limits.MAX_SCRAPE_ANSWER_BYTES`).
     """
 
     def __init__(
@@ -149,7 +151,11 @@ class ScrapeClient:
         self._transport = transport
         self._auth = auth
         self._headers = extra
-        self.limits = limits if limits is not None else Limits(timeout=10.0, retries=1)
+        self.limits = (
+            limits
+            if limits is not None
+            else Limits(timeout=10.0, retries=1, max_answer_bytes=MAX_SCRAPE_ANSWER_BYTES)
+        )
         self._rng = random.Random()
 
     def __repr__(self) -> str:

@@ -14,6 +14,7 @@ from inference_obs.deployment import Deployment
 from inference_obs.discover import Inventory, Replica, discover, unmatched_selectors
 from inference_obs.discover.group import deployments, stem
 from inference_obs.discover.inventory import Gpu, ReplicaKey
+from inference_obs.discover.yaml_file import deployments_yaml
 from inference_obs.query import Selector
 from inference_obs.samples import Labels, Series, Window
 from inference_obs.source.dataset.reader import read_dataset
@@ -160,3 +161,27 @@ def test_a_replica_without_gpu_series_gets_placeholders_and_a_note() -> None:
     (found,) = deployments(inventory)
     assert found.deployment.hardware.gpu_model == "unknown"
     assert any(note.startswith("NOT SEEN") for note in found.notes)
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\u0085", "\r"])
+def test_a_line_break_in_a_model_name_cannot_add_a_deployment(
+    tmp_path: Path, separator: str
+) -> None:
+    # YAML ends a line at U+2028, U+2029 and U+0085 too: a model name holding one, written
+    # as is in an entry's comment, would end the comment and add a deployment of its own.
+    injected = [
+        "  - name: injected",
+        "    replicas: [x]",
+        "    selector: {pod: x}",
+        "    hardware: {gpu_model: g, gpus_per_replica: 1}",
+        "    engine: {name: vllm}",
+    ]
+    model = "org/m" + separator + separator.join(injected)
+    inventory = Inventory(WINDOW, {(r := _replica("a-0", model=model)).key: r}, {})
+    found = deployments(inventory)
+    path = tmp_path / "deployments.yaml"
+    text = deployments_yaml(found, source=f"s{separator}x", window="w", notes=[model])
+    path.write_text(text, encoding="utf-8", newline="")
+    (read,) = load_deployments(path)
+    assert read == found[0].deployment
+    assert f"\\u{ord(separator):04x}  - name: injected" in text  # escaped, still readable

@@ -3,7 +3,8 @@
 Each exporter answers its n-th GET (n = 0, 1, ...) with the text of a real
 fixture whose counters, histogram buckets, sums and counts have grown with n,
 and keeps every answer it gave, so a test can compute what a capture must have
-stored. ``fail`` names the requests answered with HTTP 500 instead.
+stored. ``fail`` names the requests answered with HTTP 500 instead; ``delay_s``
+holds every answer back that long (a slow exporter).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import http.server
 import re
 import threading
+import time
 from collections.abc import Callable, Container
 from pathlib import Path
 from types import TracebackType
@@ -46,7 +48,9 @@ def advancing(text: str, n: int) -> str:
 class FakeExporter:
     """A threaded HTTP server on 127.0.0.1 answering GET /metrics; stop it with ``with``."""
 
-    def __init__(self, body: Callable[[int], str], *, fail: Container[int] = ()) -> None:
+    def __init__(
+        self, body: Callable[[int], str], *, fail: Container[int] = (), delay_s: float = 0.0
+    ) -> None:
         self.served: list[str | None] = []
         self.requests: list[str] = []
         lock = threading.Lock()
@@ -59,6 +63,7 @@ class FakeExporter:
                     exporter.requests.append(f"{self.command} {self.path}")
                     text = None if n in fail or self.path != "/metrics" else body(n)
                     exporter.served.append(text)
+                time.sleep(delay_s)
                 if text is None:
                     self.send_response(500 if self.path == "/metrics" else 404)
                     self.send_header("Content-Length", "0")

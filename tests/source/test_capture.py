@@ -215,7 +215,8 @@ def test_exposed_job_and_instance_move_to_exported_labels() -> None:
     text = real_text("federate_untyped_ms_timestamps.prom").encode()
     target, _ = parse_target("federate=http://127.0.0.1:9090/federate")
     recording = Recording()
-    recording.add(target, 1_700_000_000_000, parse_exposition(text, source="federate"))
+    # Scraped 3 s after the latest timestamp it exposes (1601919222492 ms), its oldest 9 s old.
+    recording.add(target, 1_601_919_225_500, parse_exposition(text, source="federate"))
     (first, *_) = [s for s in recording.series() if s.name == "cadvisor_version_info"]
     assert first.labels["job"] == "federate"
     assert first.labels["instance"] == "127.0.0.1:9090"

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from inference_obs.errors import DatasetError
+from inference_obs.errors import DatasetError, TimeBudgetExceeded
 from inference_obs.samples import Series
 from inference_obs.source.openmetrics.exposition import ExpositionFormat, parse_exposition
 from inference_obs.source.openmetrics.reader import read_openmetrics
@@ -151,3 +154,71 @@ def test_real_text_as_dataset_samples_reads_back(path: Path) -> None:
     write_openmetrics(series, out)
     back = read_openmetrics(out.getvalue().encode(), source=path.name)
     assert set(zip(back.names, back.labels, strict=True)) == {(s.name, s.labels) for s in series}
+
+
+def _in_a_child(code: str, timeout_s: float) -> tuple[str, float]:
+    """Run ``code`` in a fresh interpreter; its stdout and seconds, failing the test past
+    ``timeout_s`` (a parser that does not end would otherwise hang the test run)."""
+    began = time.monotonic()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout_s
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still parsing after {timeout_s} s")
+    assert done.returncode == 0, done.stderr
+    return done.stdout, time.monotonic() - began
+
+
+def test_a_line_of_350000_labels_is_refused_at_once() -> None:
+    # Once read label by label, each step copying the rest of the line: hours.
+    code = (
+        "import time\n"
+        "from inference_obs.errors import DatasetError\n"
+        "from inference_obs.source.openmetrics.exposition import parse_exposition\n"
+        "labels = ','.join(f'l{i}=\"v\"' for i in range(350_000))\n"
+        "data = ('up 1\\nvllm:x{' + labels + '} 1\\n').encode()\n"
+        "began = time.monotonic()\n"
+        "try:\n"
+        "    parse_exposition(data, source='s')\n"
+        "except DatasetError as exc:\n"
+        "    print(f'{time.monotonic() - began:.3f}', exc)\n"
+    )
+    out, _ = _in_a_child(code, timeout_s=60)
+    took, message = out.split(" ", 1)
+    assert float(took) < 1.0
+    # 350,000 pairs 'lN="v"' (5 characters and N's digits: 1,988,890 digits for N from 0
+    # to 349,999), 349,999 commas, 'vllm:x{' and '} 1': 4,088,899 characters.
+    assert message.strip() == (
+        "s:2: a line of 4,088,899 characters, more than the 65,536 an exporter writes"
+    )
+
+
+def test_a_sample_of_more_than_256_labels_is_refused() -> None:
+    def line(labels: int) -> str:
+        return "vllm:x{" + ",".join(f'l{i}="v"' for i in range(labels)) + "} 1\n"
+
+    (sample,) = parse_exposition(line(256).encode(), source="s").samples
+    assert len(sample.labels) == 256
+    with pytest.raises(DatasetError, match=r"^s:1: series vllm:x: more than 256 labels"):
+        parse_exposition(line(257).encode(), source="s")
+
+
+def test_a_long_line_of_many_labels_reads_in_linear_time() -> None:
+    # 255 labels whose values fill a line just under 64 KiB: milliseconds, not seconds.
+    value = "v" * 240
+    text = "vllm:x{" + ",".join(f'l{i}="{value}"' for i in range(255)) + "} 1\n"
+    assert 60_000 < len(text) < 65_536
+    began = time.monotonic()
+    (sample,) = parse_exposition(text.encode(), source="s").samples
+    assert time.monotonic() - began < 0.5
+    assert sample.labels["l254"] == value
+
+
+def test_reading_stops_at_its_deadline() -> None:
+    text = "".join(f'vllm:x{{i="{i}"}} 1\n' for i in range(20_000)).encode()
+    with pytest.raises(TimeBudgetExceeded, match=r"^s:4096: the deadline passed while reading"):
+        parse_exposition(text, source="s", deadline=time.monotonic() - 1)
+    # A deadline not reached reads everything.
+    read = parse_exposition(text, source="s", deadline=time.monotonic() + 600)
+    assert len(read.samples) == 20_000

@@ -4,6 +4,8 @@
 :func:`~inference_obs.source.dataset.reader.read_dataset` reads (the format
 is described in ``datasets/README.md``), and refuses what would not read back
 unchanged: it reads its JSON and CSV back with the reader's own functions.
+:func:`check_dataset_out` proves a directory can take a dataset before the work
+that fills it starts (a capture's scrapes, an export's queries).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import hashlib
 import io
 import json
 import math
+import os
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,10 +37,46 @@ from inference_obs.source.dataset.reader import (
 )
 from inference_obs.source.openmetrics.writer import write_openmetrics
 
-__all__ = ["write_dataset"]
+__all__ = ["check_dataset_out", "write_dataset"]
 
 # Hashing reads this much at a time: large enough to keep the loop cheap.
 _HASH_CHUNK = 1 << 20
+# What the writability probe writes: one filesystem block, so a full disk refuses it.
+_PROBE_BYTES = 4096
+
+
+def check_dataset_out(path: Path) -> None:
+    """Refuse ``path`` unless a dataset can be written there; leave nothing behind.
+
+    ``path`` must be an empty directory or not exist; a file of
+    ``_PROBE_BYTES`` is written (and synced) in it, or in the directories that
+    would be made for it, then removed with any directory made.
+
+    Raises
+    ------
+    DatasetError
+        One line naming ``path`` and why: not empty, a file, read-only, full.
+    """
+    path = Path(path)
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise DatasetError(f"{path}: not an empty directory; write a dataset into a new one")
+    made = [p for p in (path, *path.parents) if not p.exists()]
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        handle, probe = tempfile.mkstemp(prefix=".probe-", dir=path)
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(bytes(_PROBE_BYTES))
+                file.flush()
+                os.fsync(file.fileno())  # a full disk may only say so here
+        finally:
+            os.unlink(probe)
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+    finally:
+        for directory in made:  # deepest first
+            if directory.is_dir():
+                directory.rmdir()
 
 
 def write_dataset(
@@ -74,9 +114,10 @@ def write_dataset(
     Raises
     ------
     DatasetError
-        If ``path`` is not empty, or an input cannot be stored exactly; nothing
-        is written then. ``manifest.json`` is written last, so a directory
-        without one is an interrupted write, never a dataset.
+        If ``path`` is not empty or cannot be written (read-only, full), or an
+        input cannot be stored exactly; nothing is written then.
+        ``manifest.json`` is written last, so a directory without one is an
+        interrupted write, never a dataset.
     """
     path = Path(path)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
@@ -97,9 +138,9 @@ def write_dataset(
     requests_back = None
     if requests is not None:
         texts[REQUESTS], requests_back = _requests_text(requests)
-    path.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     try:
+        path.mkdir(parents=True, exist_ok=True)
         files = {SAMPLES: _write_samples(path / SAMPLES, members, written)}
         for name, data in texts.items():
             written.append(path / name)
@@ -108,9 +149,11 @@ def write_dataset(
         final = manifest.model_copy(update={"files": dict(sorted(files.items()))})
         written.append(path / MANIFEST)
         (path / MANIFEST).write_bytes(_json_text(final.model_dump(mode="json")))
-    except BaseException:
+    except BaseException as exc:
         for file in written:
             file.unlink(missing_ok=True)
+        if isinstance(exc, OSError):  # read-only, full: one line, not a traceback
+            raise DatasetError(f"{path}: cannot be written ({exc.strerror or exc})") from None
         raise
     return Dataset(path, final, samples, aggregates_back, requests_back)
 

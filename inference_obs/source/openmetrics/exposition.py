@@ -22,18 +22,25 @@ in OpenMetrics (``application/openmetrics-text``) is read with its own rules
 for what differs: timestamps in seconds, a final ``# EOF``, exemplars (dropped).
 
 Every problem is a :class:`~inference_obs.errors.DatasetError` reading
-``SOURCE:LINE: problem``.
+``SOURCE:LINE: problem``. What an answer may hold is bounded
+(:mod:`~inference_obs.source.limits`): a line of more than
+:data:`~inference_obs.source.limits.MAX_LINE_CHARS` characters, or a sample of
+more than :data:`~inference_obs.source.limits.MAX_LABELS_PER_SAMPLE` labels, is
+such a problem, and a deadline given is checked every
+:data:`~inference_obs.source.limits.PARSE_CLOCK_LINES` lines.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import time
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from inference_obs.errors import DatasetError
+from inference_obs.errors import DatasetError, TimeBudgetExceeded
 from inference_obs.samples import Labels
+from inference_obs.source.limits import MAX_LABELS_PER_SAMPLE, MAX_LINE_CHARS, PARSE_CLOCK_LINES
 
 __all__ = ["Exposition", "ExpositionFormat", "Sample", "parse_exposition"]
 
@@ -86,6 +93,7 @@ class Exposition:
 
 _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 _SERIES = re.compile(rf"({_NAME})")
+_BLANKS = re.compile(r"[ \t]*")
 _LABEL = re.compile(r'[ \t]*([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*"((?:[^"\\\n]|\\.)*)"[ \t]*')
 # Go strconv.ParseFloat's decimal forms and its case-insensitive NaN, Inf and Infinity.
 _FLOAT = re.compile(
@@ -117,7 +125,11 @@ class _LineProblem(Exception):
 
 
 def parse_exposition(
-    data: bytes, *, source: str, form: ExpositionFormat = ExpositionFormat.TEXT
+    data: bytes,
+    *,
+    source: str,
+    form: ExpositionFormat = ExpositionFormat.TEXT,
+    deadline: float | None = None,
 ) -> Exposition:
     """The samples of one scrape's answer, every line checked.
 
@@ -129,6 +141,8 @@ def parse_exposition(
         How to name the answer in errors (a redacted URL, a file name).
     form
         The format the answer's ``Content-Type`` names.
+    deadline
+        A :func:`time.monotonic` time by which reading must end, or None.
 
     Returns
     -------
@@ -138,7 +152,11 @@ def parse_exposition(
     Raises
     ------
     DatasetError
-        ``source:LINE: problem`` for the first line that does not parse.
+        ``source:LINE: problem`` for the first line that does not parse, is
+        longer than ``MAX_LINE_CHARS`` or has more than ``MAX_LABELS_PER_SAMPLE``
+        labels.
+    TimeBudgetExceeded
+        When ``deadline`` passed before the last line was read.
 
     Examples
     --------
@@ -160,7 +178,14 @@ def parse_exposition(
     repeated = 0
     ended_at = 0
     for number, raw in enumerate(text.split("\n"), 1):
+        if deadline is not None and number % PARSE_CLOCK_LINES == 0 and time.monotonic() > deadline:
+            raise TimeBudgetExceeded(f"{source}:{number}: the deadline passed while reading")
         text_line = raw.removesuffix("\r")
+        if len(text_line) > MAX_LINE_CHARS:
+            raise DatasetError(
+                f"{source}:{number}: a line of {len(text_line):,} characters, more than the "
+                f"{MAX_LINE_CHARS:,} an exporter writes"
+            )
         if not text_line.strip():
             continue
         if ended_at:
@@ -237,6 +262,11 @@ def _labels(line: str, pos: int, name: str, labels: dict[str, str]) -> int:
         label, raw = pair.groups()
         if label in names:
             raise _LineProblem(f"series {name}: label {label} appears twice")
+        if len(names) == MAX_LABELS_PER_SAMPLE:
+            raise _LineProblem(
+                f"series {name}: more than {MAX_LABELS_PER_SAMPLE} labels, more than an "
+                "exporter writes"
+            )
         if label == "__name__":
             raise _LineProblem(f"series {name}: __name__ is not allowed as a label")
         names.add(label)
@@ -252,7 +282,9 @@ def _labels(line: str, pos: int, name: str, labels: dict[str, str]) -> int:
 
 def _blanks(line: str, pos: int) -> int:
     """The offset of the first character at or after ``pos`` that is no space or tab."""
-    return len(line) - len(line[pos:].lstrip(" \t"))
+    # A match, not a slice of the rest: slicing made a line of n labels O(n^2).
+    match = _BLANKS.match(line, pos)
+    return pos if match is None else match.end()
 
 
 def _timestamp(text: str, name: str, form: ExpositionFormat) -> int:
