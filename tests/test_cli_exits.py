@@ -225,3 +225,22 @@ def test_a_bug_in_the_run_stays_a_bug_not_an_input_error(
     argv = ["report", "--dataset", str(DATASET), "--out", str(tmp_path / "o"), "--quiet"]
     with pytest.raises(ValueError, match="invalid literal"):
         main(argv)
+
+
+def test_a_live_reports_token_file_that_is_a_pipe_is_2_at_once(tmp_path: Path) -> None:
+    """A named pipe nobody writes to as --token-file: reading it would wait for ever, past
+    any --time-budget. Run in a child, so that a regression times out instead of hanging."""
+    fifo = tmp_path / "token"
+    os.mkfifo(fifo)
+    argv = ["report", "--prometheus", "http://127.0.0.1:9", "--token-file", str(fifo)]
+    done = subprocess.run(
+        [sys.executable, "-m", "inference_obs.cli", *argv, "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == EXIT_USAGE, done.stderr
+    assert "not a regular file" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()
