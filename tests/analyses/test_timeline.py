@@ -375,6 +375,11 @@ def test_requests_running_on_idle_gpus_with_no_queue_are_a_stall_only_with_a_spi
     _attach([Piece(EventKind.LATENCY_SPIKE, "", 120.0, 180.0, "slow", reach=300.0)], incidents)
     (kept,) = _kept(incidents)
     assert (kept.kind, kept.severity) == (EventKind.STALL, Severity.CRITICAL)
+    # Beside a restart's scrape gap (requests seen running as the engine went down), the
+    # restart stays a restart, with its own times.
+    gap = Piece(EventKind.RESTART, "a", 90.0, 150.0, "restarted")
+    (restart,) = _kept(_merge([piece, gap], touch=60.0))
+    assert (restart.kind, restart.start, restart.end) == (EventKind.RESTART, 90.0, 150.0)
     # Two such rows in a run show it alone.
     twice = _rows([0, 0, 0], [0, 6, 6], [30.0, 0.0, 0.0])
     (run,) = _queue_runs(twice)

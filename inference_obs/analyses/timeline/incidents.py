@@ -165,8 +165,15 @@ def _attach(spikes: Sequence[Piece], incidents: list[_Incident]) -> None:
 
 
 def _kept(incidents: list[_Incident]) -> list[_Incident]:
-    """Rule 6 of the module: evidence that needs a spike after it, without one, is none."""
-    return [i for i in incidents if i.after or not all(p.needs_spike for p in i.pieces)]
+    """Rule 6 of the module: evidence that needs a spike after it, without one, is none;
+    an incident keeps its other pieces (a restart's gap stays a restart) and their times."""
+    out = []
+    for i in incidents:
+        pieces = i.pieces if i.after else [p for p in i.pieces if not p.needs_spike]
+        if pieces:
+            start, end = min(p.start for p in pieces), max(p.end for p in pieces)
+            out.append(_Incident(pieces, start, end, i.after))
+    return out
 
 
 def _text(incident: _Incident) -> str:
