@@ -22,7 +22,8 @@ from typing import Any
 
 from inference_obs.errors import LintInputError, NotLintable
 from inference_obs.lint.cloudmonitoring import is_cloud_monitoring, read_cloud_monitoring
-from inference_obs.lint.inputs import Document, Query, Variable, line_of
+from inference_obs.lint.inputs import Document, Lines, Query, Variable
+from inference_obs.lint.limits import check_json_nesting
 from inference_obs.lint.placeholders import references
 
 __all__ = ["read_dashboard"]
@@ -42,6 +43,7 @@ def read_dashboard(path: str, text: str) -> Document:
     LintInputError
         When ``text`` is not JSON (naming line and column) or not a dashboard.
     """
+    check_json_nesting(path, text)
     try:
         model = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -62,7 +64,7 @@ def read_dashboard(path: str, text: str) -> Document:
     library = _library_panels(model)
     queries: list[Query] = []
     referenced: set[str] = set()
-    finder = _Lines(text)
+    finder = Lines(text)
     used_library: set[str] = set()
     for where, panel in _panels(model, library, used_library):
         repeat = panel.get("repeat")
@@ -136,7 +138,7 @@ def _datasource_type(source: object) -> str | None:
     return None
 
 
-def _queries(where: str, panel: dict[str, Any], finder: _Lines) -> list[Query]:
+def _queries(where: str, panel: dict[str, Any], finder: Lines) -> list[Query]:
     targets = panel.get("targets")
     if not isinstance(targets, list):
         return []
@@ -233,20 +235,3 @@ def _variables(model: dict[str, Any]) -> Iterator[Variable]:
             definition=definition,
             hidden=entry.get("hide") == 2,
         )
-
-
-class _Lines:
-    """Finds the line of each expression in the file, in order of appearance."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.after: dict[str, int] = {}
-
-    def line(self, expr: str) -> int | None:
-        start = self.after.get(expr, 0)
-        for spelling in (json.dumps(expr, ensure_ascii=False), json.dumps(expr)):
-            found = self.text.find(spelling, start)
-            if found >= 0:
-                self.after[expr] = found + len(spelling)
-                return line_of(self.text, found)
-        return None
