@@ -4,7 +4,8 @@ Reads the JSON model Grafana exports, in its current form (``panels`` with
 ``row`` panels, collapsed rows holding their own ``panels``) and its classic one
 (schemaVersion < 16: ``rows`` of ``panels``), bare or wrapped as the HTTP API
 returns it (``{"dashboard": {...}}``). Library panels are read from the
-``__elements`` an external export inlines. Targets of another data source type
+``__elements`` an external export inlines; one that is not inlined (only its
+``libraryPanel`` reference is in the file) is named as not read (OBS002). Targets of another data source type
 (Loki, expressions) are skipped; targets without an ``expr`` too.
 
 The unit a query's values are shown with is the panel's
@@ -66,7 +67,16 @@ def read_dashboard(path: str, text: str) -> Document:
     referenced: set[str] = set()
     finder = Lines(text)
     used_library: set[str] = set()
+    not_read: list[tuple[str, str, int | None]] = []
     for where, panel in _panels(model, library, used_library):
+        reference = panel.get("libraryPanel")
+        if isinstance(reference, dict) and not panel.get("targets"):
+            uid, name = str(reference.get("uid", "")), str(reference.get("name", ""))
+            message = (
+                f"library panel {name or uid!r} (uid {uid!r}) is not inlined in this file: "
+                "its queries were not read"
+            )
+            not_read.append((where, message, finder.line(uid) if uid else None))
         repeat = panel.get("repeat")
         if isinstance(repeat, str):
             referenced |= references(f"${repeat}" if not repeat.startswith("$") else repeat)
@@ -81,6 +91,7 @@ def read_dashboard(path: str, text: str) -> Document:
         queries=tuple(queries),
         variables=tuple(_variables(model)),
         other_references=frozenset(referenced),
+        not_read=tuple(not_read),
     )
 
 

@@ -76,6 +76,9 @@ class Document:
     other_references: frozenset[str] = field(default_factory=frozenset)
     #: Names recorded by the rules of this file, with their expressions.
     recorded: tuple[tuple[str, str], ...] = ()
+    #: Panels whose queries are not in the file (library panels not inlined):
+    #: ``(where, message, line)``, each reported, never skipped in silence.
+    not_read: tuple[tuple[str, str, int | None], ...] = ()
 
 
 def line_of(text: str, offset: int) -> int:

@@ -176,6 +176,20 @@ def _lint_document(
         findings += _findings(document.path, query, problems, ctx)
     if document.kind == "dashboard":
         findings += _variable_findings(document, contexts)
+    kind = code("OBS002")
+    for where, message, line in document.not_read:
+        findings.append(
+            Finding(
+                code=kind.id,
+                name=kind.name,
+                severity=kind.severity,
+                file=document.path,
+                where=where,
+                line=line,
+                message=message,
+                explanation=kind.explanation,
+            )
+        )
     return findings
 
 
