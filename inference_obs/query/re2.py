@@ -62,6 +62,8 @@ _REFUSED = (
     ("(?(", "a conditional"),
     ("(?#", "a comment group"),
 )
+# Go reads "[:" up to the first ":]" as a POSIX class name (parseNamedClass).
+_POSIX_CLASS = re.compile(r"\[:(\^?)(.*?):\]", re.S)
 _FLAGS = re.compile(r"\(\?([imsU]*(?:-[imsU]*)?)([:)])")
 _ESCAPED_CHARS = {"a": 7, "f": 12, "t": 9, "n": 10, "r": 13, "v": 11}
 
@@ -260,13 +262,13 @@ def _bracket(pattern: str, i: int) -> tuple[str, int]:
     first = True
     while j < len(pattern) and (pattern[j] != "]" or first):
         first = False
-        posix = re.match(r"\[:(\^?)([a-z]+):\]", pattern[j:])
+        posix = _POSIX_CLASS.match(pattern, j)
         if posix is not None:
             if posix.group(2) not in _POSIX:
                 raise QueryError(f"has an unknown POSIX class [:{posix.group(2)}:]")
             ranges = _POSIX[posix.group(2)]
             items.append(_ranges_text(_complement(ranges) if posix.group(1) else ranges))
-            j += posix.end()
+            j = posix.end()
             continue
         lo, text, j = _class_atom(pattern, j)
         if lo is not None and pattern[j : j + 1] == "-" and pattern[j + 1 : j + 2] not in ("]", ""):
