@@ -60,6 +60,7 @@ from inference_obs.errors import TopologyError
 __all__ = [
     "MAX_CLIQUE_STEPS",
     "MAX_DEVICES",
+    "MAX_TEXT_CHARS",
     "Interconnect",
     "Parallelism",
     "Path",
@@ -82,6 +83,10 @@ _DECLARED_CODES = re.compile(r"\b(NV\d+|PIX|PXB|PHB|NODE|SYS)\b")
 #: so its text grows with the square of this; ``nvidia-smi`` shows one node,
 #: which holds at most 16 GPUs and as many NICs today.
 MAX_DEVICES: Final = 256
+
+#: Characters of the text. A matrix of :data:`MAX_DEVICES` devices with its
+#: affinity columns is about 450 KB; the legends after it are short.
+MAX_TEXT_CHARS: Final = 2 * 1024 * 1024
 
 #: Branches the search for the largest fully NVLinked group may take (see
 #: ``_largest_clique``). A mesh or NVLink islands need none, a hybrid cube
@@ -441,8 +446,13 @@ def parse_topology(text: str) -> Topology:
     TopologyError
         Naming the line: no header, a row out of order or missing, a ragged
         row, an unknown code, a diagonal that is not X, or an asymmetric matrix;
-        or a matrix past :data:`MAX_DEVICES` or :data:`MAX_CLIQUE_STEPS`.
+        or a text past :data:`MAX_TEXT_CHARS`, :data:`MAX_DEVICES` or :data:`MAX_CLIQUE_STEPS`.
     """
+    if len(text) > MAX_TEXT_CHARS:
+        raise TopologyError(
+            f"line 1: {len(text):,} characters, more than are read ({MAX_TEXT_CHARS:,}; "
+            "nvidia-smi topo -m prints one node's matrix)"
+        )
     lines = text.splitlines()
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is None:

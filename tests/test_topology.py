@@ -13,6 +13,7 @@ from inference_obs.errors import TopologyError
 from inference_obs.topology import (
     MAX_CLIQUE_STEPS,
     MAX_DEVICES,
+    MAX_TEXT_CHARS,
     Interconnect,
     Parallelism,
     Path,
@@ -259,8 +260,13 @@ def test_a_graph_too_irregular_to_search_is_refused_naming_the_limit() -> None:
 
 
 def test_a_matrix_of_more_devices_than_the_limit_is_refused_naming_it() -> None:
-    # 1,100 GPUs, all linked: on main the search recursed once per GPU (RecursionError).
-    with pytest.raises(TopologyError, match=f"1100 devices, more than are read \\({MAX_DEVICES}"):
+    with pytest.raises(TopologyError, match=f"300 devices, more than are read \\({MAX_DEVICES}"):
+        parse_topology(_matrix(300, lambda i, j: True))
+
+
+def test_a_1100_gpu_mesh_is_refused_by_its_size() -> None:
+    # On main the search recursed once per GPU: RecursionError.
+    with pytest.raises(TopologyError, match="more than are read"):
         parse_topology(_matrix(1100, lambda i, j: True))
 
 
@@ -282,3 +288,9 @@ def test_a_mesh_at_the_limit_is_read_in_time_linear_in_its_text() -> None:
     assert box.largest_nvlink_clique == MAX_DEVICES
     assert box.interconnect is Interconnect.NVLINK_MESH
     assert seconds[1] / seconds[0] < 8.0
+
+
+def test_a_text_past_the_size_limit_is_refused_naming_it() -> None:
+    text = H100_PAIRS + "\nLegend:\n" + "  X    = Self\n" * (MAX_TEXT_CHARS // 10)
+    with pytest.raises(TopologyError, match=f"more than are read \\({MAX_TEXT_CHARS:,}"):
+        parse_topology(text)
