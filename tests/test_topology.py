@@ -216,6 +216,10 @@ def _matrix(n: int, linked: Callable[[int, int], bool]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _linked_in(pairs: set[tuple[int, int]]) -> Callable[[int, int], bool]:
+    return lambda i, j: (min(i, j), max(i, j)) in pairs
+
+
 def _all_but_partner(i: int, j: int) -> bool:
     # GPUs 2k and 2k+1 are not linked; every other pair is.
     return i // 2 != j // 2
@@ -240,7 +244,7 @@ def test_the_largest_group_is_exact_on_small_graphs() -> None:
     for _ in range(150):
         n, p = rng.randint(2, 10), rng.random()
         linked = {(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < p}
-        box = parse_topology(_matrix(n, lambda i, j: (min(i, j), max(i, j)) in linked))
+        box = parse_topology(_matrix(n, _linked_in(linked)))
         expected = max(
             len(group)
             for k in range(1, n + 1)
@@ -255,7 +259,7 @@ def test_a_graph_too_irregular_to_search_is_refused_naming_the_limit() -> None:
     linked = {(i, j) for i in range(120) for j in range(i + 1, 120) if rng.random() < 0.8}
     start = time.perf_counter()
     with pytest.raises(TopologyError, match=f"within {MAX_CLIQUE_STEPS:,} search steps"):
-        parse_topology(_matrix(120, lambda i, j: (min(i, j), max(i, j)) in linked))
+        parse_topology(_matrix(120, _linked_in(linked)))
     assert time.perf_counter() - start < 5.0
 
 

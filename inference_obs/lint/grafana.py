@@ -5,8 +5,9 @@ Reads the JSON model Grafana exports, in its current form (``panels`` with
 (schemaVersion < 16: ``rows`` of ``panels``), bare or wrapped as the HTTP API
 returns it (``{"dashboard": {...}}``). Library panels are read from the
 ``__elements`` an external export inlines; one that is not inlined (only its
-``libraryPanel`` reference is in the file) is named as not read (OBS002). Targets of another data source type
-(Loki, expressions) are skipped; targets without an ``expr`` too.
+``libraryPanel`` reference is in the file) is named as not read (OBS002).
+Targets of another data source type (Loki, expressions) are skipped; targets
+without an ``expr`` too.
 
 The unit a query's values are shown with is the panel's
 (``fieldConfig.defaults.unit``; ``yaxes[0].format`` or ``format`` in classic

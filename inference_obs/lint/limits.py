@@ -136,7 +136,7 @@ def check_yaml(path: str, text: str) -> None:
             if event.anchor is not None:
                 anchors[event.anchor] = (size, height)
         elif isinstance(event, yaml.AliasEvent):
-            size, height = anchors.get(event.anchor, (1, 1))
+            size, height = anchors.get(event.anchor or "", (1, 1))
             added += size
             if added > MAX_ALIAS_NODES:
                 _refuse(
@@ -156,9 +156,8 @@ def check_yaml(path: str, text: str) -> None:
 
 def _refuse(path: str, event: yaml.Event, problem: str) -> NoReturn:
     mark = event.start_mark
-    raise LintInputError(
-        f"{path}:{mark.line + 1}:{mark.column + 1}: {problem}, more than lint reads"
-    )
+    where = f"{mark.line + 1}:{mark.column + 1}" if mark is not None else "1:1"
+    raise LintInputError(f"{path}:{where}: {problem}, more than lint reads")
 
 
 def check_counts(document: Document) -> None:
