@@ -51,12 +51,23 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
+from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from inference_obs.errors import TopologyError
 
-__all__ = ["Interconnect", "Parallelism", "Path", "Shape", "Topology", "parse_topology"]
+__all__ = [
+    "MAX_CLIQUE_STEPS",
+    "MAX_DEVICES",
+    "MAX_TEXT_CHARS",
+    "Interconnect",
+    "Parallelism",
+    "Path",
+    "Shape",
+    "Topology",
+    "parse_topology",
+]
 
 # PCIe codes from nearest to farthest; SOC is the name old drivers gave SYS.
 PCIE_CODES: tuple[str, ...] = ("PIX", "PXB", "PHB", "NODE", "SYS", "SOC")
@@ -67,6 +78,21 @@ _GPU = re.compile(r"GPU\d+")
 # A link cell is a word; affinity values (0-31,64-95 / 0 / N/A) start with a digit or N/A.
 _CELL = re.compile(r"[A-Za-z][A-Za-z0-9#]*")
 _DECLARED_CODES = re.compile(r"\b(NV\d+|PIX|PXB|PHB|NODE|SYS)\b")
+
+#: Devices (GPUs and NICs) a matrix may name. The matrix has one cell per pair,
+#: so its text grows with the square of this; ``nvidia-smi`` shows one node,
+#: which holds at most 16 GPUs and as many NICs today.
+MAX_DEVICES: Final = 256
+
+#: Characters of the text. A matrix of :data:`MAX_DEVICES` devices with its
+#: affinity columns is about 450 KB; the legends after it are short.
+MAX_TEXT_CHARS: Final = 2 * 1024 * 1024
+
+#: Branches the search for the largest fully NVLinked group may take (see
+#: ``_largest_clique``). A mesh or NVLink islands need none, a hybrid cube
+#: mesh of 8 GPUs a few dozen; a graph that needs more is refused with a
+#: TopologyError rather than searched for minutes (the problem is NP-hard).
+MAX_CLIQUE_STEPS: Final = 20_000
 
 
 class Interconnect(StrEnum):
@@ -228,22 +254,64 @@ def _shape(parallelism: Parallelism, gpus: int, n: int, clique: int, pcie: str) 
 
 
 def _largest_clique(adjacent: list[set[int]]) -> int:
-    """Size of the largest set of GPUs all pairwise adjacent (Bron-Kerbosch, pivoting)."""
-    best = 1 if adjacent else 0
+    """Size of the largest set of GPUs all pairwise adjacent.
 
-    def expand(size: int, candidates: set[int], excluded: set[int]) -> None:
-        nonlocal best
-        if not candidates and not excluded:
-            best = max(best, size)
-            return
-        pivot = max(candidates | excluded, key=lambda v: len(adjacent[v] & candidates))
-        for v in list(candidates - adjacent[pivot]):
-            expand(size + 1, candidates & adjacent[v], excluded & adjacent[v])
-            candidates.discard(v)
-            excluded.add(v)
-
-    expand(0, set(range(len(adjacent))), set())
+    Where every NVLink group is a clique (a mesh, islands, no NVLink) that is
+    the largest group, in linear time. Otherwise a branch and bound search
+    (Tomita's MCQ: a branch whose candidates a greedy colouring shows cannot
+    beat the best found is cut), iterative, on bit sets, and stopped after
+    :data:`MAX_CLIQUE_STEPS`
+    branches with a TopologyError: the problem is NP-hard in general, and a
+    real partial NVLink box (a hybrid cube mesh of 8) needs a few dozen.
+    """
+    groups = _components(adjacent)
+    if all(len(adjacent[v]) == len(g) - 1 for g in groups for v in g):
+        return max((len(g) for g in groups), default=1 if adjacent else 0)
+    masks = [sum(1 << u for u in near) for near in adjacent]
+    best, steps = 1, 0
+    # Each branch: (GPUs chosen so far, GPUs linked to all of them, not yet tried).
+    stack = [(0, (1 << len(adjacent)) - 1)]
+    while stack:
+        size, candidates = stack.pop()
+        steps += 1
+        if steps > MAX_CLIQUE_STEPS:
+            raise TopologyError(
+                f"the NVLink links of these {len(adjacent)} GPUs are too irregular to find "
+                f"the largest fully linked group within {MAX_CLIQUE_STEPS:,} search steps"
+            )
+        best = max(best, size)
+        # Colours of a greedy colouring bound the clique among the candidates.
+        if size + _colours(candidates, masks) <= best:
+            continue
+        branches = []
+        for v in _members(candidates):
+            branches.append((size + 1, candidates & masks[v]))
+            candidates &= ~(1 << v)
+        stack += reversed(branches)  # the first, with the most candidates, is searched first
     return best
+
+
+def _colours(candidates: int, masks: list[int]) -> int:
+    """Colours a greedy colouring gives ``candidates`` (no two linked GPUs share one)."""
+    colours = 0
+    while candidates:
+        colours += 1
+        free = candidates
+        while free:
+            v = (free & -free).bit_length() - 1
+            candidates &= ~(1 << v)
+            free &= ~(1 << v) & ~masks[v]
+    return colours
+
+
+def _members(bits: int) -> list[int]:
+    """The indices of the set bits of ``bits``."""
+    out = []
+    while bits:
+        low = bits & -bits
+        out.append(low.bit_length() - 1)
+        bits ^= low
+    return out
 
 
 def _components(adjacent: list[set[int]]) -> list[list[int]]:
@@ -377,8 +445,14 @@ def parse_topology(text: str) -> Topology:
     ------
     TopologyError
         Naming the line: no header, a row out of order or missing, a ragged
-        row, an unknown code, a diagonal that is not X, or an asymmetric matrix.
+        row, an unknown code, a diagonal that is not X, or an asymmetric matrix;
+        or a text past :data:`MAX_TEXT_CHARS`, :data:`MAX_DEVICES` or :data:`MAX_CLIQUE_STEPS`.
     """
+    if len(text) > MAX_TEXT_CHARS:
+        raise TopologyError(
+            f"line 1: {len(text):,} characters, more than are read ({MAX_TEXT_CHARS:,}; "
+            "nvidia-smi topo -m prints one node's matrix)"
+        )
     lines = text.splitlines()
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is None:
@@ -389,6 +463,11 @@ def parse_topology(text: str) -> Topology:
         raise TopologyError(
             f"line {first + 1}: no header: expected the device columns (GPU0 GPU1 ...), "
             f"got {header.strip()!r}"
+        )
+    if len(devices) > MAX_DEVICES:
+        raise TopologyError(
+            f"line {first + 1}: the header names {len(devices)} devices, more than are read "
+            f"({MAX_DEVICES}; nvidia-smi shows one node's devices)"
         )
     rows: list[tuple[int, list[str]]] = []
     for index in range(first + 1, len(lines)):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -119,3 +121,31 @@ def test_dashboards_export_writes_checks_and_lints_clean(
     capsys.readouterr()
     assert main(["lint", str(out)]) == 0
     assert capsys.readouterr().out == "0 findings in 3 files: 0 errors, 0 warnings, 0 infos\n"
+
+
+def test_sarif_uris_are_valid_uri_references_of_the_file_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    names = ["dash boards/p99 #1.json", "what?.yml", "100%.yml", "tableau/débit ü.yml"]
+    text = WRONG_QUANTILE.read_text()
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text if name.endswith(".yml") else "{}")
+    (tmp_path / names[0]).write_text(
+        json.dumps({"panels": [{"title": "p", "libraryPanel": {"uid": "u", "name": "n"}}]})
+    )
+    assert main(["lint", "--format", "sarif", *names]) == 1
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    uris = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in run["results"]
+    }
+    assert len(uris) == len(names)
+    for uri in uris:
+        parts = urlsplit(uri)
+        # A relative reference: no scheme, no query, no fragment; only unreserved
+        # characters, "/" and %XX escapes (RFC 3986), and it decodes to a name given.
+        assert (parts.scheme, parts.netloc, parts.query, parts.fragment) == ("", "", "", "")
+        assert re.fullmatch(r"(?:[A-Za-z0-9._~/-]|%[0-9A-F]{2})+", uri), uri
+        assert unquote(parts.path) in names
+    assert {unquote(u) for u in uris} == set(names)

@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import itertools
+import random
+import time
+from collections.abc import Callable
+
 import pytest
 
 from inference_obs.errors import TopologyError
-from inference_obs.topology import Interconnect, Parallelism, Path, Topology, parse_topology
+from inference_obs.topology import (
+    MAX_CLIQUE_STEPS,
+    MAX_DEVICES,
+    MAX_TEXT_CHARS,
+    Interconnect,
+    Parallelism,
+    Path,
+    Topology,
+    parse_topology,
+)
 
 # As printed in a published H100 vs H200 write-up (8x H100 PCIe): NVLink pairs, PHB between.
 H100_PAIRS = """
@@ -190,3 +204,97 @@ def test_asymmetry_names_both_lines() -> None:
     assert "GPU2 -> GPU1 is NV12" in message
     assert "GPU1 -> GPU2 (line 3) is PHB" in message
     assert isinstance(info.value, ValueError)
+
+
+def _matrix(n: int, linked: Callable[[int, int], bool]) -> str:
+    """An ``nvidia-smi topo -m`` text of ``n`` GPUs, NV4 where ``linked``, SYS elsewhere."""
+    names = [f"GPU{i}" for i in range(n)]
+    lines = ["\t" + "\t".join(names) + "\tCPU Affinity\tNUMA Affinity"]
+    for i in range(n):
+        cells = ["X" if i == j else "NV4" if linked(i, j) else "SYS" for j in range(n)]
+        lines.append(f"{names[i]}\t" + "\t".join(cells) + "\t0-31\t0")
+    return "\n".join(lines) + "\n"
+
+
+def _linked_in(pairs: set[tuple[int, int]]) -> Callable[[int, int], bool]:
+    return lambda i, j: (min(i, j), max(i, j)) in pairs
+
+
+def _all_but_partner(i: int, j: int) -> bool:
+    # GPUs 2k and 2k+1 are not linked; every other pair is.
+    return i // 2 != j // 2
+
+
+def test_a_48_gpu_matrix_with_many_groups_is_read_in_bounded_time() -> None:
+    # Every pair linked but 24 disjoint partner pairs: a group may hold one GPU of each
+    # pair, so the largest fully linked group is 24 GPUs; there are 2^24 such groups,
+    # which the recursive search of every maximal group went through (minutes on main).
+    start = time.perf_counter()
+    box = parse_topology(_matrix(48, _all_but_partner))
+    assert time.perf_counter() - start < 5.0
+    assert box.largest_nvlink_clique == 24
+    assert box.interconnect is Interconnect.NVLINK_PARTIAL
+    assert box.shape("tensor", 24).path is Path.NVLINK
+    assert box.shape("tensor", 48).path is Path.PCIE
+
+
+def test_the_largest_group_is_exact_on_small_graphs() -> None:
+    # Against every subset of GPUs, on seeded random link patterns of up to 10 GPUs.
+    rng = random.Random(11)
+    for _ in range(150):
+        n, p = rng.randint(2, 10), rng.random()
+        linked = {(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < p}
+        box = parse_topology(_matrix(n, _linked_in(linked)))
+        expected = max(
+            len(group)
+            for k in range(1, n + 1)
+            for group in itertools.combinations(range(n), k)
+            if all(pair in linked for pair in itertools.combinations(group, 2))
+        )
+        assert box.largest_nvlink_clique == expected
+
+
+def test_a_graph_too_irregular_to_search_is_refused_naming_the_limit() -> None:
+    rng = random.Random(7)
+    linked = {(i, j) for i in range(120) for j in range(i + 1, 120) if rng.random() < 0.8}
+    start = time.perf_counter()
+    with pytest.raises(TopologyError, match=f"within {MAX_CLIQUE_STEPS:,} search steps"):
+        parse_topology(_matrix(120, _linked_in(linked)))
+    assert time.perf_counter() - start < 5.0
+
+
+def test_a_matrix_of_more_devices_than_the_limit_is_refused_naming_it() -> None:
+    with pytest.raises(TopologyError, match=f"300 devices, more than are read \\({MAX_DEVICES}"):
+        parse_topology(_matrix(300, lambda i, j: True))
+
+
+def test_a_1100_gpu_mesh_is_refused_by_its_size() -> None:
+    # On main the search recursed once per GPU: RecursionError.
+    with pytest.raises(TopologyError, match="more than are read"):
+        parse_topology(_matrix(1100, lambda i, j: True))
+
+
+def test_a_mesh_at_the_limit_is_read_in_time_linear_in_its_text() -> None:
+    # The text grows with the square of the GPUs: 4 times the cells at twice the GPUs.
+    small, large = (
+        _matrix(MAX_DEVICES // 2, lambda i, j: True),
+        _matrix(MAX_DEVICES, lambda i, j: True),
+    )
+    parse_topology(small)
+    seconds = []
+    for text in (small, large):
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            box = parse_topology(text)
+            best = min(best, time.perf_counter() - start)
+        seconds.append(best)
+    assert box.largest_nvlink_clique == MAX_DEVICES
+    assert box.interconnect is Interconnect.NVLINK_MESH
+    assert seconds[1] / seconds[0] < 8.0
+
+
+def test_a_text_past_the_size_limit_is_refused_naming_it() -> None:
+    text = H100_PAIRS + "\nLegend:\n" + "  X    = Self\n" * (MAX_TEXT_CHARS // 10)
+    with pytest.raises(TopologyError, match=f"more than are read \\({MAX_TEXT_CHARS:,}"):
+        parse_topology(text)

@@ -29,7 +29,9 @@ the file, the panel or rule, the expression, and the corrected expression
 where one exists.
 
 Exit status: 0 no error-level finding, 1 at least one, 2 a file that cannot
-be read (not JSON, not YAML; the message names file, line and column)."""
+be read (not JSON, not YAML; the message names file, line and column) or is
+past a limit (16 MiB, 100 levels of nesting, YAML aliases expanding past
+100,000 nodes, 50,000 queries; docs/lint.md lists them; the message names it)."""
 
 
 def _lint(args: argparse.Namespace) -> int:

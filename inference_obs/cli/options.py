@@ -24,7 +24,7 @@ from inference_obs.query import parse_duration
 from inference_obs.query.names import check_duration
 from inference_obs.reading.resolution import Resolution
 from inference_obs.source.http import MAX_ANSWER_BYTES, check_header
-from inference_obs.topology import parse_topology
+from inference_obs.topology import MAX_TEXT_CHARS, parse_topology
 
 __all__ = [
     "EXIT_BUDGET",
@@ -289,7 +289,8 @@ def topologies(items: Sequence[str]) -> dict[str, str]:
     texts = {}
     for name, (item, path) in files.items():
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            with Path(path).open(encoding="utf-8") as file:
+                text = file.read(MAX_TEXT_CHARS + 1)  # one more: parse_topology names the limit
         except (OSError, UnicodeDecodeError) as exc:
             problem = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
             raise InferenceObsError(f"--topology {item!r}: cannot read {path}: {problem}") from None

@@ -17,11 +17,10 @@ Monitoring's interval variables (``${__interval}``), replaced as Grafana's are.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
-from inference_obs.lint.inputs import Document, Query, line_of
+from inference_obs.lint.inputs import Document, Lines, Query
 
 __all__ = ["UCUM_UNITS", "is_cloud_monitoring", "read_cloud_monitoring"]
 
@@ -72,26 +71,21 @@ def is_cloud_monitoring(model: object) -> bool:
 def read_cloud_monitoring(path: str, text: str, model: dict[str, Any]) -> Document:
     """The PromQL queries of the Cloud Monitoring dashboard ``model`` (parsed from ``text``)."""
     queries: list[Query] = []
-    cursor = 0
+    lines = Lines(text)
+    per_title: dict[str, int] = {}
     for title, query, legend in _queries(model):
         expr = query.get("prometheusQuery")
         if not isinstance(expr, str) or not expr.strip():
             continue
         unit_code = query.get("unitOverride")
         unit = UCUM_UNITS.get(unit_code) if isinstance(unit_code, str) else None
-        found = -1
-        for spelling in (json.dumps(expr, ensure_ascii=False), json.dumps(expr)):
-            found = text.find(spelling, cursor)
-            if found >= 0:
-                cursor = found + len(spelling)
-                break
-        line = line_of(text, found) if found >= 0 else None
+        per_title[title] = per_title.get(title, 0) + 1
         queries.append(
             Query(
                 where=title,
-                ref=f"{sum(1 for q in queries if q.where == title) + 1}",
+                ref=f"{per_title[title]}",
                 text=expr,
-                line=line,
+                line=lines.line(expr),
                 unit=unit,
                 words=f"{title} {legend}".lower(),
                 grafana=True,

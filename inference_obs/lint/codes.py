@@ -67,8 +67,20 @@ CODES: tuple[Code, ...] = (
         "The expression could not be read, so it was not checked",
         "The text is not PromQL this checker reads (a syntax error, a VictoriaMetrics "
         "MetricsQL extension, a Grafana macro it does not know), or the expression tree "
-        "refuses it (rate() of an instant vector). Nothing else was checked in it.",
+        "refuses it (rate() of an instant vector), or it is past lint's limits (longer "
+        "than 256 KiB, nested more than 100 levels deep). Nothing else was checked in it.",
         "Correct the syntax; if the text is valid where it runs, check it by hand.",
+    ),
+    Code(
+        "OBS002",
+        "library-panel-not-read",
+        W,
+        "A library panel's queries are not in the file, so they were not checked",
+        "The panel refers to a Grafana library panel (libraryPanel) whose model, queries "
+        "included, Grafana keeps apart from the dashboard; this file holds only the "
+        "reference. The panel draws numbers on the dashboard, and none of them was checked.",
+        "Export the dashboard for sharing externally, which inlines library panels under "
+        "__elements, or lint the library panel's own JSON model.",
     ),
     Code(
         "OBS101",

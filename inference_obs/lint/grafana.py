@@ -4,8 +4,10 @@ Reads the JSON model Grafana exports, in its current form (``panels`` with
 ``row`` panels, collapsed rows holding their own ``panels``) and its classic one
 (schemaVersion < 16: ``rows`` of ``panels``), bare or wrapped as the HTTP API
 returns it (``{"dashboard": {...}}``). Library panels are read from the
-``__elements`` an external export inlines. Targets of another data source type
-(Loki, expressions) are skipped; targets without an ``expr`` too.
+``__elements`` an external export inlines; one that is not inlined (only its
+``libraryPanel`` reference is in the file) is named as not read (OBS002).
+Targets of another data source type (Loki, expressions) are skipped; targets
+without an ``expr`` too.
 
 The unit a query's values are shown with is the panel's
 (``fieldConfig.defaults.unit``; ``yaxes[0].format`` or ``format`` in classic
@@ -22,7 +24,8 @@ from typing import Any
 
 from inference_obs.errors import LintInputError, NotLintable
 from inference_obs.lint.cloudmonitoring import is_cloud_monitoring, read_cloud_monitoring
-from inference_obs.lint.inputs import Document, Query, Variable, line_of
+from inference_obs.lint.inputs import Document, Lines, Query, Variable
+from inference_obs.lint.limits import check_json_nesting
 from inference_obs.lint.placeholders import references
 
 __all__ = ["read_dashboard"]
@@ -42,6 +45,7 @@ def read_dashboard(path: str, text: str) -> Document:
     LintInputError
         When ``text`` is not JSON (naming line and column) or not a dashboard.
     """
+    check_json_nesting(path, text)
     try:
         model = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -62,9 +66,18 @@ def read_dashboard(path: str, text: str) -> Document:
     library = _library_panels(model)
     queries: list[Query] = []
     referenced: set[str] = set()
-    finder = _Lines(text)
+    finder = Lines(text)
     used_library: set[str] = set()
+    not_read: list[tuple[str, str, int | None]] = []
     for where, panel in _panels(model, library, used_library):
+        reference = panel.get("libraryPanel")
+        if isinstance(reference, dict) and not panel.get("targets"):
+            uid, name = str(reference.get("uid", "")), str(reference.get("name", ""))
+            message = (
+                f"library panel {name or uid!r} (uid {uid!r}) is not inlined in this file: "
+                "its queries were not read"
+            )
+            not_read.append((where, message, finder.line(uid) if uid else None))
         repeat = panel.get("repeat")
         if isinstance(repeat, str):
             referenced |= references(f"${repeat}" if not repeat.startswith("$") else repeat)
@@ -79,6 +92,7 @@ def read_dashboard(path: str, text: str) -> Document:
         queries=tuple(queries),
         variables=tuple(_variables(model)),
         other_references=frozenset(referenced),
+        not_read=tuple(not_read),
     )
 
 
@@ -136,7 +150,7 @@ def _datasource_type(source: object) -> str | None:
     return None
 
 
-def _queries(where: str, panel: dict[str, Any], finder: _Lines) -> list[Query]:
+def _queries(where: str, panel: dict[str, Any], finder: Lines) -> list[Query]:
     targets = panel.get("targets")
     if not isinstance(targets, list):
         return []
@@ -233,20 +247,3 @@ def _variables(model: dict[str, Any]) -> Iterator[Variable]:
             definition=definition,
             hidden=entry.get("hide") == 2,
         )
-
-
-class _Lines:
-    """Finds the line of each expression in the file, in order of appearance."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.after: dict[str, int] = {}
-
-    def line(self, expr: str) -> int | None:
-        start = self.after.get(expr, 0)
-        for spelling in (json.dumps(expr, ensure_ascii=False), json.dumps(expr)):
-            found = self.text.find(spelling, start)
-            if found >= 0:
-                self.after[expr] = found + len(spelling)
-                return line_of(self.text, found)
-        return None

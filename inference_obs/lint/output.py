@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import PureWindowsPath
 from typing import Any
+from urllib.parse import quote
 
 from inference_obs.lint.codes import CODES, Severity
 from inference_obs.lint.findings import Finding
 from inference_obs.version import __version__
 
-__all__ = ["to_json", "to_sarif", "to_text"]
+__all__ = ["artifact_uri", "to_json", "to_sarif", "to_text"]
 
 _SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -53,6 +55,29 @@ def to_json(findings: Sequence[Finding]) -> str:
     return json.dumps([f.model_dump(mode="json") for f in findings], indent=2) + "\n"
 
 
+def artifact_uri(file: str) -> str:
+    r"""The file name as a SARIF ``artifactLocation.uri``, a valid URI reference (RFC 3986).
+
+    A relative name is a relative reference, each byte outside the unreserved
+    set percent-encoded as UTF-8 (a space is ``%20``, ``#`` ``%23``, ``%``
+    ``%25``, ``é`` ``%C3%A9``), so that decoding gives the name back; an
+    absolute one (POSIX, or a Windows drive) is a ``file://`` URI.
+
+    Examples
+    --------
+    >>> artifact_uri("dash boards/p99#1.json")
+    'dash%20boards/p99%231.json'
+    >>> artifact_uri("C:\\dash\\a b.json")
+    'file:///C:/dash/a%20b.json'
+    """
+    if PureWindowsPath(file).drive and PureWindowsPath(file).is_absolute():
+        return PureWindowsPath(file).as_uri()
+    posix = file.replace("\\", "/")
+    if posix.startswith("/"):
+        return "file://" + quote(posix, safe="/")
+    return quote(posix, safe="/")
+
+
 def to_sarif(findings: Sequence[Finding]) -> str:
     """A SARIF 2.1.0 log of one run."""
     index = {c.id: i for i, c in enumerate(CODES)}
@@ -72,7 +97,7 @@ def to_sarif(findings: Sequence[Finding]) -> str:
     for f in findings:
         location: dict[str, Any] = {
             "physicalLocation": {
-                "artifactLocation": {"uri": f.file.replace("\\", "/")},
+                "artifactLocation": {"uri": artifact_uri(f.file)},
                 **({"region": {"startLine": f.line}} if f.line else {}),
             },
             "logicalLocations": [{"name": f.where, "kind": "member"}],

@@ -18,6 +18,7 @@ import yaml
 
 from inference_obs.errors import LintInputError, NotLintable
 from inference_obs.lint.inputs import Document, Query
+from inference_obs.lint.limits import check_yaml
 from inference_obs.lint.placeholders import references
 
 __all__ = ["read_promql", "read_rules"]
@@ -29,9 +30,11 @@ def read_rules(path: str, text: str) -> Document:
     Raises
     ------
     LintInputError
-        When ``text`` is not YAML (naming line and column) or holds no rule groups.
+        When ``text`` is not YAML (naming line and column), holds no rule groups, or
+        is nested or aliased past :mod:`~inference_obs.lint.limits`.
     """
     try:
+        check_yaml(path, text)
         documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)

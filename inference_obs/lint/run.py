@@ -31,6 +31,7 @@ from inference_obs.lint.context import Context, Options, Problem
 from inference_obs.lint.findings import Finding, sort_key
 from inference_obs.lint.grafana import read_dashboard
 from inference_obs.lint.inputs import Document, Query
+from inference_obs.lint.limits import check_counts, check_size, expression_too_long
 from inference_obs.lint.placeholders import Substitution, substitute
 from inference_obs.lint.rulefiles import read_promql, read_rules
 from inference_obs.query import HistogramQuantile, parse, to_promql
@@ -71,6 +72,7 @@ def read_file(path: Path, shown: str) -> Document:
             f"{shown}:1:1: not a dashboard (.json), rule file (.yml, .yaml) or .promql file"
         )
     try:
+        check_size(shown, path.stat().st_size)
         raw = path.read_bytes()
     except OSError as exc:
         raise LintInputError(f"{shown}:1:1: cannot be read: {exc.strerror or exc}") from exc
@@ -80,7 +82,9 @@ def read_file(path: Path, shown: str) -> Document:
         line = raw.count(b"\n", 0, exc.start) + 1
         column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
         raise LintInputError(f"{shown}:{line}:{column}: not UTF-8 text") from exc
-    return reader(shown, text)
+    document = reader(shown, text)
+    check_counts(document)
+    return document
 
 
 def _files(paths: Sequence[str | Path]) -> Iterator[tuple[Path, str, bool]]:
@@ -107,7 +111,8 @@ def lint_paths(paths: Sequence[str | Path], options: Options | None = None) -> R
     Raises
     ------
     LintInputError
-        When a file cannot be read, naming the file, line and column.
+        When a file cannot be read, naming the file, line and column, or is
+        past one of :mod:`~inference_obs.lint.limits` (naming the limit).
     """
     documents: list[Document] = []
     skipped: list[str] = []
@@ -126,7 +131,11 @@ def lint_paths(paths: Sequence[str | Path], options: Options | None = None) -> R
 def lint_text(text: str, kind: str = "promql", options: Options | None = None) -> Result:
     """Check one file's text: ``kind`` is ``dashboard``, ``rules`` or ``promql``."""
     readers = {"dashboard": read_dashboard, "rules": read_rules, "promql": read_promql}
-    return lint_documents([readers[kind](f"<{kind}>", text)], options)
+    shown = f"<{kind}>"
+    check_size(shown, len(text.encode("utf-8", "surrogatepass")))
+    document = readers[kind](shown, text)
+    check_counts(document)
+    return lint_documents([document], options)
 
 
 def lint_documents(documents: Sequence[Document], options: Options | None = None) -> Result:
@@ -167,12 +176,29 @@ def _lint_document(
         findings += _findings(document.path, query, problems, ctx)
     if document.kind == "dashboard":
         findings += _variable_findings(document, contexts)
+    kind = code("OBS002")
+    for where, message, line in document.not_read:
+        findings.append(
+            Finding(
+                code=kind.id,
+                name=kind.name,
+                severity=kind.severity,
+                file=document.path,
+                where=where,
+                line=line,
+                message=message,
+                explanation=kind.explanation,
+            )
+        )
     return findings
 
 
 def _check_query(
     query: Query, options: Options, recorded: frozenset[str], quantiles: frozenset[str]
 ) -> tuple[list[Problem], Context | None]:
+    too_long = expression_too_long(query.text)
+    if too_long is not None:
+        return [Problem("OBS001", too_long)], None
     sub = substitute(query.text) if query.grafana else Substitution(query.text, frozenset())
     text = sub.text
     problems: list[Problem] = []

@@ -48,13 +48,14 @@ from inference_obs.query.functions import (
     vector,
 )
 from inference_obs.query.names import parse_duration, regex_alternation, regex_escape
-from inference_obs.query.parse import parse
+from inference_obs.query.parse import MAX_DEPTH, parse
 from inference_obs.query.render import format_duration, quote, to_promql
 from inference_obs.query.signatures import FUNCTIONS, ValueType
 from inference_obs.query.walk import children, selectors, walk
 
 __all__ = [
     "FUNCTIONS",
+    "MAX_DEPTH",
     "Aggregate",
     "At",
     "Binary",

@@ -20,6 +20,7 @@ from inference_obs.query.names import (
     regex_alternation,
     regex_escape,
 )
+from inference_obs.query.re2 import python_pattern
 
 __all__ = ["MatchOp", "Matcher"]
 
@@ -99,10 +100,10 @@ class Matcher:
         return cls(label, MatchOp.RE, regex_escape(prefix) + "(?s:.*)")
 
     def matches(self, value: str) -> bool:
-        """Whether ``value`` satisfies this matcher (Python re as an RE2 stand-in)."""
+        """Whether ``value`` satisfies this matcher (Python re, the RE2 pattern translated)."""
         if self.op is MatchOp.EQ:
             return value == self.value
         if self.op is MatchOp.NE:
             return value != self.value
-        hit = re.fullmatch(self.value, value) is not None
+        hit = re.fullmatch(python_pattern(self.value), value) is not None
         return hit if self.op is MatchOp.RE else not hit

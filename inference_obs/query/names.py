@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 
 from inference_obs.errors import QueryError
+from inference_obs.query.re2 import python_pattern
 
 __all__ = [
     "LABEL_NAME",
@@ -91,52 +92,23 @@ def check_text(value: str, *, where: str) -> str:
 
 
 def check_regex(pattern: str, *, where: str) -> str:
-    """Return ``pattern`` if it looks like valid RE2, else raise QueryError.
+    """Return ``pattern`` if it is valid RE2, else raise QueryError.
 
-    Python's ``re`` is used as the syntax check, with the RE2 exclusions
-    (lookaround, backreferences) tested separately.
+    The pattern is read as Python's ``re`` would read the same RE2 pattern
+    (:func:`~inference_obs.query.re2.python_pattern`: ``\\Q...\\E``, ``\\z``,
+    ``\\pL``, POSIX classes, flags anywhere), which refuses what RE2 does not
+    support (lookaround, backreferences), and then compiled as the syntax check.
     """
     check_text(pattern, where=where)
-    unsupported = _not_re2(pattern)
-    if unsupported:
-        raise QueryError(
-            f"{where}: {pattern!r} uses {unsupported}, which RE2 "
-            "(Prometheus's regex engine) does not support"
-        )
     try:
-        re.compile(pattern)
+        translated = python_pattern(pattern)
+    except QueryError as exc:
+        raise QueryError(f"{where}: {pattern!r} {exc} (RE2 is Prometheus's regex engine)") from exc
+    try:
+        re.compile(translated)
     except re.error as exc:
         raise QueryError(f"{where}: {pattern!r} is not a valid regex: {exc}") from exc
     return pattern
-
-
-def _not_re2(pattern: str) -> str | None:
-    """Name a construct Python's re accepts but RE2 (Go regexp) rejects, if any.
-
-    Lookaround and backreferences; escapes and character classes are skipped
-    so that an escaped ``\\1`` or a literal ``[(?=]`` is not mistaken for one.
-    """
-    i, in_class = 0, False
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\":
-            if not in_class and pattern[i + 1 : i + 2] in set("123456789"):
-                return "a backreference"
-            i += 2
-            continue
-        if in_class:
-            in_class = ch != "]"
-        elif ch == "[":
-            in_class = True
-            # A ']' right after '[' or '[^' is a literal member, not the end.
-            i += 2 if pattern[i + 1 : i + 2] == "]" else 1
-            if pattern[i : i + 1] == "^":
-                i += 2 if pattern[i + 1 : i + 2] == "]" else 1
-            continue
-        elif pattern.startswith(("(?=", "(?!", "(?<=", "(?<!"), i):
-            return "lookaround"
-        i += 1
-    return None
 
 
 def regex_escape(literal: str) -> str:

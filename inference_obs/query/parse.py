@@ -35,7 +35,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, NoReturn, TypeVar
+from typing import Final, Literal, NoReturn, TypeVar
 
 from inference_obs.errors import ParseError, QueryError
 from inference_obs.query.expr import (
@@ -58,10 +58,21 @@ from inference_obs.query.expr import (
     Subquery,
 )
 from inference_obs.query.names import check_duration, parse_duration
+from inference_obs.query.walk import children
 
-__all__ = ["parse"]
+__all__ = ["MAX_DEPTH", "parse"]
 
 _T = TypeVar("_T")
+
+#: Most levels an expression may nest: parentheses, calls and aggregations
+#: inside each other, and operands of a chain of binary operators (``a or b or
+#: c`` is two levels). Deeper text is a ParseError naming the limit. Functions
+#: that walk the tree (rendering, comparing, the lint checks) recurse once per
+#: level, so a deeper tree would exhaust Python's stack (about 1,000 frames);
+#: 100 levels is far beyond any query written by hand (the deepest public
+#: dashboard query we read nests 9), and Prometheus's own parser has a
+#: comparable bound in its stack.
+MAX_DEPTH: Final = 100
 
 # Binary operator precedence, lowest first (promql/parser/lex.go); ^ is right-associative.
 _PRECEDENCE = {
@@ -197,6 +208,10 @@ class _Parser:
         self.text = text
         self.tokens = tokens
         self.i = 0
+        # Calls of expression() under way, and each built node's depth (kept
+        # with the node, so that its id is not reused while it is looked up).
+        self.nesting = 0
+        self.depths: dict[int, tuple[Expr, int]] = {}
 
     # -- tokens ----------------------------------------------------------------
 
@@ -239,7 +254,7 @@ class _Parser:
     def build(self, start: _Token, node: Callable[..., _T], *args: object, **kw: object) -> _T:
         """``node(*args, **kw)``, with a refusal turned into a ParseError at ``start``."""
         try:
-            return node(*args, **kw)
+            built = node(*args, **kw)
         except ParseError:
             raise
         except QueryError as exc:
@@ -250,6 +265,21 @@ class _Parser:
             raise ParseError(
                 str(exc), text=self.text, offset=start.at, refused=refused, operands=operands
             ) from exc
+        if isinstance(built, Expr):
+            below = (self.depths.get(id(c), (c, 1))[1] for c in children(built))
+            depth = 1 + max(below, default=0)
+            if depth > MAX_DEPTH:
+                self.too_deep(start)
+            self.depths[id(built)] = (built, depth)
+        return built
+
+    def too_deep(self, token: _Token) -> NoReturn:
+        raise ParseError(
+            f"the expression nests more than {MAX_DEPTH} levels deep (parentheses, calls, "
+            "aggregations or operands of chained operators), more than is read",
+            text=self.text,
+            offset=token.at,
+        )
 
     # -- expressions -----------------------------------------------------------
 
@@ -263,6 +293,15 @@ class _Parser:
 
     def expression(self, floor: int) -> Expr:
         """Operators of precedence above ``floor``, by precedence climbing."""
+        self.nesting += 1
+        if self.nesting > MAX_DEPTH:
+            self.too_deep(self.peek)
+        try:
+            return self.climb(floor)
+        finally:
+            self.nesting -= 1
+
+    def climb(self, floor: int) -> Expr:
         lhs = self.unary()
         while (op := self.binary_operator()) is not None and _PRECEDENCE[op] > floor:
             start = self.next()
