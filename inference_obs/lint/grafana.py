@@ -20,7 +20,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from inference_obs.errors import LintInputError, NotLintable
+from inference_obs.documents import json_document
+from inference_obs.errors import DocumentError, LintInputError, NotLintable
 from inference_obs.lint.cloudmonitoring import is_cloud_monitoring, read_cloud_monitoring
 from inference_obs.lint.inputs import Document, Query, Variable, line_of
 from inference_obs.lint.placeholders import references
@@ -43,11 +44,13 @@ def read_dashboard(path: str, text: str) -> Document:
         When ``text`` is not JSON (naming line and column) or not a dashboard.
     """
     try:
-        model = json.loads(text)
+        model = json_document(text, path)
     except json.JSONDecodeError as exc:
         raise LintInputError(
             f"{path}:{exc.lineno}:{exc.colno}: not JSON, so not a Grafana dashboard: {exc.msg}"
         ) from exc
+    except DocumentError as exc:
+        raise LintInputError(str(exc)) from None
     if isinstance(model, dict) and isinstance(model.get("dashboard"), dict):
         model = model["dashboard"]
     if is_cloud_monitoring(model):
