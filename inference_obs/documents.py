@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Hashable
 from typing import Any
 
 import yaml
@@ -112,23 +113,24 @@ class _Loader(yaml.SafeLoader):
     def _enter(self) -> None:
         self.depth += 1
         if self.depth > MAX_DEPTH:  # checked on the way in, before the composer recurses
-            raise _too_deep(self.source, self.peek_event().start_mark.line + 1)
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise _too_deep(self.source, event.start_mark.line + 1)
 
-    def compose_sequence_node(self, anchor: str | None) -> yaml.SequenceNode:
+    def compose_sequence_node(self, anchor: Any) -> yaml.SequenceNode:
         self._enter()
         try:
             return super().compose_sequence_node(anchor)
         finally:
             self.depth -= 1
 
-    def compose_mapping_node(self, anchor: str | None) -> yaml.MappingNode:
+    def compose_mapping_node(self, anchor: Any) -> yaml.MappingNode:
         self._enter()
         try:
             return super().compose_mapping_node(anchor)
         finally:
             self.depth -= 1
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
@@ -145,7 +147,7 @@ class _Loader(yaml.SafeLoader):
                     f"{earlier} and {line}); YAML readers keep only the last, so remove one"
                 )
             seen[key] = line
-        return super().construct_mapping(node, deep=deep)  # type: ignore[no-untyped-call]
+        return super().construct_mapping(node, deep=deep)
 
 
 def yaml_document(text: str, source: str) -> Any:
@@ -160,9 +162,9 @@ def yaml_document(text: str, source: str) -> Any:
     """
     loader = _Loader(text, source)
     try:
-        return loader.get_single_data()  # type: ignore[no-untyped-call]
+        return loader.get_single_data()
     finally:
-        loader.dispose()  # type: ignore[no-untyped-call]
+        loader.dispose()
 
 
 def yaml_nodes(text: str, source: str) -> list[yaml.Node | None]:
@@ -181,8 +183,8 @@ def yaml_nodes(text: str, source: str) -> list[yaml.Node | None]:
     loader = _Loader(text, source)
     try:
         documents: list[yaml.Node | None] = []
-        while loader.check_node():  # type: ignore[no-untyped-call]
-            documents.append(loader.get_node())  # type: ignore[no-untyped-call]
+        while loader.check_node():
+            documents.append(loader.get_node())
         return documents
     finally:
-        loader.dispose()  # type: ignore[no-untyped-call]
+        loader.dispose()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Collection, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -42,7 +43,7 @@ _SHOWN = 3
 def _json_number(value: object) -> float | str | None:
     """A report.json number: a finite number, ``"+Inf"``/``"-Inf"``, or null."""
     if value is None or value in ("+Inf", "-Inf"):
-        return value  # type: ignore[return-value]  # one of the two strings, or None
+        return value
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError('expected a number, "+Inf", "-Inf" or null')
     if not math.isfinite(value):
@@ -136,7 +137,8 @@ def _problems(exc: pydantic.ValidationError) -> str:
     shown = []
     for error in errors[:_SHOWN]:
         where = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in error["loc"])
-        msg = error["msg"].removeprefix("Value error, ")
+        # pydantic names the model class ("or instance of _Window"): the path says which.
+        msg = re.sub(r" or instance of \w+$", "", error["msg"].removeprefix("Value error, "))
         shown.append(f"{where.replace('.[', '[') or 'the whole file'}: {msg}")
     more = len(errors) - len(shown)
     return "; ".join(shown) + (f"; and {more} more" if more else "")
