@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Sequence
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from inference_obs.errors import ConfigurationError, QueryError
 from inference_obs.query import Matcher, MatchOp
@@ -122,6 +122,18 @@ def parse_selector(selector: dict[str, str]) -> tuple[Matcher, ...]:
     return tuple(matchers)
 
 
+def _not_a_truth_value(value: object) -> object:
+    # pydantic reads true as 1: `gpus_per_replica: true` would be one GPU, silently.
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, not {str(value).lower()}")
+    return value
+
+
+#: A count (GPUs, tokens, sequences) and a size: numbers, never true or false.
+Count = Annotated[int, BeforeValidator(_not_a_truth_value)]
+Size = Annotated[float, BeforeValidator(_not_a_truth_value)]
+
+
 class _Model(BaseModel):
     # NaN and infinity are not sizes: refused where any number is read.
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -131,10 +143,10 @@ class Hardware(_Model):
     """What each replica runs on, as declared (and, where monitoring shows it, verified)."""
 
     gpu_model: str = Field(description="GPU product name, e.g. 'NVIDIA H20'.")
-    gpu_memory_gib: float | None = Field(
+    gpu_memory_gib: Size | None = Field(
         None, gt=0, le=MAX_GPU_MEMORY_GIB, description="Rated memory per GPU, GiB."
     )
-    gpus_per_replica: int = Field(
+    gpus_per_replica: Count = Field(
         ge=1, le=LIMITS["gpus"], description="GPUs allocated to each replica."
     )
     interconnect: str | None = Field(None, description="e.g. 'NVSwitch', 'PCIe, NVLink pairs'.")
@@ -151,22 +163,22 @@ class Engine(_Model):
 class DeclaredConfig(_Model):
     """Configuration the deployment declares; not proof of what the process runs."""
 
-    tensor_parallel_size: int | None = Field(None, ge=1, le=LIMITS["gpus"])
-    data_parallel_size: int | None = Field(None, ge=1, le=LIMITS["gpus"])
+    tensor_parallel_size: Count | None = Field(None, ge=1, le=LIMITS["gpus"])
+    data_parallel_size: Count | None = Field(None, ge=1, le=LIMITS["gpus"])
     expert_parallel: bool | None = None
     kv_cache_dtype: str | None = Field(None, description="e.g. 'fp8', 'auto'.")
-    max_num_batched_tokens: int | None = Field(
+    max_num_batched_tokens: Count | None = Field(
         None, ge=1, le=LIMITS["tokens"], description="Tokens per step."
     )
-    max_num_seqs: int | None = Field(
+    max_num_seqs: Count | None = Field(
         None, ge=1, le=LIMITS["sequences"], description="Running-sequence limit."
     )
-    max_model_len: int | None = Field(
+    max_model_len: Count | None = Field(
         None, ge=1, le=LIMITS["tokens"], description="Context limit, tokens."
     )
     prefix_caching: bool | None = None
     speculative_method: str | None = Field(None, description="e.g. 'dspark', 'eagle'.")
-    num_speculative_tokens: int | None = Field(None, ge=1, le=LIMITS["draft_tokens"])
+    num_speculative_tokens: Count | None = Field(None, ge=1, le=LIMITS["draft_tokens"])
     cpu_offload: str | None = Field(None, description="CPU offload in use, if any.")
     external_kv_cache: str | None = Field(None, description="e.g. 'mooncake', 'lmcache'.")
 

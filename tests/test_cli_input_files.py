@@ -126,6 +126,7 @@ def test_a_deeply_nested_dashboard_or_rule_file_is_2_not_a_recursion_error(
         ({"gpu_memory_gib": float("nan")}, "hardware.gpu_memory_gib: Input should be a finite"),
         ({"gpus_per_replica": 10**30}, "hardware.gpus_per_replica: Input should be less than"),
         ({"gpu_memory_gib": 1e300}, "hardware.gpu_memory_gib: Input should be less than"),
+        ({"gpus_per_replica": True}, "hardware.gpus_per_replica: Value error, expected a number"),
     ],
 )
 def test_a_non_finite_or_implausible_number_in_a_deployments_file_is_2(
@@ -133,6 +134,15 @@ def test_a_non_finite_or_implausible_number_in_a_deployments_file_is_2(
 ) -> None:
     path = deployments(tmp_path, changed(**hardware))  # YAML writes .inf and .nan
     refused(report(tmp_path, "--deployments", str(path)), capsys, str(path), field)
+
+
+def test_a_json_number_too_large_for_a_float_is_2_not_infinity(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = json.dumps({"deployments": [changed(gpu_memory_gib=80.0)]})
+    path = tmp_path / "d.json"
+    path.write_text(text.replace("80.0", "1e400"), encoding="utf-8")  # Python reads inf
+    refused(report(tmp_path, "--deployments", str(path)), capsys, "1e400 is too large")
 
 
 def test_an_implausible_declared_count_is_2(
