@@ -21,27 +21,54 @@ brackets, braces, ``^``, ``$`` or a backslash) is refused, naming the label:
 ``pod: "pro-model-.*"`` would otherwise select only a pod literally named so,
 and a report of it would silently read nothing. The explicit forms are
 stored in the compact shorthand, which is what a manifest and report.json show.
+
+Numbers must be finite, and counts lie in a plausible range (:data:`LIMITS`):
+``gpus_per_replica: 1e30`` is a typo, and would print tokens per GPU-hour as
+``2.8e-26``. Names are told apart as a reader sees them: a name holding an
+invisible or control character is refused, and so are two names that look
+the same (:func:`look_alike`: ``H2O`` and ``H2\u039f`` with a Greek Omicron).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import unicodedata
+from collections.abc import Sequence
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from inference_obs.errors import ConfigurationError, QueryError
 from inference_obs.query import Matcher, MatchOp
 
 __all__ = [
     "EXPLICIT",
+    "LIMITS",
+    "MAX_GPU_MEMORY_GIB",
     "REGEX_LOOKING",
     "DeclaredConfig",
     "Deployment",
     "Engine",
     "Hardware",
+    "check_names",
     "compact_value",
+    "look_alike",
     "parse_selector",
 ]
+
+#: The largest plausible value of each count a deployment declares (the least is 1).
+#: Each is far above any deployment known and far below a typo's 1e30.
+LIMITS = {
+    # The widest replicas (expert parallelism across NVL72 racks) span a few hundred GPUs.
+    "gpus": 4096,
+    # Tokens: the longest context offered is 10M tokens; a step or a context 10x that.
+    "tokens": 100_000_000,
+    # Running sequences per replica: vLLM's default is 256 to 1024.
+    "sequences": 1_000_000,
+    # Draft tokens per step: speculative methods propose a handful, n-gram a few dozen.
+    "draft_tokens": 1024,
+}
+#: Rated GPU memory, GiB, at most: the largest GPU today holds 288 GB.
+MAX_GPU_MEMORY_GIB = 16_384.0
 
 
 #: The explicit forms of a selector value, and the compact prefix each is stored with.
@@ -95,16 +122,33 @@ def parse_selector(selector: dict[str, str]) -> tuple[Matcher, ...]:
     return tuple(matchers)
 
 
+def _not_a_truth_value(value: object) -> object:
+    # pydantic reads true as 1: `gpus_per_replica: true` would be one GPU, silently.
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, not {str(value).lower()}")
+    return value
+
+
+#: A count (GPUs, tokens, sequences) and a size: numbers, never true or false.
+Count = Annotated[int, BeforeValidator(_not_a_truth_value)]
+Size = Annotated[float, BeforeValidator(_not_a_truth_value)]
+
+
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # NaN and infinity are not sizes: refused where any number is read.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Hardware(_Model):
     """What each replica runs on, as declared (and, where monitoring shows it, verified)."""
 
     gpu_model: str = Field(description="GPU product name, e.g. 'NVIDIA H20'.")
-    gpu_memory_gib: float | None = Field(None, gt=0, description="Rated memory per GPU, GiB.")
-    gpus_per_replica: int = Field(ge=1, description="GPUs allocated to each replica.")
+    gpu_memory_gib: Size | None = Field(
+        None, gt=0, le=MAX_GPU_MEMORY_GIB, description="Rated memory per GPU, GiB."
+    )
+    gpus_per_replica: Count = Field(
+        ge=1, le=LIMITS["gpus"], description="GPUs allocated to each replica."
+    )
     interconnect: str | None = Field(None, description="e.g. 'NVSwitch', 'PCIe, NVLink pairs'.")
 
 
@@ -119,16 +163,22 @@ class Engine(_Model):
 class DeclaredConfig(_Model):
     """Configuration the deployment declares; not proof of what the process runs."""
 
-    tensor_parallel_size: int | None = Field(None, ge=1)
-    data_parallel_size: int | None = Field(None, ge=1)
+    tensor_parallel_size: Count | None = Field(None, ge=1, le=LIMITS["gpus"])
+    data_parallel_size: Count | None = Field(None, ge=1, le=LIMITS["gpus"])
     expert_parallel: bool | None = None
     kv_cache_dtype: str | None = Field(None, description="e.g. 'fp8', 'auto'.")
-    max_num_batched_tokens: int | None = Field(None, ge=1, description="Tokens per step.")
-    max_num_seqs: int | None = Field(None, ge=1, description="Running-sequence limit.")
-    max_model_len: int | None = Field(None, ge=1, description="Context limit, tokens.")
+    max_num_batched_tokens: Count | None = Field(
+        None, ge=1, le=LIMITS["tokens"], description="Tokens per step."
+    )
+    max_num_seqs: Count | None = Field(
+        None, ge=1, le=LIMITS["sequences"], description="Running-sequence limit."
+    )
+    max_model_len: Count | None = Field(
+        None, ge=1, le=LIMITS["tokens"], description="Context limit, tokens."
+    )
     prefix_caching: bool | None = None
     speculative_method: str | None = Field(None, description="e.g. 'dspark', 'eagle'.")
-    num_speculative_tokens: int | None = Field(None, ge=1)
+    num_speculative_tokens: Count | None = Field(None, ge=1, le=LIMITS["draft_tokens"])
     cpu_offload: str | None = Field(None, description="CPU offload in use, if any.")
     external_kv_cache: str | None = Field(None, description="e.g. 'mooncake', 'lmcache'.")
 
@@ -149,6 +199,17 @@ class Deployment(_Model):
     hardware: Hardware
     engine: Engine
     config: DeclaredConfig = DeclaredConfig()
+
+    @field_validator("name")
+    @classmethod
+    def _visible(cls, name: str) -> str:
+        hidden = [c for c in name if unicodedata.category(c) in ("Cc", "Cf")]
+        if hidden:
+            raise ConfigurationError(
+                f"{name!a} holds {hidden[0]!a}, a character that does not show; "
+                "a name is read on screen and in file names: use visible characters only"
+            )
+        return name
 
     @field_validator("selector", "gpu_selector", mode="before")
     @classmethod
@@ -177,3 +238,59 @@ class Deployment(_Model):
     def gpu_matchers(self) -> tuple[Matcher, ...]:
         """Matchers of the deployment's GPU series (the engine selector if none given)."""
         return parse_selector(self.gpu_selector or self.selector)
+
+
+# Letters of other scripts that render as a Latin letter or digit (Unicode's confusables,
+# UTS #39, restricted to Greek and Cyrillic, the scripts that share Latin's shapes).
+_LOOK_ALIKE = str.maketrans(
+    "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a5\u03a7"
+    "\u03bf\u03bd\u03b9"
+    "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0405\u0406\u0408"
+    "\u04ae\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0455\u0456\u0458\u0501\u051b\u051d",
+    "ABEZHIKMNOPTYXoviABEKMHOPCTXSIJYaeopcyxsijdqw",
+)
+
+
+def _skeleton(name: str) -> str:
+    """What ``name`` looks like: NFKC-normalised, invisibles dropped, look-alikes as Latin."""
+    shown = "".join(
+        c
+        for c in unicodedata.normalize("NFKC", name)
+        if unicodedata.category(c) not in ("Cc", "Cf")
+    )
+    return " ".join(shown.translate(_LOOK_ALIKE).split())
+
+
+def look_alike(names: Sequence[str]) -> list[tuple[str, str]]:
+    """Pairs of distinct names that a reader cannot tell apart, in order of appearance.
+
+    Two names look alike when they are equal after Unicode NFKC normalisation
+    (``ﬁ`` and ``fi``; a composed and a decomposed ``é``), with invisible
+    characters removed and spaces collapsed, and with Greek and Cyrillic
+    letters that render as Latin ones read as those (``H2\u039f``, with a
+    Greek Omicron, and ``H2O``). Equal names are not pairs here: callers say
+    a repeated name in words of their own.
+    """
+    first: dict[str, str] = {}
+    pairs = []
+    for name in names:
+        seen = first.setdefault(_skeleton(name), name)
+        if seen != name:
+            pairs.append((seen, name))
+    return pairs
+
+
+def check_names(names: Sequence[str]) -> None:
+    """Refuse deployment names that a reader cannot tell apart (see :func:`look_alike`).
+
+    Raises
+    ------
+    ConfigurationError
+        Showing both names escaped (``ascii()``), so the difference is visible.
+    """
+    for a, b in look_alike(names):
+        raise ConfigurationError(
+            f"deployment names {a!a} and {b!a} look the same but are different text "
+            "(look-alike letters of another script, invisible characters or Unicode "
+            "normalisation); rename one"
+        )

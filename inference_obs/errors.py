@@ -9,6 +9,7 @@ that fits it, so callers can catch either::
     │   └── ParseError                PromQL text that does not parse (names line and column)
     ├── ScenarioError(ValueError)     a simulator scenario file is missing or invalid
     ├── TopologyError(ValueError)     unreadable ``nvidia-smi topo -m`` text (names the line)
+    ├── DocumentError(ValueError)     JSON or YAML nested too deep, a key twice, a non-finite number
     ├── LintInputError(ValueError)    a dashboard, rule or PromQL file that cannot be read
     │   └── NotLintable               JSON or YAML that is neither a dashboard nor a rule file
     ├── SourceError                   carries the expression and PromQL (never credentials)
@@ -35,6 +36,7 @@ __all__ = [
     "AnswerTooLarge",
     "ConfigurationError",
     "DatasetError",
+    "DocumentError",
     "InferenceObsError",
     "LintInputError",
     "MalformedAnswer",
@@ -117,6 +119,18 @@ class ScenarioError(InferenceObsError, ValueError):
 
 class TopologyError(InferenceObsError, ValueError):
     """``nvidia-smi topo -m`` text could not be read; the message names the line and the fault."""
+
+
+class DocumentError(InferenceObsError, ValueError):
+    """A JSON or YAML file parses but breaks a rule every file read must keep.
+
+    Nested deeper than :data:`~inference_obs.documents.MAX_DEPTH`, a key twice
+    in one object, or a number that is not finite (see
+    :mod:`inference_obs.documents`). The message names the file and, where the
+    parser knows it, the line. A reader that promises an error of its own
+    (:class:`DatasetError`, :class:`LintInputError`) raises that one with the
+    same message.
+    """
 
 
 class LintInputError(InferenceObsError, ValueError):

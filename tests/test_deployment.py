@@ -180,3 +180,37 @@ def test_the_example_file_selects_the_bundled_replicas() -> None:
         assert pods(given[declared.name]) == pods(declared)
         assert len(pods(declared)) == len(given[declared.name].replicas)
     assert unmatched_selectors(source, list(given.values()), window) == []
+
+
+def _named(name: str) -> Deployment:
+    return Deployment(name=name, selector={"pod": "x"}, hardware=HARDWARE, engine=ENGINE)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("H2O", "H2\u039f"),  # a Greek capital Omicron
+        ("cpu", "\u0441\u0440u"),  # Cyrillic es and er
+        ("caf\u00e9", "cafe\u0301"),  # composed and decomposed: NFKC makes them one
+        ("fi-8", "\ufb01-8"),  # the fi ligature
+        ("PRO 1", "PRO\u00a01"),  # a no-break space
+    ],
+)
+def test_names_a_reader_cannot_tell_apart_are_refused_given_as_objects(a: str, b: str) -> None:
+    from inference_obs.report.from_source import resolve_inputs
+
+    with pytest.raises(ConfigurationError, match="look the same but are different text"):
+        resolve_inputs([_named(a), _named(b)], window=Window.parse("2026-10-19T17:40Z", "1h"))
+
+
+def test_names_that_differ_as_a_reader_sees_them_pass() -> None:
+    from inference_obs.deployment import look_alike
+
+    # Case, digits and letters of one script are told apart on screen.
+    assert look_alike(["H20", "h20", "H2O", "H200", "PRO", "PR0", "\u041f\u0420\u041e"]) == []
+
+
+@pytest.mark.parametrize("hidden", ["\u200b", "\u200d", "\u2066", "\x07", "\n"])
+def test_a_name_holding_an_invisible_character_is_refused(hidden: str) -> None:
+    with pytest.raises(ValidationError, match="a character that does not show"):
+        _named(f"H20{hidden}")

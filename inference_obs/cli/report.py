@@ -174,6 +174,13 @@ def _report(args: argparse.Namespace) -> int:
         topologies=checked.topologies,
         resolution=checked.read_at,
     )
+    if checked.baseline is not None:  # a baseline of other deployments would compare nothing
+        from inference_obs.report.baseline import check_in_common
+
+        try:
+            check_in_common(checked.baseline, [d.name for d in planned.deployments], args.baseline)
+        except DatasetError as exc:
+            raise InferenceObsError(f"--baseline {exc}") from None
     # Every option and input is checked: the work starts here.
     from inference_obs.analyses.facts import has_data
     from inference_obs.analyses.validity.verdicts import Verdict

@@ -22,7 +22,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from inference_obs.errors import LintInputError, NotLintable
+from inference_obs.documents import json_document
+from inference_obs.errors import DocumentError, LintInputError, NotLintable
 from inference_obs.lint.cloudmonitoring import is_cloud_monitoring, read_cloud_monitoring
 from inference_obs.lint.inputs import Document, Lines, Query, Variable
 from inference_obs.lint.limits import check_json_nesting
@@ -47,11 +48,13 @@ def read_dashboard(path: str, text: str) -> Document:
     """
     check_json_nesting(path, text)
     try:
-        model = json.loads(text)
+        model = json_document(text, path)
     except json.JSONDecodeError as exc:
         raise LintInputError(
             f"{path}:{exc.lineno}:{exc.colno}: not JSON, so not a Grafana dashboard: {exc.msg}"
         ) from exc
+    except DocumentError as exc:
+        raise LintInputError(str(exc)) from None
     if isinstance(model, dict) and isinstance(model.get("dashboard"), dict):
         model = model["dashboard"]
     if is_cloud_monitoring(model):

@@ -19,6 +19,7 @@ from typing import Any, Final, NoReturn
 
 import yaml
 
+from inference_obs.documents import MAX_DEPTH
 from inference_obs.errors import LintInputError
 from inference_obs.lint.inputs import Document, line_of
 
@@ -41,10 +42,11 @@ __all__ = [
 MAX_FILE_BYTES: Final = 16 * 1024 * 1024
 
 #: Levels of nested JSON objects and arrays, or YAML mappings and sequences, in
-#: one file. Grafana dashboards nest about 12 deep (rows, panels, overrides,
-#: their properties), rule files 6; the JSON and YAML readers recurse once per
-#: level, so a deeper file would exhaust the stack instead of being read.
-MAX_NESTING: Final = 100
+#: one file: the limit every file the project reads has
+#: (:data:`inference_obs.documents.MAX_DEPTH`). Grafana dashboards nest about 12
+#: deep (rows, panels, overrides, their properties), rule files 6; the JSON and
+#: YAML readers recurse once per level, so a deeper file would exhaust the stack.
+MAX_NESTING: Final = MAX_DEPTH
 
 #: YAML nodes that aliases (``*name``) may add to a rule file, counted as the
 #: nodes each alias stands for, expanded. Anchors and aliases let a few KB

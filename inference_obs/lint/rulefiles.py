@@ -16,7 +16,8 @@ from typing import Any
 
 import yaml
 
-from inference_obs.errors import LintInputError, NotLintable
+from inference_obs.documents import yaml_nodes
+from inference_obs.errors import DocumentError, LintInputError, NotLintable
 from inference_obs.lint.inputs import Document, Query
 from inference_obs.lint.limits import check_yaml
 from inference_obs.lint.placeholders import references
@@ -35,7 +36,9 @@ def read_rules(path: str, text: str) -> Document:
     """
     try:
         check_yaml(path, text)
-        documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        documents = yaml_nodes(text, path)
+    except DocumentError as exc:
+        raise LintInputError(str(exc)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f"{mark.line + 1}:{mark.column + 1}" if mark is not None else "1:1"

@@ -31,17 +31,15 @@ happen.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.validity.checks import Thresholds
-from inference_obs.errors import DatasetError
 from inference_obs.reading.measurement import LOWEST_BUCKET
+from inference_obs.report.baseline_file import check_in_common, read_report_json
 from inference_obs.report.baseline_rules import comparability, observation_findings
 
 __all__ = [
@@ -52,6 +50,7 @@ __all__ = [
     "Regression",
     "Side",
     "Tolerances",
+    "check_in_common",
     "compare_reports",
     "read_report_json",
 ]
@@ -81,7 +80,6 @@ HEADLINES: dict[str, Worse] = {
     "shapes/prompt_tokens_mean": None,
     "shapes/output_tokens_mean": None,
 }
-_REPORT_FORMAT = "inference-obs-report/1"
 
 
 class _Model(BaseModel):
@@ -165,38 +163,6 @@ def _number(value: Any) -> float | None:
     if value in ("+Inf", "-Inf"):
         return math.inf if value == "+Inf" else -math.inf
     return float(value)
-
-
-def read_report_json(path: Path) -> dict[str, Any]:
-    """A previous ``report.json``, checked enough to compare with.
-
-    Raises
-    ------
-    DatasetError
-        Naming the file: missing, not JSON, another format, or measurements
-        without the fields the comparison reads.
-    """
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DatasetError(f"{path}: no report.json there") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        problem = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise DatasetError(f"{path}: cannot be read ({problem})") from None
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
-    if not isinstance(data, dict) or data.get("format") != _REPORT_FORMAT:
-        found = data.get("format") if isinstance(data, dict) else type(data).__name__
-        raise DatasetError(f"{path}: not a report.json of format {_REPORT_FORMAT} ({found!r})")
-    try:
-        for m in data["measurements"]:
-            m["key"], m["deployment"], m["unit"], m["status"], _number(m["value"])
-        for d in data["deployments"]:
-            d["name"], d["window"]["start"], d["window"]["end"], d["declared"]
-        data["scope"]["rules"]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise DatasetError(f"{path}: a report.json without the expected fields ({exc!r})") from None
-    return dict(data)
 
 
 def _side(m: Mapping[str, Any] | None) -> Side | None:
@@ -343,7 +309,13 @@ def compare_reports(
     Baseline
         Every headline number per deployment, the regressions among them, and
         the findings that caveat them.
+
+    Raises
+    ------
+    DatasetError
+        When the two share no deployment: there would be nothing to compare.
     """
+    check_in_common(previous, [d["name"] for d in current["deployments"]], source)
     t = thresholds or Thresholds()
     tol = tolerances or Tolerances()
     then = {m["key"]: m for m in previous["measurements"]}

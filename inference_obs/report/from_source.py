@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from inference_obs.deployment import Deployment
+from inference_obs.deployment import Deployment, check_names
 from inference_obs.errors import ConfigurationError
 from inference_obs.reading.resolution import Resolution, tile_ms
 from inference_obs.report.build import Progress, build_report
@@ -286,6 +286,10 @@ def _deployments(
     repeated = sorted({n for n in seen if seen.count(n) > 1})
     if repeated:
         raise ConfigurationError(f"{names.deployments}: names repeat: {', '.join(repeated)}")
+    try:
+        check_names(seen)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{names.deployments}: {exc}") from None
     return chosen
 
 

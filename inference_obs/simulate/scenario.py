@@ -44,7 +44,8 @@ from pydantic import (
 )
 
 from inference_obs.deployment import DeclaredConfig, Deployment, Engine, Hardware
-from inference_obs.errors import ScenarioError
+from inference_obs.documents import yaml_document
+from inference_obs.errors import DocumentError, ScenarioError
 from inference_obs.metrics import Family, MetricType, dcgm, family as catalogue_family
 from inference_obs.samples import Window
 from inference_obs.simulate.durations import Seconds
@@ -337,7 +338,9 @@ def _location(loc: tuple[int | str, ...]) -> str:
 def parse_scenario(text: str, where: str) -> Scenario:
     """A scenario from YAML text; ``where`` names its origin in error messages."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml_document(text, where)
+    except DocumentError as exc:
+        raise ScenarioError(str(exc)) from None
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{where}: not valid YAML ({exc})") from exc
     if not isinstance(data, dict):

@@ -25,8 +25,9 @@ from typing import Any
 import pydantic
 import yaml
 
-from inference_obs.deployment import Deployment
-from inference_obs.errors import DatasetError
+from inference_obs.deployment import Deployment, check_names
+from inference_obs.documents import json_document, yaml_document
+from inference_obs.errors import ConfigurationError, DatasetError, DocumentError
 from inference_obs.source.dataset.manifest import WHOLE, validation_problems
 from inference_obs.source.dataset.reader import MANIFEST
 from inference_obs.source.dataset.redaction import RedactionRules
@@ -79,6 +80,10 @@ def load_deployments(path: str | Path) -> tuple[Deployment, ...]:
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise DatasetError(f"{path}: deployment names repeat: {', '.join(repeated)}")
+    try:
+        check_names(names)
+    except ConfigurationError as exc:
+        raise DatasetError(f"{path}: {exc}") from None
     return tuple(deployments)
 
 
@@ -107,11 +112,15 @@ def _read(path: Path, what: str) -> Any:
         raise DatasetError(f"{path}: cannot be read as UTF-8 text ({exc})") from None
     if path.suffix.lower() == ".json":
         try:
-            return json.loads(text)
+            return json_document(text, str(path))
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
+        except DocumentError as exc:
+            raise DatasetError(str(exc)) from None
     try:
-        return yaml.safe_load(text)
+        return yaml_document(text, str(path))
+    except DocumentError as exc:
+        raise DatasetError(str(exc)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)

@@ -62,6 +62,13 @@ def test_not_yaml_or_not_a_mapping_is_refused() -> None:
         parse_scenario("- 1", "bad.yaml")
 
 
+def test_a_repeated_key_or_deep_nesting_is_refused_not_kept_last_or_a_recursion_error() -> None:
+    with pytest.raises(ScenarioError, match=r"s\.yaml:2: key 'seed' appears twice"):
+        parse_scenario("seed: 1\nseed: 2\n", "s.yaml")  # the second seed won silently
+    with pytest.raises(ScenarioError, match=r"s\.yaml:1: nested deeper than 64"):
+        parse_scenario("seed: " + "[" * 100_000 + "]" * 100_000, "s.yaml")
+
+
 @pytest.mark.parametrize(
     ("path", "value", "field"),
     [

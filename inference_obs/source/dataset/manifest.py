@@ -14,7 +14,7 @@ from typing import Final, Literal
 import pydantic
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-from inference_obs.deployment import Deployment
+from inference_obs.deployment import Deployment, check_names
 from inference_obs.errors import ConfigurationError
 from inference_obs.samples import Window
 
@@ -83,6 +83,7 @@ class Manifest(_Model):
         names = [d.name for d in self.deployments]
         if len(set(names)) != len(names):
             raise ConfigurationError(f"deployment names repeat: {names}; give each its own")
+        check_names(names)
         if self.synthetic != (self.generator is not None):
             raise ConfigurationError(
                 "synthetic datasets name their generator, observed ones do not: "

@@ -32,7 +32,8 @@ from typing import Any
 import pandas
 import pydantic
 
-from inference_obs.errors import DatasetError
+from inference_obs.documents import json_document
+from inference_obs.errors import DatasetError, DocumentError
 from inference_obs.samples import SampleSet
 from inference_obs.source.dataset.manifest import Manifest, validation_problems
 from inference_obs.source.dataset.memory import check_fits
@@ -216,21 +217,11 @@ def _checked_bytes(file: Path, digest: str) -> bytes:
 
 
 def json_object(data: bytes, file: str) -> dict[str, Any]:
-    """Parse a JSON object strictly: no NaN or Infinity, no repeated keys."""
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in items:
-            if key in out:
-                raise DatasetError(f"{file}: key {key!r} appears twice in one object")
-            out[key] = value
-        return out
-
-    def constant(name: str) -> float:
-        raise DatasetError(f"{file}: {name} is not JSON; numbers must be finite")
-
+    """Parse a JSON object under :mod:`inference_obs.documents`' rules (finite, unique keys)."""
     try:
-        value = json.loads(data.decode("utf-8"), object_pairs_hook=pairs, parse_constant=constant)
+        value = json_document(data.decode("utf-8"), file)
+    except DocumentError as exc:
+        raise DatasetError(str(exc)) from None
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
