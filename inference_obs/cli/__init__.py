@@ -33,7 +33,7 @@ from inference_obs.cli.options import (
     EXIT_SOURCE,
     EXIT_USAGE,
 )
-from inference_obs.errors import DatasetError, InferenceObsError, SourceError
+from inference_obs.errors import DatasetError, InferenceObsError, NotPrometheusAPI, SourceError
 from inference_obs.version import __version__
 
 __all__ = [
@@ -77,11 +77,13 @@ def exit_status(error: InferenceObsError) -> tuple[int, str]:
 
     A time budget that ran out is 6, whichever layer noticed; a dataset or
     deployments file that is missing or invalid is input (2), not a source
-    failure; any other source error is 4; anything else is a bad option (2).
+    failure, and so is a URL that does not serve the Prometheus HTTP API (an
+    HTML page, a 404 on an API path): retrying will not help; any other
+    source error is 4; anything else is a bad option (2).
     """
     if isinstance(error, TimeoutError):
         return EXIT_BUDGET, str(error)
-    if isinstance(error, DatasetError):
+    if isinstance(error, DatasetError | NotPrometheusAPI):
         return EXIT_USAGE, str(error)
     if isinstance(error, SourceError):
         return EXIT_SOURCE, f"source error: {error}"

@@ -313,8 +313,9 @@ def _analysis_options(command: argparse.ArgumentParser) -> None:
 
 _EXITS = """\
 Exit status: 0 written; 2 a bad option or input file (nothing read, nothing
-written); 3 a deployment had no series in the window (the report is written);
-4 the source failed; 5 --fail-on invalid-comparison matched; 6 --time-budget
+written), or a --prometheus URL that does not serve the Prometheus HTTP API;
+3 a deployment had no series in the window (the report is written); 4 the
+source failed (worth retrying); 5 --fail-on invalid-comparison matched; 6 --time-budget
 ran out; 7 --fail-on regression matched; 130/143 interrupted (SIGINT/SIGTERM).
 See docs/report-json.md."""
 
