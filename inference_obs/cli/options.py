@@ -12,7 +12,6 @@ import argparse
 import math
 import os
 import ssl
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,8 +171,8 @@ def open_prometheus(args: argparse.Namespace) -> Any:
 
     Every option is checked first, naming itself; building the source sends
     nothing. A ``--time-budget`` (when the command has one) becomes the
-    source's deadline, so a request still running when the budget ends stops
-    then.
+    source's deadline (:func:`budget_deadline`), so a request still running
+    when the budget ends stops then.
     """
     from inference_obs.source.endpoint import parse_base_url
     from inference_obs.source.prometheus import PrometheusSource
@@ -190,9 +189,9 @@ def open_prometheus(args: argparse.Namespace) -> Any:
         )
     if args.parallel < 1:
         raise InferenceObsError(f"--parallel {args.parallel}: expected a whole number >= 1")
-    budget = getattr(args, "time_budget", None)  # commands without one have no deadline
-    if budget is not None:
-        budget = positive_seconds(budget, "--time-budget")
+    from inference_obs.cli.budget import budget_deadline
+
+    deadline = budget_deadline(args)
     try:
         return PrometheusSource(
             args.prometheus,
@@ -201,7 +200,7 @@ def open_prometheus(args: argparse.Namespace) -> Any:
             tls=access.tls,
             parallel=args.parallel,
             max_answer_bytes=round(args.max_answer_mb * 2**20),
-            deadline=time.monotonic() + budget if budget is not None else None,
+            deadline=deadline,
         )
     except ConfigurationError as exc:  # the source's own checks; no secret in them
         raise InferenceObsError(f"--prometheus: {exc}") from None

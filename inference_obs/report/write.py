@@ -191,7 +191,13 @@ def _move_into(stage: Path, out: Path, names: list[str]) -> None:
         os.replace(stage / name, out / name)
 
 
-def write_report(report: Report, out: Path, formats: Collection[str] = FORMATS) -> dict[str, Path]:
+def write_report(
+    report: Report,
+    out: Path,
+    formats: Collection[str] = FORMATS,
+    *,
+    before_moving: Callable[[], None] | None = None,
+) -> dict[str, Path]:
     """Write the report's files under ``out``, all of them or none.
 
     Parameters
@@ -202,6 +208,10 @@ def write_report(report: Report, out: Path, formats: Collection[str] = FORMATS) 
         The output directory (created if needed; other files in it stay).
     formats
         Any of ``md``, ``html``, ``json``; figures are written with ``md`` or ``html``.
+    before_moving
+        Called once every file is staged, before the first is moved into
+        ``out``; an exception from it (a time budget that ran out) leaves
+        ``out`` as it was.
 
     Returns
     -------
@@ -229,6 +239,8 @@ def write_report(report: Report, out: Path, formats: Collection[str] = FORMATS) 
             (stage / name).write_bytes(data)
         if not any((stage / FIGURES).iterdir()):
             (stage / FIGURES).rmdir()
+        if before_moving is not None:
+            before_moving()
         if out.exists():
             _move_into(stage, out, list(files))
         else:
