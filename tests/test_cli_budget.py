@@ -21,8 +21,7 @@ from pathlib import Path
 import pytest
 
 from inference_obs.cli import EXIT_BUDGET
-from inference_obs.cli.budget import MARGIN_S, ends_by
-from inference_obs.report import ReportTimeout
+from inference_obs.cli.budget import MARGIN_S, OutOfTime, ends_by
 from tests.source.fault_servers import (
     REPORT_WINDOW,
     CliRun,
@@ -72,13 +71,17 @@ def assert_ran_out(run: CliRun, budget_s: float, startup: float, out: Path) -> N
 
 
 def test_an_offline_report_ends_within_its_budget(tmp_path: Path, startup: float) -> None:
-    """The bundled report takes about 5 s of CPU (4.2 s user and 0.6 s system measured):
-    more than the budget of 4 s, which the whole run (imports, reading the dataset,
-    analyses, figures, writing) must keep."""
+    """1 s past what starting takes here: reading the bundled dataset, its analyses and
+    figures take over 2 s more (about 4 s for the whole run on a quiet machine), so the
+    budget runs out while they run, whichever part is running then.
+
+    (A fixed budget of 4 s can be met on a quiet machine, and would then test nothing.)
+    """
     out = tmp_path / "out"
     previous_report(out)
-    run = run_cli(["report", "--out", str(out), "--time-budget", "4", "--quiet"], tmp_path)
-    assert_ran_out(run, 4.0, startup, out)
+    budget = math.ceil(startup) + 1
+    run = run_cli(["report", "--out", str(out), "--time-budget", str(budget), "--quiet"], tmp_path)
+    assert_ran_out(run, budget, startup, out)
 
 
 def test_a_live_report_from_a_slow_server_ends_within_its_budget(
@@ -112,7 +115,7 @@ def busy(seconds: float) -> None:
 def test_the_deadline_ends_work_that_checks_no_budget() -> None:
     started = time.monotonic()
     with (
-        pytest.raises(ReportTimeout, match=r"time budget of 0\.3 s ran out"),
+        pytest.raises(OutOfTime, match=r"time budget of 0\.3 s ran out"),
         ends_by(started + 0.3, 0.3),
     ):
         busy(10)
@@ -130,7 +133,7 @@ def test_cleanup_after_the_deadline_is_not_cut_short() -> None:
             busy(0.5)  # five rings of the alarm come and go
             cleaned.append(True)
 
-    with pytest.raises(ReportTimeout), ends_by(time.monotonic() + 0.1, 0.1):
+    with pytest.raises(OutOfTime), ends_by(time.monotonic() + 0.1, 0.1):
         staged_then_removed()
     assert cleaned == [True]
 
@@ -143,14 +146,14 @@ def test_after_commit_nothing_is_cut() -> None:
 
 def test_a_commit_past_the_deadline_raises_so_nothing_is_moved() -> None:
     """Off the main thread, where no alarm rings: commit's own check."""
-    raised: list[ReportTimeout] = []
+    raised: list[OutOfTime] = []
 
     def write() -> None:
         try:
             with ends_by(time.monotonic() + 0.1, 0.1) as commit:
                 time.sleep(0.2)
                 commit()
-        except ReportTimeout as exc:
+        except OutOfTime as exc:
             raised.append(exc)
 
     thread = threading.Thread(target=write)

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from types import FrameType
 
 from inference_obs.cli import capture, catalogue, dashboards, dataset, discover, lint, report
-from inference_obs.cli.budget import process_started
+from inference_obs.cli.budget import OutOfTime
 from inference_obs.cli.catalogue import parse_matcher
 from inference_obs.cli.options import (
     EXIT_BUDGET,
@@ -35,6 +35,7 @@ from inference_obs.cli.options import (
     EXIT_REGRESSION,
     EXIT_SOURCE,
     EXIT_USAGE,
+    process_started,
 )
 from inference_obs.errors import DatasetError, InferenceObsError, NotPrometheusAPI, SourceError
 from inference_obs.version import __version__
@@ -147,6 +148,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if status == EXIT_BUDGET and argv is None:
             _leave_now(status)
         return status
+    except OutOfTime as exc:
+        print(f"inference-obs: {exc}", file=sys.stderr)
+        if argv is None:
+            _leave_now(EXIT_BUDGET)
+        return EXIT_BUDGET
     except KeyboardInterrupt as exc:
         print("inference-obs: interrupted; nothing was left half-written", file=sys.stderr)
         return EXIT_TERMINATED if isinstance(exc, _Terminated) else EXIT_INTERRUPTED

@@ -12,6 +12,7 @@ import argparse
 import math
 import os
 import ssl
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,10 +37,12 @@ __all__ = [
     "LiveAccess",
     "add_live_options",
     "add_window_options",
+    "budget_deadline",
     "live_access",
     "open_prometheus",
     "positive_seconds",
     "prices",
+    "process_started",
     "resolution",
     "topologies",
     "window",
@@ -189,8 +192,6 @@ def open_prometheus(args: argparse.Namespace) -> Any:
         )
     if args.parallel < 1:
         raise InferenceObsError(f"--parallel {args.parallel}: expected a whole number >= 1")
-    from inference_obs.cli.budget import budget_deadline
-
     deadline = budget_deadline(args)
     try:
         return PrometheusSource(
@@ -272,6 +273,36 @@ def resolution(text: str) -> Resolution:
         raise InferenceObsError(
             f"--resolution {text!r}: expected auto, scrape, or a tile width such as 60 or 1m"
         ) from None
+
+
+def process_started() -> float:
+    """When this process started, in :func:`time.monotonic` seconds; now where unknown.
+
+    Linux's ``/proc/self/stat`` gives the start in clock ticks after boot
+    (field 22), on the clock of ``CLOCK_BOOTTIME``; elsewhere the answer is now.
+    """
+    try:
+        with open("/proc/self/stat", encoding="ascii") as stat:
+            # The fields after the command's name, which ends at the last ')'; state is field 3.
+            ticks = int(stat.read().rpartition(")")[2].split()[22 - 3])
+        since = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.monotonic()
+    return time.monotonic() - max(0.0, since)
+
+
+def budget_deadline(args: argparse.Namespace) -> float | None:
+    """The :func:`time.monotonic` time at which ``--time-budget`` ends, or None without one.
+
+    Counted from ``args.started`` (set by :func:`~inference_obs.cli.main`: the
+    process's start when it runs as the program), else from now.
+    """
+    budget = getattr(args, "time_budget", None)  # commands without one have no deadline
+    if budget is None:
+        return None
+    seconds = positive_seconds(budget, "--time-budget")
+    started = getattr(args, "started", None)
+    return (time.monotonic() if started is None else started) + seconds
 
 
 def positive_seconds(text: str, option: str) -> float:

@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from inference_obs.cli.budget import MARGIN_S, budget_deadline, ends_by
+from inference_obs.cli.budget import MARGIN_S, ends_by
 from inference_obs.cli.options import (
     EXIT_BUDGET,
     EXIT_INVALID,
@@ -27,6 +27,7 @@ from inference_obs.cli.options import (
     EXIT_OK,
     EXIT_REGRESSION,
     analysis_settings,
+    budget_deadline,
     positive_seconds,
     prices,
     resolution,
@@ -330,9 +331,9 @@ _EXITS = """\
 Exit status: 0 written; 2 a bad option or input file (nothing read, nothing
 written), or a --prometheus URL that does not serve the Prometheus HTTP API;
 3 a deployment had no series in the window (the report is written); 4 the
-source failed (worth retrying); 5 --fail-on invalid-comparison matched; 6 --time-budget
-ran out; 7 --fail-on regression matched; 130/143 interrupted (SIGINT/SIGTERM).
-See docs/report-json.md."""
+source failed (worth retrying); 5 --fail-on invalid-comparison matched;
+6 --time-budget ran out; 7 --fail-on regression matched; 130/143 interrupted
+(SIGINT/SIGTERM). See docs/report-json.md."""
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
