@@ -17,6 +17,7 @@ that fits it, so callers can catch either::
     │   │   ├── AnswerTooLarge        an answer past the size limit (names the limit)
     │   │   └── TimeBudgetExceeded(TimeoutError) the caller's time budget ran out in a request
     │   ├── MalformedAnswer(ValueError) an answer that parses but cannot be data (says why)
+    │   ├── NotPrometheusAPI          the URL answers, but not with the Prometheus HTTP API
     │   ├── QueryFailed               server said bad_data / execution; keeps error_type, error
     │   ├── NotSupportedOffline       the local engine has no rule for this node (names it)
     │   └── DatasetError              missing or corrupt dataset, manifest mismatch
@@ -42,6 +43,7 @@ __all__ = [
     "MalformedAnswer",
     "NoDataError",
     "NotLintable",
+    "NotPrometheusAPI",
     "NotSupportedOffline",
     "ParseError",
     "QueryError",
@@ -189,6 +191,16 @@ class MalformedAnswer(SourceError, ValueError):
     where a matrix was asked for. A source turns it into
     :class:`SourceUnavailable` (never a number from it); the parsers of
     answer bodies (:mod:`inference_obs.source.frames`) raise it as it is.
+    """
+
+
+class NotPrometheusAPI(SourceError):
+    """The URL answers, but not with the Prometheus HTTP API: a wrong URL, not an outage.
+
+    An HTML page with status 200 (a dashboard, a login form), a 404 without
+    the API's JSON envelope on an API path. Retrying will not help; the
+    message names the URL (never its credentials) and what came back: the
+    status and the content type.
     """
 
 

@@ -129,14 +129,19 @@ def test_a_bad_report_option_is_2_before_any_work(
     assert not (tmp_path / "o").exists()
 
 
-def test_a_spent_budget_stops_the_dataset_load_with_6(
+def test_a_spent_budget_ends_the_run_with_6_before_the_dataset_is_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Spent once the options are checked: nothing is read (the dataset reader's own
+    check of a spent budget is tested with the reader) and nothing written."""
     argv = ["report", "--dataset", str(DATASET), "--out", str(tmp_path / "o"), "--quiet"]
     assert main([*argv, "--time-budget", "0.000001"]) == EXIT_BUDGET
     err = capsys.readouterr().err
-    assert "samples.om: the time budget ran out while reading it" in err
-    assert not (tmp_path / "o" / "report.json").exists()
+    assert err == (
+        "inference-obs: the time budget of 1e-06 s ran out; --out is as it was "
+        "(before the work started)\n"
+    )
+    assert not (tmp_path / "o").exists()
 
 
 def test_a_regression_with_fail_on_regression_is_7(

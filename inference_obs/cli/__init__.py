@@ -16,15 +16,18 @@ reaches the terminal as text, never as a control sequence.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
 
 from inference_obs.cli import capture, catalogue, dashboards, dataset, discover, lint, report
+from inference_obs.cli.budget import OutOfTime
 from inference_obs.cli.catalogue import parse_matcher
 from inference_obs.cli.options import (
     EXIT_BUDGET,
@@ -34,9 +37,10 @@ from inference_obs.cli.options import (
     EXIT_REGRESSION,
     EXIT_SOURCE,
     EXIT_USAGE,
+    process_started,
 )
 from inference_obs.cli.terminal import printable_streams
-from inference_obs.errors import DatasetError, InferenceObsError, SourceError
+from inference_obs.errors import DatasetError, InferenceObsError, NotPrometheusAPI, SourceError
 from inference_obs.version import __version__
 
 __all__ = [
@@ -80,11 +84,13 @@ def exit_status(error: InferenceObsError) -> tuple[int, str]:
 
     A time budget that ran out is 6, whichever layer noticed; a dataset or
     deployments file that is missing or invalid is input (2), not a source
-    failure; any other source error is 4; anything else is a bad option (2).
+    failure, and so is a URL that does not serve the Prometheus HTTP API (an
+    HTML page, a 404 on an API path): retrying will not help; any other
+    source error is 4; anything else is a bad option (2).
     """
     if isinstance(error, TimeoutError):
         return EXIT_BUDGET, str(error)
-    if isinstance(error, DatasetError):
+    if isinstance(error, DatasetError | NotPrometheusAPI):
         return EXIT_USAGE, str(error)
     if isinstance(error, SourceError):
         return EXIT_SOURCE, f"source error: {error}"
@@ -112,21 +118,49 @@ def _sigterm_unwinds() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _leave_now(status: int) -> None:
+    """End the program with ``status`` at once: its time budget is spent.
+
+    The interpreter's teardown (freeing every module and object: a second or
+    more on a busy machine) is skipped; nothing is left to clean up, since a
+    run that fails removes its staged files itself, and the threads that
+    asked the source have ended at the same deadline.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(status)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status.
+
+    Run as the program (``argv`` None), a ``--time-budget`` counts from the
+    process's start, the interpreter's and the imports' time included; called
+    with ``argv``, from this call.
+    """
+    started = process_started() if argv is None else time.monotonic()
     with printable_streams():
-        return _run(argv)
+        return _run(argv, started)
 
 
-def _run(argv: Sequence[str] | None) -> int:
+def _run(argv: Sequence[str] | None, started: float) -> int:
     args = _parser().parse_args(argv)
+    args.started = started
     try:
         with _sigterm_unwinds():
             status: int = args.run(args)
     except InferenceObsError as exc:
         status, message = exit_status(exc)
         print(f"inference-obs: {message}", file=sys.stderr)
+        if status == EXIT_BUDGET and argv is None:
+            _leave_now(status)
         return status
+    except OutOfTime as exc:
+        print(f"inference-obs: {exc}", file=sys.stderr)
+        if argv is None:
+            _leave_now(EXIT_BUDGET)
+        return EXIT_BUDGET
     except KeyboardInterrupt as exc:
         print("inference-obs: interrupted; nothing was left half-written", file=sys.stderr)
         return EXIT_TERMINATED if isinstance(exc, _Terminated) else EXIT_INTERRUPTED

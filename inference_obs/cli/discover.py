@@ -27,8 +27,9 @@ deployment per model and hardware class, with explicit selectors that
 `inference-obs report --deployments FILE` reads as is. Only label sets are
 read (the series endpoint): no samples, no change to anything.
 
-Exit status: 0 written; 2 a bad option, or --out exists (give --force);
-3 no vLLM or SGLang series in the window (nothing written); 4 the source failed."""
+Exit status: 0 written; 2 a bad option, --out exists (give --force), or a
+URL that does not serve the Prometheus HTTP API; 3 no vLLM or SGLang series in
+the window (nothing written); 4 the source failed."""
 
 
 def _check_out(text: str, force: bool) -> Path | None:

@@ -37,11 +37,13 @@ __all__ = [
     "LiveAccess",
     "add_live_options",
     "add_window_options",
+    "budget_deadline",
     "dataset_out",
     "live_access",
     "open_prometheus",
     "positive_seconds",
     "prices",
+    "process_started",
     "resolution",
     "topologies",
     "unwritable",
@@ -218,8 +220,8 @@ def open_prometheus(args: argparse.Namespace) -> Any:
 
     Every option is checked first, naming itself; building the source sends
     nothing. A ``--time-budget`` (when the command has one) becomes the
-    source's deadline, so a request still running when the budget ends stops
-    then.
+    source's deadline (:func:`budget_deadline`), so a request still running
+    when the budget ends stops then.
     """
     from inference_obs.source.endpoint import parse_base_url
     from inference_obs.source.prometheus import PrometheusSource
@@ -236,9 +238,7 @@ def open_prometheus(args: argparse.Namespace) -> Any:
         )
     if args.parallel < 1:
         raise InferenceObsError(f"--parallel {args.parallel}: expected a whole number >= 1")
-    budget = getattr(args, "time_budget", None)  # commands without one have no deadline
-    if budget is not None:
-        budget = positive_seconds(budget, "--time-budget")
+    deadline = budget_deadline(args)
     try:
         return PrometheusSource(
             args.prometheus,
@@ -247,7 +247,7 @@ def open_prometheus(args: argparse.Namespace) -> Any:
             tls=access.tls,
             parallel=args.parallel,
             max_answer_bytes=round(args.max_answer_mb * 2**20),
-            deadline=time.monotonic() + budget if budget is not None else None,
+            deadline=deadline,
         )
     except ConfigurationError as exc:  # the source's own checks; no secret in them
         raise InferenceObsError(f"--prometheus: {exc}") from None
@@ -320,6 +320,36 @@ def resolution(text: str) -> Resolution:
         raise InferenceObsError(
             f"--resolution {text!r}: expected auto, scrape, or a tile width such as 60 or 1m"
         ) from None
+
+
+def process_started() -> float:
+    """When this process started, in :func:`time.monotonic` seconds; now where unknown.
+
+    Linux's ``/proc/self/stat`` gives the start in clock ticks after boot
+    (field 22), on the clock of ``CLOCK_BOOTTIME``; elsewhere the answer is now.
+    """
+    try:
+        with open("/proc/self/stat", encoding="ascii") as stat:
+            # The fields after the command's name, which ends at the last ')'; state is field 3.
+            ticks = int(stat.read().rpartition(")")[2].split()[22 - 3])
+        since = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.monotonic()
+    return time.monotonic() - max(0.0, since)
+
+
+def budget_deadline(args: argparse.Namespace) -> float | None:
+    """The :func:`time.monotonic` time at which ``--time-budget`` ends, or None without one.
+
+    Counted from ``args.started`` (set by :func:`~inference_obs.cli.main`: the
+    process's start when it runs as the program), else from now.
+    """
+    budget = getattr(args, "time_budget", None)  # commands without one have no deadline
+    if budget is None:
+        return None
+    seconds = positive_seconds(budget, "--time-budget")
+    started = getattr(args, "started", None)
+    return (time.monotonic() if started is None else started) + seconds
 
 
 def positive_seconds(text: str, option: str) -> float:

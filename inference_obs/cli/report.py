@@ -13,11 +13,13 @@ import argparse
 import shutil
 import sys
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from inference_obs.cli.budget import MARGIN_S, ends_by
 from inference_obs.cli.options import (
     EXIT_BUDGET,
     EXIT_INVALID,
@@ -25,6 +27,7 @@ from inference_obs.cli.options import (
     EXIT_OK,
     EXIT_REGRESSION,
     analysis_settings,
+    budget_deadline,
     positive_seconds,
     prices,
     resolution,
@@ -44,6 +47,7 @@ from inference_obs.reading.resolution import ROWS, Resolution
 if TYPE_CHECKING:
     from inference_obs.analyses.run import DeploymentResults
     from inference_obs.analyses.validity.verdicts import ValidityResult
+    from inference_obs.report import Report
 
 __all__ = ["DEFAULT_DATASET", "register"]
 
@@ -56,6 +60,7 @@ class _Checked:
     """``report``'s options, each checked, and its input files read; no work done yet."""
 
     formats: tuple[str, ...]
+    budget_s: float
     deadline: float | None
     read_at: Resolution
     prices: dict[str, float]
@@ -80,9 +85,7 @@ def _checked(args: argparse.Namespace) -> _Checked:
     formats = tuple(dict.fromkeys(f.strip() for f in args.format.split(",") if f.strip()))
     if not formats or set(formats) - set(FORMATS):
         raise InferenceObsError(f"--format {args.format!r}: expected any of {','.join(FORMATS)}")
-    budget = (
-        None if args.time_budget is None else positive_seconds(args.time_budget, "--time-budget")
-    )
+    deadline = budget_deadline(args)  # checks --time-budget
     read_at = resolution(args.resolution)
     settings = analysis_settings(args.settings)
     gpu_hour_prices = prices(args.gpu_hour_price)
@@ -109,7 +112,8 @@ def _checked(args: argparse.Namespace) -> _Checked:
         raise InferenceObsError(f"--out {exc}") from None
     return _Checked(
         formats,
-        None if budget is None else time.monotonic() + budget,
+        0.0 if args.time_budget is None else positive_seconds(args.time_budget, "--time-budget"),
+        deadline,
         read_at,
         gpu_hour_prices,
         topology_texts,
@@ -159,13 +163,10 @@ def _unmatched(opened: Opened, names: Collection[str]) -> None:
         note(line)
 
 
-def _report(args: argparse.Namespace) -> int:
-    def say(line: str) -> None:
-        if not args.quiet:
-            print(f"inference-obs: {line}", file=sys.stderr)
-
-    now = started()
-    checked = _checked(args)
+def _built(
+    args: argparse.Namespace, checked: _Checked, say: Callable[[str], None], now: datetime
+) -> tuple[Opened, Report]:
+    """The source opened and the report built from it (with its baseline), not yet written."""
     planned = plan(
         args,
         say,
@@ -182,9 +183,7 @@ def _report(args: argparse.Namespace) -> int:
         except DatasetError as exc:
             raise InferenceObsError(f"--baseline {exc}") from None
     # Every option and input is checked: the work starts here.
-    from inference_obs.analyses.facts import has_data
-    from inference_obs.analyses.validity.verdicts import Verdict
-    from inference_obs.report import from_source, write_report
+    from inference_obs.report import from_source
 
     # The previous report in --out stays until this one is written whole (write_report
     # stages and swaps): a run that fails leaves a scheduled job its last good report.
@@ -205,10 +204,27 @@ def _report(args: argparse.Namespace) -> int:
         from inference_obs.report.with_baseline import with_baseline
 
         report = with_baseline(report, checked.baseline, args.baseline)
-    try:
-        written = write_report(report, checked.out, checked.formats)
-    except OSError as exc:
-        raise unwritable(checked.out, "the report", exc) from None
+    return opened, report
+
+
+def _report(args: argparse.Namespace) -> int:
+    def say(line: str) -> None:
+        if not args.quiet:
+            print(f"inference-obs: {line}", file=sys.stderr)
+
+    now = started()
+    checked = _checked(args)
+    from inference_obs.analyses.facts import has_data
+    from inference_obs.analyses.validity.verdicts import Verdict
+    from inference_obs.report import write_report
+
+    # The whole run ends by the deadline: reading, analyses, figures, staging the files.
+    with ends_by(checked.deadline, checked.budget_s) as commit:
+        opened, report = _built(args, checked, say, now)
+        try:
+            written = write_report(report, checked.out, checked.formats, before_moving=commit)
+        except OSError as exc:
+            raise unwritable(checked.out, "the report", exc) from None
     if not args.quiet:
         for key in (*checked.formats, *sorted(k for k in written if k.startswith("figure:"))):
             print(f"wrote {written[key]}")
@@ -318,10 +334,11 @@ def _analysis_options(command: argparse.ArgumentParser) -> None:
 
 _EXITS = """\
 Exit status: 0 written; 2 a bad option or input file (nothing read, nothing
-written); 3 a deployment had no series in the window (the report is written);
-4 the source failed; 5 --fail-on invalid-comparison matched; 6 --time-budget
-ran out; 7 --fail-on regression matched; 130/143 interrupted (SIGINT/SIGTERM).
-See docs/report-json.md."""
+written), or a --prometheus URL that does not serve the Prometheus HTTP API;
+3 a deployment had no series in the window (the report is written); 4 the
+source failed (worth retrying); 5 --fail-on invalid-comparison matched;
+6 --time-budget ran out; 7 --fail-on regression matched; 130/143 interrupted
+(SIGINT/SIGTERM). See docs/report-json.md."""
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -352,7 +369,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--time-budget",
         default=None,
         metavar="SECONDS",
-        help=f"give up (exit {EXIT_BUDGET}) after this long, dataset loading included",
+        help=f"give up (exit {EXIT_BUDGET}) this long after the program started, ending "
+        f"within {MARGIN_S:g} s of it, --out as it was",
     )
     report.add_argument(
         "--baseline",

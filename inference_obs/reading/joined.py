@@ -12,7 +12,11 @@ would have answered it alone.
 
 Annotations cannot be told apart by part (a server names positions in the
 query it was sent), so an answer that carries any is asked again part by
-part: each Instant then carries exactly what its question gets alone.
+part: each Instant then carries exactly what its question gets alone. So is
+an answer whose part labels cannot be trusted: a :data:`PART` that is not one
+of the parts asked (VictoriaMetrics 1.79 writes a ``pod`` value holding a
+newline into it, in ``histogram_quantile`` joined with ``or``), a series
+without one, or two series of one part with the same labels.
 
 An engine in this process (a dataset's, kind ``dataset``) has no round trips
 to save and would only do the joining's work as well: it is asked each
@@ -26,7 +30,7 @@ from functools import partial
 
 import numpy as np
 
-from inference_obs.errors import QueryError
+from inference_obs.errors import MalformedAnswer, QueryError
 from inference_obs.query import Binary, Expr, ValueType, label_replace, to_promql
 from inference_obs.samples import Instant, Labels, Vector
 from inference_obs.source.base import Source
@@ -57,13 +61,40 @@ def joined(source: Source, exprs: Sequence[Expr], at: float) -> Instant:
 
 
 def split(answer: Instant, count: int) -> list[Vector]:
-    """The ``count`` parts of an answer of :func:`joined`, in order, :data:`PART` removed."""
+    """The ``count`` parts of an answer of :func:`joined`, in order, :data:`PART` removed.
+
+    Raises
+    ------
+    MalformedAnswer
+        When the answer's part labels cannot be trusted (see :func:`_parts`).
+    """
+    parts = _parts(answer, count)
+    if parts is None:
+        raise MalformedAnswer(
+            f"the answer's {PART} labels are not the {count} parts asked", promql=answer.promql
+        )
+    return parts
+
+
+def _parts(answer: Instant, count: int) -> list[Vector] | None:
+    """:func:`split`'s parts, or None when the answer's part labels cannot be trusted.
+
+    Each series must carry a :data:`PART` that is one of the ``count`` asked
+    (spelled as :func:`joined` wrote it: ``int`` would also take ``" 1"``, ``"01"``
+    or other scripts' digits), and no part may hold one label set twice, as
+    no answer to a part alone does.
+    """
+    position = {str(i): i for i in range(count)}
     found: list[tuple[list[Labels], list[float]]] = [([], []) for _ in range(count)]
     if isinstance(answer.value, Vector):
         for labels, value in zip(answer.value.labels, answer.value.values.tolist(), strict=True):
-            part_labels, part_values = found[int(labels[PART])]
-            part_labels.append(Labels((k, v) for k, v in labels.items() if k != PART))
-            part_values.append(value)
+            i = position.get(labels.get(PART, ""))
+            if i is None:
+                return None
+            found[i][0].append(Labels((k, v) for k, v in labels.items() if k != PART))
+            found[i][1].append(value)
+    if any(len(set(labels)) != len(labels) for labels, _ in found):
+        return None
     return [Vector(tuple(lb), np.array(vs, dtype=np.float64)) for lb, vs in found]
 
 
@@ -74,7 +105,8 @@ def in_process(source: Source) -> bool:
 
 def vectors(source: Source, exprs: Sequence[Expr], at: float) -> list[Vector]:
     """Each of the instant vectors ``exprs`` at ``at``, annotations aside: one joined query
-    (:func:`joined`), or each alone, all at once, from an engine in this process.
+    (:func:`joined`), or each alone, all at once, from an engine in this process or
+    when the joined answer's part labels cannot be trusted.
 
     A scalar or range expression among ``exprs`` raises
     :class:`~inference_obs.errors.QueryError` naming it, before anything is asked."""
@@ -85,7 +117,10 @@ def vectors(source: Source, exprs: Sequence[Expr], at: float) -> list[Vector]:
                 "expressions only (ask a scalar with Source.instant)"
             )
     if not in_process(source):
-        return split(joined(source, exprs, at), len(exprs))
+        parts = _parts(joined(source, exprs, at), len(exprs))
+        if parts is not None:
+            return parts
+        # Part labels that cannot be trusted: each question alone, as below.
     found = []
     for expr, answer in zip(
         exprs, together(source, [partial(source.instant, e, at) for e in exprs]), strict=True
@@ -103,7 +138,7 @@ def instants(source: Source, exprs: Sequence[Expr], at: float) -> list[Instant]:
 
     An answer with annotations is asked again part by part, since annotations
     cannot be told apart by part: each Instant then carries exactly what its
-    question alone gets.
+    question alone gets; so is an answer whose part labels cannot be trusted.
 
     Examples
     --------
@@ -122,9 +157,7 @@ def instants(source: Source, exprs: Sequence[Expr], at: float) -> list[Instant]:
     if len(exprs) < 2 or not vector or in_process(source):
         return together(source, alone)
     answer = joined(source, exprs, at)
-    if answer.annotations:
+    parts = None if answer.annotations else _parts(answer, len(exprs))
+    if parts is None:
         return together(source, alone)
-    return [
-        Instant(vector, at, to_promql(e))
-        for e, vector in zip(exprs, split(answer, len(exprs)), strict=True)
-    ]
+    return [Instant(vector, at, to_promql(e)) for e, vector in zip(exprs, parts, strict=True)]

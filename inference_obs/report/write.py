@@ -280,7 +280,13 @@ def _commit(stage: Path, out: Path, names: list[str]) -> None:
         raise
 
 
-def write_report(report: Report, out: Path, formats: Collection[str] = FORMATS) -> dict[str, Path]:
+def write_report(
+    report: Report,
+    out: Path,
+    formats: Collection[str] = FORMATS,
+    *,
+    before_moving: Callable[[], None] | None = None,
+) -> dict[str, Path]:
     """Write the report's files under ``out``, all of them or none.
 
     Parameters
@@ -292,6 +298,10 @@ def write_report(report: Report, out: Path, formats: Collection[str] = FORMATS) 
         previous report did not write stay; a link to a directory is followed).
     formats
         Any of ``md``, ``html``, ``json``; figures are written with ``md`` or ``html``.
+    before_moving
+        Called once every file is staged, before the first is moved into
+        ``out``; an exception from it (a time budget that ran out) leaves
+        ``out`` as it was.
 
     Returns
     -------
@@ -322,6 +332,8 @@ def write_report(report: Report, out: Path, formats: Collection[str] = FORMATS) 
             (stage / name).write_bytes(data)
         if not any((stage / FIGURES).iterdir()):
             (stage / FIGURES).rmdir()
+        if before_moving is not None:
+            before_moving()
         if os.path.lexists(home):
             _commit(stage, home, list(files))
         else:

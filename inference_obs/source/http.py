@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from inference_obs.errors import (
     AnswerTooLarge,
     ConfigurationError,
+    NotPrometheusAPI,
     QueryFailed,
     SourceUnavailable,
     TimeBudgetExceeded,
@@ -389,7 +390,7 @@ class Client:
         log.debug(
             "%s %s -> %d in %.3f s", method, path, response.status, time.monotonic() - started
         )
-        return _classify(response, what, self.endpoint.url + path, hide)
+        return _classify(response, what, self.endpoint.url, path, hide)
 
     def _sent_secrets(self, headers: Mapping[str, str]) -> tuple[str, ...]:
         """The credentials in a request's ``headers``, longest first: never to be shown.
@@ -423,8 +424,10 @@ class Client:
         return ""
 
 
-def _classify(response: Response, promql: str, where: str, hide: Sequence[str] = ()) -> Reply:
-    """THE translation of an HTTP answer: a Reply, or the exception to raise.
+def _classify(
+    response: Response, promql: str, url: str, path: str, hide: Sequence[str] = ()
+) -> Reply:
+    """THE translation of an HTTP answer to ``path`` of ``url``: a Reply, or the exception.
 
     Server text kept in a message, a warning or an info has each of ``hide``
     (the credentials the request carried) replaced.
@@ -434,9 +437,12 @@ def _classify(response: Response, promql: str, where: str, hide: Sequence[str] =
     - a 200 that parses but cannot be data (a NaN timestamp): SourceUnavailable;
     - an error envelope: QueryFailed with its errorType (after retries when
       the status is 5xx and the type transient: timeout, unavailable, internal);
+    - an HTML page, or a 200 that says it is not JSON, or a 404 without an
+      envelope: NotPrometheusAPI (a wrong URL; not retried);
     - a redirect or another status without an envelope: SourceUnavailable.
     """
     status, body, headers = response.status, response.body, response.headers
+    where = url + path
     matrix: Matrix | None = None
     envelope: Envelope | None
     try:
@@ -455,6 +461,8 @@ def _classify(response: Response, promql: str, where: str, hide: Sequence[str] =
         longest = max(map(len, hide), default=0)
         text = body[: 4 * (_BODY_SNIPPET + longest)].decode("utf-8", "replace")
         snippet = _shown(text, hide, _BODY_SNIPPET)
+        if _not_the_api(status, body, headers):
+            raise _not_an_api(response, promql, url, path, hide)
         if status in _RETRY_STATUS:
             raise _Retry(f"HTTP {status}: {snippet!r}", _retry_after(status, headers))
         if status == 200:
@@ -476,6 +484,37 @@ def _classify(response: Response, promql: str, where: str, hide: Sequence[str] =
         partial=bool(envelope.is_partial or envelope.partial_response),
         headers=headers,
         matrix=matrix,
+    )
+
+
+def _not_the_api(status: int, body: bytes, headers: Mapping[str, str]) -> bool:
+    """Whether an answer without an envelope shows that the URL serves no Prometheus API.
+
+    A 404 on an allowlisted path (every Prometheus-compatible server has them
+    all; its own 404s carry an envelope); a 200 whose body is HTML, or whose
+    content type is not JSON. A 200 that claims JSON, or names no type, may be
+    a truncated answer and is retried instead.
+    """
+    if status == 404:
+        return True
+    if status != 200:
+        return False
+    kind = headers.get("content-type", "").partition(";")[0].strip().lower()
+    return body.lstrip().startswith(b"<") or (bool(kind) and "json" not in kind)
+
+
+def _not_an_api(
+    response: Response, promql: str, url: str, path: str, hide: Sequence[str]
+) -> NotPrometheusAPI:
+    """The error naming the ``url`` (never credentials), the ``path`` and what it answered."""
+    kind = response.headers.get("content-type", "").strip()
+    # Server text, cut and with credentials replaced, quoted so that it reads as received.
+    shown = repr(_shown(kind, hide, _BODY_SNIPPET)) if kind else "no content type"
+    return NotPrometheusAPI(
+        f"{url} does not serve the Prometheus HTTP API: {path} answered HTTP "
+        f"{response.status} with {shown}, not the API's JSON (is the URL, or its path "
+        "prefix, the Prometheus server's?)",
+        promql=promql,
     )
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "response",
     "run_cli",
     "small_deployments",
+    "startup_s",
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -301,6 +302,19 @@ def run_cli(args: Sequence[str], tmp: Path, *, timeout_s: float = 30.0) -> CliRu
         ended=ended,
         peak_rss_bytes=usage.ru_maxrss * 1024,  # Linux reports KiB
     )
+
+
+def startup_s(tmp: Path) -> float:
+    """Seconds a child ``inference-obs --version`` takes: Python's start, the library's
+    imports and the exit, on this machine under its present load.
+
+    A run with a time budget cannot end sooner: the budget counts from the
+    process's start, and the run ends as soon as it has started when the
+    start alone outlasts the budget.
+    """
+    run = run_cli(["--version"], tmp)
+    assert run.code == 0, run.stderr
+    return run.elapsed_s
 
 
 def small_deployments(tmp: Path) -> Path:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pytest
 
-from inference_obs.errors import Annotation, SourceUnavailable
+from inference_obs.errors import Annotation, NotPrometheusAPI, SourceUnavailable
 from inference_obs.query import Selector
 from inference_obs.samples import Labels, Vector, Window
 from inference_obs.source.auth import BearerToken
@@ -114,13 +114,13 @@ def test_redirects_are_not_followed(fake: FakeServer, status: int) -> None:
         assert elsewhere.requests == []
 
 
-def test_a_login_page_with_200_is_unavailable(fake: FakeServer) -> None:
-    """An SSO proxy's login form, with status 200: not an answer, whatever its status."""
+def test_a_login_page_with_200_is_no_prometheus_api(fake: FakeServer) -> None:
+    """An SSO proxy's login form, with status 200: not an answer, and no retry will make one."""
     page = b"<!DOCTYPE html><html><form action='/login'><input name='user'></form></html>"
     fake.script = [Answer(200, page, {"Content-Type": "text/html"})]
-    with pytest.raises(SourceUnavailable, match=r"invalid or truncated JSON.*after 2 attempts"):
+    with pytest.raises(NotPrometheusAPI, match=r"answered HTTP 200 with 'text/html'"):
         PrometheusSource(fake.url, retries=1, backoff=0.01).instant(UP, 0)
-    assert len(fake.requests) == 2
+    assert len(fake.requests) == 1
 
 
 # --- non-fatal conditions are annotations ------------------------------------------------
