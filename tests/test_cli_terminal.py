@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -9,10 +10,11 @@ import pytest
 
 from inference_obs.cli import EXIT_OK, main
 from inference_obs.cli.terminal import printable_streams
-from tests.report.hostile_dataset import hostile_dataset
+from tests.report.hostile_dataset import CONTROLS as CONTROLS_TEXT
+from tests.report.hostile_dataset import NAME, hostile_dataset
 
 #: ESC, BEL, C1 CSI, bidi override, pop, isolate and its end, line separator, return:
-#: each is in the hostile dataset's deployment name.
+#: each is in the hostile dataset's texts.
 CONTROLS = ("\x1b", "\x07", "\x9b", "\u202e", "\u202c", "\u2066", "\u2069", "\u2028", "\r")
 
 
@@ -26,11 +28,25 @@ def test_a_report_prints_no_control_character_from_data(
     out, err = capsys.readouterr()
     for control in CONTROLS:
         assert control not in out + err, repr(control)
-    # The deployment's name is printed still (its notes, its figures' files), each control
-    # as an escape a reader sees.
-    name = "PRO <b>bold <img src=x onerror=alert(7)> [n](javascript:alert(8)) \\u001b[31mRED"
-    assert f"inference-obs: {name}" in err
-    assert f"figures/{name}" in out
+    # The deployment's name (markup, no control: a name with one is refused) is printed
+    # as written, in its notes and its figures' files.
+    assert f"inference-obs: {NAME}" in err
+    assert f"figures/{NAME}" in out
+
+
+def test_a_deployment_name_holding_controls_is_refused_unprinted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = hostile_dataset(tmp_path / "dataset")
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    manifest["deployments"][0]["name"] = f"PRO {CONTROLS_TEXT}"
+    (dataset / "manifest.json").write_text(json.dumps(manifest))
+    argv = ["report", "--dataset", str(dataset), "--out", str(tmp_path / "out")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    for control in CONTROLS:
+        assert control not in err, repr(control)
+    assert "does not show" in err
 
 
 def test_an_error_naming_data_prints_no_control_character(
