@@ -10,8 +10,7 @@ import pytest
 
 from inference_obs.cli import EXIT_OK, main
 from inference_obs.cli.terminal import printable_streams
-from tests.report.hostile_dataset import CONTROLS as CONTROLS_TEXT
-from tests.report.hostile_dataset import NAME, hostile_dataset
+from tests.report.hostile_dataset import CONTROLS as CONTROLS_TEXT, NAME, hostile_dataset
 
 #: ESC, BEL, C1 CSI, bidi override, pop, isolate and its end, line separator, return:
 #: each is in the hostile dataset's texts.

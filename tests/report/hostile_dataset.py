@@ -4,8 +4,8 @@ The manifest's title, methodology, sanitisation notes, a deployment's name,
 replica and GPU model, and a label value of the samples (a pod's name) carry
 HTML that runs script in a browser, Markdown links with a ``javascript:``
 target and a link reference definition; all but the deployment's name (which
-refuses them) carry ANSI escape sequences, a C1 control and bidi controls. The manifest's file hashes are refreshed so the copy reads as
-a valid dataset.
+refuses them) carry ANSI escape sequences, a C1 control and bidi controls.
+The manifest's file hashes are refreshed so the copy reads as a valid dataset.
 """
 
 from __future__ import annotations
