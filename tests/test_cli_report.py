@@ -79,8 +79,10 @@ def test_quiet_json_only_with_a_price(tmp_path: Path, capsys: pytest.CaptureFixt
     )
     assert code == EXIT_OK
     assert capsys.readouterr() == ("", "")
-    # JSON only: no Markdown, HTML or figures; every replica's numbers beside it as CSV.
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["replicas.csv", "report.json"]
+    # JSON only: no Markdown, HTML or figures; every replica's numbers beside it as CSV,
+    # and the hidden list of the files the report wrote.
+    written = ["replicas.csv", "report.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".inference-obs-report.json", *written]
     data = json.loads((tmp_path / "report.json").read_text())
     assert any(m["key"] == "PRO/cost/cost" for m in data["measurements"])
 
