@@ -380,10 +380,15 @@ def test_requests_running_on_idle_gpus_with_no_queue_are_a_stall_only_with_a_spi
     gap = Piece(EventKind.RESTART, "a", 90.0, 150.0, "restarted")
     (restart,) = _kept(_merge([piece, gap], touch=60.0))
     assert (restart.kind, restart.start, restart.end) == (EventKind.RESTART, 90.0, 150.0)
-    # Two such rows in a run show it alone.
-    twice = _rows([0, 0, 0], [0, 6, 6], [30.0, 0.0, 0.0])
-    (run,) = _queue_runs(twice)
-    assert not _queue_run(twice, run, None, "scrape", ()).needs_spike
+    # Two such rows need the spike too: a light load's requests beside instants of idle
+    # GPUs (a fresh seed's 2 running at 15 % busy read 0 % twice). A queue in the first
+    # row is a run of its own, a possible stall.
+    twice = _rows([0, 1, 0], [0, 1, 2], [30.0, 0.0, 0.0])
+    queued, quiet = _queue_runs(twice)
+    assert ((queued.start, queued.stop), (quiet.start, quiet.stop)) == ((1, 2), (2, 3))
+    assert _queue_run(twice, quiet, None, "scrape", ()).needs_spike
+    first = _queue_run(twice, queued, None, "scrape", ())
+    assert (first.kind, first.confirmed, first.needs_spike) == (EventKind.STALL, False, False)
 
 
 def test_a_spike_joins_the_queue_before_it_rather_than_an_earlier_spike() -> None:

@@ -27,10 +27,11 @@ of :mod:`~inference_obs.analyses.timeline.pieces`, and merges them:
    the queue by up to a scrape interval and an exporter's collect interval, so
    it cannot clear the queue; the spike (a rolling quantile at least ten times
    its window's median) is what the users met;
-6. requests seen running, none waiting, beside an idle GPU reading in one row
-   are an event only when a latency spike followed them (then a stall): an
-   engine that hangs just after admitting requests shows no queue, but a light
-   load's arrivals just after a GPU sample look the same and are common.
+6. requests seen running, none waiting, beside idle GPU readings are an event
+   only when a latency spike followed them (then a stall), however many rows
+   show them: an engine that hangs just after admitting requests shows no
+   queue, but a light load looks the same (a GPU_UTIL sample is an instant's,
+   and at 15 % busy most instants are idle) and is common.
 
 Nothing is read from the source, nor from what a dataset says about itself
 (its methodology or a fault list): only from the series, through the results.

@@ -100,8 +100,8 @@ class Piece:
     #: away, and requests that arrived after it meet a reading taken before them.
     confirmed: bool = True
     #: Whether the piece is an event only with a latency spike after it: requests seen
-    #: running, none waiting, beside an idle GPU reading in one row, as a light load's
-    #: arrivals just after a GPU sample are most often seen.
+    #: running, none waiting, beside idle GPU readings, as a light load's requests are
+    #: most often seen (a GPU_UTIL sample is an instant's, and most instants are idle).
     needs_spike: bool = False
 
 
@@ -156,9 +156,11 @@ def queue_pieces(q: QueueingResult, zone: tzinfo | None) -> list[Piece]:
 
 
 def _queue_runs(rows: QueueRows) -> list[slice]:
-    """Each run of a replica's rows with requests waiting or held on idle GPUs."""
-    held = _held(rows.waiting, rows.running, rows.gpu_util)
-    return [slice(a, b + 1) for a, b in _runs((np.nan_to_num(rows.waiting) > 0) | held)]
+    """Each run of a replica's rows with requests waiting, then each run of rows with
+    requests held on idle GPUs and none waiting (evidence only with a spike after it)."""
+    waiting = np.nan_to_num(rows.waiting) > 0
+    quiet = _held(rows.waiting, rows.running, rows.gpu_util) & ~waiting
+    return [slice(a, b + 1) for mask in (waiting, quiet) for a, b in _runs(mask)]
 
 
 def _queue_run(
@@ -181,7 +183,9 @@ def _queue_run(
             present = f"{_requests(queued)} waiting"
         phrase = f"{present} while the GPUs read {_percent(float(util[held].max()))} ({span})"
         confirmed = int(held.sum()) >= STALL_CONFIRMED_ROWS
-        quiet = not confirmed and not (np.nan_to_num(waiting) > 0).any()
+        # GPU_UTIL is an instant's sample: at a light load most read 0 beside requests
+        # that ran between them. Without a queue, only a latency rise shows a stall.
+        quiet = not (np.nan_to_num(waiting) > 0).any()
         return Piece(
             EventKind.STALL,
             rows.replica,
