@@ -80,7 +80,9 @@ def latency(report: Report) -> Iterator[Block]:
     yield Paragraph(
         "Times in ms under a second, s above. Brackets: the bucket that holds the true "
         "quantile; ≤: a quantile in the lowest bucket, known only as at most its upper bound "
-        "(the interpolated value would assume observations spread evenly from 0)."
+        "(the estimate inside it would rest on how observations spread from 0, which buckets "
+        "do not record). Values inside a bracket are estimated from its count and the exact "
+        "mean (docs/quantile-estimate.md); report.json keeps Prometheus's too."
     )
     rows = []
     # A metric no deployment has any number of (a family not exported) is one sentence.
