@@ -17,8 +17,9 @@ bucket that must hold the quantile
    bucket takes what the finite buckets do not account for, if it holds
    observations and that leaves its mean at or above its lower edge. The
    rest moves the lowest bucket first (whose shape no neighbour below shows:
-   queue times pile up at 0), then every finite bucket by one common tilt,
-   each within its edges.
+   queue times pile up at 0): its tilt, then, past the steepest tilt, a share
+   of its observations at exactly 0; what it cannot take moves the other
+   finite buckets by one common tilt, each within its edges.
 3. The quantile is read from the cumulative distribution of that model,
    inside the bucket that holds rank ``q x total``; it is clipped to that
    bucket's edges.
@@ -94,40 +95,68 @@ def _bucket_sum(lower: Floats, width: Floats, counts: Floats, tilts: Floats) -> 
     return float(np.sum(counts * (lower + width * _tilted_mean(tilts))))
 
 
-def _solve(fixed: float, target: float, move: Floats, tilts: Floats, *, share: Floats) -> Floats:
-    """``tilts`` plus ``step * share`` with ``step`` found by bisection so that the buckets'
-    total is ``target`` (``fixed`` plus the buckets in ``move``'s weights), clipped."""
-    lower, width, counts = move[0], move[1], move[2]
+def _tilt_for(position: float) -> float:
+    """The tilt whose mean position in a bucket is ``position`` (0-1), within the limits."""
+    lo, hi = -_MAX_TILT, _MAX_TILT
+    # The mean position falls as the tilt grows.
+    for _ in range(_STEPS):
+        mid = (lo + hi) / 2.0
+        if float(_tilted_mean(np.array(mid))) > position:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2.0
+
+
+def _common_tilt(
+    lower: Floats, width: Floats, counts: Floats, tilts: Floats, target: float
+) -> Floats:
+    """``tilts`` of buckets 1 and up moved by one common step so that all the finite buckets
+    add up to ``target`` (as near as the limits allow)."""
+    moved = (counts > 0) & (np.arange(counts.size) > 0)
 
     def total(step: float) -> float:
-        t = np.clip(tilts + step * share, -_MAX_TILT, _MAX_TILT)
-        return fixed + _bucket_sum(lower, width, counts, t)
+        t = np.where(moved, np.clip(tilts + step, -_MAX_TILT, _MAX_TILT), tilts)
+        return _bucket_sum(lower, width, counts, t)
 
     lo, hi = -2 * _MAX_TILT, 2 * _MAX_TILT
-    # The total falls as the tilt grows (mass moves to each bucket's lower edge).
+    # The total falls as the step grows (mass moves to each bucket's lower edge).
     for _ in range(_STEPS):
         mid = (lo + hi) / 2.0
         if total(mid) > target:
             lo = mid
         else:
             hi = mid
-    out: Floats = np.clip(tilts + (lo + hi) / 2.0 * share, -_MAX_TILT, _MAX_TILT)
+    out: Floats = np.where(moved, np.clip(tilts + (lo + hi) / 2.0, -_MAX_TILT, _MAX_TILT), tilts)
     return out
 
 
-def _constrained_tilts(
+def _constrained(
     lower: Floats, width: Floats, counts: Floats, tilts: Floats, target: float
-) -> Floats:
-    """Step 2 on the finite buckets: the lowest bucket's tilt first, then one common tilt."""
+) -> tuple[Floats, float]:
+    """Step 2 on the finite buckets: the tilts, and the share of the lowest bucket's
+    observations at 0. The lowest bucket takes the difference to ``target`` first: by its
+    tilt, then, past the steepest tilt, by observations at 0; the other buckets take what it
+    cannot, by one common tilt."""
+    tilts = tilts.copy()
+    at_zero = 0.0
     if counts[0] > 0:
-        only_lowest = np.zeros(counts.size)
-        only_lowest[0] = 1.0
-        tilts = _solve(0.0, target, np.stack((lower, width, counts)), tilts, share=only_lowest)
-    achieved = _bucket_sum(lower, width, counts, tilts)
-    if abs(achieved - target) <= 1e-9 * max(abs(target), 1e-300):
-        return tilts
-    every = (counts > 0).astype(np.float64)
-    return _solve(0.0, target, np.stack((lower, width, counts)), tilts, share=every)
+        rest = _bucket_sum(lower[1:], width[1:], counts[1:], tilts[1:])
+        position = (target - rest) / counts[0] / width[0]
+        steepest = float(_tilted_mean(np.array(_MAX_TILT)))
+        tilts[0] = _tilt_for(min(max(position, 0.0), 1.0))
+        if position < steepest:
+            # Lower than the steepest density allows: the rest sits at 0 (a queue time,
+            # a TPOT of 0 for one-token requests).
+            at_zero = 1.0 - max(position, 0.0) / steepest
+    achieved = (1.0 - at_zero) * counts[0] * (lower[0] + width[0] * float(_tilted_mean(tilts[0])))
+    achieved += _bucket_sum(lower[1:], width[1:], counts[1:], tilts[1:])
+    if abs(achieved - target) > 1e-9 * max(abs(target), 1e-300):
+        remaining = target - (1.0 - at_zero) * counts[0] * (
+            lower[0] + width[0] * float(_tilted_mean(tilts[0]))
+        )
+        tilts = _common_tilt(lower, width, counts, tilts, remaining)
+    return tilts, at_zero
 
 
 def mean_constrained_quantile(q: float, upper: Floats, counts: Floats, mean: float | None) -> float:
@@ -163,13 +192,13 @@ def mean_constrained_quantile(q: float, upper: Floats, counts: Floats, mean: flo
 
     Examples
     --------
-    Eight observations of 0 s and two of 0.9 s in buckets of 1 s and 2 s:
-    interpolation puts the median at 0.5 s; the mean (0.18 s) says the
-    lowest bucket's observations sit near 0.
+    Eight observations of 0 s and two of 0.25 s, all in the lowest of buckets
+    of 1 s and 2 s: interpolation puts the median at 0.5 s; the mean (0.05 s)
+    says most of them sit at 0.
 
     >>> up = np.array([1.0, 2.0, np.inf])
-    >>> round(mean_constrained_quantile(0.5, up, np.array([10.0, 10.0, 10.0]), 0.18), 3)
-    0.09
+    >>> mean_constrained_quantile(0.5, up, np.array([10.0, 10.0, 10.0]), 0.05)
+    0.0
     """
     if math.isnan(q) or q < 0 or q > 1:
         return math.nan
@@ -198,6 +227,7 @@ def mean_constrained_quantile(q: float, upper: Floats, counts: Floats, mean: flo
     per_bucket = np.diff(np.concatenate(([0.0], cumulative)))
     finite_counts, in_inf = per_bucket[:finite], float(per_bucket[finite])
     tilts = _shape_tilts(lower_edges, upper_edges, finite_counts)
+    at_zero = 0.0
     if mean is not None and math.isfinite(mean) and mean >= 0:
         target = mean * total
         fitted = _bucket_sum(lower_edges, width, finite_counts, tilts)
@@ -205,8 +235,12 @@ def mean_constrained_quantile(q: float, upper: Floats, counts: Floats, mean: flo
         leftover = target - fitted - in_inf * float(upper_edges[-1])
         if in_inf == 0 or leftover < 0:
             finite_target = target - in_inf * float(upper_edges[-1])
-            tilts = _constrained_tilts(lower_edges, width, finite_counts, tilts, finite_target)
+            tilts, at_zero = _constrained(lower_edges, width, finite_counts, tilts, finite_target)
     below = float(cumulative[b - 1]) if b > 0 else 0.0
     inside = min(max((rank - below) / float(per_bucket[b]), 0.0), 1.0)
+    if b == 0:
+        if inside <= at_zero:
+            return 0.0
+        inside = (inside - at_zero) / (1.0 - at_zero)
     value = lower_edges[b] + width[b] * _tilted_quantile(float(tilts[b]), inside)
     return float(min(max(value, lower_edges[b]), upper_edges[b]))
