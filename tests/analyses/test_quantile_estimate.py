@@ -7,9 +7,10 @@ import math
 import statistics
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
-from benchmarks.quantile_accuracy import cases
+from benchmarks.quantile_accuracy import cases, main
 from inference_obs.engine.histograms import histogram_quantile, quantile_bounds
 from inference_obs.engine.quantile_estimate import mean_constrained_quantile
 from inference_obs.engine.rules import Rules
@@ -90,3 +91,16 @@ def test_on_a_simulated_scenario_it_is_closer_than_interpolation_and_inside_the_
         for e in ("promql", "estimate")
     }
     assert errors["estimate"] <= errors["promql"], errors
+
+
+def test_the_benchmark_prints_medians_per_quantile_level(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    main(["--scenarios", "pro5000-vs-h20", "--seeds", "11"])
+    out = capsys.readouterr().out
+    assert "| quantile | cases | promql | estimate | aiperf | bounds hold |" in out
+    assert all(f"| {level} |" in out for level in ("P50", "P90", "P95", "P99", "all"))
+    # Every row of both tables says the bounds held the truth every time.
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "cases" not in line]
+    assert rows
+    assert all(line.endswith("| 1.000 |") for line in rows if "---" not in line)
