@@ -398,7 +398,7 @@ def _latency(r: Reading, settings: NoSettings) -> LatencyResult:
         _ITL,
         _ABORTS,
         "Quantiles are estimated inside the bucket holding them from the buckets' counts and "
-        "the exact mean (Prometheus's interpolation kept as promql_value); only the bucket "
+        "the exact mean (Prometheus's interpolated value is in the appendix); only the bucket "
         "(bounds) is certain. Replicas' buckets are merged before the quantile is taken.",
     )
     share = derive(

@@ -80,9 +80,8 @@ def latency(report: Report) -> Iterator[Block]:
     yield Paragraph(
         "Times in ms under a second, s above. Brackets: the bucket that holds the true "
         "quantile; ≤: a quantile in the lowest bucket, known only as at most its upper bound "
-        "(the estimate inside it would rest on how observations spread from 0, which buckets "
-        "do not record). Values inside a bracket are estimated from its count and the exact "
-        "mean (docs/quantile-estimate.md); report.json keeps Prometheus's too."
+        "(how observations spread from 0 is not recorded). Values in brackets are estimated "
+        "from the buckets and the exact mean (docs/quantile-estimate.md)."
     )
     rows = []
     # A metric no deployment has any number of (a family not exported) is one sentence.
