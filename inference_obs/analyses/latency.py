@@ -7,7 +7,11 @@ decode time, :func:`latency` reports the request-weighted mean
 the buckets of every replica added together before the quantile is
 estimated, never an average of per-replica quantiles. Each quantile carries
 in ``bounds`` the edges of the bucket that must hold the true quantile: the
-interpolated value inside it is an estimate, the bucket is not. A quantile
+value inside it is an estimate, the bucket is not. The value uses the
+buckets' counts and the exact mean
+(:func:`~inference_obs.engine.quantile_estimate.mean_constrained_quantile`);
+Prometheus's ``histogram_quantile`` stays in ``provenance.promql_value``, its
+query first in ``provenance.promql``, for rechecking. A quantile
 in the lowest bucket also carries a ``lowest_bucket`` annotation: it is
 known only as at most the bucket's upper bound.
 
@@ -27,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 
 from inference_obs.analyses.unit import Analysis, NoSettings
 from inference_obs.engine.histograms import fraction_below, parse_le, quantile_bounds
+from inference_obs.engine.quantile_estimate import mean_constrained_quantile
 from inference_obs.errors import Annotation
 from inference_obs.metrics import builders, vllm
 from inference_obs.metrics.family import Family
@@ -297,9 +302,39 @@ def summarise(
         m = r.measure(
             f"{name}_{label}", expr, family.unit, caveats=caveats, bounds=bounds, answer=answer
         )
+        if bounds is not None and m.value is not None:
+            m = _estimated(m, q, buckets, mean, bounds)
         out[label] = _no_buckets(m, family, r.deployment.name) if not buckets.upper else m
         out[label] = note_lowest_bucket(out[label])
     return HistogramSummary(**out)
+
+
+def _estimated(
+    m: Measurement, q: float, buckets: MergedBuckets, mean: Measurement, bounds: Bounds
+) -> Measurement:
+    """``m`` (``histogram_quantile``'s value) with the estimate that also uses the exact mean
+    as its value, inside ``bounds``; PromQL's value kept in the provenance for rechecking."""
+    exact_mean = mean.value if mean.status is Status.OK else None
+    upper, counts, _ = buckets.arrays()
+    value = mean_constrained_quantile(q, upper, counts, exact_mean)
+    if math.isnan(value):
+        return m
+    # The estimate lies inside the bucket by construction; clipping guards only rounding.
+    value = min(max(value, bounds.lower), bounds.upper)
+    uses = "" if exact_mean is None else f" and the exact {mean.statistic} ({exact_mean:.6g})"
+    how = (
+        f"histogram_quantile (first query) gives promql_value; the value is estimated from "
+        f"the merged buckets (second query){uses} by mean_constrained_quantile, inside the "
+        "bucket that holds the quantile (docs/quantile-estimate.md)"
+    )
+    provenance = m.provenance.model_copy(
+        update={
+            "promql": tuple(dict.fromkeys((*m.provenance.promql, buckets.promql))),
+            "computation": how,
+            "promql_value": m.value,
+        }
+    )
+    return m.model_copy(update={"value": value, "provenance": provenance})
 
 
 class LatencyResult(AnalysisResult):
@@ -362,7 +397,8 @@ def _latency(r: Reading, settings: NoSettings) -> LatencyResult:
         _TPOT,
         _ITL,
         _ABORTS,
-        "Quantiles are interpolated inside the bucket holding them; only the bucket "
+        "Quantiles are estimated inside the bucket holding them from the buckets' counts and "
+        "the exact mean (Prometheus's interpolated value is in the appendix); only the bucket "
         "(bounds) is certain. Replicas' buckets are merged before the quantile is taken.",
     )
     share = derive(

@@ -41,9 +41,9 @@ __all__ = [
     "same_bucket",
 ]
 
-#: Annotation kind of a quantile whose bucket is its histogram's lowest (from 0): the
-#: interpolated value assumes observations spread evenly from 0 to the bucket's upper
-#: bound, where latencies such as queue time pile up at 0; only "at most upper" is known.
+#: Annotation kind of a quantile whose bucket is its histogram's lowest (from 0): how its
+#: observations spread from 0 to the bucket's upper bound is not recorded (latencies such as
+#: queue time pile up at 0), so the value is an estimate; only "at most upper" is known.
 LOWEST_BUCKET = "lowest_bucket"
 #: Annotation kind of a value outside the range its family's definition fixes (a KV-cache
 #: usage below 0): the exporter is wrong, so the value is kept out of every reading.
@@ -80,6 +80,11 @@ class Provenance(_Model):
     engine: str = Field(description="Engine kind that answered (prometheus, dataset, ...).")
     rules: str = Field(description="Rule set of the numbers (prometheus-2, ...).")
     computation: str | None = Field(None, description="Local arithmetic on the query results.")
+    promql_value: float | None = Field(
+        None,
+        description="What the first query itself returns, where the value is computed "
+        "otherwise (a quantile estimated with the exact mean): recheck against this.",
+    )
 
 
 class Measurement(_Model):
@@ -136,8 +141,8 @@ def note_lowest_bucket(m: Measurement) -> Measurement:
     note = Annotation(
         LOWEST_BUCKET,
         f"{m.statistic} lies in the lowest bucket, [0, {upper:g}] {m.unit}: only that it is at "
-        f"most {upper:g} is known; the interpolated {m.value:.4g} assumes observations spread "
-        "evenly from 0, which the histogram cannot tell",
+        f"most {upper:g} is known; {m.value:.4g} is an estimate of where inside it, which the "
+        "buckets alone cannot tell",
     )
     return m.model_copy(update={"annotations": (*m.annotations, note)})
 
@@ -263,6 +268,7 @@ def measurement_json(m: Measurement) -> dict[str, Any]:
             "engine": m.provenance.engine,
             "rules": m.provenance.rules,
             "computation": m.provenance.computation,
+            "promql_value": json_number(m.provenance.promql_value),
         },
         "annotations": [{"kind": a.kind, "message": a.message} for a in m.annotations],
         "caveats": list(m.caveats),

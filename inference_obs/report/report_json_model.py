@@ -151,6 +151,9 @@ class ProvenanceEntry(_Closed):
     engine: str
     rules: str
     computation: str | None
+    promql_value: float | Literal["+Inf", "-Inf"] | None = Field(
+        None, description="What the first query returns, where the value is computed otherwise."
+    )
 
 
 class ConfigurationEntry(_Closed):

@@ -129,7 +129,18 @@ def declared(tmp_path_factory: pytest.TempPathFactory) -> Report:
 
 
 def _values(rep: Report) -> dict[str, float | None]:
-    return {m.key: m.value for m in rep.measurements()}
+    """Each value by key; a latency quantile's is what Prometheus's ``histogram_quantile``
+    returns (``promql_value``, hand-derivable), after checking that the value shown, an
+    estimate, lies in the bucket that must hold the quantile."""
+    out: dict[str, float | None] = {}
+    for m in rep.measurements():
+        out[m.key] = m.value
+        if m.provenance.promql_value is not None:
+            assert m.bounds is not None
+            assert m.value is not None
+            assert m.bounds.lower <= m.value <= m.bounds.upper, m.key
+            out[m.key] = m.provenance.promql_value
+    return out
 
 
 def test_latency_from_the_sglang_histograms(declared: Report) -> None:

@@ -75,6 +75,9 @@ def appendix(report: Report) -> Iterator[Block]:
             lines.append(f"# {m.key} = {number(m.value, 6)} {m.unit} ({m.status.value})")
             if m.provenance.computation:
                 lines.append(f"#   computed: {m.provenance.computation}")
+            if m.provenance.promql_value is not None:
+                # What a server returns for the first query below: the number to recheck.
+                lines.append(f"#   first query returns: {number(m.provenance.promql_value, 6)}")
             lines.extend(m.provenance.promql)
             lines.append("")
         title = titles.get(analysis, analysis.replace("_", " ").capitalize())

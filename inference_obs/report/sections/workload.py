@@ -80,7 +80,8 @@ def latency(report: Report) -> Iterator[Block]:
     yield Paragraph(
         "Times in ms under a second, s above. Brackets: the bucket that holds the true "
         "quantile; ≤: a quantile in the lowest bucket, known only as at most its upper bound "
-        "(the interpolated value would assume observations spread evenly from 0)."
+        "(how observations spread from 0 is not recorded). Values in brackets are estimated "
+        "from the buckets and the exact mean (docs/quantile-estimate.md)."
     )
     rows = []
     # A metric no deployment has any number of (a family not exported) is one sentence.
