@@ -1,0 +1,94 @@
+"""Every quantile bound a report publishes holds the true quantile of the window's requests.
+
+The truth is the dataset's ``requests.csv``: for TTFT the requests whose first
+token falls in the window, for the finish-time histograms the finished
+requests whose finish falls in it (client aborts are absent from vLLM's
+finished-request histograms). A bound annotated ``bounds_counted_requests``
+says it holds for the requests counted between each series' first and last
+scrape only, and is checked against those (tests/analyses/ground_truth.py).
+Bundled datasets, and each scenario simulated afresh at a new seed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from inference_obs.cli import main
+from inference_obs.simulate.scenario import load_scenario
+from inference_obs.source.dataset.source import DatasetSource
+from tests.analyses.ground_truth import true_quantile, truth
+
+DATASETS = Path(__file__).resolve().parents[2] / "datasets"
+BUNDLED = ("pro5000-vs-h20", "h100-vs-h200", "r1-decode")
+#: latency metric -> (requests.csv column, the event that records it, finished only)
+COLUMNS = {
+    "ttft": ("ttft", "first_token", False),
+    "tpot": ("tpot", "finish", True),
+    "e2e": ("e2e", "finish", True),
+    "queue": ("queue_time", "finish", True),
+    "prefill": ("prefill_time", "finish", True),
+    "decode": ("decode_time", "finish", True),
+}
+QUANTILE = re.compile(r"^(ttft|tpot|e2e|queue|prefill|decode)_p(\d+)$")
+
+
+def _window_values(requests: pd.DataFrame, name: str, metric: str, seconds: float) -> Any:
+    column, event, finished = COLUMNS[metric]
+    rows = requests[requests["deployment"] == name]
+    keep = (rows[event] > 0) & (rows[event] <= seconds) & rows[column].notna()
+    if finished:
+        keep &= rows["outcome"] == "finished"
+    return rows.loc[keep, column].to_numpy(np.float64)
+
+
+def _check(data: Path, out: Path) -> list[str]:
+    """Every latency quantile bound in ``out``'s report.json that excludes its truth."""
+    assert main(["report", "--dataset", str(data), "--out", str(out), "--quiet"]) == 0
+    doc = json.loads((out / "report.json").read_text())
+    source = DatasetSource(data)
+    requests = pd.read_csv(data / "requests.csv")
+    seconds = source.dataset.manifest.window.window().seconds
+    misses, checked = [], 0
+    for m in doc["measurements"]:
+        found = QUANTILE.match(m["statistic"])
+        if m["analysis"] != "latency" or not found or not m["bounds"]:
+            continue
+        metric, q = found.group(1), int(found.group(2)) / 100
+        column, event, finished = COLUMNS[metric]
+        counted_only = any(a["kind"] == "bounds_counted_requests" for a in m["annotations"])
+        if counted_only:
+            values = truth(source, m["deployment"], column, event, finished)
+        else:
+            values = _window_values(requests, m["deployment"], metric, seconds)
+        expected = true_quantile(values, q)
+        low, high = m["bounds"]["lower"], m["bounds"]["upper"]
+        low, high = (float(low), float(high))
+        checked += 1
+        if not low <= expected <= high:
+            misses.append(f"{m['key']}: truth {expected:.6g} outside [{low:g}, {high:g}]")
+    assert checked, "no quantile bound checked"
+    return misses
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_bundled_quantile_bounds_hold_the_windows_quantile(name: str, tmp_path: Path) -> None:
+    assert _check(DATASETS / name, tmp_path / "report") == []
+
+
+@pytest.mark.parametrize("scenario", BUNDLED)
+def test_fresh_simulation_quantile_bounds_hold(scenario: str, tmp_path: Path) -> None:
+    shipped = load_scenario(scenario).seed
+    while (seed := random.SystemRandom().randrange(1, 2**31)) == shipped:
+        pass
+    data = tmp_path / "data"
+    assert main(["simulate", scenario, "--seed", str(seed), "--out", str(data)]) == 0
+    misses = _check(data, tmp_path / "report")
+    assert misses == [], f"{scenario} at seed {seed} (rerun: inference-obs simulate): {misses}"
