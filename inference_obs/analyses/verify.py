@@ -29,7 +29,6 @@ import html
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,8 @@ from inference_obs.analyses.published import (
     published_aggregates,
 )
 from inference_obs.analyses.run import run_one
+from inference_obs.analyses.verify_rows import RowStatus, VerifyRow
+from inference_obs.analyses.verify_truth import truth_rows
 from inference_obs.deployment import Deployment
 from inference_obs.engine.rules import Rules
 from inference_obs.errors import DatasetError
@@ -131,32 +132,6 @@ _TARGETS = "a target of the scenario (the observation it is shaped after), not o
 _SIMULATED_DIGITS = 6
 
 
-class RowStatus(StrEnum):
-    """How a published number compares with its recomputation."""
-
-    OK = "ok"
-    #: Both are numbers, further apart than the tolerance (or of another status).
-    DIFFERS = "differs"
-    #: One side is a number, the other has none.
-    MISSING = "missing"
-    #: The samples cannot reproduce it; ``reason`` says why.
-    NOT_RECOMPUTABLE = "not_recomputable"
-
-
-class VerifyRow(BaseModel):
-    """One published number and its recomputation (in the number's own unit)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    key: str = Field(description="Measurement key, or the JSON path in aggregates.json.")
-    published: float | None
-    recomputed: float | None
-    difference: float | None = Field(None, description="recomputed - published.")
-    tolerance: float | None = Field(None, description="Largest |difference| counted as equal.")
-    status: RowStatus
-    reason: str = ""
-
-
 class VerifyResult(BaseModel):
     """Every published number of a dataset, recomputed from its samples.
 
@@ -176,12 +151,14 @@ class VerifyResult(BaseModel):
     @property
     def failures(self) -> tuple[VerifyRow, ...]:
         """Rows that differ or are missing."""
-        return tuple(r for r in self.rows if r.status in (RowStatus.DIFFERS, RowStatus.MISSING))
+        failing = (RowStatus.DIFFERS, RowStatus.MISSING, RowStatus.OUTSIDE)
+        return tuple(r for r in self.rows if r.status in failing)
 
     @property
     def passed(self) -> bool:
         """Whether something was recomputed and everything recomputed agrees."""
-        checked = any(r.status is not RowStatus.NOT_RECOMPUTABLE for r in self.rows)
+        unchecked = (RowStatus.NOT_RECOMPUTABLE, RowStatus.ABSENT)
+        checked = any(r.status not in unchecked for r in self.rows)
         return checked and not self.failures
 
     def to_frame(self) -> pd.DataFrame:
@@ -251,6 +228,10 @@ def verify_dataset(path: str | Path, *, rel_tol: float = 1e-9) -> VerifyResult:
         reason = f"unknown layout: neither 'schema': {SCHEMA!r} nor the simulator's 'realised'"
         rows = [_unrecomputable(k, v, reason) for k, v in _leaves(published, "")]
         layout = "unknown"
+    requests = dataset.requests
+    if isinstance(requests, pd.DataFrame) and not requests.empty:
+        deployments = dataset.manifest.deployments
+        rows += truth_rows(DatasetSource(dataset, rules=rules), deployments, window, requests)
     return VerifyResult(path=str(dataset.path), layout=layout, rules=rules.value, rows=tuple(rows))
 
 
@@ -365,7 +346,11 @@ def _compare(
         return VerifyRow(key=key, published=published, recomputed=recomputed, status=status)
     if published is None or recomputed is None:
         if published is None and recomputed is None:
-            return VerifyRow(key=key, published=None, recomputed=None, status=RowStatus.OK)
+            # Agreeing absence is not a comparison: said as such, neither ok nor a failure.
+            why = "neither published nor recomputed has a number"
+            return VerifyRow(
+                key=key, published=None, recomputed=None, status=RowStatus.ABSENT, reason=why
+            )
         side = "published" if published is None else "recomputed"
         return _missing(key, published, f"no {side} number", recomputed)
     difference = recomputed - published

@@ -48,10 +48,18 @@ def test_the_simulators_sampled_numbers_are_recomputed_and_agree(path: Path) -> 
     assert result.layout == "simulated"
     assert result.passed
     names = [d.name for d in read_dataset(path).manifest.deployments]
-    checked = {r.key for r in result.rows if r.status is RowStatus.OK}
+    # A both-null number is "absent", never "ok"; ground-truth rows are "truth.*".
+    compared = (RowStatus.OK, RowStatus.ABSENT)
+    truth = [r for r in result.rows if r.key.startswith("truth.")]
+    checked = {r.key for r in result.rows if r.status in compared and r not in truth}
     assert checked == {f"realised.{n}.{k}" for n in names for k in (*FROM_ANALYSES, *FROM_SAMPLES)}
+    assert all(
+        (r.status is RowStatus.ABSENT) == (r.published is None and r.recomputed is None)
+        for r in result.rows
+        if r.key in checked
+    )
     rest = [r for r in result.rows if r.status is RowStatus.NOT_RECOMPUTABLE]
-    assert len(rest) + len(checked) == len(result.rows)
+    assert truth and len(rest) + len(checked) + len(truth) == len(result.rows)
     assert all(r.reason for r in rest)
     reasons = {r.key: r.reason for r in rest}
     assert "target of the scenario" in next(
@@ -97,9 +105,13 @@ def test_published_measurements_are_recomputed_exactly(
     bounds = sum(
         b is not None for e in entries.values() for b in (e["bounds"] or [None, None])
     )  # fmt: skip
-    assert len(result.rows) == len(entries) + bounds
-    assert all(r.status is RowStatus.OK for r in result.rows)
-    assert all(r.difference == 0 for r in result.rows if r.difference is not None)
+    rows = [r for r in result.rows if not r.key.startswith("truth.")]
+    assert len(rows) == len(entries) + bounds
+    # Both null is "absent", never "ok".
+    assert all(
+        r.status is (RowStatus.ABSENT if r.published is None else RowStatus.OK) for r in rows
+    )
+    assert all(r.difference == 0 for r in rows if r.difference is not None)
 
 
 def test_changed_missing_and_restated_measurements_fail(
