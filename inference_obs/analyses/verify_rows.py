@@ -23,8 +23,6 @@ class RowStatus(StrEnum):
     ABSENT = "absent"
     #: A published bound that excludes the ground truth.
     OUTSIDE = "outside"
-    #: A bound that says it holds for the counted requests only, and misses the window's truth.
-    COUNTED_ONLY = "counted_only"
 
 
 class VerifyRow(BaseModel):
