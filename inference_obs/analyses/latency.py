@@ -67,6 +67,8 @@ __all__ = [
     "merged_buckets",
     "share_within",
     "shares_within",
+    "unseen_observations",
+    "window_bounds",
 ]
 
 QUANTILES: tuple[tuple[str, float], ...] = (
@@ -270,8 +272,8 @@ def questions(r: Reading, family: Family) -> list[Expr]:
     return [buckets_query(r, family), *quantiles, scraped_query(r, family)]
 
 
-def scraped_query(r: Reading, family: Family) -> Expr:
-    """``sum(max_over_time(h_count{m}[w]) - min_over_time(h_count{m}[w]))``.
+def scraped_query(r: Reading, family: Family, by: tuple[str, ...] = ()) -> Expr:
+    """``sum(max_over_time(h_count{m}[w]) - min_over_time(h_count{m}[w]))`` (``by`` the labels).
 
     The observations counted between each series' first and last sample in
     the window (a series that restarted counts less, so the unseen ones
@@ -279,7 +281,7 @@ def scraped_query(r: Reading, family: Family) -> Expr:
     """
     closed = closed_range(family.select(r.matchers, "count"), r.seconds, r.source.info().rules)
     change: Expr = max_over_time(closed) - min_over_time(closed)
-    return change.sum()
+    return change.sum(by=by) if by else change.sum()
 
 
 #: Standard deviations of a Poisson count added to the expected number of unseen
@@ -288,31 +290,39 @@ def scraped_query(r: Reading, family: Family) -> Expr:
 UNSEEN_MARGIN_SIGMAS = 3.0
 
 
-def unseen_observations(buckets: MergedBuckets, scraped: Instant) -> tuple[Any, float]:
-    """The merged buckets' counts of the observations the counters hold, and how many of the
+def unseen_observations(counts: Any, seen: float | None) -> tuple[Any, float]:
+    """Cumulative bucket counts of the observations the counters hold, and how many of the
     window's observations they may lack, at most.
 
     The window's requests include those between its edges and each series'
     first and last scrape, which no counter holds. ``increase()`` estimates
     them (the counter's rate times the uncovered time) and adds them to the
-    merged counts in each bucket's proportion; here they are taken out again
-    (the counts scaled to the observations counted between the scrapes,
-    ``scraped``: exact for one series, each series' own proportion otherwise)
-    and counted as unseen: the estimate plus :data:`UNSEEN_MARGIN_SIGMAS`
-    Poisson standard deviations, rounded up. Where either number is unknown,
-    or extrapolation added nothing, the counts are kept and nothing is unseen.
+    merged ``counts`` in each bucket's proportion; here they are taken out
+    again (the counts scaled to ``seen``, the observations counted between
+    the scrapes, :func:`scraped_query`: exact for one series, each series' own
+    proportion otherwise) and counted as unseen: the estimate plus
+    :data:`UNSEEN_MARGIN_SIGMAS` Poisson standard deviations, rounded up.
+    Where either number is unknown, or extrapolation added nothing, the
+    counts are kept and nothing is unseen.
+
+    Parameters
+    ----------
+    counts
+        Extrapolated cumulative counts (numpy array, ``+Inf`` last).
+    seen
+        Observations counted between the scrapes, or None when unknown.
 
     Returns
     -------
     tuple
         Cumulative counts (numpy array, observations) and the unseen count.
     """
-    counts = np.array(buckets.counts, np.float64)
-    if not counts.size or not isinstance(scraped.value, Vector) or not scraped.value.values.size:
+    counts = np.asarray(counts, np.float64)
+    if not counts.size or seen is None or not math.isfinite(seen) or seen <= 0:
         return counts, 0.0
-    total, seen = float(counts[-1]), float(scraped.value.values[0])
+    total = float(counts[-1])
     expected = total - seen
-    if not math.isfinite(expected) or expected <= 0 or seen <= 0:
+    if not math.isfinite(expected) or expected <= 0:
         return counts, 0.0
     unseen = math.ceil(expected + UNSEEN_MARGIN_SIGMAS * math.sqrt(expected))
     return counts * (seen / total), float(unseen)
@@ -322,7 +332,7 @@ def unseen_observations(buckets: MergedBuckets, scraped: Instant) -> tuple[Any, 
 COUNTED_ONLY = "bounds_counted_requests"
 
 
-def _bounds(
+def window_bounds(
     q: float, upper: Any, counts: Any, unseen: float
 ) -> tuple[Bounds | None, Annotation | None]:
     """The bucket that holds the ``q``-quantile of the window's requests, from the counts of
@@ -378,11 +388,13 @@ def summarise(
     elif answers is None:
         answers = r.instants(exprs)
     buckets = merged_buckets(r, family, answer=answers[0])
-    upper, _, _ = buckets.arrays()
-    counts, unseen = unseen_observations(buckets, answers[-1])
+    upper, counts, _ = buckets.arrays()
+    scraped = answers[-1].value
+    seen = float(scraped.values[0]) if isinstance(scraped, Vector) and len(scraped) else None
+    counts, unseen = unseen_observations(counts, seen)
     out: dict[str, Measurement] = {"mean": mean}
     for (label, q), expr, answer in zip(QUANTILES, exprs[1:-1], answers[1:-1], strict=True):
-        bounds, note = _bounds(q, upper, counts, unseen) if buckets.upper else (None, None)
+        bounds, note = window_bounds(q, upper, counts, unseen) if buckets.upper else (None, None)
         m = r.measure(
             f"{name}_{label}", expr, family.unit, caveats=caveats, bounds=bounds, answer=answer
         )
