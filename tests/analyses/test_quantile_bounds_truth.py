@@ -63,7 +63,7 @@ def _window_values(
 def _replicas(source: DatasetSource, doc: dict[str, Any]) -> dict[str, str]:
     """Replica label value (``pod``) -> the replica name requests.csv uses: both sorted, in
     order, as the simulator names them (``pro-model-01`` serves ``PRO-01``)."""
-    out = {}
+    out: dict[str, str] = {}
     for dep in source.dataset.manifest.deployments:
         pods = sorted(
             {
