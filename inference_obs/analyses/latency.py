@@ -6,9 +6,12 @@ decode time, :func:`latency` reports the request-weighted mean
 :mod:`~inference_obs.reading.counter_ratios`) and P50/P90/P95/P99 from
 the buckets of every replica added together before the quantile is
 estimated, never an average of per-replica quantiles. Each quantile carries
-in ``bounds`` the edges of the bucket that must hold the true quantile: the
-value inside it is an estimate, the bucket is not. The value uses the
-buckets' counts and the exact mean
+in ``bounds`` the edges of the bucket that must hold the true quantile of the
+window's requests: the value inside it is an estimate, the bucket is not. The
+counters miss the requests between the window's edges and each series' first
+and last scrape, so the bucket is the one that must hold the quantile however
+that many more observations fall (:func:`unseen_observations`), which can span
+two buckets or more. The value uses the buckets' counts and the exact mean
 (:func:`~inference_obs.engine.quantile_estimate.mean_constrained_quantile`);
 Prometheus's ``histogram_quantile`` stays in ``provenance.promql_value``, its
 query first in ``provenance.promql``, for rechecking. A quantile
@@ -30,12 +33,16 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from inference_obs.analyses.unit import Analysis, NoSettings
-from inference_obs.engine.histograms import fraction_below, parse_le, quantile_bounds
+from inference_obs.engine.histograms import (
+    fraction_below,
+    parse_le,
+    quantile_bounds_with_unseen,
+)
 from inference_obs.engine.quantile_estimate import mean_constrained_quantile
 from inference_obs.errors import Annotation
 from inference_obs.metrics import builders, vllm
 from inference_obs.metrics.family import Family
-from inference_obs.query import Expr, increase, to_promql
+from inference_obs.query import Expr, increase, max_over_time, min_over_time, to_promql
 from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import (
     counter_ratios,
@@ -43,6 +50,7 @@ from inference_obs.reading.counter_ratios import (
     mean_ratio,
     share_ratio,
 )
+from inference_obs.reading.counter_resets import closed_range
 from inference_obs.reading.measurement import (
     Bounds,
     Measurement,
@@ -63,6 +71,8 @@ __all__ = [
     "merged_buckets",
     "share_within",
     "shares_within",
+    "unseen_observations",
+    "window_bounds",
 ]
 
 QUANTILES: tuple[tuple[str, float], ...] = (
@@ -258,11 +268,102 @@ class HistogramSummary(BaseModel):
 
 
 def questions(r: Reading, family: Family) -> list[Expr]:
-    """What :func:`summarise` asks in one query: the merged buckets, then each quantile's."""
+    """What :func:`summarise` asks in one query: the merged buckets, each quantile's, then
+    the observations the counters hold (:func:`scraped_query`)."""
     quantiles = [
         builders.histogram_quantile_merged(family, q, r.matchers, r.seconds) for _, q in QUANTILES
     ]
-    return [buckets_query(r, family), *quantiles]
+    return [buckets_query(r, family), *quantiles, scraped_query(r, family)]
+
+
+def scraped_query(r: Reading, family: Family, by: tuple[str, ...] = ()) -> Expr:
+    """``sum(max_over_time(h_count{m}[w]) - min_over_time(h_count{m}[w]))`` (``by`` the labels).
+
+    The observations counted between each series' first and last sample in
+    the window (a series that restarted counts less, so the unseen ones
+    :func:`unseen_observations` derives from it are more, never fewer).
+    """
+    closed = closed_range(family.select(r.matchers, "count"), r.seconds, r.source.info().rules)
+    change: Expr = max_over_time(closed) - min_over_time(closed)
+    return change.sum(by=by) if by else change.sum()
+
+
+#: Standard deviations of a Poisson count added to the expected number of unseen
+#: observations: arrivals in the uncovered time are random, and the expectation alone
+#: would be exceeded about half the time.
+UNSEEN_MARGIN_SIGMAS = 3.0
+
+
+def unseen_observations(counts: Any, seen: float | None) -> tuple[Any, float]:
+    """Cumulative bucket counts of the observations the counters hold, and how many of the
+    window's observations they may lack, at most.
+
+    The window's requests include those between its edges and each series'
+    first and last scrape, which no counter holds. ``increase()`` estimates
+    them (the counter's rate times the uncovered time) and adds them to the
+    merged ``counts`` in each bucket's proportion; here they are taken out
+    again (the counts scaled to ``seen``, the observations counted between
+    the scrapes, :func:`scraped_query`: exact for one series, each series' own
+    proportion otherwise) and counted as unseen: the estimate plus
+    :data:`UNSEEN_MARGIN_SIGMAS` Poisson standard deviations, rounded up.
+    Where either number is unknown, or extrapolation added nothing, the
+    counts are kept and nothing is unseen.
+
+    Parameters
+    ----------
+    counts
+        Extrapolated cumulative counts (numpy array, ``+Inf`` last).
+    seen
+        Observations counted between the scrapes, or None when unknown.
+
+    Returns
+    -------
+    tuple
+        Cumulative counts (numpy array, observations) and the unseen count.
+    """
+    counts = np.asarray(counts, np.float64)
+    if not counts.size or seen is None or not math.isfinite(seen) or seen <= 0:
+        return counts, 0.0
+    total = float(counts[-1])
+    expected = total - seen
+    if not math.isfinite(expected) or expected <= 0:
+        return counts, 0.0
+    unseen = math.ceil(expected + UNSEEN_MARGIN_SIGMAS * math.sqrt(expected))
+    return counts * (seen / total), float(unseen)
+
+
+#: Annotation kind of a quantile whose bounds hold for the counted requests only.
+COUNTED_ONLY = "bounds_counted_requests"
+
+
+def window_bounds(
+    q: float, upper: Any, counts: Any, unseen: float
+) -> tuple[Bounds | None, Annotation | None]:
+    """The bucket that holds the ``q``-quantile of the window's requests, from the counts of
+    those counted and the ``unseen`` ones (:func:`unseen_observations`).
+
+    Where placing the unseen requests anywhere would stretch the bucket to
+    ``+Inf`` (a tail quantile whose tail the unseen ones outnumber), such a
+    bound says nothing: the counted requests' bucket is kept, and an
+    annotation (:data:`COUNTED_ONLY`) says it holds for them, not for the
+    window's edges.
+    """
+    low, high = quantile_bounds_with_unseen(q, upper, counts, unseen)
+    if math.isnan(low):
+        return None, None
+    if not math.isinf(high) or unseen == 0:
+        return Bounds(lower=low, upper=high), None
+    low, high = quantile_bounds_with_unseen(q, upper, counts, 0)
+    if math.isinf(high):
+        return Bounds(lower=low, upper=high), None
+    counted = round(float(counts[-1]))
+    note = Annotation(
+        COUNTED_ONLY,
+        f"bounds hold for the {counted:,} requests counted between the first and last scrape; "
+        f"up to {unseen:,.0f} more at the window's edges, not in the counters, could move "
+        f"P{q * 100:g} above {high:g}",
+    )
+    return Bounds(lower=low, upper=high), note
 
 
 def summarise(
@@ -291,19 +392,20 @@ def summarise(
     elif answers is None:
         answers = r.instants(exprs)
     buckets = merged_buckets(r, family, answer=answers[0])
-    upper, counts, groups = buckets.arrays()
+    upper, counts, _ = buckets.arrays()
+    scraped = answers[-1].value
+    seen = float(scraped.values[0]) if isinstance(scraped, Vector) and len(scraped) else None
+    counts, unseen = unseen_observations(counts, seen)
     out: dict[str, Measurement] = {"mean": mean}
-    for (label, q), expr, answer in zip(QUANTILES, exprs[1:], answers[1:], strict=True):
-        bounds = None
-        if buckets.upper:
-            low, high = quantile_bounds(q, upper, counts, groups, 1)
-            if not math.isnan(low[0]):
-                bounds = Bounds(lower=float(low[0]), upper=float(high[0]))
+    for (label, q), expr, answer in zip(QUANTILES, exprs[1:-1], answers[1:-1], strict=True):
+        bounds, note = window_bounds(q, upper, counts, unseen) if buckets.upper else (None, None)
         m = r.measure(
             f"{name}_{label}", expr, family.unit, caveats=caveats, bounds=bounds, answer=answer
         )
         if bounds is not None and m.value is not None:
             m = _estimated(m, q, buckets, mean, bounds)
+        if note is not None and m.bounds is not None:
+            m = m.model_copy(update={"annotations": (*m.annotations, note)})
         out[label] = _no_buckets(m, family, r.deployment.name) if not buckets.upper else m
         out[label] = note_lowest_bucket(out[label])
     return HistogramSummary(**out)

@@ -7,7 +7,8 @@ replica's TTFT, E2E and TPOT are summarised on their own:
 - P50 and P95 from the replica's OWN buckets summed across its series
   (``histogram_quantile(q, sum by (<replica>, le) (increase(h_bucket[w])))``):
   never an average of quantiles, and each with the bucket that must hold it
-  (``bounds``), as the deployment's quantiles carry theirs;
+  (``bounds``), widened by the replica's requests at the window's edges as
+  the deployment's quantiles are (:func:`~inference_obs.analyses.latency.window_bounds`);
 - the request-weighted mean from the exact changes of ``_sum`` and
   ``_count`` per replica (:func:`~inference_obs.reading.counter_ratios.counter_ratios_grouped`);
 - the queue share of TTFT: the replica's mean queue time over its mean TTFT
@@ -29,10 +30,16 @@ from functools import partial
 
 import numpy as np
 
-from inference_obs.analyses.latency import METRICS
+from inference_obs.analyses.latency import (
+    METRICS,
+    scraped_query,
+    unseen_observations,
+    window_bounds,
+)
 from inference_obs.analyses.throughput import replica_label
 from inference_obs.analyses.unit import Analysis, NoSettings
-from inference_obs.engine.histograms import parse_le, quantile_bounds
+from inference_obs.engine.histograms import parse_le
+from inference_obs.errors import Annotation
 from inference_obs.metrics import builders, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, increase
@@ -84,28 +91,35 @@ def _buckets_by(r: Reading, family: Family, label: str) -> Expr:
     return expr.sum(by=(label, "le"))
 
 
-def _bounds_by(answer: Instant, label: str, q: float, names: tuple[str, ...]) -> dict[str, Bounds]:
-    """Per replica, the edges of the bucket that must hold its ``q``-quantile."""
+def _bounds_by(
+    answer: Instant, scraped: Instant, label: str, q: float, names: tuple[str, ...]
+) -> dict[str, tuple[Bounds, Annotation | None]]:
+    """Per replica, the edges of the bucket that must hold the ``q``-quantile of its
+    requests in the window (:func:`~inference_obs.analyses.latency.window_bounds`), and
+    the annotation of bounds that hold for its counted requests only."""
     if not isinstance(answer.value, Vector) or not len(answer.value):
         return {}
-    index = {name: i for i, name in enumerate(names)}
-    rows = [
-        (index[labels[label]], labels.get("le", ""), float(v))
-        for labels, v in zip(answer.value.labels, answer.value.values.tolist(), strict=True)
-        if labels.get(label) in index
-    ]
-    if not rows:
-        return {}
-    groups = np.array([g for g, _, _ in rows], np.int64)
-    upper = parse_le([le for _, le, _ in rows])
-    counts = np.array([v for _, _, v in rows], np.float64)
-    keep = ~np.isnan(upper)
-    low, high = quantile_bounds(q, upper[keep], counts[keep], groups[keep], len(names))
-    return {
-        name: Bounds(lower=float(low[i]), upper=float(high[i]))
-        for name, i in index.items()
-        if not math.isnan(low[i])
-    }
+    seen: dict[str, float] = {}
+    if isinstance(scraped.value, Vector):
+        seen = {
+            labels.get(label, ""): float(v)
+            for labels, v in zip(scraped.value.labels, scraped.value.values.tolist(), strict=True)
+        }
+    by_name: dict[str, list[tuple[float, float]]] = {}
+    for labels, v in zip(answer.value.labels, answer.value.values.tolist(), strict=True):
+        if labels.get(label) in names:
+            by_name.setdefault(labels[label], []).append(
+                (float(parse_le([labels.get("le", "")])[0]), float(v))
+            )
+    out = {}
+    for name, pairs in by_name.items():
+        kept = sorted((le, v) for le, v in pairs if not math.isnan(le))
+        upper = np.array([le for le, _ in kept], np.float64)
+        counts, unseen = unseen_observations(np.array([v for _, v in kept]), seen.get(name))
+        bounds, note = window_bounds(q, upper, counts, unseen)
+        if bounds is not None:
+            out[name] = (bounds, note)
+    return out
 
 
 def _quantiles(r: Reading, label: str, names: tuple[str, ...]) -> dict[str, dict[str, Measurement]]:
@@ -117,25 +131,35 @@ def _quantiles(r: Reading, label: str, names: tuple[str, ...]) -> dict[str, dict
             builders.histogram_quantile_merged(family, q, r.matchers, r.seconds, by=(label,))
             for _, q in QUANTILES
         ]
-        asked.append((key, family, caveats, [_buckets_by(r, family, label), *quantiles]))
+        scraped = scraped_query(r, family, by=(label,))
+        asked.append((key, family, caveats, [_buckets_by(r, family, label), *quantiles, scraped]))
     answers = r.instants([expr for *_, exprs in asked for expr in exprs])
     out: dict[str, dict[str, Measurement]] = {}
-    size = len(QUANTILES) + 1
+    size = len(QUANTILES) + 2
     for i, (key, family, caveats, exprs) in enumerate(asked):
-        buckets, *rest = answers[i * size : (i + 1) * size]
-        for (tag, q), expr, answer in zip(QUANTILES, exprs[1:], rest, strict=True):
-            bounds = _bounds_by(buckets, label, q, names)
+        buckets, *rest, scraped_answer = answers[i * size : (i + 1) * size]
+        for (tag, q), expr, answer in zip(QUANTILES, exprs[1:-1], rest, strict=True):
+            bounds = _bounds_by(buckets, scraped_answer, label, q, names)
             wanted = {Labels({label: n}): f"{key}_{tag}[{n}]" for n in names}
             measured = r.measure_by(
                 wanted, expr, (label,), family.unit, caveats=(*caveats, _OWN_BUCKETS), answer=answer
             )
             out[f"{key}_{tag}"] = {
-                g[label]: note_lowest_bucket(
-                    m.model_copy(update={"bounds": bounds.get(g[label])}) if m.ok else m
-                )
+                g[label]: note_lowest_bucket(_bounded(m, bounds.get(g[label])))
                 for g, m in measured.items()
             }
     return out
+
+
+def _bounded(m: Measurement, found: tuple[Bounds, Annotation | None] | None) -> Measurement:
+    """``m`` with its bounds (none where it has no value) and their annotation, if any."""
+    if not m.ok:
+        return m
+    if found is None:
+        return m.model_copy(update={"bounds": None})
+    bounds, note = found
+    notes = m.annotations if note is None else (*m.annotations, note)
+    return m.model_copy(update={"bounds": bounds, "annotations": notes})
 
 
 def _means(r: Reading, label: str, names: tuple[str, ...]) -> dict[str, dict[str, Measurement]]:

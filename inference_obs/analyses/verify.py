@@ -16,11 +16,19 @@ window) or count engine events up to the window's edges; the samples hold
 only counters and buckets between the first and last scrape in the window,
 which bound such numbers but cannot reproduce them. Those that are
 statistics of the sampled series are recomputed (:data:`FROM_ANALYSES`,
-:data:`FROM_SAMPLES`); every other number, and every ``targets`` number, is
-listed as ``not_recomputable`` with the reason. The simulator keeps 6 significant
-digits, so half a unit of the sixth digit is added to the tolerance.
+:data:`FROM_SAMPLES`); the request figures are recomputed from the ground
+truth where the dataset ships it (``requests.csv``,
+:mod:`~inference_obs.analyses.verify_requests`); every other number (engine
+events), and every ``targets`` number, is listed as ``not_recomputable`` with
+the reason. The simulator keeps 6 significant digits, so half a unit of the
+sixth digit is added to the tolerance.
 
 Any other layout lists its numbers as ``not_recomputable``.
+
+Whatever the layout, a dataset that ships ``requests.csv`` also has every
+latency mean and quantile bound of a report checked against it
+(:mod:`~inference_obs.analyses.verify_truth`; rows keyed ``truth.``). A number
+with no value on either side is ``absent``, never ``ok``.
 """
 
 from __future__ import annotations
@@ -29,7 +37,6 @@ import html
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +51,9 @@ from inference_obs.analyses.published import (
     published_aggregates,
 )
 from inference_obs.analyses.run import run_one
+from inference_obs.analyses.verify_requests import FROM_REQUESTS, request_figures
+from inference_obs.analyses.verify_rows import RowStatus, VerifyRow
+from inference_obs.analyses.verify_truth import truth_rows
 from inference_obs.deployment import Deployment
 from inference_obs.engine.rules import Rules
 from inference_obs.errors import DatasetError
@@ -87,9 +97,14 @@ FROM_SAMPLES: Mapping[str, tuple[Family, tuple[tuple[str, str], ...], str]] = {
     "gpu_dram_active_mean": (dcgm.PROF_DRAM_ACTIVE, (), "mean"),
     "gpu_tensor_active_mean": (dcgm.PROF_PIPE_TENSOR_ACTIVE, (), "mean"),
 }
-_GROUND_TRUTH = "from the ground-truth request records, which the samples do not hold"
+_GROUND_TRUTH = (
+    "from the ground-truth request records, which the samples do not hold and this dataset "
+    "does not ship (requests.csv)"
+)
+_FROM_TRUTH = "recomputed from requests.csv"
 _ENGINE_EVENTS = (
-    "counts engine events up to the window's edges; counters are sampled only at the scrapes"
+    "counts engine events up to the window's edges; counters are sampled only at the scrapes, "
+    "and requests.csv holds requests, not engine steps"
 )
 _NOT_RECOMPUTABLE: Mapping[str, str] = {
     **dict.fromkeys(
@@ -131,32 +146,6 @@ _TARGETS = "a target of the scenario (the observation it is shaped after), not o
 _SIMULATED_DIGITS = 6
 
 
-class RowStatus(StrEnum):
-    """How a published number compares with its recomputation."""
-
-    OK = "ok"
-    #: Both are numbers, further apart than the tolerance (or of another status).
-    DIFFERS = "differs"
-    #: One side is a number, the other has none.
-    MISSING = "missing"
-    #: The samples cannot reproduce it; ``reason`` says why.
-    NOT_RECOMPUTABLE = "not_recomputable"
-
-
-class VerifyRow(BaseModel):
-    """One published number and its recomputation (in the number's own unit)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    key: str = Field(description="Measurement key, or the JSON path in aggregates.json.")
-    published: float | None
-    recomputed: float | None
-    difference: float | None = Field(None, description="recomputed - published.")
-    tolerance: float | None = Field(None, description="Largest |difference| counted as equal.")
-    status: RowStatus
-    reason: str = ""
-
-
 class VerifyResult(BaseModel):
     """Every published number of a dataset, recomputed from its samples.
 
@@ -175,13 +164,15 @@ class VerifyResult(BaseModel):
 
     @property
     def failures(self) -> tuple[VerifyRow, ...]:
-        """Rows that differ or are missing."""
-        return tuple(r for r in self.rows if r.status in (RowStatus.DIFFERS, RowStatus.MISSING))
+        """Rows that differ, are missing, or whose bound excludes the ground truth."""
+        failing = (RowStatus.DIFFERS, RowStatus.MISSING, RowStatus.OUTSIDE)
+        return tuple(r for r in self.rows if r.status in failing)
 
     @property
     def passed(self) -> bool:
         """Whether something was recomputed and everything recomputed agrees."""
-        checked = any(r.status is not RowStatus.NOT_RECOMPUTABLE for r in self.rows)
+        unchecked = (RowStatus.NOT_RECOMPUTABLE, RowStatus.ABSENT)
+        checked = any(r.status not in unchecked for r in self.rows)
         return checked and not self.failures
 
     def to_frame(self) -> pd.DataFrame:
@@ -244,13 +235,21 @@ def verify_dataset(path: str | Path, *, rel_tol: float = 1e-9) -> VerifyResult:
     elif published.get("synthetic") is True and isinstance(published.get("realised"), dict):
         source = DatasetSource(dataset)
         rules = source.rules
-        rows = _verify_simulated(source, dataset.manifest.deployments, window, published, rel_tol)
+        rows = _verify_simulated(
+            source, dataset.manifest.deployments, window, published, rel_tol, dataset.requests
+        )
         layout = "simulated"
     else:
         rules = Rules.PROMETHEUS_2
         reason = f"unknown layout: neither 'schema': {SCHEMA!r} nor the simulator's 'realised'"
         rows = [_unrecomputable(k, v, reason) for k, v in _leaves(published, "")]
         layout = "unknown"
+    requests = dataset.requests
+    if isinstance(requests, pd.DataFrame) and not requests.empty:
+        deployments = dataset.manifest.deployments
+        rows += truth_rows(
+            DatasetSource(dataset, rules=rules), deployments, window, requests, rel_tol
+        )
     return VerifyResult(path=str(dataset.path), layout=layout, rules=rules.value, rows=tuple(rows))
 
 
@@ -312,15 +311,18 @@ def _verify_simulated(
     window: Window,
     published: Mapping[str, Any],
     rel_tol: float,
+    requests: pd.DataFrame | None,
 ) -> list[VerifyRow]:
     rows = [
         _unrecomputable(k, v, _TARGETS) for k, v in _leaves(published.get("targets"), "targets")
     ]
     by_name = {d.name: d for d in deployments}
+    figures = request_figures(requests, window.seconds) if requests is not None else {}
     for name, numbers in sorted(published["realised"].items()):
         deployment = by_name.get(name)
         measured = _measured(source, deployment, window) if deployment else {}
         prefix = f"realised.{name}"
+        truth = dict(_leaves(figures.get(name, {}), prefix))
         for key, value in _leaves(numbers, prefix):
             statistic = key[len(prefix) + 1 :].split(".")[0]
             if deployment is None:
@@ -331,6 +333,9 @@ def _verify_simulated(
             elif statistic in FROM_SAMPLES:
                 again = _sampled(source, deployment, window, *FROM_SAMPLES[statistic])
                 rows.append(_compare(key, value, again, rel_tol, _rounding(value)))
+            elif statistic in FROM_REQUESTS and requests is not None:
+                row = _compare(key, value, truth.get(key), rel_tol, _rounding(value))
+                rows.append(row.model_copy(update={"reason": row.reason or _FROM_TRUTH}))
             else:
                 reason = _NOT_RECOMPUTABLE.get(statistic, "no recipe recomputes it from samples")
                 rows.append(_unrecomputable(key, value, reason))
@@ -365,7 +370,11 @@ def _compare(
         return VerifyRow(key=key, published=published, recomputed=recomputed, status=status)
     if published is None or recomputed is None:
         if published is None and recomputed is None:
-            return VerifyRow(key=key, published=None, recomputed=None, status=RowStatus.OK)
+            # Agreeing absence is not a comparison: said as such, neither ok nor a failure.
+            why = "neither published nor recomputed has a number"
+            return VerifyRow(
+                key=key, published=None, recomputed=None, status=RowStatus.ABSENT, reason=why
+            )
         side = "published" if published is None else "recomputed"
         return _missing(key, published, f"no {side} number", recomputed)
     difference = recomputed - published

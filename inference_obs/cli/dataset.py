@@ -56,7 +56,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_live_options(export)
     export.set_defaults(run=_dataset_export)
     verify = actions.add_parser(
-        "verify", help="recompute a dataset's published numbers; exit 1 if one differs"
+        "verify",
+        help="recompute a dataset's published numbers and check the report against its "
+        "ground truth; exit 1 if one differs, is missing or a bound excludes the truth",
+        description="Recompute every published number of a dataset (aggregates.json) and, "
+        "where it ships requests.csv, check every latency mean and quantile bound against it. "
+        "Exit status: 0 when something was checked and nothing differs, is missing or is "
+        "outside its bound; 1 otherwise, also when nothing could be checked; 2 when the "
+        "dataset does not read.",
     )
     verify.add_argument("dir", help="dataset directory")
     verify.add_argument(
@@ -345,7 +352,11 @@ def _dataset_verify(args: argparse.Namespace) -> int:
     counts = {s: sum(r.status is s for r in result.rows) for s in RowStatus}
     print(", ".join(f"{n} {s.value}" for s, n in counts.items()) + f" ({result.layout} layout)")
     if not result.passed:
-        problem = "differ or are missing" if result.failures else "none could be recomputed"
+        problem = (
+            "differ, are missing or fall outside their bounds"
+            if result.failures
+            else "none could be recomputed"
+        )
         print(f"inference-obs: {result.path}: published numbers {problem}", file=sys.stderr)
         return 1
     return 0

@@ -28,6 +28,7 @@ __all__ = [
     "histogram_quantile",
     "parse_le",
     "quantile_bounds",
+    "quantile_bounds_with_unseen",
 ]
 
 # Go's strconv.ParseFloat syntax (no digit separators): decimal with optional
@@ -415,3 +416,49 @@ def histogram_fraction(
     # Without a +Inf bucket the total is unknown.
     out = np.where(table.has_inf, out, np.nan)
     return Evaluation(np.where(present, out, np.nan), present)
+
+
+def quantile_bounds_with_unseen(
+    q: float, upper: Floats, counts: Floats, unseen: float
+) -> tuple[float, float]:
+    """The bucket edges that hold the ``q``-quantile however ``unseen`` more observations fall.
+
+    ``counts`` are one histogram's cumulative counts (one group); up to
+    ``unseen`` observations that the counts do not hold may lie anywhere.
+    Added all below the lowest bound they move the quantile's rank down
+    the furthest, added all above the highest finite bound up the
+    furthest; every other placement lies between, so the quantile lies
+    from the lower edge of the first case's bucket to the upper edge of
+    the second's. With ``unseen`` 0 this is :func:`quantile_bounds`.
+
+    Parameters
+    ----------
+    q
+        The quantile, 0 to 1.
+    upper, counts
+        Bucket upper bounds (ascending, ``+Inf`` last) and cumulative counts.
+    unseen
+        How many observations the counts may lack, >= 0.
+
+    Returns
+    -------
+    tuple of float
+        Lower and upper edge, in the unit of the bounds (NaN as
+        :func:`quantile_bounds` gives it).
+
+    Examples
+    --------
+    >>> up = parse_le(["10", "20", "40", "80", "+Inf"])
+    >>> counts = np.array([50.0, 90.0, 99.0, 100.0, 100.0])
+    >>> quantile_bounds_with_unseen(0.99, up, counts, 0)
+    (20.0, 40.0)
+    >>> quantile_bounds_with_unseen(0.99, up, counts, 1)  # one more above 80: P99 in (40, 80]
+    (20.0, 80.0)
+    """
+    one = np.zeros(upper.size, np.int64)
+    below, _ = quantile_bounds(q, upper, counts + unseen, one, 1)
+    above = counts.copy()
+    if above.size:
+        above[-1] += unseen
+    _, high = quantile_bounds(q, upper, above, one, 1)
+    return float(below[0]), float(high[0])

@@ -18,6 +18,7 @@ from inference_obs.analyses.verify import (
     VerifyResult,
     verify_dataset,
 )
+from inference_obs.analyses.verify_requests import FROM_REQUESTS
 from inference_obs.errors import DatasetError, NotSupportedOffline
 from inference_obs.source.dataset.reader import read_dataset
 from inference_obs.source.dataset.source import DatasetSource
@@ -48,17 +49,42 @@ def test_the_simulators_sampled_numbers_are_recomputed_and_agree(path: Path) -> 
     assert result.layout == "simulated"
     assert result.passed
     names = [d.name for d in read_dataset(path).manifest.deployments]
-    checked = {r.key for r in result.rows if r.status is RowStatus.OK}
-    assert checked == {f"realised.{n}.{k}" for n in names for k in (*FROM_ANALYSES, *FROM_SAMPLES)}
-    rest = [r for r in result.rows if r.status is RowStatus.NOT_RECOMPUTABLE]
-    assert len(rest) + len(checked) == len(result.rows)
+    # A both-null number is "absent", never "ok"; ground-truth rows are "truth.*".
+    compared = (RowStatus.OK, RowStatus.ABSENT)
+    truth = [r for r in result.rows if r.key.startswith("truth.")]
+    checked = {r.key for r in result.rows if r.status in compared and r not in truth}
+    sampled = {f"realised.{n}.{k}" for n in names for k in (*FROM_ANALYSES, *FROM_SAMPLES)}
+    assert sampled <= checked
+    # Everything else checked is a request figure, recomputed from requests.csv.
+    assert all(k.split(".")[2] in FROM_REQUESTS for k in checked - sampled)
+    assert all(
+        (r.status is RowStatus.ABSENT) == (r.published is None and r.recomputed is None)
+        for r in result.rows
+        if r.key in checked
+    )
+    rest = [r for r in result.rows if r.status is RowStatus.NOT_RECOMPUTABLE and r not in truth]
+    assert truth
+    assert len(rest) + len(checked) + len(truth) == len(result.rows)
     assert all(r.reason for r in rest)
-    reasons = {r.key: r.reason for r in rest}
+    reasons = {r.key: r.reason for r in result.rows}
     assert "target of the scenario" in next(
         v for k, v in reasons.items() if k.startswith("targets")
     )
-    assert "ground-truth" in reasons[f"realised.{names[0]}.ttft_seconds.p95"]
+    assert reasons[f"realised.{names[0]}.ttft_seconds.p95"] == "recomputed from requests.csv"
     assert "engine events" in reasons[f"realised.{names[0]}.generated_tokens"]
+
+
+def test_without_requests_the_request_figures_say_why_they_are_not_recomputed(
+    tmp_path: Path,
+) -> None:
+    dataset = read_dataset(BUNDLED)
+    path = _with_aggregates(BUNDLED, tmp_path / "d", dict(dataset.aggregates or {}))
+    assert read_dataset(path).requests is None
+    rows = {r.key: r for r in verify_dataset(path).rows}
+    row = rows["realised.PRO.ttft_seconds.p95"]
+    assert row.status is RowStatus.NOT_RECOMPUTABLE
+    assert "does not ship (requests.csv)" in row.reason
+    assert not any(k.startswith("truth.") for k in rows)
 
 
 def test_a_changed_simulated_number_differs(tmp_path: Path) -> None:
@@ -97,9 +123,13 @@ def test_published_measurements_are_recomputed_exactly(
     bounds = sum(
         b is not None for e in entries.values() for b in (e["bounds"] or [None, None])
     )  # fmt: skip
-    assert len(result.rows) == len(entries) + bounds
-    assert all(r.status is RowStatus.OK for r in result.rows)
-    assert all(r.difference == 0 for r in result.rows if r.difference is not None)
+    rows = [r for r in result.rows if not r.key.startswith("truth.")]
+    assert len(rows) == len(entries) + bounds
+    # Both null is "absent", never "ok".
+    assert all(
+        r.status is (RowStatus.ABSENT if r.published is None else RowStatus.OK) for r in rows
+    )
+    assert all(r.difference == 0 for r in rows if r.difference is not None)
 
 
 def test_changed_missing_and_restated_measurements_fail(
@@ -204,7 +234,10 @@ def test_views_hold_every_row() -> None:
         "key", "published", "recomputed", "difference", "tolerance", "status", "reason",
     ]  # fmt: skip
     assert len(frame) == len(result.rows)
-    assert (frame["status"] == "ok").sum() == 8
+    # r1-decode: 8 sampled numbers, 35 request figures recomputed from requests.csv (6
+    # summaries of 4, 11 single numbers), 22 report numbers checked against it (TTFT, TPOT,
+    # E2E, decode: 4 bounds each; 6 means, ITL's not checkable).
+    assert (frame["status"] == "ok").sum() == 8 + 35 + 22
     page = result._repr_html_()
     assert page.count("<tr>") == len(result.rows) + 1
     assert "realised.R1.max_sampled_running" in page

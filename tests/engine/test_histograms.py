@@ -19,6 +19,7 @@ from inference_obs.engine.histograms import (
     histogram_quantile,
     parse_le,
     quantile_bounds,
+    quantile_bounds_with_unseen,
 )
 from inference_obs.engine.rules import Rules
 from inference_obs.errors import NotSupportedOffline
@@ -239,3 +240,28 @@ def test_fraction_below() -> None:
     assert share(-5, {"-1": 10.0, "+Inf": 40.0}) == [(0.0, 0.25)]
     (unknown,) = share(math.nan, SIMPLE)
     assert all(math.isnan(v) for v in unknown)
+
+
+def test_quantile_bounds_with_unseen_cover_every_placement_of_the_unseen() -> None:
+    # 100 observations: 50 <= 10, 40 in (10, 20], 9 in (20, 40], 1 in (40, 80]. Their P99
+    # is the 99th smallest, in (20, 40]. Two more anywhere: both below 10 make the 99th of
+    # 102 (rank ceil(100.98) = 101) the 99th of the 100, still in (20, 40]; both above 80
+    # make it the 101st of 102 = one of the two, in (80, +Inf].
+    up = parse_le(["10", "20", "40", "80", "+Inf"])
+    counts = np.array([50.0, 90.0, 99.0, 100.0, 100.0])
+    assert quantile_bounds_with_unseen(0.99, up, counts, 0) == (20.0, 40.0)
+    assert quantile_bounds_with_unseen(0.99, up, counts, 2) == (20.0, math.inf)
+    # The median of 102 is the 51st: with both below 10, 52 lie at or below 10, so it is
+    # there; with both above 80 it is the 51st of the 100, in (10, 20].
+    assert quantile_bounds_with_unseen(0.5, up, counts, 2) == (0.0, 20.0)
+    # Every placement of the two falls inside: add them bucket by bucket and recompute.
+    low, high = quantile_bounds_with_unseen(0.99, up, counts, 2)
+    for first in range(5):
+        for second in range(5):
+            added = counts.copy()
+            added[first:] += 1
+            added[second:] += 1
+            one = np.zeros(5, np.int64)
+            lo, hi = quantile_bounds(0.99, up, added, one, 1)
+            assert low <= lo[0]
+            assert hi[0] <= high

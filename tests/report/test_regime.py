@@ -181,9 +181,13 @@ def test_load_is_blamed_only_where_the_busier_side_had_the_worse_tail(
         ]
         assert "may be load" not in finding["message"]
     else:
-        # H200 ran 5x the requests in flight and had the worse end-to-end P95 in truth: there,
-        # and only there, load may explain the tail.
+        # H200 ran 5x the requests in flight and had the worse end-to-end P95 in truth; but
+        # the buckets that must hold the P95s of the window's requests overlap (H100's
+        # [30, 120], H200's [60, 240], widened by the requests at the window's edges), so the
+        # report tells no difference apart and blames no load for one.
         p95 = {n: np.quantile(_true(truth, n, "e2e"), 0.95) for n in loads}
         assert busier == "H200"
         assert p95["H200"] > p95["H100"]
-        assert "may be load" in (_latency_entry(doc, "e2e_p95")["caveat"] or "")
+        entry = _latency_entry(doc, "e2e_p95")
+        assert entry["kind"] == "latency_indistinguishable"
+        assert "may be load" not in (entry["caveat"] or "")

@@ -7,12 +7,13 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from inference_obs import analyses
-from inference_obs.analyses.latency import METRICS, QUANTILES
+from inference_obs.analyses.latency import COUNTED_ONLY, METRICS, QUANTILES
 from inference_obs.reading.wording import cell, duration_cell, number
 from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
 from inference_obs.report.figure_plan import ROLLING, cite_each, rolling_caption
 
 if TYPE_CHECKING:
+    from inference_obs.reading.measurement import Measurement
     from inference_obs.report.model import Report
 
 __all__ = ["latency", "request_shapes"]
@@ -75,15 +76,36 @@ def _queue_shares(report: Report) -> str:
     return text.strip()
 
 
+def _counted_only(bounded: list[tuple[str, str, Measurement]]) -> str:
+    """A sentence naming the quantiles whose brackets hold for the counted requests only
+    ("every P99" where that is all of one quantile's); empty without any."""
+    names = []
+    for label, _ in QUANTILES:
+        mine = [(who, m) for tag, who, m in bounded if tag == label]
+        only = [who for who, m in mine if any(a.kind == COUNTED_ONLY for a in m.annotations)]
+        if only and len(only) == len(mine):
+            names.append(f"every {label.upper()}")
+        elif only:
+            names.append(f"{label.upper()} of {', '.join(only)}")
+    if not names:
+        return ""
+    return (
+        f"The brackets of {'; '.join(names)} hold for the requests counted between the first "
+        "and last scrape only: those at the window's edges could move the quantile above. "
+    )
+
+
 def latency(report: Report) -> Iterator[Block]:
     yield Heading(2, "Latency")
     yield Paragraph(
         "Times in ms under a second, s above. Brackets: the bucket that holds the true "
-        "quantile; ≤: a quantile in the lowest bucket, known only as at most its upper bound "
+        "quantile of the window's requests, wide enough for those at its edges that no scrape "
+        "counted; ≤: a quantile in the lowest bucket, known only as at most its upper bound "
         "(how observations spread from 0 is not recorded). Values in brackets are estimated "
         "from the buckets and the exact mean (docs/quantile-estimate.md)."
     )
     rows = []
+    counted_only: list[tuple[str, str, Measurement]] = []
     # A metric no deployment has any number of (a family not exported) is one sentence.
     absent = [
         key
@@ -99,6 +121,10 @@ def latency(report: Report) -> Iterator[Block]:
             if key in absent:
                 continue
             summary = getattr(d.of(analyses.latency), key)
+            for label, _ in QUANTILES:
+                m = getattr(summary, label)
+                if m.bounds is not None:
+                    counted_only.append((label, f"{d.deployment.name} {key}", m))
             rows.append(
                 (
                     d.deployment.name,
@@ -113,6 +139,7 @@ def latency(report: Report) -> Iterator[Block]:
     if not report.deployments:
         return
     lead = f"No data for {' or '.join(absent)} on any deployment (no series). " if absent else ""
+    lead += _counted_only(counted_only)
     yield Items(report.deployments[0].of(analyses.latency).caveats, lead + _queue_shares(report))
     for figure in ROLLING:
         yield from cite_each(report.deployments, figure, partial(rolling_caption, figure=figure))
