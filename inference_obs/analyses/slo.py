@@ -37,7 +37,7 @@ from inference_obs.analyses.unit import Analysis, Settings
 from inference_obs.engine.histograms import fraction_below, parse_le
 from inference_obs.errors import Annotation, ConfigurationError
 from inference_obs.metrics import builders, vllm
-from inference_obs.metrics.slo import DEFAULT_TARGETS, SloTarget, parse_target
+from inference_obs.metrics.slo import DEFAULT_SLOS, SloTarget, parse_target
 from inference_obs.query import Expr, increase, to_promql
 from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import Ratio, counter_ratios_grouped
@@ -64,7 +64,7 @@ class SloSettings(Settings):
     """The latency targets whose attainment is reported."""
 
     targets: tuple[SloTarget, ...] = Field(
-        default=tuple(parse_target(t) for t in DEFAULT_TARGETS),
+        default=DEFAULT_SLOS,
         description="Latency targets, METRIC<=DURATION[@OBJECTIVE], comma-separated "
         "(e.g. ttft<=2s@99%,itl<=50ms): seconds, objective a share; an empty text: none.",
     )

@@ -19,7 +19,7 @@ from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import vllm
 from inference_obs.metrics.family import Family
 
-__all__ = ["DEFAULT_TARGETS", "FAMILIES", "SloTarget", "parse_target"]
+__all__ = ["DEFAULT_SLOS", "DEFAULT_TARGETS", "FAMILIES", "SloTarget", "parse_target"]
 
 #: Histograms a target may name, by the latency analysis's keys (all in seconds).
 FAMILIES: dict[str, Family] = {
@@ -130,3 +130,7 @@ def parse_target(text: str) -> SloTarget:
     if not math.isfinite(threshold) or threshold <= 0:
         raise ConfigurationError(f"SLO {text!r}: the threshold must be above 0")
     return SloTarget(metric=metric, threshold_s=threshold, objective=objective)
+
+
+#: :data:`DEFAULT_TARGETS` parsed.
+DEFAULT_SLOS: tuple[SloTarget, ...] = tuple(parse_target(text) for text in DEFAULT_TARGETS)
