@@ -97,6 +97,12 @@ def test_a_currency_given_is_named_in_the_cost_section_and_the_units(
     assert units["PRO/cost/cost_per_million_useful_output_tokens"] == "EUR/million tokens"
     # PRO: 8 GPUs x 1 hour x 2.5 EUR = 20 EUR, whatever the currency is called.
     assert _value(data, "PRO/cost/cost") == 20.0
+    summary = _section(text, "Summary")
+    (sentence,) = [line for line in summary.splitlines() if "Cost per million useful" in line]
+    assert "(GPU-hour rent only, in EUR)" in sentence
+    verdicts = _section(text, "Comparison verdicts")
+    assert _row(verdicts, "cost_per_token")[4] == "EUR/million useful tokens"
+    assert "cost_per_token is in EUR (--currency)." in verdicts
 
 
 def test_the_two_tokens_per_gpu_hour_rates_have_two_labels(
