@@ -55,6 +55,13 @@ def _queries_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shown(default: object) -> str:
+    """A setting's default as ``--set`` takes it: a sequence comma-separated."""
+    if isinstance(default, tuple | list):
+        return ",".join(str(item) for item in default)
+    return str(default)
+
+
 def _slo_targets(texts: list[str]) -> tuple[SloTarget, ...]:
     """``--slo`` texts as targets with objectives (burn-rate rules need a budget)."""
     try:
@@ -132,7 +139,9 @@ def _analyses(args: argparse.Namespace) -> int:
     for analysis in ANALYSES:
         print(f"{analysis.name}: {analysis.summary}")
         for name, field in analysis.settings.model_fields.items():
-            print(f"  --set {analysis.name}.{name}={field.default}  {field.description or ''}")
+            print(
+                f"  --set {analysis.name}.{name}={_shown(field.default)}  {field.description or ''}"
+            )
     return 0
 
 

@@ -78,6 +78,9 @@ class SloTarget(BaseModel):
             return f"{self.metric}_le_{round(ms)}ms"
         return f"{self.metric}_le_{self.threshold_s:g}s".replace(".", "_")
 
+    def __str__(self) -> str:
+        return self.text
+
     @property
     def text(self) -> str:
         """The target as a person writes it: ``ttft<=2s@99%``."""
