@@ -36,7 +36,9 @@ FAMILIES: dict[str, Family] = {
 #: 2 s falls between the 1 s and 2.5 s bounds, so its attainment is an interval.
 DEFAULT_TARGETS = ("ttft<=2s@99%", "itl<=50ms@99%", "e2e<=30s@99%")
 
-_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0}
+#: Seconds per unit as (multiply, divide): milliseconds are divided by 1000, which rounds
+#: once, so "50ms" is the same float as an ``le="0.05"`` bound (50 * 1e-3 need not be).
+_UNITS = {"ms": (1.0, 1000.0), "s": (1.0, 1.0), "m": (60.0, 1.0)}
 _TEXT = re.compile(
     r"^\s*(?P<metric>[a-z0-9_]+)\s*<=\s*(?P<value>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
     r"\s*(?P<unit>ms|s|m)\s*(?:@\s*(?P<objective>[0-9]*\.?[0-9]+)\s*(?P<percent>%)?)?\s*$"
@@ -122,7 +124,8 @@ def parse_target(text: str) -> SloTarget:
     metric = found["metric"]
     if metric not in FAMILIES:
         raise ConfigurationError(f"SLO {text!r}: no latency metric {metric!r} (metrics: {known})")
-    threshold = float(found["value"]) * _UNITS[found["unit"]]
+    times, per = _UNITS[found["unit"]]
+    threshold = float(found["value"]) * times / per
     objective = None
     if found["objective"] is not None:
         objective = float(found["objective"]) / (100.0 if found["percent"] else 1.0)

@@ -187,3 +187,10 @@ def test_bad_targets_are_refused_with_the_text_named(text: str) -> None:
     # As --set slo.targets=TEXT and --slo reach it; "" stands for a target given twice.
     with pytest.raises(ConfigurationError, match=r"slo\.targets: .*SLO"):
         slo.configure({"targets": text or "ttft<=2s,ttft<=2000ms"})
+
+
+@pytest.mark.parametrize("ms", [9, 13, 36, 51, 50, 75])
+def test_a_bound_written_in_milliseconds_is_that_bound(ms: int) -> None:
+    # An exact attainment needs the threshold to equal the parsed le bound: 9 * 1e-3 is
+    # 0.009000000000000001, not the 0.009 of a custom le="0.009" bucket.
+    assert parse_target(f"itl<={ms}ms").threshold_s == float(f"0.{ms:03d}")
