@@ -263,9 +263,10 @@ def _pinned(m: Measurement) -> Measurement:
 def _slo(r: Reading, settings: SloSettings) -> SloResult:
     """Each target's attainment (ratio 0-1) and error budget spent, deployment and replicas.
 
-    One merged-bucket read and one set of exact-share requests per histogram
-    for the deployment; one grouped read per histogram and one set of exact
-    requests for every replica, whatever the number of replicas.
+    Per target, one merged-bucket read and, at a bucket bound, one set of
+    exact-share requests for the deployment; for the replicas, one set of
+    exact requests for every target at a bound and one grouped bucket read per
+    target between bounds, whatever the number of replicas.
     """
     targets = settings.targets
     if not targets:
