@@ -63,3 +63,18 @@ def test_a_bad_setting_is_refused_before_anything_is_read(
     assert "--set" in err
     assert named in err
     assert not out.exists()
+
+
+def test_slo_and_currency_options_are_checked_before_any_work(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "report"
+    assert main(["report", "--out", str(out), "--slo", "ttft<2s"]) == EXIT_USAGE
+    assert "--slo: invalid settings for the slo analysis" in capsys.readouterr().err
+    assert main(["report", "--out", str(out), "--currency", "E U R"]) == EXIT_USAGE
+    assert "--currency: invalid settings for the cost analysis" in capsys.readouterr().err
+    assert not out.exists()  # refused before anything was read or written
+    # The listing shows the defaults as --slo and --set take them.
+    assert main(["analyses"]) == 0
+    listed = capsys.readouterr().out
+    assert "--set slo.targets=ttft<=2s@99%,itl<=50ms@99%,e2e<=30s@99%  " in listed

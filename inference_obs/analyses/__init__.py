@@ -25,6 +25,7 @@ from inference_obs.analyses.registry import ANALYSES, analysis
 from inference_obs.analyses.rolling import RollingQuantiles, rolling_itl, rolling_quantiles
 from inference_obs.analyses.run import DeploymentResults, run
 from inference_obs.analyses.shapes import ShapesResult, shapes
+from inference_obs.analyses.slo import SloResult, slo
 from inference_obs.analyses.throughput import ThroughputResult, throughput
 from inference_obs.analyses.unit import Analysis, Settings
 from inference_obs.analyses.validity.verdicts import ValidityResult, Verdict, validity
@@ -53,6 +54,7 @@ __all__ = [
     "RollingQuantiles",
     "Settings",
     "ShapesResult",
+    "SloResult",
     "Status",
     "ThroughputResult",
     "TokenPrices",
@@ -76,6 +78,7 @@ __all__ = [
     "rolling_quantiles",
     "run",
     "shapes",
+    "slo",
     "throughput",
     "validity",
     "verify_dataset",

@@ -127,6 +127,14 @@ class CostSettings(Settings):
         description="Per-million-token prices (currency of the GPU-hour price); with them, "
         "revenue and the break-even GPU-hour price are reported.",
     )
+    currency: str | None = Field(
+        None,
+        min_length=1,
+        max_length=16,
+        pattern=r"^[A-Za-z$€£¥][A-Za-z$€£¥.]*$",
+        description="The currency of the GPU-hour and token prices (EUR, USD, ...), named in "
+        "the money numbers' units; None: not recorded, money is in units of the price given.",
+    )
 
 
 class CostResult(AnalysisResult):
@@ -170,6 +178,9 @@ class CostResult(AnalysisResult):
     sla_ttft_s, sla_e2e_s
         The latency SLA a useful output token's request met (seconds; ``None``:
         no such limit), as the settings gave it.
+    currency
+        The prices' currency as the settings gave it (``None``: not recorded; the
+        money units then read ``currency``).
     """
 
     replicas_seen: Measurement
@@ -194,6 +205,7 @@ class CostResult(AnalysisResult):
     prices: TokenPrices | None = None
     sla_ttft_s: float | None = None
     sla_e2e_s: float | None = None
+    currency: str | None = None
     caveats: tuple[str, ...] = (SCOPE, GPU_HOURS, USEFUL)
 
 
@@ -277,7 +289,7 @@ def _prompt_split(r: Reading) -> tuple[Measurement, Measurement]:
 
 
 def _gpu_hours(
-    r: Reading, replicas: Measurement, spans: Covered
+    r: Reading, replicas: Measurement, spans: Covered, money: str
 ) -> tuple[Measurement, Measurement, Measurement]:
     """GPUs, GPU-hours and their rent; the rent is ``no_data`` without a GPU-hour price.
 
@@ -307,7 +319,7 @@ def _gpu_hours(
         rent = r.made(
             "cost",
             None,
-            "currency",
+            money,
             Status.NO_DATA,
             promql=gpu_hours.provenance.promql,
             computation="gpu_hour_price x gpu_hours (no gpu_hour_price given)",
@@ -318,7 +330,7 @@ def _gpu_hours(
         rent = derive(
             "cost",
             price * _value(gpu_hours),
-            "currency",
+            money,
             [gpu_hours],
             f"{price:g}/GPU-hour x gpu_hours",
             (SCOPE, GPU_HOURS),
@@ -346,14 +358,14 @@ def _useful(
     return _bounded(useful, s_lo * candidate, s_hi * candidate)
 
 
-def _per_million(rent: Measurement, useful: Measurement) -> Measurement:
+def _per_million(rent: Measurement, useful: Measurement, money: str) -> Measurement:
     """Cost per million useful output tokens, bounded by the useful tokens' interval."""
     u_lo, u_hi = _interval(useful)
     c = _value(rent)
     per_million = derive(
         "cost_per_million_useful_output_tokens",
         _div(c, _value(useful)) * 1e6,
-        "currency/million tokens",
+        f"{money}/million tokens",
         [rent, useful],
         "cost / useful_output_tokens x 1e6 (totals over the window, not a mean of ratios)",
         (SCOPE, USEFUL),
@@ -387,7 +399,7 @@ def _per_gpu_hour(
 
 
 def _priced(
-    r: Reading, prices: TokenPrices, output: Measurement, gpu_hours: Measurement
+    r: Reading, prices: TokenPrices, output: Measurement, gpu_hours: Measurement, money: str
 ) -> dict[str, Measurement]:
     """Prompt tokens by where they came from, revenue at ``prices`` and the break-even price."""
     uncached, cached = _prompt_split(r)
@@ -399,7 +411,7 @@ def _priced(
             + _value(output) * prices.output_per_million
         )
         / 1e6,
-        "currency",
+        money,
         [uncached, cached, output],
         f"(uncached x {prices.input_per_million:g} + cached x "
         f"{prices.cached_input_per_million:g} + output x {prices.output_per_million:g}) / 1e6",
@@ -413,7 +425,7 @@ def _priced(
         "break_even_gpu_hour_price": derive(
             "break_even_gpu_hour_price",
             _div(_value(revenue), _value(gpu_hours)),
-            "currency/GPU-hour",
+            f"{money}/GPU-hour",
             [revenue, gpu_hours],
             "revenue / gpu_hours",
             (REVENUE, SCOPE, GPU_HOURS),
@@ -421,7 +433,7 @@ def _priced(
         "blended_price_per_million_tokens": derive(
             "blended_price_per_million_tokens",
             _div(_value(revenue), tokens) * 1e6,
-            "currency/million tokens",
+            f"{money}/million tokens",
             [revenue, uncached, cached, output],
             "revenue / (uncached + cached + output tokens) x 1e6",
             (REVENUE,),
@@ -476,14 +488,16 @@ def _cost(r: Reading, settings: CostSettings) -> CostResult:
         partial(r.measure, "output_tokens", output_expr, "tokens", caveats=(EXTRAPOLATED,)),
     )
     replicas = replicas_asked.result()
-    gpus, gpu_hours, rent = _gpu_hours(r, replicas, spans_asked.result())
+    # Money is in the currency named, else in units of the price given ("currency").
+    money = settings.currency or "currency"
+    gpus, gpu_hours, rent = _gpu_hours(r, replicas, spans_asked.result(), money)
     output = outputting.result()
     completed, mean_out = completing.result(), averaging.result()
     shares, share = sharing.result()
     useful = _useful(completed, mean_out, share)
     out_per_gh, useful_per_gh = _per_gpu_hour(output, useful, gpu_hours)
     prices = settings.prices
-    priced = _priced(r, prices, output, gpu_hours) if prices is not None else {}
+    priced = _priced(r, prices, output, gpu_hours, money) if prices is not None else {}
     return CostResult(
         replicas_seen=replicas,
         gpus=gpus,
@@ -495,13 +509,14 @@ def _cost(r: Reading, settings: CostSettings) -> CostResult:
         sla_shares=shares,
         sla_share=share,
         useful_output_tokens=useful,
-        cost_per_million_useful_output_tokens=_per_million(rent, useful),
+        cost_per_million_useful_output_tokens=_per_million(rent, useful, money),
         output_tokens_per_gpu_hour=out_per_gh,
         useful_output_tokens_per_gpu_hour=useful_per_gh,
         gpu_hour_price=r.gpu_hour_price,
         prices=prices,
         sla_ttft_s=settings.sla_ttft_s,
         sla_e2e_s=settings.sla_e2e_s,
+        currency=settings.currency,
         **priced,
     )
 

@@ -26,6 +26,7 @@ from inference_obs.analyses.queueing import queueing
 from inference_obs.analyses.replicas import replicas
 from inference_obs.analyses.rolling import rolling_itl, rolling_quantiles
 from inference_obs.analyses.shapes import shapes
+from inference_obs.analyses.slo import slo
 from inference_obs.analyses.throughput import throughput
 from inference_obs.analyses.unit import Analysis, Settings
 from inference_obs.errors import ConfigurationError
@@ -37,6 +38,7 @@ ANALYSES: tuple[Analysis[Any, Any], ...] = (
     collection,
     shapes,
     latency,
+    slo,
     replicas,
     throughput,
     cache,

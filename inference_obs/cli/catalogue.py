@@ -8,9 +8,11 @@ import sys
 from pathlib import Path
 
 from inference_obs.cli.options import unwritable
-from inference_obs.errors import InferenceObsError
+from inference_obs.errors import ConfigurationError, InferenceObsError
 from inference_obs.metrics import FAMILIES
+from inference_obs.metrics.burn_rate import burn_rate_rules
 from inference_obs.metrics.export import export_files
+from inference_obs.metrics.slo import SloTarget, parse_target
 from inference_obs.metrics.standard import STANDARD_QUERIES, standard_query
 from inference_obs.outputs import real_directory, write_file
 from inference_obs.query import Matcher, MatchOp, parse_duration, to_promql
@@ -53,9 +55,26 @@ def _queries_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shown(default: object) -> str:
+    """A setting's default as ``--set`` takes it: a sequence comma-separated."""
+    if isinstance(default, tuple | list):
+        return ",".join(str(item) for item in default)
+    return str(default)
+
+
+def _slo_targets(texts: list[str]) -> tuple[SloTarget, ...]:
+    """``--slo`` texts as targets with objectives (burn-rate rules need a budget)."""
+    try:
+        targets = tuple(parse_target(t) for t in texts)
+        burn_rate_rules(targets)  # refuses a target without an objective or bucket
+    except ConfigurationError as exc:
+        raise InferenceObsError(f"--slo: {exc}") from None
+    return targets
+
+
 def _queries_export(args: argparse.Namespace) -> int:
     out = Path(args.out)
-    files = export_files()
+    files = export_files(slos=_slo_targets(args.slo)) if args.slo else export_files()
     # A link is stale whatever it points at, a linked folder too: each is replaced,
     # never written or deleted through.
     linked = {p for p in files if (out / p).is_symlink() or (out / p).parent.is_symlink()}
@@ -120,7 +139,9 @@ def _analyses(args: argparse.Namespace) -> int:
     for analysis in ANALYSES:
         print(f"{analysis.name}: {analysis.summary}")
         for name, field in analysis.settings.model_fields.items():
-            print(f"  --set {analysis.name}.{name}={field.default}  {field.description or ''}")
+            print(
+                f"  --set {analysis.name}.{name}={_shown(field.default)}  {field.description or ''}"
+            )
     return 0
 
 
@@ -185,5 +206,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     export.add_argument("--out", default="queries", help="folder (default: queries)")
     export.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 if the folder is not current"
+    )
+    export.add_argument(
+        "--slo",
+        action="append",
+        default=[],
+        metavar="METRIC<=DURATION@OBJECTIVE",
+        help="a latency SLO for slo-rules.yml's burn-rate alerts, e.g. ttft<=1s@99%% "
+        "(repeatable; default ttft<=2s@99%%, itl<=50ms@99%%, e2e<=30s@99%%)",
     )
     export.set_defaults(run=_queries_export)

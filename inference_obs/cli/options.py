@@ -363,8 +363,14 @@ def positive_seconds(text: str, option: str) -> float:
     return seconds
 
 
-def analysis_settings(assignments: Sequence[str]) -> dict[str, dict[str, str]]:
+def analysis_settings(
+    assignments: Sequence[str], slos: Sequence[str] = (), currency: str | None = None
+) -> dict[str, dict[str, str]]:
     """``--set analysis.setting=value`` options, checked against each analysis's settings.
+
+    ``slos`` (``--slo ttft<=2s@99%``, repeatable) replace the SLO analysis's targets
+    (``slo.targets``); ``currency`` (``--currency EUR``) is the cost analysis's
+    ``cost.currency``. Each is checked by its analysis's settings and named in its error.
 
     Raises
     ------
@@ -378,4 +384,16 @@ def analysis_settings(assignments: Sequence[str]) -> dict[str, dict[str, str]]:
         settings_for(overrides)
     except ConfigurationError as exc:
         raise InferenceObsError(f"--set: {exc}") from None
+    for option, name, field, value in (
+        ("--slo", "slo", "targets", ",".join(slos) if slos else None),
+        ("--currency", "cost", "currency", currency),
+    ):
+        if value is None:
+            continue
+        chosen = {**overrides, name: {**overrides.get(name, {}), field: value}}
+        try:
+            settings_for(chosen)
+        except ConfigurationError as exc:
+            raise InferenceObsError(f"{option}: {exc}") from None
+        overrides = chosen
     return overrides

@@ -87,7 +87,7 @@ def _checked(args: argparse.Namespace) -> _Checked:
         raise InferenceObsError(f"--format {args.format!r}: expected any of {','.join(FORMATS)}")
     deadline = budget_deadline(args)  # checks --time-budget
     read_at = resolution(args.resolution)
-    settings = analysis_settings(args.settings)
+    settings = analysis_settings(args.settings, args.slo, args.currency)
     gpu_hour_prices = prices(args.gpu_hour_price)
     topology_texts = topologies(args.topology)
     fail_on = _fail_on(args.fail_on)
@@ -255,7 +255,7 @@ def _compare(args: argparse.Namespace) -> int:
     read_at = resolution(args.resolution)
     gpu_hour_prices = prices(args.gpu_hour_price)
     topology_texts = topologies(args.topology)
-    settings = analysis_settings(args.settings)
+    settings = analysis_settings(args.settings, args.slo, args.currency)
     planned = plan(
         args,
         lambda line: None,
@@ -320,6 +320,22 @@ def _analysis_options(command: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=PRICE",
         help="GPU-hour rent for a deployment, for cost per token (repeatable)",
+    )
+    command.add_argument(
+        "--slo",
+        action="append",
+        default=[],
+        metavar="METRIC<=DURATION[@OBJECTIVE]",
+        help="a latency target whose attainment is reported, such as ttft<=2s@99%% or "
+        "itl<=50ms (repeatable; replaces the defaults ttft<=2s@99%%, itl<=50ms@99%%, "
+        "e2e<=30s@99%%); metrics ttft, itl, tpot, e2e, queue, prefill, decode",
+    )
+    command.add_argument(
+        "--currency",
+        default=None,
+        metavar="CODE",
+        help="the currency of --gpu-hour-price and token prices, named in every cost "
+        "(default: none, costs are per unit of the price you gave)",
     )
     command.add_argument(
         "--set",

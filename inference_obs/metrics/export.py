@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import yaml
 
+from inference_obs.metrics.burn_rate import burn_rate_rules
+from inference_obs.metrics.slo import DEFAULT_SLOS, SloTarget
 from inference_obs.metrics.standard import STANDARD_QUERIES, StandardQuery
 from inference_obs.query import format_duration, to_promql
 
@@ -73,7 +75,10 @@ def _index(queries: Sequence[StandardQuery]) -> str:
         "# Standard queries",
         "",
         _GENERATED + " Each file holds one PromQL query with what it computes, its unit "
-        "and its caveats; `recording-rules.yml` holds the same queries over 5-minute windows.",
+        "and its caveats; `recording-rules.yml` holds the same queries over 5-minute windows; "
+        "`slo-rules.yml` holds multi-window, multi-burn-rate alerts for latency SLOs "
+        "(the error ratio over 5m, 30m, 1h and 6h from merged buckets; page when 1h and 5m "
+        "burn above 14.4x the error budget, or 6h and 30m above 6x).",
         "",
         "| file | what | unit |",
         "| --- | --- | --- |",
@@ -82,9 +87,13 @@ def _index(queries: Sequence[StandardQuery]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def export_files(queries: Sequence[StandardQuery] = STANDARD_QUERIES) -> dict[str, str]:
-    """Every exported file's relative path and text."""
+def export_files(
+    queries: Sequence[StandardQuery] = STANDARD_QUERIES,
+    slos: Sequence[SloTarget] = DEFAULT_SLOS,
+) -> dict[str, str]:
+    """Every exported file's relative path and text; ``slos``: the burn-rate rules' targets."""
     files = {f"promql/{q.key}.promql": _promql_file(q) for q in queries}
     files["recording-rules.yml"] = _rules_file(queries)
+    files["slo-rules.yml"] = burn_rate_rules(slos)
     files["README.md"] = _index(queries)
     return files

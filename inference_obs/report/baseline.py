@@ -13,6 +13,10 @@ classifies the change:
   changed when it moved by at least :attr:`Tolerances.relative` of the
   previous value and by at least the unit's absolute floor
   (:attr:`Tolerances.absolute`), so noise around zero is not a regression;
+- an **SLO attainment** (``slo/<target>_attainment``, worse lower) and, with an
+  objective, its error budget spent (worse higher) are compared for every
+  target either report has: bounded ones by their intervals, exact ones (their
+  bounds a point) as exact numbers;
 - a number that is not ``ok`` on both sides is ``not_comparable``; context
   numbers (throughput, utilisation: their direction depends on demand) are
   shown and never regress.
@@ -52,6 +56,7 @@ __all__ = [
     "Tolerances",
     "check_in_common",
     "compare_reports",
+    "headlines",
     "read_report_json",
 ]
 
@@ -185,10 +190,33 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 
 def _interval(s: Side) -> tuple[float, float] | None:
-    """The (lower, upper] interval holding the true value, when the number has one."""
-    if s.lower is None or s.upper is None:
+    """The (lower, upper] interval holding the true value, when the number has one.
+
+    None also for a point (an exact share's bounds): it is compared as an exact number.
+    """
+    if s.lower is None or s.upper is None or s.lower == s.upper:
         return None
     return s.lower, s.upper
+
+
+def headlines(*reports: Mapping[str, Any]) -> dict[str, Worse]:
+    """:data:`HEADLINES`, and every SLO target's attainment and budget spent in ``reports``.
+
+    SLO targets are the run's settings, so the statistics are read from the
+    measurements: the deployment-wide ``slo/<target>_attainment`` (worse:
+    lower) and ``slo/<target>_budget_spent`` (worse: higher), never per replica.
+    """
+    found: dict[str, Worse] = {}
+    for report in reports:
+        for m in report.get("measurements", ()):
+            statistic = f"{m.get('analysis')}/{m.get('statistic')}"
+            if m.get("analysis") != "slo" or "[" in statistic:
+                continue
+            if statistic.endswith("_attainment"):
+                found[statistic] = "lower"
+            elif statistic.endswith("_budget_spent"):
+                found[statistic] = "higher"
+    return {**HEADLINES, **dict(sorted(found.items()))}
 
 
 def _classify(
@@ -324,13 +352,14 @@ def compare_reports(
     names_now = [d["name"] for d in current["deployments"]]
     unmatched = [f"{n}: not in the baseline" for n in names_now if n not in names_then]
     unmatched += [f"{n}: in the baseline only" for n in names_then if n not in names_now]
+    chosen = headlines(previous, current)
     compared: list[Compared] = []
     regressions: list[Regression] = []
     findings: list[BaselineFinding] = []
     for name in (n for n in names_now if n in names_then):
         found = comparability(name, previous, current, t)
         findings += [BaselineFinding(deployment=name, code=c, message=m) for c, m in found]
-        for statistic, worse in HEADLINES.items():
+        for statistic, worse in chosen.items():
             entry = _compared(name, statistic, worse, then, now, tol)
             if entry is None:
                 continue

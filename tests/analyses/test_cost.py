@@ -276,8 +276,14 @@ def test_without_a_gpu_hour_price_money_is_no_data_and_tokens_per_gpu_hour_stay(
 
 
 def test_settings_defaults_are_the_former_keyword_defaults() -> None:
-    # Before the settings model: sla_ttft_s=None, sla_e2e_s=None, prices=None.
-    assert CostSettings().model_dump() == {"sla_ttft_s": None, "sla_e2e_s": None, "prices": None}
+    # Before the settings model: sla_ttft_s=None, sla_e2e_s=None, prices=None; no currency
+    # named unless one is given.
+    assert CostSettings().model_dump() == {
+        "sla_ttft_s": None,
+        "sla_e2e_s": None,
+        "prices": None,
+        "currency": None,
+    }
     assert cost.settings is CostSettings
     chosen = cost.configure({"sla_e2e_s": 10.0, "prices": PRICES})
     assert (chosen.sla_e2e_s, chosen.prices) == (10.0, PRICES)

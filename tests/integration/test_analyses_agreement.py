@@ -2,8 +2,9 @@
 
 For each bundled dataset and each of its deployments, ``latency``, ``replicas``
 (each replica's quantiles and exact means), ``shapes``, ``cache``,
-``throughput``, ``gpu`` and ``cost`` (at a fixed GPU-hour price,
-with SLAs and token prices) run twice over the manifest window: through
+``throughput``, ``gpu``, ``cost`` (at a fixed GPU-hour price,
+with SLAs and token prices) and ``slo`` (its default targets) run twice over
+the manifest window: through
 :class:`~inference_obs.source.dataset.source.DatasetSource` and through
 :class:`~inference_obs.source.prometheus.PrometheusSource` on Prometheus 2.42
 holding the same samples (backfilled with promtool). Every Measurement, by
@@ -25,6 +26,7 @@ from inference_obs.analyses.gpu import gpu
 from inference_obs.analyses.latency import latency
 from inference_obs.analyses.replicas import replicas
 from inference_obs.analyses.shapes import shapes
+from inference_obs.analyses.slo import slo
 from inference_obs.analyses.throughput import throughput
 from inference_obs.analyses.validity.verdicts import validity
 from inference_obs.deployment import Deployment
@@ -61,6 +63,7 @@ ANALYSES: dict[str, Analysis] = {
     "latency": latency,
     "replicas": replicas,
     "shapes": shapes,
+    "slo": slo,
     "cache": cache,
     "throughput": throughput,
     "gpu": gpu,

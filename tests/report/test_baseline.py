@@ -17,7 +17,13 @@ from typing import Any
 import pytest
 
 from inference_obs.cli import EXIT_REGRESSION, main
-from inference_obs.report.baseline import HEADLINES, Side, Tolerances, _classify, compare_reports
+from inference_obs.report.baseline import (
+    Side,
+    Tolerances,
+    _classify,
+    compare_reports,
+    headlines,
+)
 from inference_obs.simulate import load_scenario, simulate, with_load
 
 SCENARIO = Path(__file__).with_name("steady.yaml")
@@ -48,7 +54,9 @@ def test_the_same_data_finds_no_regression(weeks: dict[str, Path], tmp_path: Pat
     assert b["findings"] == []
     assert {c["change"] for c in b["compared"]} <= {"unchanged", "not_comparable", "context"}
     present = {m["key"].split("/", 1)[1] for m in data["measurements"]}
-    assert {c["statistic"] for c in b["compared"]} == set(HEADLINES) & present
+    assert {c["statistic"] for c in b["compared"]} == set(headlines(data)) & present
+    # The default SLO targets' attainment is among them.
+    assert "slo/e2e_le_30s_attainment" in {c["statistic"] for c in b["compared"]}
     text = (tmp_path / "again" / "report.md").read_text()
     assert "No regression: no headline number got worse beyond its bounds." in text
 
@@ -66,9 +74,14 @@ def test_a_heavier_week_finds_ttft_and_queue_regressions_and_nothing_inside_a_bu
     for statistic in ("ttft_mean", "ttft_p95", "queue_mean", "queue_p95"):
         assert f"latency/{statistic}" in found
     assert "throughput/waiting_sample_share" in found
+    # The queueing also pushes TTFT past the default 2 s target (between buckets 1 s and
+    # 2.5 s): the attainment's interval now lies wholly below last week's.
+    assert "slo/ttft_le_2s_attainment" in found
     for r in b["regressions"]:
         then, now = r["previous"], r["current"]
-        if then["lower"] is not None and now["lower"] is not None:  # a quantile: disjoint buckets
+        if r["statistic"].endswith("_attainment"):  # worse lower: the interval fell below
+            assert now["upper"] <= then["lower"], r
+        elif then["lower"] is not None and now["lower"] is not None:  # a quantile: disjoint
             assert now["lower"] >= then["upper"], r
         assert r["verdict"] == "regression", r  # 1.5x traffic is within the volume threshold
     within = [c for c in b["compared"] if c["change"] == "within_bucket"]
@@ -107,6 +120,33 @@ def test_few_requests_caveat_a_tail(weeks: dict[str, Path], tmp_path: Path) -> N
     verdicts = {r.statistic: r for r in b.regressions}
     assert verdicts["latency/ttft_p99"].findings == ("too_few_observations",)
     assert verdicts["latency/ttft_p95"].verdict == "regression"
+
+
+def test_slo_attainment_is_compared_exact_by_tolerance_and_bounded_by_interval(
+    weeks: dict[str, Path],
+) -> None:
+    then = json.loads((weeks["report"] / "report.json").read_text())
+    now = copy.deepcopy(then)
+    by_key = {m["key"]: m for m in now["measurements"]}
+    # Exact attainment (bounds a point): 0.99 then, 0.80 now is 19% lower, past the 10%
+    # tolerance; its budget spent, 1 then (0.01 / 0.01), 20 now (0.2 / 0.01), is higher.
+    for m, value in ((by_key["STEADY/slo/e2e_le_30s_attainment"], 0.80),):
+        m.update(value=value, status="ok", bounds={"lower": value, "upper": value})
+    for m in then["measurements"]:
+        if m["key"] == "STEADY/slo/e2e_le_30s_attainment":
+            m.update(value=0.99, status="ok", bounds={"lower": 0.99, "upper": 0.99})
+        if m["key"] == "STEADY/slo/e2e_le_30s_budget_spent":
+            m.update(value=1.0, status="ok", bounds={"lower": 1.0, "upper": 1.0})
+    by_key["STEADY/slo/e2e_le_30s_budget_spent"].update(
+        value=20.0, status="ok", bounds={"lower": 20.0, "upper": 20.0}
+    )
+    b = compare_reports(then, now, source="then")
+    changes = {c.statistic: c.change for c in b.compared}
+    assert changes["slo/e2e_le_30s_attainment"] == "regression"
+    assert changes["slo/e2e_le_30s_budget_spent"] == "regression"
+    assert {r.statistic for r in b.regressions} >= {"slo/e2e_le_30s_attainment"}
+    # Per-replica attainment is never a headline.
+    assert not any("[" in c.statistic for c in b.compared)
 
 
 def side(value: float, lower: float | None = None, upper: float | None = None) -> Side:

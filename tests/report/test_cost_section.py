@@ -73,7 +73,7 @@ def test_every_cost_shown_says_its_unit_is_the_price_given(
     # No currency is recorded: 2.5 per GPU-hour is 2.5 of whatever the price was in.
     text = priced[0]
     cost = _section(text, "Cost")
-    assert "Costs are in units of the GPU-hour price you gave (no currency is recorded)." in cost
+    assert "Costs are per unit of the price you gave (no currency named: --currency)." in cost
     # PRO: 8 GPUs x 1 hour x 2.5 = 20 units.
     assert _row(cost, "PRO")[2] == "20"
     summary = _section(text, "Summary")
@@ -82,6 +82,27 @@ def test_every_cost_shown_says_its_unit_is_the_price_given(
     verdicts = _section(text, "Comparison verdicts")
     assert _row(verdicts, "cost_per_token")[4] == "price units/million useful tokens"
     assert "cost_per_token is in units of the GPU-hour price you gave" in verdicts
+
+
+def test_a_currency_given_is_named_in_the_cost_section_and_the_units(
+    tmp_path: Path,
+) -> None:
+    text, data = _write(tmp_path / "eur", *PRICED, *SLA, "--currency", "EUR")
+    cost = _section(text, "Cost")
+    assert "Costs are in EUR (--currency)." in cost
+    # The useful tokens still name the SLA they count by.
+    assert "met TTFT ≤ 2 s and E2E ≤ 30 s (cost.sla_ttft_s, cost.sla_e2e_s;" in cost
+    units = {m["key"]: m["unit"] for m in data["measurements"]}
+    assert units["PRO/cost/cost"] == "EUR"
+    assert units["PRO/cost/cost_per_million_useful_output_tokens"] == "EUR/million tokens"
+    # PRO: 8 GPUs x 1 hour x 2.5 EUR = 20 EUR, whatever the currency is called.
+    assert _value(data, "PRO/cost/cost") == 20.0
+    summary = _section(text, "Summary")
+    (sentence,) = [line for line in summary.splitlines() if "Cost per million useful" in line]
+    assert "(GPU-hour rent only, in EUR)" in sentence
+    verdicts = _section(text, "Comparison verdicts")
+    assert _row(verdicts, "cost_per_token")[4] == "EUR/million useful tokens"
+    assert "cost_per_token is in EUR (--currency)." in verdicts
 
 
 def test_the_two_tokens_per_gpu_hour_rates_have_two_labels(

@@ -25,7 +25,7 @@ SECTIONS = (
     "Scope", "Summary", "What happened", "Deployments compared", "Collection health",
     "Declared and verified configuration",
     "Collection and statistical definitions",
-    "Request shapes", "Throughput", "Latency", "Replicas", "Queues and GPU activity",
+    "Request shapes", "Throughput", "Latency", "SLOs", "Replicas", "Queues and GPU activity",
     "Memory and errors",
     "Caches and speculative decoding",
     "GPU activity and bottleneck", "Stage boundaries: what the GPUs wait on", "Cost",

@@ -434,11 +434,12 @@ def _cost(judged: Judged) -> Iterator[Conclusion]:
             continue
         ma, mb = ca.cost_per_million_useful_output_tokens, cb.cost_per_million_useful_output_tokens
         clause, verdict, caveat = _clause(pair, "cost_per_token")
+        # --currency names one currency for every price; without it the unit is the price's.
+        money = f"in {ca.currency}" if ca.currency else "in units of the price you gave"
         yield Conclusion(
             kind="cost",
             text=f"Cost per million useful output tokens: {pair.a} {number(ma.value)}, "
-            f"{pair.b} {number(mb.value)} (GPU-hour rent only, in units of the price you "
-            f"gave){clause}.",
+            f"{pair.b} {number(mb.value)} (GPU-hour rent only, {money}){clause}.",
             keys=(ma.key, mb.key),
             section=SECTIONS["cost"],
             caveat=caveat,

@@ -27,6 +27,7 @@ from inference_obs.report.sections.memory import memory_and_errors
 from inference_obs.report.sections.queues import queues
 from inference_obs.report.sections.replicas import replicas
 from inference_obs.report.sections.scope import configurations, definitions, deployments, scope
+from inference_obs.report.sections.slos import slos
 from inference_obs.report.sections.throughput import throughput
 from inference_obs.report.sections.timeline import what_happened
 from inference_obs.report.sections.verdicts import baseline, verdicts
@@ -51,6 +52,7 @@ def sections(report: Report) -> tuple[Block, ...]:
         request_shapes,
         throughput,
         latency,
+        slos,
         replicas,
         queues,
         memory_and_errors,

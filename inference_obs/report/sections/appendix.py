@@ -23,6 +23,7 @@ SHOWN = frozenset(
         "collection",
         "shapes",
         "latency",
+        "slo",
         "replicas",
         "throughput",
         "cache",

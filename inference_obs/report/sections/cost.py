@@ -14,10 +14,26 @@ from inference_obs.report.document import Block, Heading, Paragraph, Table
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
 
-__all__ = ["PRICE_UNIT", "costs", "useful_tokens"]
+__all__ = ["PRICE_UNIT", "costs", "money_unit", "useful_tokens"]
 
-#: The unit of every cost: no currency is recorded, money is in whatever unit the price was.
-PRICE_UNIT = "units of the GPU-hour price you gave"
+#: The unit of every cost when no currency was named: money is in whatever unit the price was.
+PRICE_UNIT = "per unit of the price you gave"
+
+
+def money_unit(c: CostResult) -> str:
+    """What the money numbers are in: the currency named (``--currency``), else the price's unit.
+
+    Examples
+    --------
+    >>> from inference_obs.analyses.cost import CostResult
+    >>> money_unit(CostResult.model_construct(currency="EUR"))
+    'in EUR (--currency)'
+    >>> money_unit(CostResult.model_construct(currency=None))
+    'per unit of the price you gave (no currency named: --currency)'
+    """
+    if c.currency:
+        return f"in {c.currency} (--currency)"
+    return f"{PRICE_UNIT} (no currency named: --currency)"
 
 
 def useful_tokens(c: CostResult) -> str:
@@ -92,8 +108,9 @@ def costs(report: Report) -> Iterator[Block]:
         ),
         rows,
     )
+    units = sorted({money_unit(c) for _, c in priced})
     yield Paragraph(
-        f"Costs are in {PRICE_UNIT} (no currency is recorded). {useful} Total cost over "
+        f"Costs are {'; '.join(units)}. {useful} Total cost over "
         "total useful tokens, never a mean of ratios; aborted and errored requests are not "
         "useful."
     )

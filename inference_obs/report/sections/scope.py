@@ -32,6 +32,9 @@ DEFINITIONS = (
     "describes the same span, unless the GPU series start or stop apart (said there too).",
     "GPU utilisation is sample-weighted over every allocated GPU, zeros included; GPUs "
     "without samples are listed, not dropped.",
+    "SLO attainment (--slo) is the share of observations within a target, from the buckets: "
+    "exact where the target is a bucket bound, else between the shares at the bounds around "
+    "it [brackets]; budget spent is (1 - attainment) / (1 - objective), 100% the whole budget.",
     "No data is never shown as 0: a number without series reads 'no data'.",
 )
 

@@ -69,7 +69,17 @@ def compared_unit(v: ComparisonVerdict) -> str:
     money say so (``_UNITS``)."""
     if v.unit == "seconds":
         return "ms or s (in cell)"
+    currency = _currency(v)
+    if currency is not None:  # --currency named it: the money's unit says which
+        return f"{currency}/million useful tokens"
     return _UNITS.get(v.comparison, v.unit or "")
+
+
+def _currency(v: ComparisonVerdict) -> str | None:
+    """The currency of a cost comparison, where ``--currency`` named one (its unit's head)."""
+    if v.comparison != "cost_per_token" or not v.unit or v.unit.startswith("currency"):
+        return None
+    return v.unit.split("/")[0]
 
 
 def empty_comparisons(pair: PairValidity) -> set[str]:
@@ -84,7 +94,16 @@ def verdicts(report: Report) -> Iterator[Block]:
         return
     yield Heading(2, "Comparison verdicts")
     shown = {c for p in report.validity.pairs for c in p.verdicts if c not in empty_comparisons(p)}
-    yield Paragraph(" ".join((LEGEND, *(text for c, text in _DEFINED.items() if c in shown))))
+    defined = {**_DEFINED}
+    named = {
+        c
+        for p in report.validity.pairs
+        for v in p.verdicts.values()
+        if (c := _currency(v)) is not None
+    }
+    if named:
+        defined["cost_per_token"] = f"cost_per_token is in {', '.join(sorted(named))} (--currency)."
+    yield Paragraph(" ".join((LEGEND, *(text for c, text in defined.items() if c in shown))))
     for pair in report.validity.pairs:
         if len(report.validity.pairs) > 1:
             yield Heading(3, f"{pair.a} vs {pair.b}")
