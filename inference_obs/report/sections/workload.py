@@ -101,8 +101,8 @@ def latency(report: Report) -> Iterator[Block]:
         "Times in ms under a second, s above. Brackets: the bucket that holds the true "
         "quantile of the window's requests, wide enough for those at its edges that no scrape "
         "counted; ≤: a quantile in the lowest bucket, known only as at most its upper bound "
-        "(how observations spread from 0 is not recorded). Values in brackets are estimated "
-        "from the buckets and the exact mean (docs/quantile-estimate.md)."
+        "(how observations spread from 0 is not recorded). The values before the brackets are "
+        "estimated from the buckets and the exact mean (docs/quantile-estimate.md)."
     )
     rows = []
     counted_only: list[tuple[str, str, Measurement]] = []
