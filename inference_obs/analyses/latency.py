@@ -61,6 +61,7 @@ from inference_obs.reading.measurement import (
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Instant, Vector
 from inference_obs.source.remembering import soon, together
+from inference_obs.source.view import ViewSource
 
 __all__ = [
     "HistogramSummary",
@@ -153,8 +154,10 @@ def merged_buckets(r: Reading, family: Family, *, answer: Instant | None = None)
         values = [float(v) for v in answer.value.values]
     upper = parse_le(les)
     order = [i for i in np.argsort(upper, kind="stable") if not math.isnan(upper[i])]
+    text = to_promql(expr)
     return MergedBuckets(
-        promql=to_promql(expr),
+        # As read: the data's own name for the family where it holds an older one.
+        promql=r.source.promql(text) if isinstance(r.source, ViewSource) else text,
         upper=tuple(float(upper[i]) for i in order),
         counts=tuple(values[i] for i in order),
     )

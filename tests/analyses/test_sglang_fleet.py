@@ -41,7 +41,7 @@ def test_each_deployment_reads_its_own_engine(tmp_path: Path) -> None:
     # the CLI would end with its no-data status.
     found = {m.key: m for m in report(source).measurements()}
     # The vLLM server is read as before, under its own (older) names.
-    assert found["V/latency/itl_p50"].value == pytest.approx(0.005)
+    assert found["V/latency/itl_p50"].provenance.promql_value == pytest.approx(0.005)
     assert "engine_equivalent" not in {a.kind for a in found["V/latency/itl_p50"].annotations}
     # The SGLang server's KV usage is its sglang:token_usage (0.0 in the real answer).
     usage = found["S/memory/kv_cache_usage_max"]
