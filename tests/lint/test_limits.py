@@ -213,6 +213,13 @@ def test_promql_nested_to_the_limit_is_read_and_checked(text: str) -> None:
 _BESIDE = "d" * 2000
 
 
+def _growth(small: Callable[[], object], large: Callable[[], object]) -> float:
+    """The least of three measured ratios of ``large``'s cost to ``small``'s: a busy
+    machine only inflates a ratio, so a linear reading in any attempt is the reading;
+    quadratic code reads high in every one."""
+    return min(_best_seconds(large) / _best_seconds(small) for _ in range(3))
+
+
 def _panels(n: int) -> str:
     return json.dumps(
         {
@@ -258,9 +265,7 @@ def _widgets(n: int) -> str:
 def test_many_panels_take_linear_time(make: Callable[[int], str], n: int) -> None:
     small, large = make(n), make(4 * n)
     lint_text(small, "dashboard")  # imports and caches warm
-    ratio = _best_seconds(lambda: lint_text(large, "dashboard")) / _best_seconds(
-        lambda: lint_text(small, "dashboard")
-    )
+    ratio = _growth(lambda: lint_text(small, "dashboard"), lambda: lint_text(large, "dashboard"))
     assert ratio < LINEAR
 
 
@@ -297,7 +302,7 @@ def _variables(n: int) -> str:
 def test_long_expressions_take_linear_time(make: Callable[[int], str], n: int) -> None:
     small, large = make(n), make(4 * n)
     lint_text(small)
-    ratio = _best_seconds(lambda: lint_text(large)) / _best_seconds(lambda: lint_text(small))
+    ratio = _growth(lambda: lint_text(small), lambda: lint_text(large))
     assert ratio < LINEAR
     assert _best_seconds(lambda: lint_text(large), 1) < 2.0
 
