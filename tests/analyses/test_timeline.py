@@ -376,10 +376,18 @@ def test_requests_running_on_idle_gpus_with_no_queue_are_a_stall_only_with_a_spi
     (kept,) = _kept(incidents)
     assert (kept.kind, kept.severity) == (EventKind.STALL, Severity.CRITICAL)
     # Beside a restart's scrape gap (requests seen running as the engine went down), the
-    # restart stays a restart, with its own times.
+    # restart stays a restart, with its own times, a spike after it or not; and it is not
+    # merged with a stall of another replica at the same time (a fresh seed's injected
+    # stall on chat-01 took chat-02's restart in and its times with it).
     gap = Piece(EventKind.RESTART, "a", 90.0, 150.0, "restarted")
-    (restart,) = _kept(_merge([piece, gap], touch=60.0))
-    assert (restart.kind, restart.start, restart.end) == (EventKind.RESTART, 90.0, 150.0)
+    held = Piece(EventKind.STALL, "b", 60.0, 120.0, "74 waiting on idle GPUs")
+    incidents = _merge([piece, gap, held], touch=60.0)
+    assert {i.kind for i in incidents} == {EventKind.RESTART, EventKind.STALL}
+    _attach([Piece(EventKind.LATENCY_SPIKE, "", 160.0, 200.0, "slow", reach=300.0)], incidents)
+    by_kind = {i.kind: i for i in _kept(incidents)}
+    restart = by_kind[EventKind.RESTART]
+    assert (restart.start, restart.end, restart.replicas) == (90.0, 150.0, ["a"])
+    assert by_kind[EventKind.STALL].replicas == ["b"]
     # Two such rows need the spike too: a light load's requests beside instants of idle
     # GPUs (a fresh seed's 2 running at 15 % busy read 0 % twice). A queue in the first
     # row is a run of its own, a possible stall.

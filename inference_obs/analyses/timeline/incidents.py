@@ -28,10 +28,11 @@ of :mod:`~inference_obs.analyses.timeline.pieces`, and merges them:
    it cannot clear the queue; the spike (a rolling quantile at least ten times
    its window's median) is what the users met;
 6. requests seen running, none waiting, beside idle GPU readings are an event
-   only when a latency spike followed them (then a stall), however many rows
-   show them: an engine that hangs just after admitting requests shows no
-   queue, but a light load looks the same (a GPU_UTIL sample is an instant's,
-   and at 15 % busy most instants are idle) and is common.
+   only alone and when a latency spike followed them (then a stall), however
+   many rows show them; beside other evidence they neither name nor date it.
+   An engine that hangs just after admitting requests shows no queue, but a
+   light load looks the same (a GPU_UTIL sample is an instant's, and at 15 %
+   busy most instants are idle) and is common.
 
 Nothing is read from the source, nor from what a dataset says about itself
 (its methodology or a fault list): only from the series, through the results.
@@ -85,8 +86,13 @@ class _Incident:
     after: list[Piece] = field(default_factory=list)
 
     @property
+    def strong(self) -> list[Piece]:
+        """Its pieces that show something alone (rule 6): all of them where none does."""
+        return [p for p in self.pieces if not p.needs_spike] or self.pieces
+
+    @property
     def kind(self) -> EventKind:
-        return min((p.kind for p in self.pieces), key=_weight)
+        return min((p.kind for p in self.strong), key=_weight)
 
     @property
     def unconfirmed(self) -> bool:
@@ -100,7 +106,7 @@ class _Incident:
         latency spike followed (rule 5) critical."""
         if self.after and any(p.kind is EventKind.QUEUE_BURST for p in self.pieces):
             return Severity.CRITICAL
-        pieces = (*self.pieces, *self.after)
+        pieces = (*self.strong, *self.after)
         found = max((p.kind.severity for p in pieces), key=lambda s: s.rank)
         return Severity.MAJOR if self.unconfirmed and found is Severity.CRITICAL else found
 
@@ -166,14 +172,16 @@ def _attach(spikes: Sequence[Piece], incidents: list[_Incident]) -> None:
 
 
 def _kept(incidents: list[_Incident]) -> list[_Incident]:
-    """Rule 6 of the module: evidence that needs a spike after it, without one, is none;
-    an incident keeps its other pieces (a restart's gap stays a restart) and their times."""
+    """Rule 6 of the module: evidence that needs a spike after it is an incident only
+    alone and with one; beside other evidence it is dropped, so that a restart whose gap
+    touched requests seen running on idle GPUs stays a restart, with its own times."""
     out = []
     for i in incidents:
-        pieces = i.pieces if i.after else [p for p in i.pieces if not p.needs_spike]
-        if pieces:
-            start, end = min(p.start for p in pieces), max(p.end for p in pieces)
-            out.append(_Incident(pieces, start, end, i.after))
+        pieces = i.strong
+        if pieces[0].needs_spike and not i.after:
+            continue
+        start, end = min(p.start for p in pieces), max(p.end for p in pieces)
+        out.append(_Incident(pieces, start, end, i.after))
     return out
 
 
