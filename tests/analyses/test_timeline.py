@@ -399,6 +399,33 @@ def test_requests_running_on_idle_gpus_with_no_queue_are_a_stall_only_with_a_spi
     assert (first.kind, first.confirmed, first.needs_spike) == (EventKind.STALL, False, False)
 
 
+def test_a_spike_confirms_a_one_row_stall_only_if_the_gpus_stayed_idle() -> None:
+    # A burst's first scrape beside a stale idle reading, the GPUs busy at the next row
+    # (a fresh seed: 1 running and 2 waiting at 17:52, then the burst's own TTFT spike).
+    rows = _rows([0, 2, 9, 4], [0, 1, 8, 8], [20.0, 0.0, 99.0, 99.0])
+    first = _queue_run(rows, slice(1, 2), None, "scrape", ())
+    assert (first.kind, first.confirmed, first.idle_after) == (EventKind.STALL, False, False)
+    spike = Piece(EventKind.LATENCY_SPIKE, "", 300.0, 360.0, "slow", reach=300.0)
+    (alone,) = _merge([first], touch=15.0)
+    _attach([spike], [alone])
+    assert alone.severity is Severity.MAJOR
+    assert "the GPUs read busy at the next scrape" in _text(alone)
+    # Beside the burst's rows it neither names nor dates the event: a queue that the spike
+    # followed (critical), not a stall.
+    burst = _queue_run(rows, slice(2, 4), None, "scrape", ())
+    incidents = _merge([first, burst], touch=60.0)
+    _attach([spike], incidents)
+    (kept,) = _kept(incidents)
+    assert (kept.kind, kept.severity) == (EventKind.QUEUE_BURST, Severity.CRITICAL)
+    # The GPUs still idle at the next row: the spike confirms the stall.
+    held = _queue_run(
+        _rows([0, 2, 0], [0, 9, 0], [20.0, 0.0, 0.0]), slice(1, 2), None, "scrape", ()
+    )
+    (stall,) = _merge([held], touch=15.0)
+    _attach([spike], [stall])
+    assert (held.idle_after, stall.severity) == (True, Severity.CRITICAL)
+
+
 def test_a_spike_joins_the_queue_before_it_rather_than_an_earlier_spike() -> None:
     earlier = Piece(EventKind.LATENCY_SPIKE, "", 0.0, 60.0, "slow first", reach=300.0)
     queue = Piece(EventKind.QUEUE_BURST, "a", 100.0, 220.0, "up to 15 waiting")

@@ -87,8 +87,14 @@ class _Incident:
 
     @property
     def strong(self) -> list[Piece]:
-        """Its pieces that show something alone (rule 6): all of them where none does."""
-        return [p for p in self.pieces if not p.needs_spike] or self.pieces
+        """Its pieces that show something beside others (rules 4 and 6): all of them where
+        none does. A one-row stall whose GPUs read busy at the next row is not one."""
+        weak = [
+            p
+            for p in self.pieces
+            if p.needs_spike or (p.kind is EventKind.STALL and not p.confirmed and not p.idle_after)
+        ]
+        return [p for p in self.pieces if p not in weak] or self.pieces
 
     @property
     def kind(self) -> EventKind:
@@ -98,7 +104,8 @@ class _Incident:
     def unconfirmed(self) -> bool:
         """Rule 4 of the module: a stall whose only evidence is one row, with no spike after."""
         stalls = [p for p in self.pieces if p.kind is EventKind.STALL]
-        return bool(stalls) and not self.after and not any(p.confirmed for p in stalls)
+        spiked = bool(self.after) and any(p.idle_after for p in stalls)
+        return bool(stalls) and not spiked and not any(p.confirmed for p in stalls)
 
     @property
     def severity(self) -> Severity:
@@ -178,7 +185,7 @@ def _kept(incidents: list[_Incident]) -> list[_Incident]:
     out = []
     for i in incidents:
         pieces = i.strong
-        if pieces[0].needs_spike and not i.after:
+        if pieces[0].needs_spike and not (i.after and any(p.idle_after for p in pieces)):
             continue
         start, end = min(p.start for p in pieces), max(p.end for p in pieces)
         out.append(_Incident(pieces, start, end, i.after))
@@ -199,9 +206,14 @@ def _text(incident: _Incident) -> str:
         parts.append(f"alike on {len(replicas) - 3} more")
     parts += list(dict.fromkeys(p.phrase for p in sorted(incident.after, key=lambda p: p.start)))
     if incident.unconfirmed:
+        why = (
+            "the GPUs read busy at the next scrape"
+            if incident.after
+            else "no latency rise followed"
+        )
         parts.append(
-            "a possible stall: one row, and no latency rise followed (requests that arrived "
-            "after the GPU sample meet a reading taken before them)"
+            f"a possible stall: one row, and {why} (requests that arrived after the GPU "
+            "sample meet a reading taken before them)"
         )
     return "; ".join(parts) + "."
 

@@ -103,6 +103,10 @@ class Piece:
     #: running, none waiting, beside idle GPU readings, as a light load's requests are
     #: most often seen (a GPU_UTIL sample is an instant's, and most instants are idle).
     needs_spike: bool = False
+    #: Whether the GPUs still read idle at the next row (or no reading says otherwise): a
+    #: latency spike confirms a stall seen in one row only then, since the first scrape of a
+    #: burst beside a stale idle reading is followed by busy GPUs and a spike of its own.
+    idle_after: bool = True
 
 
 def clock(t: float, zone: tzinfo | None) -> str:
@@ -186,6 +190,10 @@ def _queue_run(
         # GPU_UTIL is an instant's sample: at a light load most read 0 beside requests
         # that ran between them. Without a queue, only a latency rise shows a stall.
         quiet = not (np.nan_to_num(waiting) > 0).any()
+        # The next row's GPU reading: a stall keeps the GPUs idle past the scrape that saw
+        # it; a burst's first scrape beside a stale reading is followed by busy GPUs.
+        stop = run.stop if run.stop is not None else len(rows.gpu_util)
+        later = float(rows.gpu_util[stop]) if stop < len(rows.gpu_util) else math.nan
         return Piece(
             EventKind.STALL,
             rows.replica,
@@ -195,6 +203,7 @@ def _queue_run(
             keys,
             confirmed=confirmed,
             needs_spike=quiet,
+            idle_after=not later > NEAR_IDLE_PERCENT,
         )
     peak = int(np.argmax(waiting))
     readings = util[np.isfinite(util)]
