@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from inference_obs.cli.options import add_live_options, dataset_out, live_access
-from inference_obs.errors import ConfigurationError, InferenceObsError, QueryError
+from inference_obs.errors import ConfigurationError, QueryError
 from inference_obs.query import parse_duration
 from inference_obs.source.limits import MAX_SCRAPE_ANSWER_BYTES, MIN_INTERVAL_S
 
@@ -113,7 +113,7 @@ def _seconds(text: str, option: str) -> float:
     except QueryError:
         seconds = math.nan
     if not math.isfinite(seconds) or seconds <= 0:
-        raise InferenceObsError(f"{option} {text!r}: expected a duration such as 15s or 1h")
+        raise ConfigurationError(f"{option} {text!r}: expected a duration such as 15s or 1h")
     return seconds
 
 
@@ -128,14 +128,14 @@ def _clients(args: argparse.Namespace, timeout: float) -> list[Any]:
         try:
             targets.append(parse_target(text))
         except ConfigurationError as exc:  # the URL is shown redacted
-            raise InferenceObsError(f"--url number {i}: {exc}") from None
+            raise ConfigurationError(f"--url number {i}: {exc}") from None
     keys = [(t.job, t.instance) for t, _ in targets]
     if len(set(keys)) != len(keys):
-        raise InferenceObsError("two --url give the same job and instance; name their jobs apart")
+        raise ConfigurationError("two --url give the same job and instance; name their jobs apart")
     access = live_access(args)
     headers, token, tls = access.headers, access.token, access.tls
     if args.retries < 0:
-        raise InferenceObsError(f"--retries {args.retries}: expected a whole number >= 0")
+        raise ConfigurationError(f"--retries {args.retries}: expected a whole number >= 0")
     limits = Limits(
         timeout=timeout,
         retries=args.retries,
@@ -145,7 +145,7 @@ def _clients(args: argparse.Namespace, timeout: float) -> list[Any]:
     clients = []
     for i, (target, userinfo) in enumerate(targets, 1):
         if userinfo is not None and token is not None:
-            raise InferenceObsError(f"--url number {i}: give one credential, not two")
+            raise ConfigurationError(f"--url number {i}: give one credential, not two")
         transport = PooledTransport(target.endpoint, tls=tls, size=1)
         try:
             clients.append(
@@ -154,7 +154,7 @@ def _clients(args: argparse.Namespace, timeout: float) -> list[Any]:
                 )
             )
         except ConfigurationError as exc:
-            raise InferenceObsError(f"--header: {exc}") from None
+            raise ConfigurationError(f"--header: {exc}") from None
     return clients
 
 
@@ -165,16 +165,16 @@ def _capture(args: argparse.Namespace) -> int:
     interval = _seconds(args.interval, "--interval")
     duration = _seconds(args.duration, "--duration")
     if interval < MIN_INTERVAL_S:
-        raise InferenceObsError(
+        raise ConfigurationError(
             f"--interval {args.interval!r}: at least {MIN_INTERVAL_S * 1000:g}ms between scrapes"
         )
     timeout = min(interval, _DEFAULT_TIMEOUT_S)
     if args.timeout is not None:
         timeout = _seconds(args.timeout, "--timeout")
         if timeout > interval:
-            raise InferenceObsError(f"--timeout {args.timeout!r} is longer than --interval")
+            raise ConfigurationError(f"--timeout {args.timeout!r} is longer than --interval")
     if args.parallel < 1:
-        raise InferenceObsError(f"--parallel {args.parallel}: expected a whole number >= 1")
+        raise ConfigurationError(f"--parallel {args.parallel}: expected a whole number >= 1")
     deployments = load_deployments(args.deployments) if args.deployments else None
     out = dataset_out(args.out)
     clients = _clients(args, timeout)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from inference_obs.cli.options import unwritable
-from inference_obs.errors import ConfigurationError, InferenceObsError
+from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import FAMILIES
 from inference_obs.metrics.burn_rate import burn_rate_rules
 from inference_obs.metrics.export import export_files
@@ -28,7 +28,7 @@ def parse_matcher(text: str) -> Matcher:
         label, sep, value = text.partition(op)
         if sep and label and "=" not in label and "!" not in label:
             return Matcher(label, MatchOp(op), value)
-    raise InferenceObsError(
+    raise ConfigurationError(
         f"--match {text!r}: expected LABEL=VALUE, LABEL!=VALUE, LABEL=~REGEX or LABEL!~REGEX"
     )
 
@@ -68,7 +68,7 @@ def _slo_targets(texts: list[str]) -> tuple[SloTarget, ...]:
         targets = tuple(parse_target(t) for t in texts)
         burn_rate_rules(targets)  # refuses a target without an objective or bucket
     except ConfigurationError as exc:
-        raise InferenceObsError(f"--slo: {exc}") from None
+        raise ConfigurationError(f"--slo: {exc}") from None
     return targets
 
 
@@ -117,12 +117,12 @@ def _simulate(args: argparse.Namespace) -> int:
     from inference_obs.simulate import load_scenario, simulate, with_load
 
     if args.seed is not None and args.seed < 0:  # numpy seeds from non-negative integers
-        raise InferenceObsError(f"--seed {args.seed}: expected a whole number >= 0")
+        raise ConfigurationError(f"--seed {args.seed}: expected a whole number >= 0")
     if args.load is not None and not (math.isfinite(args.load) and args.load > 0):
-        raise InferenceObsError(f"--load {args.load}: expected a factor above 0, e.g. 1.5")
+        raise ConfigurationError(f"--load {args.load}: expected a factor above 0, e.g. 1.5")
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise InferenceObsError(f"--out {out}: not an empty directory; give a new one")
+        raise ConfigurationError(f"--out {out}: not an empty directory; give a new one")
     scenario = load_scenario(args.scenario)
     if args.load is not None:
         scenario = with_load(scenario, args.load)

@@ -16,7 +16,7 @@ from inference_obs.cli.options import (
     open_prometheus,
     window,
 )
-from inference_obs.errors import InferenceObsError
+from inference_obs.errors import ConfigurationError
 
 __all__ = ["register"]
 
@@ -164,7 +164,7 @@ def _dataset_load(args: argparse.Namespace) -> int:
     from inference_obs.source.prometheus import PrometheusSource
 
     if args.batch_samples < 1:
-        raise InferenceObsError(
+        raise ConfigurationError(
             f"--batch-samples {args.batch_samples}: expected a whole number >= 1"
         )
     path = Path(args.dir)
@@ -173,7 +173,7 @@ def _dataset_load(args: argparse.Namespace) -> int:
     access = live_access(args)
     auth = access.token if access.token is not None else target.auth
     if access.token is not None and target.auth is not None:
-        raise InferenceObsError("give one credential, not a token option and user:password@")
+        raise ConfigurationError("give one credential, not a token option and user:password@")
     query_url = args.query_url or target.endpoint.url
     with PrometheusSource(
         query_url,
@@ -267,10 +267,10 @@ def _write_target(into: str, query_url: str | None) -> Any:
     try:
         target = parse_write_url(into)
     except ConfigurationError as exc:
-        raise InferenceObsError(f"--into: {exc}") from None
+        raise ConfigurationError(f"--into: {exc}") from None
     elsewhere = target.path not in (None, "/api/v1/write")  # Mimir, Thanos Receive
     if query_url is None and (elsewhere or "/insert/" in target.endpoint.prefix + "/"):
-        raise InferenceObsError(
+        raise ConfigurationError(
             f"--into {target.endpoint.url}{target.path or ''}: the query API of this store is "
             "elsewhere; give --query-url (VictoriaMetrics cluster: "
             "http://vmselect:8481/select/<tenant>/prometheus; Mimir: http://mimir/prometheus)"
@@ -284,7 +284,7 @@ def _protocol(given: str | None, from_url: Any, store: Any, query_url: str) -> A
     if given is not None:
         protocol = WireProtocol(given)
         if from_url is not None and from_url is not protocol:
-            raise InferenceObsError(
+            raise ConfigurationError(
                 f"--protocol {given}: the --into URL's path is a {from_url.value} path"
             )
         return protocol
@@ -295,7 +295,7 @@ def _protocol(given: str | None, from_url: Any, store: Any, query_url: str) -> A
         return WireProtocol.VM_IMPORT
     if kind in ("prometheus", "mimir", "thanos"):
         return WireProtocol.REMOTE_WRITE
-    raise InferenceObsError(f"{query_url}: cannot tell how to write to it; give --protocol")
+    raise ConfigurationError(f"{query_url}: cannot tell how to write to it; give --protocol")
 
 
 def _dataset_export(args: argparse.Namespace) -> int:
@@ -306,7 +306,7 @@ def _dataset_export(args: argparse.Namespace) -> int:
 
     span = window(args) if args.end is not None else None
     if span is None:
-        raise InferenceObsError("dataset export needs --end, and --start or --window")
+        raise ConfigurationError("dataset export needs --end, and --start or --window")
     out = dataset_out(args.out)  # refused before any query
     source = open_prometheus(args)
     deployments = load_deployments(args.deployments)
@@ -340,7 +340,7 @@ def _dataset_verify(args: argparse.Namespace) -> int:
 
     if not math.isfinite(args.rel_tol) or args.rel_tol < 0:
         # A NaN tolerance fails every number; an infinite one passes any but 0 (0 x inf is NaN).
-        raise InferenceObsError(f"--rel-tol {args.rel_tol!r}: expected a finite number >= 0")
+        raise ConfigurationError(f"--rel-tol {args.rel_tol!r}: expected a finite number >= 0")
     result = verify_dataset(Path(args.dir), rel_tol=args.rel_tol)
     for row in result.rows:
         line = f"{row.status.value:<16} {row.key}  published {number(row.published)}"

@@ -11,7 +11,7 @@ from pathlib import Path
 from inference_obs.cli.options import EXIT_NO_DATA, EXIT_OK
 from inference_obs.cli.sources import add_discovery_source_options, note, plan
 from inference_obs.cli.times import started
-from inference_obs.errors import InferenceObsError
+from inference_obs.errors import ConfigurationError
 from inference_obs.outputs import write_file
 
 __all__ = ["register"]
@@ -37,23 +37,23 @@ def _check_out(text: str, force: bool) -> Path | None:
     if text == "-":
         return None
     if not text:
-        raise InferenceObsError("--out: empty; give a file, or - for stdout")
+        raise ConfigurationError("--out: empty; give a file, or - for stdout")
     out = Path(text)
     if out.is_dir():
-        raise InferenceObsError(f"--out {out}: is a directory; give a file name")
+        raise ConfigurationError(f"--out {out}: is a directory; give a file name")
     if out.exists() and not force:
-        raise InferenceObsError(
+        raise ConfigurationError(
             f"--out {out}: exists; give --force to replace it (a hand-edited file would be lost)"
         )
     parent = out.parent
     if not parent.is_dir():
-        raise InferenceObsError(f"--out {out}: no directory {parent} to write it in")
+        raise ConfigurationError(f"--out {out}: no directory {parent} to write it in")
     try:  # a file made and removed: proves the directory writable, whoever runs this
         handle, probe = tempfile.mkstemp(prefix=f".{out.name}.partial-", dir=parent)
         os.close(handle)
         os.unlink(probe)
     except OSError as exc:
-        raise InferenceObsError(
+        raise ConfigurationError(
             f"--out {out}: {parent} cannot be written ({exc.strerror})"
         ) from None
     return out
@@ -63,7 +63,7 @@ def _discover(args: argparse.Namespace) -> int:
     from inference_obs.discover import discover
 
     if args.prometheus is None and args.dataset is None:
-        raise InferenceObsError("give --prometheus URL (live) or --dataset DIR (offline)")
+        raise ConfigurationError("give --prometheus URL (live) or --dataset DIR (offline)")
     out = _check_out(args.out, args.force)
     planned = plan(args, lambda line: None, started(), default_window="1h")
     opened = planned.open()
@@ -88,7 +88,7 @@ def _discover(args: argparse.Namespace) -> int:
     try:
         write_file(out, text.encode("utf-8"))  # whole, replacing a link, never through it
     except OSError as exc:
-        raise InferenceObsError(f"--out {out}: cannot be written ({exc.strerror})") from None
+        raise ConfigurationError(f"--out {out}: cannot be written ({exc.strerror})") from None
     print(f"wrote {out}")
     return EXIT_OK
 

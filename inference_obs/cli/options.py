@@ -1,7 +1,7 @@
 """Options shared by the commands that read a source: the window, live access, prices.
 
 Every option is checked here before any work starts (no query sent, no dataset
-read), and a bad one ends in an :class:`~inference_obs.errors.InferenceObsError`
+read), and a bad one ends in a :class:`~inference_obs.errors.ConfigurationError`
 naming it. Errors never echo a header's value, a token, or the ``--prometheus``
 URL (its userinfo or query string may hold a credential).
 """
@@ -56,7 +56,7 @@ EXIT_OK, EXIT_USAGE, EXIT_NO_DATA, EXIT_SOURCE, EXIT_INVALID, EXIT_BUDGET = 0, 2
 EXIT_REGRESSION = 7
 
 
-def unwritable(out: Path, what: str, exc: OSError) -> InferenceObsError:
+def unwritable(out: Path, what: str, exc: OSError) -> ConfigurationError:
     """The one-line error of an output that could not be written (exit status 2).
 
     Names ``--out``, the reason (``No space left on device``, ``Read-only
@@ -65,7 +65,7 @@ def unwritable(out: Path, what: str, exc: OSError) -> InferenceObsError:
     """
     where = f": {exc.filename}" if exc.filename else ""
     reason = exc.strerror or str(exc)
-    return InferenceObsError(
+    return ConfigurationError(
         f"--out {out}: {what} could not be written ({reason}{where}); "
         "nothing half-written was left there"
     )
@@ -120,7 +120,7 @@ def dataset_out(text: str) -> Path:
 
     Raises
     ------
-    InferenceObsError
+    ConfigurationError
         One line: not empty, read-only, full
         (:func:`~inference_obs.source.dataset.writer.check_dataset_out`).
     """
@@ -130,7 +130,7 @@ def dataset_out(text: str) -> Path:
     try:
         check_dataset_out(out)
     except InferenceObsError as exc:
-        raise InferenceObsError(f"--out {exc}") from None
+        raise ConfigurationError(f"--out {exc}") from None
     return out
 
 
@@ -140,14 +140,14 @@ def _readable(path: str, option: str) -> Path:
     Opened non-blocking so a named pipe does not wait for a writer here.
     """
     if not path:
-        raise InferenceObsError(f"{option}: empty; give a file")
+        raise ConfigurationError(f"{option}: empty; give a file")
     file = Path(path).expanduser()
     if file.is_dir():  # open(2) would succeed on one
-        raise InferenceObsError(f"{option} {path}: is a directory, not a file")
+        raise ConfigurationError(f"{option} {path}: is a directory, not a file")
     try:
         os.close(os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)))
     except OSError as exc:
-        raise InferenceObsError(f"{option} {path}: {exc.strerror}") from None
+        raise ConfigurationError(f"{option} {path}: {exc.strerror}") from None
     return file
 
 
@@ -159,11 +159,11 @@ def _headers(items: Sequence[str]) -> dict[str, str]:
         name, value = name.strip(), value.strip()
         # The text is not echoed: a mistyped header may hold a credential.
         if not sep or not name:
-            raise InferenceObsError(f"--header number {i}: expected 'Name: value'")
+            raise ConfigurationError(f"--header number {i}: expected 'Name: value'")
         try:
             check_header(name, value)
         except ConfigurationError as exc:
-            raise InferenceObsError(f"--header number {i}: {exc}") from None
+            raise ConfigurationError(f"--header number {i}: {exc}") from None
         headers[name] = value
     return headers
 
@@ -191,20 +191,20 @@ def live_access(args: argparse.Namespace) -> LiveAccess:
         try:  # read once now, so that a pipe or a huge file is refused before any request
             read_token_file(token_file)
         except ConfigurationError as exc:
-            raise InferenceObsError(f"--token-file: {exc}") from None
+            raise ConfigurationError(f"--token-file: {exc}") from None
     ca_file = None if args.ca_file is None else _readable(args.ca_file, "--ca-file")
     if args.token_env is not None and not os.environ.get(args.token_env):
-        raise InferenceObsError(
+        raise ConfigurationError(
             f"--token-env {args.token_env!r}: that variable is not set or empty"
         )
     if args.token_file is not None and args.token_env is not None:
-        raise InferenceObsError("give one credential, not --token-file and --token-env")
+        raise ConfigurationError("give one credential, not --token-file and --token-env")
     try:
         tls = None if ca_file is None else TLS(ca_file=ca_file).context()
     except ConfigurationError as exc:  # readable, but holds no certificate
-        raise InferenceObsError(f"--ca-file {args.ca_file}: not a CA bundle ({exc})") from None
+        raise ConfigurationError(f"--ca-file {args.ca_file}: not a CA bundle ({exc})") from None
     if not (math.isfinite(args.max_answer_mb) and args.max_answer_mb * 2**20 >= 1):
-        raise InferenceObsError(f"--max-answer-mb {args.max_answer_mb}: expected a size above 0")
+        raise ConfigurationError(f"--max-answer-mb {args.max_answer_mb}: expected a size above 0")
     token = (
         BearerToken(file=token_file)
         if token_file is not None
@@ -229,15 +229,15 @@ def open_prometheus(args: argparse.Namespace) -> Any:
     try:
         _, userinfo = parse_base_url(args.prometheus)
     except ConfigurationError as exc:  # the URL is shown redacted, if at all
-        raise InferenceObsError(f"--prometheus: {exc}") from None
+        raise ConfigurationError(f"--prometheus: {exc}") from None
     access = live_access(args)
     if userinfo is not None and access.token is not None:
         given = "--token-file" if args.token_file is not None else "--token-env"
-        raise InferenceObsError(
+        raise ConfigurationError(
             f"give one credential, not {given} and a user:password@ in --prometheus"
         )
     if args.parallel < 1:
-        raise InferenceObsError(f"--parallel {args.parallel}: expected a whole number >= 1")
+        raise ConfigurationError(f"--parallel {args.parallel}: expected a whole number >= 1")
     deadline = budget_deadline(args)
     try:
         return PrometheusSource(
@@ -250,7 +250,7 @@ def open_prometheus(args: argparse.Namespace) -> Any:
             deadline=deadline,
         )
     except ConfigurationError as exc:  # the source's own checks; no secret in them
-        raise InferenceObsError(f"--prometheus: {exc}") from None
+        raise ConfigurationError(f"--prometheus: {exc}") from None
 
 
 def prices(items: Sequence[str]) -> dict[str, float]:
@@ -263,11 +263,11 @@ def prices(items: Sequence[str]) -> dict[str, float]:
         except ValueError:
             price = math.nan
         if not sep or not name or not math.isfinite(price) or price < 0:
-            raise InferenceObsError(
+            raise ConfigurationError(
                 f"--gpu-hour-price {item!r}: expected NAME=PRICE with a price >= 0, e.g. H20=2.5"
             )
         if name in out:
-            raise InferenceObsError(f"--gpu-hour-price {item!r}: {name} has a price already")
+            raise ConfigurationError(f"--gpu-hour-price {item!r}: {name} has a price already")
         out[name] = price
     return out
 
@@ -282,9 +282,9 @@ def topologies(items: Sequence[str]) -> dict[str, str]:
     for item in items:
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
-            raise InferenceObsError(f"--topology {item!r}: expected NAME=FILE, e.g. H100=topo.txt")
+            raise ConfigurationError(f"--topology {item!r}: expected NAME=FILE, e.g. H100=topo.txt")
         if name in files:
-            raise InferenceObsError(f"--topology {item!r}: {name} has a topology already")
+            raise ConfigurationError(f"--topology {item!r}: {name} has a topology already")
         files[name] = (item, path)
     texts = {}
     for name, (item, path) in files.items():
@@ -293,11 +293,13 @@ def topologies(items: Sequence[str]) -> dict[str, str]:
                 text = file.read(MAX_TEXT_CHARS + 1)  # one more: parse_topology names the limit
         except (OSError, UnicodeDecodeError) as exc:
             problem = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-            raise InferenceObsError(f"--topology {item!r}: cannot read {path}: {problem}") from None
+            raise ConfigurationError(
+                f"--topology {item!r}: cannot read {path}: {problem}"
+            ) from None
         try:  # read now, so a bad file stops the run before any work, not after the analyses
             parse_topology(text)
         except TopologyError as exc:
-            raise InferenceObsError(f"--topology {item!r}: {path}: {exc}") from None
+            raise ConfigurationError(f"--topology {item!r}: {path}: {exc}") from None
         texts[name] = text
     return texts
 
@@ -317,7 +319,7 @@ def resolution(text: str) -> Resolution:
             seconds = parse_duration(text)
         return check_duration(seconds, where="--resolution")
     except QueryError:
-        raise InferenceObsError(
+        raise ConfigurationError(
             f"--resolution {text!r}: expected auto, scrape, or a tile width such as 60 or 1m"
         ) from None
 
@@ -359,7 +361,7 @@ def positive_seconds(text: str, option: str) -> float:
     except ValueError:
         seconds = math.nan
     if not math.isfinite(seconds) or seconds <= 0:
-        raise InferenceObsError(f"{option} {text!r}: expected seconds above 0, e.g. 600")
+        raise ConfigurationError(f"{option} {text!r}: expected seconds above 0, e.g. 600")
     return seconds
 
 
@@ -374,7 +376,7 @@ def analysis_settings(
 
     Raises
     ------
-    InferenceObsError
+    ConfigurationError
         Naming the option when an analysis or setting is unknown or its value invalid.
     """
     from inference_obs.analyses.registry import parse_settings, settings_for
@@ -383,7 +385,7 @@ def analysis_settings(
         overrides = parse_settings(assignments)
         settings_for(overrides)
     except ConfigurationError as exc:
-        raise InferenceObsError(f"--set: {exc}") from None
+        raise ConfigurationError(f"--set: {exc}") from None
     for option, name, field, value in (
         ("--slo", "slo", "targets", ",".join(slos) if slos else None),
         ("--currency", "cost", "currency", currency),
@@ -394,6 +396,6 @@ def analysis_settings(
         try:
             settings_for(chosen)
         except ConfigurationError as exc:
-            raise InferenceObsError(f"{option}: {exc}") from None
+            raise ConfigurationError(f"{option}: {exc}") from None
         overrides = chosen
     return overrides

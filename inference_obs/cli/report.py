@@ -39,7 +39,6 @@ from inference_obs.cli.times import started
 from inference_obs.errors import (
     ConfigurationError,
     DatasetError,
-    InferenceObsError,
     SourceError,
 )
 from inference_obs.reading.resolution import ROWS, Resolution
@@ -74,7 +73,7 @@ class _Checked:
 def _fail_on(text: str | None) -> frozenset[str]:
     given = frozenset(f.strip() for f in (text or "").split(",") if f.strip())
     if text is not None and (not given or given - set(FAIL_ON)):
-        raise InferenceObsError(f"--fail-on {text!r}: expected any of {','.join(FAIL_ON)}")
+        raise ConfigurationError(f"--fail-on {text!r}: expected any of {','.join(FAIL_ON)}")
     return given
 
 
@@ -84,7 +83,7 @@ def _checked(args: argparse.Namespace) -> _Checked:
 
     formats = tuple(dict.fromkeys(f.strip() for f in args.format.split(",") if f.strip()))
     if not formats or set(formats) - set(FORMATS):
-        raise InferenceObsError(f"--format {args.format!r}: expected any of {','.join(FORMATS)}")
+        raise ConfigurationError(f"--format {args.format!r}: expected any of {','.join(FORMATS)}")
     deadline = budget_deadline(args)  # checks --time-budget
     read_at = resolution(args.resolution)
     settings = analysis_settings(args.settings, args.slo, args.currency)
@@ -92,24 +91,24 @@ def _checked(args: argparse.Namespace) -> _Checked:
     topology_texts = topologies(args.topology)
     fail_on = _fail_on(args.fail_on)
     if "regression" in fail_on and args.baseline is None:
-        raise InferenceObsError("--fail-on regression needs --baseline PREVIOUS/report.json")
+        raise ConfigurationError("--fail-on regression needs --baseline PREVIOUS/report.json")
     previous = None
     if args.baseline is not None:
         from inference_obs.report.baseline import read_report_json
 
         if not args.baseline:
-            raise InferenceObsError("--baseline: empty; give an earlier report.json")
+            raise ConfigurationError("--baseline: empty; give an earlier report.json")
         try:  # read now: --out may hold it, and it is removed before the work
             previous = read_report_json(Path(args.baseline))
         except DatasetError as exc:
-            raise InferenceObsError(f"--baseline {exc}") from None
+            raise ConfigurationError(f"--baseline {exc}") from None
     if not args.out:
-        raise InferenceObsError("--out: empty; give a directory")
+        raise ConfigurationError("--out: empty; give a directory")
     out = Path(args.out)
     try:
         check_output(out)
     except ConfigurationError as exc:
-        raise InferenceObsError(f"--out {exc}") from None
+        raise ConfigurationError(f"--out {exc}") from None
     return _Checked(
         formats,
         0.0 if args.time_budget is None else positive_seconds(args.time_budget, "--time-budget"),
@@ -181,7 +180,7 @@ def _built(
         try:
             check_in_common(checked.baseline, [d.name for d in planned.deployments], args.baseline)
         except DatasetError as exc:
-            raise InferenceObsError(f"--baseline {exc}") from None
+            raise ConfigurationError(f"--baseline {exc}") from None
     # Every option and input is checked: the work starts here.
     from inference_obs.report import from_source
 

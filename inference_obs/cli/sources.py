@@ -25,7 +25,7 @@ from pathlib import Path
 from inference_obs.cli.options import add_live_options, add_window_options, open_prometheus
 from inference_obs.cli.times import window
 from inference_obs.deployment import Deployment
-from inference_obs.errors import InferenceObsError
+from inference_obs.errors import ConfigurationError
 from inference_obs.reading.resolution import Resolution
 from inference_obs.report.from_source import InputNames
 from inference_obs.samples import Window
@@ -165,7 +165,7 @@ def _refuse_live_options_offline(args: argparse.Namespace) -> None:
         ("--header", args.header or None),
     ):
         if value is not None:
-            raise InferenceObsError(f"{option} is for a live source: give --prometheus URL too")
+            raise ConfigurationError(f"{option} is for a live source: give --prometheus URL too")
 
 
 def plan(
@@ -196,7 +196,7 @@ def plan(
 
     Raises
     ------
-    InferenceObsError
+    ConfigurationError
         Naming the bad option or file (a deployments file or manifest that is
         missing or invalid is a :class:`~inference_obs.errors.DatasetError`).
     """
@@ -205,7 +205,7 @@ def plan(
     from inference_obs.source.deployments_file import load_deployments
 
     if args.prometheus is not None and args.dataset is not None:
-        raise InferenceObsError("give --prometheus or --dataset, not both")
+        raise ConfigurationError("give --prometheus or --dataset, not both")
     live = args.prometheus is not None
     if live and default_window is not None and args.start is None and args.end is None:
         args = argparse.Namespace(**{**vars(args), "end": "now"})
@@ -226,7 +226,7 @@ def plan(
             assert span is not None  # its default window
             return Plan((), span, source.url, live=source)
         if wanted is not None and span is None:
-            raise InferenceObsError(
+            raise ConfigurationError(
                 "reading a live source needs --end and --start or --window (e.g. --end now "
                 "--window 1h)"
             )
@@ -234,9 +234,9 @@ def plan(
         return Plan(found.deployments, found.window, source.url, live=source)
     _refuse_live_options_offline(args)
     if args.dataset == "":
-        raise InferenceObsError("--dataset: empty; give a dataset directory")
+        raise ConfigurationError("--dataset: empty; give a dataset directory")
     if wanted == "":
-        raise InferenceObsError("--deployments: empty; give a file")
+        raise ConfigurationError("--deployments: empty; give a file")
     given = load_deployments(wanted) if wanted else None  # before any dataset work
     path = Path(args.dataset) if args.dataset is not None else _bundled(DEFAULT_DATASET, say)
     found = resolve(given, dataset=read_manifest(path))

@@ -20,7 +20,7 @@ import math
 import re
 from datetime import UTC, datetime, timedelta
 
-from inference_obs.errors import ConfigurationError, InferenceObsError, QueryError
+from inference_obs.errors import ConfigurationError, QueryError
 from inference_obs.query import parse_duration
 from inference_obs.samples import Window
 
@@ -45,7 +45,7 @@ def _in_range(moment: datetime, what: str) -> datetime:
     try:
         moment.astimezone(UTC)
     except OverflowError:
-        raise InferenceObsError(f"{what} is outside the years 1 to 9999 in UTC") from None
+        raise ConfigurationError(f"{what} is outside the years 1 to 9999 in UTC") from None
     return moment
 
 
@@ -63,12 +63,12 @@ def moment(text: str, option: str, now: datetime) -> datetime:
 
     Raises
     ------
-    InferenceObsError
+    ConfigurationError
         Naming the option and the text, and the forms accepted.
     """
     if text == "now" or text.startswith(("now-", "now+")):
         if text.startswith("now+"):
-            raise InferenceObsError(
+            raise ConfigurationError(
                 f"{option} {text!r}: a time after now holds no samples; use now or now-DURATION"
             )
         if text == "now":
@@ -76,13 +76,13 @@ def moment(text: str, option: str, now: datetime) -> datetime:
         try:
             before = parse_duration(text[4:])
         except QueryError:
-            raise InferenceObsError(
+            raise ConfigurationError(
                 f"{option} {text!r}: expected now-DURATION with a duration such as 1h or 90m"
             ) from None
         try:
             return _in_range(now - timedelta(seconds=before), f"{option} {text!r}")
         except OverflowError:
-            raise InferenceObsError(f"{option} {text!r} is before the year 1") from None
+            raise ConfigurationError(f"{option} {text!r} is before the year 1") from None
     if _UNIX.fullmatch(text):
         seconds = float(text)
         try:
@@ -90,15 +90,15 @@ def moment(text: str, option: str, now: datetime) -> datetime:
                 raise OverflowError
             return datetime.fromtimestamp(seconds, UTC)
         except (OverflowError, OSError, ValueError):
-            raise InferenceObsError(
+            raise ConfigurationError(
                 f"{option} {text!r}: unix seconds outside the years 1 to 9999"
             ) from None
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
-        raise InferenceObsError(f"{option} {text!r}: not a time; give {FORMS}") from None
+        raise ConfigurationError(f"{option} {text!r}: not a time; give {FORMS}") from None
     if when.tzinfo is None:
-        raise InferenceObsError(
+        raise ConfigurationError(
             f"{option} {text!r} has no timezone: add one, e.g. {text}+00:00 or {text}Z"
         )
     return _in_range(when, f"{option} {text!r}")
@@ -112,21 +112,21 @@ def window(args: argparse.Namespace, now: datetime | None = None) -> Window | No
     if args.start is None and args.end is None and args.window is None:
         return None
     if args.start is not None and args.window is not None:
-        raise InferenceObsError("give --start or --window with --end, not both")
+        raise ConfigurationError("give --start or --window with --end, not both")
     if args.end is None:
-        raise InferenceObsError("--start and --window need --end (e.g. --end now)")
+        raise ConfigurationError("--start and --window need --end (e.g. --end now)")
     now = started() if now is None else now
     end = moment(args.end, "--end", now)
     if args.window is not None:
         try:  # as obs.report reads window="1h" with end=
             return Window.ending(end, args.window)
         except ConfigurationError as exc:
-            raise InferenceObsError(
+            raise ConfigurationError(
                 f"--window {args.window!r} from --end {args.end!r}: {exc}"
             ) from None
     if args.start is None:
-        raise InferenceObsError("--end needs --start or --window")
+        raise ConfigurationError("--end needs --start or --window")
     start = moment(args.start, "--start", now)
     if start >= end:
-        raise InferenceObsError(f"--start {args.start!r} is not before --end {args.end!r}")
+        raise ConfigurationError(f"--start {args.start!r} is not before --end {args.end!r}")
     return Window(start, end)
