@@ -142,12 +142,43 @@ class _Loader(yaml.SafeLoader):
                 continue  # an unhashable key: the constructor below refuses it
             line = key_node.start_mark.line + 1
             if earlier is not None:
-                raise DocumentError(
-                    f"{self.source}:{line}: key {key!r} appears twice in one mapping (lines "
-                    f"{earlier} and {line}); YAML readers keep only the last, so remove one"
-                )
+                raise _twice(self.source, key, earlier, line)
             seen[key] = line
         return super().construct_mapping(node, deep=deep)
+
+
+def _twice(source: str, key: object, earlier: int, line: int) -> DocumentError:
+    return DocumentError(
+        f"{source}:{line}: key {key!r} appears twice in one mapping (lines "
+        f"{earlier} and {line}); YAML readers keep only the last, so remove one"
+    )
+
+
+def _check_composed_keys(node: yaml.Node | None, source: str) -> None:
+    """Refuse a plain key written twice in one composed mapping (as Prometheus's loader does).
+
+    Only scalar keys are compared, by their text: composing constructs nothing,
+    and rule files key their mappings by plain words (``expr``, ``for``).
+    """
+    stack = [node] if node is not None else []
+    visited: set[int] = set()  # an alias is the node it names: visit each once, cycles too
+    while stack:
+        current = stack.pop()
+        if id(current) in visited:
+            continue
+        visited.add(id(current))
+        if isinstance(current, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for key_node, value_node in current.value:
+                stack.append(value_node)
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                    continue
+                line = key_node.start_mark.line + 1
+                if key_node.value in seen:
+                    raise _twice(source, key_node.value, seen[key_node.value], line)
+                seen[key_node.value] = line
+        elif isinstance(current, yaml.SequenceNode):
+            stack.extend(current.value)
 
 
 def yaml_document(text: str, source: str) -> Any:
@@ -170,21 +201,23 @@ def yaml_document(text: str, source: str) -> Any:
 def yaml_nodes(text: str, source: str) -> list[yaml.Node | None]:
     """Compose every YAML document of ``text`` (as ``yaml.compose_all``), refusing deep nesting.
 
-    The nodes keep their positions, for readers that name lines. Repeated keys
-    are left to the reader: composing does not construct keys.
+    The nodes keep their positions, for readers that name lines. A plain key
+    written twice in one mapping is refused, as Prometheus refuses it in a rule file.
 
     Raises
     ------
     yaml.YAMLError
         When ``text`` is not YAML.
     DocumentError
-        Nested past :data:`MAX_DEPTH`.
+        Nested past :data:`MAX_DEPTH`, or a plain key twice in one mapping.
     """
     loader = _Loader(text, source)
     try:
         documents: list[yaml.Node | None] = []
         while loader.check_node():
             documents.append(loader.get_node())
-        return documents
     finally:
         loader.dispose()
+    for document in documents:
+        _check_composed_keys(document, source)
+    return documents

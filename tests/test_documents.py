@@ -86,3 +86,23 @@ def test_yaml_keys_equal_as_values_are_repeats_but_a_merge_key_override_is_not()
 def test_json_that_python_would_read_silently_is_refused(text: str, problem: str) -> None:
     with pytest.raises(DocumentError, match=rf"^f\.json: {problem}"):
         json_document(text, "f.json")
+
+
+def test_a_rule_file_key_written_twice_is_refused_naming_both_lines() -> None:
+    # Prometheus's rule loader refuses this file ("mapping key already defined"); a
+    # reader that kept the last `expr` would lint a query Prometheus never runs.
+    text = (
+        "groups:\n"
+        "  - name: g\n"
+        "    rules:\n"
+        "      - alert: A\n"
+        "        expr: up == 0\n"
+        "        expr: up == 1\n"
+    )
+    with pytest.raises(DocumentError, match=r"f\.yaml:6: key 'expr' appears twice .*lines 5 and 6"):
+        yaml_nodes(text, "f.yaml")
+
+
+def test_composed_keys_allow_merges_and_survive_recursive_aliases() -> None:
+    assert yaml_nodes("base: &b {x: 1}\nmine:\n  <<: *b\n  x: 3\n", "f.yaml")
+    assert yaml_nodes("a: &a [1, *a]\n", "f.yaml")  # a node that holds itself: visited once

@@ -268,3 +268,9 @@ groups:
     findings = lint_text(text, "rules")
     assert [(f.code, f.where, f.line) for f in findings] == [("OBS001", "MetricsQLOnly", 7)]
     assert "function 'rollup_rate': not supported" in findings[0].message
+
+
+def test_a_rule_written_with_two_exprs_is_refused_not_read_as_the_last() -> None:
+    text = "groups:\n- name: g\n  rules:\n  - record: r\n    expr: up\n    expr: sum(up)\n"
+    with pytest.raises(LintInputError, match=r"rules\.yml:6: key 'expr' appears twice"):
+        read_rules("rules.yml", text)
