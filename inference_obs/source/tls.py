@@ -12,7 +12,9 @@ inference_obs.errors.ConfigurationError: TLS ca_file /nonexistent/ca.pem: No suc
 
 from __future__ import annotations
 
+import os
 import ssl
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +57,12 @@ class TLS:
             A file is missing, unreadable or not PEM; the message names the
             setting and the file.
         """
+        for setting, path in (
+            ("ca_file", self.ca_file),
+            ("client_cert", self.client_cert),
+            ("client_key", self.client_key),
+        ):
+            _check_regular(setting, path)
         try:
             context = ssl.create_default_context(
                 cafile=str(self.ca_file) if self.ca_file is not None else None
@@ -73,6 +81,25 @@ class TLS:
                 shown = self.client_cert if key is None else f"{self.client_cert}, {key}"
                 raise _unreadable(what, shown, exc) from None
         return context
+
+
+def _check_regular(setting: str, path: Path | str | None) -> None:
+    """Refuse a file that is not a regular one before OpenSSL reads it.
+
+    OpenSSL opens the file blocking: a named pipe with no writer would hold the
+    program before its first request, with nothing said.
+    """
+    if path is None:
+        return
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise _unreadable(setting, path, exc) from None
+    if not stat.S_ISREG(mode):
+        raise ConfigurationError(
+            f"TLS {setting} {path}: not a regular file (a pipe or a device is refused); "
+            "give the PEM file itself"
+        )
 
 
 def _unreadable(setting: str, path: object, exc: OSError | ssl.SSLError) -> ConfigurationError:

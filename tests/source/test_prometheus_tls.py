@@ -9,6 +9,7 @@ with the ``openssl`` command line (a throwaway CA, a server certificate for
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import ssl
 import subprocess
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from inference_obs.errors import SourceUnavailable
+from inference_obs.errors import ConfigurationError, SourceUnavailable
 from inference_obs.query import Selector
 from inference_obs.samples import Labels, Vector
 from inference_obs.source.prometheus import PrometheusSource
@@ -156,3 +157,29 @@ def test_missing_client_certificate_is_refused(https_server: str, certs: Path) -
     source = PrometheusSource(https_server, tls=TLS(ca_file=certs / "ca.pem"), retries=0)
     with pytest.raises(SourceUnavailable):
         source.instant(Selector("up"), 1.0)
+
+
+@pytest.mark.parametrize("setting", ["ca_file", "client_cert"])
+def test_a_named_pipe_is_refused_without_waiting_for_a_writer(tmp_path: Path, setting: str) -> None:
+    pipe = tmp_path / "bundle.pem"
+    os.mkfifo(pipe)
+    outcome: list[BaseException | None] = []
+
+    def build() -> None:
+        try:
+            TLS(**{setting: pipe}).context()
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=build, daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    if worker.is_alive():  # OpenSSL is waiting on the pipe: release it, then fail
+        with open(pipe, "wb"):
+            pass
+        worker.join(timeout=10)
+        pytest.fail(f"TLS {setting} waited on a named pipe")
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], ConfigurationError)
+    assert f"TLS {setting} {pipe}: not a regular file" in str(outcome[0])
