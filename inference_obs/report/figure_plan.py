@@ -52,8 +52,17 @@ FIGURES: tuple[str, ...] = (*ROLLING, QUEUE_VS_GPU, GPU_HEATMAP, DRAM_VS_TENSOR)
 
 
 def figure_name(run: DeploymentResults, figure: str) -> str:
-    """The name a figure is drawn, written and cited by: ``<deployment>-<figure>``."""
-    return f"{run.deployment.name}-{figure}"
+    """The name a figure is drawn, written and cited by: ``<deployment>-<figure>``.
+
+    The name is a file's under ``figures/``, so the deployment's name is
+    percent-encoded where it could not be one: ``/`` (``H20/x`` becomes
+    ``H20%2Fx``), ``%`` itself (so two names never meet), and a leading ``.``
+    (a hidden file).
+    """
+    name = run.deployment.name.replace("%", "%25").replace("/", "%2F")
+    if name.startswith("."):
+        name = "%2E" + name[1:]
+    return f"{name}-{figure}"
 
 
 def profiling_pairs(seen: ActivityResult) -> tuple[Floats, Floats]:

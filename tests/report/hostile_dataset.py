@@ -30,9 +30,10 @@ REFERENCE = "[20, 40]: https://evil.example/"
 CONTROLS = (
     "\x1b[31mRED\x1b[0m \x1b[2J \x1b]0;owned\x07 \x9b31m \u202eevil\u202c \u2066x\u2069 a\u2028b"
 )
-#: Deployment names become file names: no ``/``; and a name holding a control character
-#: is refused (a name is read on screen), so the controls are in the other texts.
-NAME = "PRO <b>bold <img src=x onerror=alert(7)> [n](javascript:alert(8))"
+#: Deployment names become figure file names: ``/`` and ``%`` are encoded there; a name
+#: holding a control character is refused (a name is read on screen), so the controls are
+#: in the other texts.
+NAME = "PRO/1 at 100% <b>bold <img src=x onerror=alert(7)> [n](javascript:alert(8))"
 
 
 def hostile_dataset(path: Path) -> Path:
