@@ -28,9 +28,9 @@ def test_a_report_prints_no_control_character_from_data(
     for control in CONTROLS:
         assert control not in out + err, repr(control)
     # The deployment's name (markup, no control: a name with one is refused) is printed
-    # as written, in its notes and its figures' files.
+    # as written in its notes, and in its figures' file names with '%' and '/' encoded.
     assert f"inference-obs: {NAME}" in err
-    assert f"figures/{NAME}" in out
+    assert f"figures/{NAME.replace('%', '%25').replace('/', '%2F')}-" in out
 
 
 def test_a_deployment_name_holding_controls_is_refused_unprinted(
