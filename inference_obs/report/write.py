@@ -55,6 +55,8 @@ from inference_obs.report.report_json import to_json
 from inference_obs.report.sections import sections
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from inference_obs.report.model import Report
 
 __all__ = [
@@ -62,6 +64,7 @@ __all__ = [
     "FORMATS",
     "check_output",
     "figure_png",
+    "replicas_csv",
     "report_files",
     "write_report",
 ]
@@ -212,8 +215,34 @@ def _render(report: Report, formats: Collection[str]) -> dict[str, bytes]:
     if "json" in formats:
         # Every replica's value of every per-replica statistic, beside report.json: the
         # rows a fleet's body leaves out (Report.replicas).
-        files[REPLICAS] = report.replicas.to_csv(index=False).encode("utf-8")
+        files[REPLICAS] = replicas_csv(report.replicas).encode("utf-8")
     return files
+
+
+#: What a spreadsheet reads as the start of a formula when a cell's text begins with it.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def replicas_csv(frame: pd.DataFrame) -> str:
+    """``frame`` as CSV, each text cell that a spreadsheet would run as a formula quoted.
+
+    A replica or deployment name comes from the data (a pod's name, a label):
+    ``=HYPERLINK(...)`` there would run when replicas.csv is opened in a
+    spreadsheet. Such a text cell gets a leading ``'`` (the usual guard, which
+    spreadsheets show as text); numbers are written as they are (``-0.4`` is
+    a number, not a formula).
+    """
+
+    def guarded(value: object) -> object:
+        if isinstance(value, str) and value.startswith(_FORMULA_START):
+            return "'" + value
+        return value
+
+    from pandas.api.types import is_numeric_dtype
+
+    text_columns = [c for c in frame.columns if not is_numeric_dtype(frame[c])]
+    shown = frame.assign(**{c: frame[c].map(guarded) for c in text_columns})
+    return shown.to_csv(index=False)
 
 
 def _order(name: str) -> tuple[bool, bool, str]:
