@@ -11,10 +11,14 @@ from inference_obs.report.baseline import Baseline, compare_reports, read_report
 from inference_obs.report.build import ReportTimeout, build_report
 from inference_obs.report.figures import draw_figures
 from inference_obs.report.from_source import InputNames, ReportInputs, report, resolve_inputs
-from inference_obs.report.model import Report, Scope
+from inference_obs.report.model import Report, Scope, render_with
+from inference_obs.report.renderers import RENDERERS
 from inference_obs.report.report_json import report_json
 from inference_obs.report.with_baseline import with_baseline
 from inference_obs.report.write import write_report
+
+# Reports show themselves with the renderers; the model cannot import them (they read it).
+render_with(RENDERERS)
 
 __all__ = [
     "Baseline",

@@ -8,7 +8,9 @@ Built by :func:`~inference_obs.report.build.build_report`; rendered by
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,12 +24,10 @@ from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.result import measurements_frame
 from inference_obs.reading.wording import when
 from inference_obs.report.baseline import Baseline
+from inference_obs.report.shown import ReportFigure, ReportSection
 from inference_obs.samples import Window
 
-if TYPE_CHECKING:
-    from inference_obs.report.notebook import ReportFigure, ReportSection
-
-__all__ = ["Report", "Scope"]
+__all__ = ["Renderers", "Report", "Scope", "render_with"]
 
 
 class Scope(BaseModel):
@@ -126,9 +126,7 @@ class Report(BaseModel):
     def figures(self) -> tuple[str, ...]:
         """The names of the report's figures (``<deployment>-<figure>``), each deployment's in
         turn; none is drawn: :meth:`figure` draws one."""
-        from inference_obs.report.notebook import figure_names
-
-        return figure_names(self)
+        return _renderers().figure_names(self)
 
     def figure(self, name: str) -> ReportFigure:
         """Draw the figure ``name`` (one of :attr:`figures`).
@@ -144,16 +142,12 @@ class Report(BaseModel):
         ConfigurationError
             When the report has no such figure; the message lists those it has.
         """
-        from inference_obs.report.notebook import report_figure
-
-        return report_figure(self, name)
+        return _renderers().figure(self, name)
 
     @property
     def sections(self) -> tuple[str, ...]:
         """The titles of the report's sections, in order: :meth:`section` shows one."""
-        from inference_obs.report.notebook import section_titles
-
-        return section_titles(self)
+        return _renderers().section_titles(self)
 
     def section(self, title: str) -> ReportSection:
         """The section titled ``title`` (one of :attr:`sections`): HTML in Jupyter, its
@@ -164,9 +158,21 @@ class Report(BaseModel):
         ConfigurationError
             When the report has no such section; the message lists those it has.
         """
-        from inference_obs.report.notebook import report_section
+        return _renderers().section(self, title)
 
-        return report_section(self, title)
+    def write(self, out: Path | str, formats: Collection[str] | None = None) -> dict[str, Path]:
+        """Write the whole report under the directory ``out``, all files or none.
+
+        report.md, report.html (figures embedded), report.json, replicas.csv and
+        ``figures/*.png``, as :func:`~inference_obs.report.write.write_report`
+        writes them; ``formats`` is any of ``md``, ``html``, ``json`` (None: all).
+
+        Returns
+        -------
+        dict
+            Format (``figure:<name>``, ``replicas``) -> the path written.
+        """
+        return _renderers().write(self, Path(out), formats)
 
     def __repr__(self) -> str:
         """A few lines: title, deployments, window, source, findings, where to look."""
@@ -188,16 +194,44 @@ class Report(BaseModel):
             f"  findings: {len(self.conclusions.entries)} in the Summary (.conclusions), "
             f"{len(self.cautions.entries)} cautions (.cautions)\n"
             "  look: .figures and .figure(name), .sections and .section(title), .to_frame()\n"
-            "  whole report: write_report(report, path), from inference_obs.report>"
+            "  whole report: .write(path)>"
         )
 
     def __str__(self) -> str:
         return self.__repr__()
 
     def _repr_html_(self) -> str:
-        from inference_obs.report.summary import summary_html
+        return _renderers().summary_html(self)
 
-        return summary_html(self)
+
+@dataclass(frozen=True)
+class Renderers:
+    """What a :class:`Report` shows itself with: figures, sections, summary, files.
+
+    Each renderer reads the report model, so this module cannot import them;
+    the package (``inference_obs.report``) registers them with
+    :func:`render_with` when it is imported, before any report exists.
+    """
+
+    figure_names: Callable[[Report], tuple[str, ...]]
+    figure: Callable[[Report, str], ReportFigure]
+    section_titles: Callable[[Report], tuple[str, ...]]
+    section: Callable[[Report, str], ReportSection]
+    summary_html: Callable[[Report], str]
+    write: Callable[[Report, Path, Collection[str] | None], dict[str, Path]]
+
+
+_registered: list[Renderers] = []
+
+
+def render_with(renderers: Renderers) -> None:
+    """Make ``renderers`` what every :class:`Report` shows itself with."""
+    _registered[:] = [renderers]
+
+
+def _renderers() -> Renderers:
+    # The package registers them on import; a module of it cannot be imported without it.
+    return _registered[0]
 
 
 #: Deployments a report's ``repr()`` names; it counts the others.

@@ -15,20 +15,15 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
-
-from matplotlib.figure import Figure
 
 from inference_obs.analyses.run import DeploymentResults
 from inference_obs.errors import ConfigurationError
-from inference_obs.report.document import Block, FigureRef, Folded, Heading, Paragraph
+from inference_obs.report.document import Block, FigureRef, Folded, Heading
 from inference_obs.report.figure_plan import FIGURES, figure_name, nothing_to_draw
 from inference_obs.report.figures import draw_figure
-from inference_obs.report.html import html_body
-from inference_obs.report.markdown import to_markdown
 from inference_obs.report.sections import sections
+from inference_obs.report.shown import ReportFigure, ReportSection, section_call
 from inference_obs.report.write import figure_png
 
 if TYPE_CHECKING:
@@ -44,55 +39,6 @@ __all__ = [
     "section_call",
     "section_titles",
 ]
-
-
-@dataclass(frozen=True)
-class ReportFigure:
-    """One figure of a report, drawn on demand; Jupyter shows it as its PNG.
-
-    Attributes
-    ----------
-    name
-        ``<deployment>-<figure>``, as in ``figures/<name>.png``.
-    caption
-        The caption the report prints under it.
-    png
-        The PNG bytes (100 dpi), the same bytes ``write_report`` writes to
-        ``figures/<name>.png``.
-    figure
-        The matplotlib figure drawn (to restyle or save in another format).
-    """
-
-    name: str
-    caption: str
-    png: bytes = field(repr=False)
-    figure: Figure = field(repr=False, compare=False)
-
-    def _repr_png_(self) -> bytes:
-        return self.png
-
-    def save(self, path: Path) -> Path:
-        """Write the PNG bytes to ``path`` (a file name) and return it."""
-        path.write_bytes(self.png)
-        return path
-
-
-@dataclass(frozen=True)
-class ReportSection:
-    """One section of a report (a level-2 heading and what follows it, up to the next).
-
-    Jupyter shows it as HTML with each figure, and each section a note
-    cites, named by the call that shows it; ``str()`` gives its Markdown.
-    """
-
-    title: str
-    blocks: tuple[Block, ...] = field(repr=False)
-
-    def _repr_html_(self) -> str:
-        return html_body(tuple(_named(self.blocks)), {}, section_call)
-
-    def __str__(self) -> str:
-        return to_markdown(tuple(_named(self.blocks)))
 
 
 def figure_names(report: Report) -> tuple[str, ...]:
@@ -148,11 +94,6 @@ def report_section(report: Report, title: str) -> ReportSection:
     )
 
 
-def section_call(title: str) -> str:
-    """How a notebook names a section a note cites: the call that shows it, as HTML."""
-    return f"<code>report.section({html.escape(repr(title), quote=False)})</code>"
-
-
 def on_demand_html(report: Report) -> str:
     """What the summary leaves to be asked for: each deployment's figures and the sections,
     each with the call that shows it, and how to write the whole report."""
@@ -175,8 +116,8 @@ def on_demand_html(report: Report) -> str:
         f"{''.join(rows)}</tbody></table>\n"
         f"<p>Sections, one at a time with <code>report.section(title)</code> "
         f"(<code>report.sections</code> lists them): {titles}.</p>\n"
-        "<p>The whole report, every figure embedded: <code>from inference_obs.report import "
-        "write_report; write_report(report, Path(&quot;my-report&quot;))</code> writes "
+        "<p>The whole report, every figure embedded: "
+        "<code>report.write(&quot;my-report&quot;)</code> writes "
         "<code>my-report/report.html</code>, <code>report.md</code>, <code>report.json</code> "
         "and <code>figures/</code>.</p>"
     )
@@ -189,14 +130,3 @@ def _figure_refs(blocks: Sequence[Block]) -> Iterator[FigureRef]:
             yield block
         elif isinstance(block, Folded):
             yield from _figure_refs(block.blocks)
-
-
-def _named(blocks: Sequence[Block]) -> Iterator[Block]:
-    """``blocks`` with each figure replaced by its caption and the call that draws it."""
-    for block in blocks:
-        if isinstance(block, FigureRef):
-            yield Paragraph(f"Figure: {block.caption} (report.figure({block.name!r}) draws it)")
-        elif isinstance(block, Folded):
-            yield Folded(block.title, tuple(_named(block.blocks)), block.level)
-        else:
-            yield block

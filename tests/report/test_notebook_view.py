@@ -32,7 +32,7 @@ REPR_CHARS = 1_000
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, dict[str, Path]]:
     report = obs.report(obs.DatasetSource(DATASET))
-    return report, write_report(report, tmp_path_factory.mktemp("report"), ["md"])
+    return report, report.write(tmp_path_factory.mktemp("report"), ["md"])
 
 
 def _figures(paths: dict[str, Path]) -> dict[str, Path]:
@@ -87,7 +87,7 @@ def test_the_html_view_is_the_summary_without_a_figure(
     headings = re.findall(r"^## (.+)$", paths["md"].read_text(), flags=re.MULTILINE)
     for title in headings:
         assert f"<code>{html.escape(repr(title), quote=False)}</code>" in fragment, title
-    assert "write_report(report, Path(" in fragment
+    assert "report.write(&quot;my-report&quot;)" in fragment
 
 
 def test_a_figure_on_demand_is_the_png_the_report_writes(
@@ -141,3 +141,16 @@ def test_the_repr_is_a_few_lines(written: tuple[Report, dict[str, Path]]) -> Non
     assert f"{len(report_json(report)['summary'])} in the Summary" in text
     assert ".figure(name)" in text
     assert ".section(title)" in text
+    assert ".write(path)" in text
+
+
+def test_report_write_writes_what_write_report_writes(
+    written: tuple[Report, dict[str, Path]], tmp_path: Path
+) -> None:
+    report, _ = written
+    mine = report.write(str(tmp_path / "mine"))  # a str is taken as a path too
+    theirs = write_report(report, tmp_path / "theirs")
+    assert sorted(mine) == sorted(theirs)
+    assert {"md", "html", "json", "replicas"} <= set(mine)  # every format without formats=
+    for key, path in mine.items():
+        assert path.read_bytes() == theirs[key].read_bytes(), key
