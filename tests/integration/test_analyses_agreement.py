@@ -15,7 +15,7 @@ equal to themselves) and the same bounds.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -35,10 +35,10 @@ from inference_obs.reading.measurement import Bounds, Measurement
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
-from inference_obs.source.dataset.reader import SAMPLES, Dataset, read_dataset
+from inference_obs.source.dataset.reader import Dataset, read_dataset
 from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.prometheus import PrometheusSource
-from tests.integration.servers import PrometheusFactory
+from tests.integration.servers import PrometheusServer
 
 pytestmark = pytest.mark.integration
 
@@ -73,13 +73,10 @@ ANALYSES: dict[str, Analysis] = {
 
 @pytest.fixture(scope="module", params=DATASETS, ids=lambda p: p.name)
 def backfilled(
-    request: pytest.FixtureRequest, prometheus_factory: PrometheusFactory
-) -> Iterator[tuple[Dataset, PrometheusSource]]:
+    request: pytest.FixtureRequest, shipped_prometheus: Callable[[Path], PrometheusServer]
+) -> tuple[Dataset, PrometheusSource]:
     path: Path = request.param
-    # Bytes, decoded as is: read_text() would turn a carriage return into a newline.
-    server = prometheus_factory((path / SAMPLES).read_bytes().decode("utf-8"))
-    yield read_dataset(path), PrometheusSource(server.base_url)
-    server.stop()
+    return read_dataset(path), PrometheusSource(shipped_prometheus(path).base_url)
 
 
 def _close(a: float | None, b: float | None) -> bool:
@@ -138,8 +135,10 @@ COMPARED = [p for p in DATASETS if len(read_dataset(p).manifest.deployments) > 1
 
 
 @pytest.mark.parametrize("path", COMPARED, ids=lambda p: p.name)
-def test_validity_agrees_with_prometheus(path: Path, prometheus_factory: PrometheusFactory) -> None:
-    server_process = prometheus_factory((path / SAMPLES).read_bytes().decode("utf-8"))
+def test_validity_agrees_with_prometheus(
+    path: Path, shipped_prometheus: Callable[[Path], PrometheusServer]
+) -> None:
+    server_process = shipped_prometheus(path)
     server, dataset = PrometheusSource(server_process.base_url), read_dataset(path)
     deployments = dataset.manifest.deployments
     assert len(COMPARED) >= 2
@@ -165,4 +164,3 @@ def test_validity_agrees_with_prometheus(path: Path, prometheus_factory: Prometh
                         assert _close(shown, other_shown), (f.code, e.statistic, name)
                     else:
                         assert shown == other_shown, (f.code, e.statistic, name)
-    server_process.stop()

@@ -15,7 +15,7 @@ relative.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -30,10 +30,10 @@ from inference_obs.reading.alignment import gpu_per_replica
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Window
-from inference_obs.source.dataset.reader import SAMPLES, Dataset, read_dataset
+from inference_obs.source.dataset.reader import Dataset, read_dataset
 from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.prometheus import PrometheusSource
-from tests.integration.servers import PrometheusFactory
+from tests.integration.servers import PrometheusServer
 
 pytestmark = pytest.mark.integration
 
@@ -46,13 +46,10 @@ KEYS = ("namespace", "pod")
 
 @pytest.fixture(scope="module", params=NAMES)
 def backfilled(
-    request: pytest.FixtureRequest, prometheus_factory: PrometheusFactory
-) -> Iterator[tuple[Dataset, PrometheusSource]]:
+    request: pytest.FixtureRequest, shipped_prometheus: Callable[[Path], PrometheusServer]
+) -> tuple[Dataset, PrometheusSource]:
     path = DATASETS / str(request.param)
-    # Bytes, decoded as is: read_text() would turn a carriage return into a newline.
-    server = prometheus_factory((path / SAMPLES).read_bytes().decode("utf-8"))
-    yield read_dataset(path), PrometheusSource(server.base_url)
-    server.stop()
+    return read_dataset(path), PrometheusSource(shipped_prometheus(path).base_url)
 
 
 def _close(a: float | None, b: float | None) -> bool:

@@ -9,7 +9,7 @@ identifying value and no credential of the original anywhere.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -21,10 +21,9 @@ from inference_obs.cli import main
 from inference_obs.query import Selector
 from inference_obs.source.auth import BearerToken
 from inference_obs.source.dataset.export import export_dataset
-from inference_obs.source.dataset.reader import SAMPLES
 from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.prometheus import PrometheusSource
-from tests.integration.servers import PrometheusFactory, PrometheusServer, free_port
+from tests.integration.servers import PrometheusServer, free_port
 from tests.source.test_export import identifying_values, renamed_key
 
 pytestmark = pytest.mark.integration
@@ -34,11 +33,8 @@ TOKEN = "tok-5ecret-0f-the-reader"
 
 
 @pytest.fixture(scope="module")
-def prometheus(prometheus_factory: PrometheusFactory) -> Iterator[PrometheusServer]:
-    # Bytes, decoded as is: read_text() would turn a carriage return into a newline.
-    server = prometheus_factory((BUNDLED / SAMPLES).read_bytes().decode("utf-8"))
-    yield server
-    server.stop()
+def prometheus(shipped_prometheus: Callable[[Path], PrometheusServer]) -> PrometheusServer:
+    return shipped_prometheus(BUNDLED)
 
 
 @pytest.fixture(scope="module")

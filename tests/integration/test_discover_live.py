@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,10 @@ from inference_obs.cli import main
 from inference_obs.deployment import Deployment
 from inference_obs.query import Selector
 from inference_obs.samples import Window
-from inference_obs.source.dataset.reader import SAMPLES, read_manifest
+from inference_obs.source.dataset.reader import read_manifest
 from inference_obs.source.deployments_file import load_deployments
 from inference_obs.source.prometheus import PrometheusSource
-from tests.integration.servers import PrometheusFactory
+from tests.integration.servers import PrometheusServer
 
 pytestmark = pytest.mark.integration
 
@@ -58,10 +59,10 @@ def _report(url: str, deployments: Path, window: Window, out: Path) -> dict[str,
 
 @pytest.mark.parametrize("name", ["pro5000-vs-h20", "h100-vs-h200", "r1-decode"])
 def test_discover_finds_the_manifest_and_its_report_is_the_same(
-    prometheus_factory: PrometheusFactory, tmp_path: Path, name: str
+    shipped_prometheus: Callable[[Path], PrometheusServer], tmp_path: Path, name: str
 ) -> None:
     dataset = DATASETS / name
-    server = prometheus_factory((dataset / SAMPLES).read_bytes().decode("utf-8"))
+    server = shipped_prometheus(dataset)
     window = read_manifest(dataset).window.window()
     found = tmp_path / "deployments.yaml"
     argv = ["discover", "--prometheus", server.base_url, "--out", str(found)]
@@ -81,7 +82,6 @@ def test_discover_finds_the_manifest_and_its_report_is_the_same(
         names[match.name] = d.name
     a = _report(server.base_url, found, window, tmp_path / "discovered")
     b = _report(server.base_url, dataset / "manifest.json", window, tmp_path / "manifest")
-    server.stop()
 
     def renamed(key: str) -> str:
         # The deployment, and a partner named in a key; longest first, so no name

@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -26,7 +25,6 @@ from inference_obs.engine.rules import Rules
 from inference_obs.query import Call, Expr, Matcher, Selector, histogram_quantile, to_promql
 from inference_obs.samples import STALE_NAN, SampleSet, Series, Vector
 from tests.integration.servers import (
-    PrometheusFactory,
     PrometheusServer,
     SeriesSamples,
     VictoriaMetricsServer,
@@ -63,13 +61,6 @@ _batch = itertools.count()
 # Fixed for the run: a strategy must not read the clock (hypothesis replays it).
 # Recent, because remote write only appends near the head of the TSDB.
 START_MS = int(time.time() * 1000) - 20 * 60_000
-
-
-@pytest.fixture(scope="module")
-def prometheus(prometheus_factory: PrometheusFactory) -> Iterator[PrometheusServer]:
-    server = prometheus_factory()
-    yield server
-    server.stop()
 
 
 @st.composite
@@ -227,11 +218,11 @@ AGREEMENT = settings(
 )
 
 
-def test_engine_agrees_with_prometheus(prometheus: PrometheusServer) -> None:
+def test_engine_agrees_with_prometheus(empty_prometheus: PrometheusServer) -> None:
     @AGREEMENT
     @given(st.data())
     def check(data: st.DataObject) -> None:
-        _check(prometheus, Rules.PROMETHEUS_2, FUNCTIONS, data)
+        _check(empty_prometheus, Rules.PROMETHEUS_2, FUNCTIONS, data)
 
     check()
 

@@ -30,7 +30,6 @@ from inference_obs.samples import Labels, Vector
 from inference_obs.source.openmetrics.reader import read_openmetrics
 from inference_obs.source.prometheus import PrometheusSource
 from tests.integration.servers import (
-    PrometheusFactory,
     PrometheusServer,
     SeriesSamples,
     VictoriaMetricsServer,
@@ -43,13 +42,6 @@ DATASET = Path(__file__).resolve().parents[2] / "datasets" / "pro5000-vs-h20"
 METRIC = "joined_hostile_seconds_bucket"
 # Quotes, backslashes (one before an "n", one last), newlines (one first, one last).
 PODS = ['h20-model-01\nx"q\\', 'say "hi"', "C:\\path\\", "a\\nb", "\nlead", "trail\n", "plain"]
-
-
-@pytest.fixture(scope="module")
-def prometheus(prometheus_factory: PrometheusFactory) -> Iterator[PrometheusServer]:
-    server = prometheus_factory()
-    yield server
-    server.stop()
 
 
 def buckets(at_ms: int) -> list[SeriesSamples]:
@@ -75,7 +67,7 @@ def median(i: int) -> float:
     return 1.0 + i / (2 * (i + 1))
 
 
-@pytest.mark.parametrize("server", ["prometheus", "victoria_metrics"])
+@pytest.mark.parametrize("server", ["empty_prometheus", "victoria_metrics"])
 def test_each_joined_part_is_the_part_asked_alone(
     request: pytest.FixtureRequest, server: str
 ) -> None:

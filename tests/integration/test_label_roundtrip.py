@@ -24,7 +24,6 @@ from hypothesis import HealthCheck, Phase, example, given, settings, strategies 
 
 from inference_obs.query import Matcher, Selector, to_promql
 from tests.integration.servers import (
-    PrometheusFactory,
     PrometheusServer,
     SeriesSamples,
     VictoriaMetricsServer,
@@ -49,13 +48,6 @@ HOSTILE = [
     *("x1", "C:\\x02", "b", "C:\\x002"),
     *("\ufffd", "\ufffd\ufffd", "c\x00", "c0", "\x01"),
 ]
-
-
-@pytest.fixture(scope="module")
-def prometheus(prometheus_factory: PrometheusFactory) -> Iterator[PrometheusServer]:
-    server = prometheus_factory()
-    yield server
-    server.stop()
 
 
 def _series(batch_id: str, values: list[str], now_ms: int) -> list[SeriesSamples]:
@@ -154,8 +146,8 @@ def _run(server: PrometheusServer | VictoriaMetricsServer, tag: str) -> set[str]
     return seen
 
 
-def test_prometheus_selects_each_value_exactly(prometheus: PrometheusServer) -> None:
-    assert len(_run(prometheus, "prom")) >= MINIMUM_DISTINCT
+def test_prometheus_selects_each_value_exactly(empty_prometheus: PrometheusServer) -> None:
+    assert len(_run(empty_prometheus, "prom")) >= MINIMUM_DISTINCT
 
 
 def test_victoria_metrics_selects_each_value_exactly(

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from inference_obs.dashboards import dashboard_files
 from inference_obs.lint import lint_paths
-from tests.integration.servers import PrometheusFactory, PrometheusServer
+from tests.integration.servers import PrometheusServer
 
 pytestmark = pytest.mark.integration
 
@@ -37,13 +36,6 @@ def grafana(text: str) -> str:
     return _VARIABLE.sub(value, text)
 
 
-@pytest.fixture(scope="module")
-def prometheus(prometheus_factory: PrometheusFactory) -> Iterator[PrometheusServer]:
-    server = prometheus_factory()
-    yield server
-    server.stop()
-
-
 def _dashboard_queries() -> list[str]:
     return [
         target["expr"]
@@ -59,10 +51,10 @@ def _fixes() -> list[str]:
 
 
 @pytest.mark.parametrize("expr", _dashboard_queries())
-def test_exported_queries_run(prometheus: PrometheusServer, expr: str) -> None:
-    assert prometheus.query(grafana(expr), T)["resultType"] in ("vector", "scalar")
+def test_exported_queries_run(empty_prometheus: PrometheusServer, expr: str) -> None:
+    assert empty_prometheus.query(grafana(expr), T)["resultType"] in ("vector", "scalar")
 
 
 @pytest.mark.parametrize("expr", _fixes())
-def test_corrected_expressions_run(prometheus: PrometheusServer, expr: str) -> None:
-    assert prometheus.query(grafana(expr), T)["resultType"] in ("vector", "scalar")
+def test_corrected_expressions_run(empty_prometheus: PrometheusServer, expr: str) -> None:
+    assert empty_prometheus.query(grafana(expr), T)["resultType"] in ("vector", "scalar")

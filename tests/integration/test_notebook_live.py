@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from inference_obs.source.dataset.reader import SAMPLES, read_dataset
-from tests.integration.servers import PrometheusFactory
+from inference_obs.source.dataset.reader import read_dataset
+from tests.integration.servers import PrometheusServer
 from tests.test_notebooks import (
     NOTEBOOK_BYTES,
     NOTEBOOKS,
@@ -34,12 +35,12 @@ DATASET = Path(__file__).resolve().parents[2] / "datasets" / "pro5000-vs-h20"
 
 @pytest.mark.parametrize("deployments", ["manifest", "discovered"])
 def test_live_prometheus_runs_against_a_loaded_server(
-    prometheus_factory: PrometheusFactory,
+    shipped_prometheus: Callable[[Path], PrometheusServer],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     deployments: str,
 ) -> None:
-    server = prometheus_factory((DATASET / SAMPLES).read_bytes().decode("utf-8"))
+    server = shipped_prometheus(DATASET)
     window = read_dataset(DATASET).manifest.window.window()
     monkeypatch.setenv("INFERENCE_OBS_PROMETHEUS", server.base_url)
     if deployments == "manifest":
@@ -59,7 +60,6 @@ def test_live_prometheus_runs_against_a_loaded_server(
         monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     before = checkout()
     book = run_notebook("live-prometheus", NOTEBOOKS)
-    server.stop()
     assert checkout() == before  # nothing written beside the notebook
     assert saved_bytes(book) < NOTEBOOK_BYTES
     text = output_text(book)

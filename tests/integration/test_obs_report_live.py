@@ -9,7 +9,7 @@ relative) and bounds; only the engine named in the scope differs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,8 +19,7 @@ import pytest
 
 import inference_obs as obs
 from inference_obs.analyses.facts import has_data
-from inference_obs.source.dataset.reader import SAMPLES
-from tests.integration.servers import PrometheusFactory, PrometheusServer
+from tests.integration.servers import PrometheusServer
 
 pytestmark = pytest.mark.integration
 
@@ -28,10 +27,8 @@ DATASET = Path(__file__).resolve().parents[2] / "datasets" / "pro5000-vs-h20"
 
 
 @pytest.fixture(scope="module")
-def prometheus(prometheus_factory: PrometheusFactory) -> Iterator[PrometheusServer]:
-    server = prometheus_factory((DATASET / SAMPLES).read_bytes().decode("utf-8"))
-    yield server
-    server.stop()
+def prometheus(shipped_prometheus: Callable[[Path], PrometheusServer]) -> PrometheusServer:
+    return shipped_prometheus(DATASET)
 
 
 @pytest.fixture(scope="module")

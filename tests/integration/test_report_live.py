@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,9 @@ import pytest
 
 from inference_obs.cli import EXIT_INVALID, main
 from inference_obs.report import build_report, report_json
-from inference_obs.source.dataset.reader import SAMPLES, read_dataset
+from inference_obs.source.dataset.reader import read_dataset
 from inference_obs.source.prometheus import PrometheusSource
-from tests.integration.servers import PrometheusFactory
+from tests.integration.servers import PrometheusServer
 
 pytestmark = pytest.mark.integration
 
@@ -41,9 +42,9 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def test_live_and_offline_reports_have_equal_measurements(
-    prometheus_factory: PrometheusFactory, tmp_path: Path
+    shipped_prometheus: Callable[[Path], PrometheusServer], tmp_path: Path
 ) -> None:
-    server = prometheus_factory((DATASET / SAMPLES).read_bytes().decode("utf-8"))
+    server = shipped_prometheus(DATASET)
     window = read_dataset(DATASET).manifest.window
     live = main([
         "report", "--prometheus", server.base_url, "--deployments", str(DATASET / "manifest.json"),
@@ -54,7 +55,6 @@ def test_live_and_offline_reports_have_equal_measurements(
         "report", "--dataset", str(DATASET), "--format", "json",
         "--out", str(tmp_path / "offline"), "--quiet", "--fail-on", "invalid-comparison",
     ])  # fmt: skip
-    server.stop()
     assert live == 0
     assert offline == EXIT_INVALID  # the dataset's throughput comparison is invalid
     a = json.loads((tmp_path / "live" / "report.json").read_text())
@@ -79,9 +79,9 @@ def test_live_and_offline_reports_have_equal_measurements(
 
 
 def test_a_live_report_built_in_threads_is_the_one_built_in_order(
-    prometheus_factory: PrometheusFactory,
+    shipped_prometheus: Callable[[Path], PrometheusServer],
 ) -> None:
-    server = prometheus_factory((DATASET / SAMPLES).read_bytes().decode("utf-8"))
+    server = shipped_prometheus(DATASET)
     manifest = read_dataset(DATASET).manifest
 
     def built(workers: int) -> str:

@@ -8,13 +8,14 @@ the dataset's timestamps and values.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from inference_obs.source.dataset.reader import SAMPLES, read_dataset
-from tests.integration.servers import PrometheusFactory
+from inference_obs.source.dataset.reader import read_dataset
+from tests.integration.servers import PrometheusServer
 
 pytestmark = pytest.mark.integration
 
@@ -32,18 +33,14 @@ def test_datasets_are_bundled() -> None:
 
 @pytest.mark.parametrize("path", DATASETS, ids=lambda p: p.name)
 def test_backfilled_dataset_returns_its_samples(
-    prometheus_factory: PrometheusFactory, path: Path
+    shipped_prometheus: Callable[[Path], PrometheusServer], path: Path
 ) -> None:
     dataset = read_dataset(path)
-    # Bytes, decoded as is: read_text() would turn a carriage return into a newline.
-    server = prometheus_factory((path / SAMPLES).read_bytes().decode("utf-8"))
-    try:
-        samples = dataset.samples
-        first, last = int(samples.t_ms.min()), int(samples.t_ms.max())
-        span = math.ceil((last - first) / 1000) + 1
-        result = server.query(f'{{__name__=~".+"}}[{span}s]', last / 1000)["result"]
-    finally:
-        server.stop()
+    server = shipped_prometheus(path)
+    samples = dataset.samples
+    first, last = int(samples.t_ms.min()), int(samples.t_ms.max())
+    span = math.ceil((last - first) / 1000) + 1
+    result = server.query(f'{{__name__=~".+"}}[{span}s]', last / 1000)["result"]
     stored = {}
     for one in result:
         labels = dict(one["metric"])

@@ -13,7 +13,7 @@ the bounds around the threshold are the attainment's bounds.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -21,11 +21,11 @@ import pytest
 
 from inference_obs.analyses.slo import SloResult, SloSettings, slo
 from inference_obs.engine.rules import Rules
-from inference_obs.source.dataset.reader import SAMPLES, Dataset, read_dataset
+from inference_obs.source.dataset.reader import Dataset, read_dataset
 from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.prometheus import PrometheusSource
 from tests.analyses.ground_truth import EXACT, truth
-from tests.integration.servers import PrometheusFactory, PrometheusServer
+from tests.integration.servers import PrometheusServer
 
 pytestmark = pytest.mark.integration
 
@@ -36,10 +36,10 @@ TRUTH = {"ttft": ("first_token", "ttft", False), "e2e": ("finish", "e2e", True)}
 
 
 @pytest.fixture(scope="module")
-def served(prometheus_factory: PrometheusFactory) -> Iterator[tuple[Dataset, PrometheusServer]]:
-    server = prometheus_factory((DATASET / SAMPLES).read_bytes().decode("utf-8"))
-    yield read_dataset(DATASET), server
-    server.stop()
+def served(
+    shipped_prometheus: Callable[[Path], PrometheusServer],
+) -> tuple[Dataset, PrometheusServer]:
+    return read_dataset(DATASET), shipped_prometheus(DATASET)
 
 
 def _run(source: PrometheusSource | DatasetSource, dataset: Dataset) -> dict[str, SloResult]:
