@@ -29,11 +29,6 @@ SAMPLES = BUNDLED / "samples.om"
 
 
 @pytest.fixture(scope="module")
-def source() -> DatasetSource:
-    return DatasetSource(BUNDLED)
-
-
-@pytest.fixture(scope="module")
 def windows(source: DatasetSource) -> dict[str, Window]:
     edges = source.dataset.manifest.window
     hour = Window(edges.start, edges.end)

@@ -29,11 +29,6 @@ DATASET = ROOT / "datasets" / "pro5000-vs-h20"
 
 
 @pytest.fixture(scope="module")
-def source() -> DatasetSource:
-    return DatasetSource(DATASET)
-
-
-@pytest.fixture(scope="module")
 def analysed(source: DatasetSource) -> tuple[list[DeploymentResults], ValidityResult]:
     window = source.dataset.manifest.window.window()
     deployments = source.dataset.manifest.deployments

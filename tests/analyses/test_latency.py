@@ -37,11 +37,6 @@ TRUTH = {
 
 
 @pytest.fixture(scope="module")
-def source() -> DatasetSource:
-    return DatasetSource(DATASET)
-
-
-@pytest.fixture(scope="module")
 def window(source: DatasetSource) -> Window:
     return source.dataset.manifest.window.window()
 

@@ -28,11 +28,6 @@ BUNDLED = Path(__file__).parents[2] / "datasets" / "pro5000-vs-h20"
 
 
 @pytest.fixture(scope="module")
-def source() -> DatasetSource:
-    return DatasetSource(BUNDLED)
-
-
-@pytest.fixture(scope="module")
 def window(source: DatasetSource) -> Window:
     edges = source.dataset.manifest.window
     return Window(edges.start, edges.end)

@@ -23,11 +23,6 @@ Cells = tuple[int, int, int, int]
 
 
 @pytest.fixture(scope="module")
-def source() -> DatasetSource:
-    return DatasetSource(BUNDLED)
-
-
-@pytest.fixture(scope="module")
 def window(source: DatasetSource) -> Window:
     edges = source.dataset.manifest.window
     return Window(edges.start, edges.end)

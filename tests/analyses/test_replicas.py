@@ -29,11 +29,6 @@ DATASET = Path(__file__).resolve().parents[2] / "datasets" / "pro5000-vs-h20"
 TRUTH = {"ttft": ("first_token", "ttft", False), "e2e": ("finish", "e2e", True)}
 
 
-@pytest.fixture(scope="module")
-def source() -> DatasetSource:
-    return DatasetSource(DATASET)
-
-
 def _own(source: DatasetSource, name: str, replica: str, metric: str) -> npt.NDArray[np.float64]:
     """The true values of ``metric`` of ``replica``'s requests its counters recorded."""
     time, column, finished = TRUTH[metric]

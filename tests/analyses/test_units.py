@@ -25,11 +25,6 @@ DATASET = Path(__file__).parents[2] / "datasets" / "pro5000-vs-h20"
 
 
 @pytest.fixture(scope="module")
-def source() -> DatasetSource:
-    return DatasetSource(DATASET)
-
-
-@pytest.fixture(scope="module")
 def windows(source: DatasetSource) -> dict[str, Window]:
     window = source.dataset.manifest.window.window()
     return {d.name: window for d in source.dataset.manifest.deployments}

@@ -26,11 +26,6 @@ DATASET = Path(__file__).parents[2] / "datasets" / "pro5000-vs-h20"
 
 
 @pytest.fixture(scope="module")
-def source() -> DatasetSource:
-    return DatasetSource(DATASET)
-
-
-@pytest.fixture(scope="module")
 def built(source: DatasetSource) -> Report:
     return report(source)
 
