@@ -8,7 +8,7 @@ value of another JSON type, NaN, an infinity, or text that looks like a
 number. Each bent file is read as ``--baseline`` reads it and compared with
 the real report; only :class:`~inference_obs.errors.DatasetError` or a
 :class:`~inference_obs.report.baseline.Baseline` may come out. Before the
-baseline was checked field by field, such files raised ``AttributeError``,
+baseline was checked against its format, such files raised ``AttributeError``,
 ``TypeError`` or ``KeyError`` from inside the comparison, or compared text as
 if it were a number.
 """
