@@ -260,6 +260,8 @@ def test_a_baseline_of_other_deployments_is_2_even_with_fail_on_regression(
     for m in bent["measurements"]:
         m["key"] = "OTHER/" + m["key"].split("/", 1)[1]
         m["deployment"] = "OTHER"
+    for entry in (*bent["summary"], *bent["cautions"], *bent["timeline"]):
+        entry["keys"] = ["OTHER/" + k.split("/", 1)[1] for k in entry["keys"]]
     path = baseline(tmp_path, bent)
     argv = report(tmp_path, "--baseline", path, "--fail-on", "regression", dataset=DATASET)
     refused(argv, capsys, path, "no deployment in common", "'OTHER'", "'R1'")

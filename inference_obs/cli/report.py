@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from inference_obs.cli.budget import MARGIN_S, ends_by
 from inference_obs.cli.options import (
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from inference_obs.analyses.run import DeploymentResults
     from inference_obs.analyses.validity.verdicts import ValidityResult
     from inference_obs.report import Report
+    from inference_obs.report.report_json_model import ReportDocument
 
 __all__ = ["DEFAULT_DATASET", "register"]
 
@@ -66,7 +67,7 @@ class _Checked:
     topologies: dict[str, str]
     fail_on: frozenset[str]
     out: Path
-    baseline: dict[str, Any] | None
+    baseline: ReportDocument | None
     settings: dict[str, dict[str, str]]
 
 

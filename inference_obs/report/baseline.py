@@ -1,7 +1,8 @@
 """This report against an earlier one: each headline number then and now, and the real regressions.
 
 A scheduled report is for noticing what got worse. :func:`compare_reports`
-reads two ``report.json`` documents (the previous one and this run's) and,
+reads two ``report.json`` documents (the previous one and this run's, each a
+:class:`~inference_obs.report.report_json_model.ReportDocument`) and,
 for each deployment present in both and each :data:`HEADLINES` number,
 classifies the change:
 
@@ -36,8 +37,7 @@ happen.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,6 +45,7 @@ from inference_obs.analyses.validity.checks import Thresholds
 from inference_obs.reading.measurement import LOWEST_BUCKET
 from inference_obs.report.baseline_file import check_in_common, read_report_json
 from inference_obs.report.baseline_rules import comparability, observation_findings
+from inference_obs.report.report_json_model import JsonNumber, MeasurementEntry, ReportDocument
 
 __all__ = [
     "HEADLINES",
@@ -162,7 +163,7 @@ class Baseline(_Model):
     )
 
 
-def _number(value: Any) -> float | None:
+def _number(value: JsonNumber) -> float | None:
     if value is None:
         return None
     if value in ("+Inf", "-Inf"):
@@ -170,16 +171,15 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _side(m: Mapping[str, Any] | None) -> Side | None:
+def _side(m: MeasurementEntry | None) -> Side | None:
     if m is None:
         return None
-    bounds = m.get("bounds") or {}
     return Side(
-        value=_number(m["value"]),
-        lower=_number(bounds.get("lower")),
-        upper=_number(bounds.get("upper")),
-        status=str(m["status"]),
-        lowest_bucket=any(a.get("kind") == LOWEST_BUCKET for a in m.get("annotations") or ()),
+        value=_number(m.value),
+        lower=_number(m.bounds.lower) if m.bounds else None,
+        upper=_number(m.bounds.upper) if m.bounds else None,
+        status=m.status,
+        lowest_bucket=any(a.kind == LOWEST_BUCKET for a in m.annotations),
     )
 
 
@@ -199,7 +199,7 @@ def _interval(s: Side) -> tuple[float, float] | None:
     return s.lower, s.upper
 
 
-def headlines(*reports: Mapping[str, Any]) -> dict[str, Worse]:
+def headlines(*reports: ReportDocument) -> dict[str, Worse]:
     """:data:`HEADLINES`, and every SLO target's attainment and budget spent in ``reports``.
 
     SLO targets are the run's settings, so the statistics are read from the
@@ -208,9 +208,9 @@ def headlines(*reports: Mapping[str, Any]) -> dict[str, Worse]:
     """
     found: dict[str, Worse] = {}
     for report in reports:
-        for m in report.get("measurements", ()):
-            statistic = f"{m.get('analysis')}/{m.get('statistic')}"
-            if m.get("analysis") != "slo" or "[" in statistic:
+        for m in report.measurements:
+            statistic = f"{m.analysis}/{m.statistic}"
+            if m.analysis != "slo" or "[" in statistic:
                 continue
             if statistic.endswith("_attainment"):
                 found[statistic] = "lower"
@@ -260,16 +260,18 @@ def _compared(
     name: str,
     statistic: str,
     worse: Worse,
-    then: Mapping[str, Any],
-    now: Mapping[str, Any],
+    then: ReportDocument,
+    now: ReportDocument,
     tol: Tolerances,
 ) -> Compared | None:
     """One headline number of one deployment then and now; None when neither report has it."""
     key = f"{name}/{statistic}"
-    a, b = _side(then.get(key)), _side(now.get(key))
+    was, is_ = then.measurement(key), now.measurement(key)
+    a, b = _side(was), _side(is_)
     if a is None and b is None:
         return None
-    unit = str((now.get(key) or then.get(key) or {}).get("unit", ""))
+    shown = is_ if is_ is not None else was
+    unit = shown.unit if shown is not None else ""
     change, reason = _classify(worse, unit, a, b, tol)
     return Compared(
         deployment=name,
@@ -287,8 +289,8 @@ def _compared(
 def _regression(
     c: Compared,
     found: list[tuple[str, str]],
-    previous: Mapping[str, Any],
-    current: Mapping[str, Any],
+    previous: ReportDocument,
+    current: ReportDocument,
     t: Thresholds,
 ) -> Regression:
     """The regression ``c`` is, caveated by the deployment's findings and its own."""
@@ -311,8 +313,8 @@ def _regression(
 
 
 def compare_reports(
-    previous: Mapping[str, Any],
-    current: Mapping[str, Any],
+    previous: ReportDocument,
+    current: ReportDocument,
     *,
     source: str,
     thresholds: Thresholds | None = None,
@@ -323,8 +325,9 @@ def compare_reports(
     Parameters
     ----------
     previous, current
-        Parsed report.json documents (:func:`read_report_json`, or
-        :func:`~inference_obs.report.report_json.report_json` of a report).
+        report.json documents (:func:`read_report_json` of a file, or
+        :func:`~inference_obs.report.report_json.report_document` of a report);
+        each indexes its measurements by key.
     source
         How to name the previous report (its path).
     thresholds
@@ -343,13 +346,11 @@ def compare_reports(
     DatasetError
         When the two share no deployment: there would be nothing to compare.
     """
-    check_in_common(previous, [d["name"] for d in current["deployments"]], source)
+    names_then = [d.name for d in previous.deployments]
+    names_now = [d.name for d in current.deployments]
+    check_in_common(previous, names_now, source)
     t = thresholds or Thresholds()
     tol = tolerances or Tolerances()
-    then = {m["key"]: m for m in previous["measurements"]}
-    now = {m["key"]: m for m in current["measurements"]}
-    names_then = [d["name"] for d in previous["deployments"]]
-    names_now = [d["name"] for d in current["deployments"]]
     unmatched = [f"{n}: not in the baseline" for n in names_now if n not in names_then]
     unmatched += [f"{n}: in the baseline only" for n in names_then if n not in names_now]
     chosen = headlines(previous, current)
@@ -360,7 +361,7 @@ def compare_reports(
         found = comparability(name, previous, current, t)
         findings += [BaselineFinding(deployment=name, code=c, message=m) for c, m in found]
         for statistic, worse in chosen.items():
-            entry = _compared(name, statistic, worse, then, now, tol)
+            entry = _compared(name, statistic, worse, previous, current, tol)
             if entry is None:
                 continue
             compared.append(entry)
@@ -368,10 +369,9 @@ def compare_reports(
                 regressions.append(_regression(entry, found, previous, current, t))
     return Baseline(
         source=source,
-        previous_title=str(previous.get("title", "")),
+        previous_title=previous.title,
         previous_windows={
-            d["name"]: {"start": d["window"]["start"], "end": d["window"]["end"]}
-            for d in previous["deployments"]
+            d.name: {"start": d.window.start, "end": d.window.end} for d in previous.deployments
         },
         compared=tuple(compared),
         regressions=tuple(regressions),

@@ -2,19 +2,20 @@
 
 The same rules, thresholds and finding codes as
 :mod:`~inference_obs.analyses.validity.checks` (``docs/comparison-findings.md``),
-applied to one deployment in two ``report.json`` documents instead of two
-deployments in one window. Each returns ``(code, message)`` pairs; the
+applied to one deployment in two ``report.json`` documents
+(:class:`~inference_obs.report.report_json_model.ReportDocument`, read by key)
+instead of two deployments in one window. Each returns ``(code, message)`` pairs; the
 messages carry both values.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from inference_obs.analyses.validity.checks import Thresholds
+from inference_obs.report.report_json_model import DeploymentEntry, ReportDocument
 
 __all__ = ["comparability", "observation_findings"]
 
@@ -24,23 +25,24 @@ _WHERE = ("name", "replicas", "selector", "gpu_selector")
 _QUANTILE = re.compile(r"_p([0-9]+)$")
 
 
-def _value(report: Mapping[str, Any], key: str) -> float | None:
-    for m in report["measurements"]:
-        if m["key"] == key:
-            value = m["value"]
-            ok = m["status"] in ("ok", "partial") and isinstance(value, int | float)
-            return float(value) if ok else None
-    return None
+def _value(report: ReportDocument, key: str) -> float | None:
+    """The finite value of ``key`` where it is ok or partial; None otherwise."""
+    m = report.measurement(key)
+    if m is None or m.status not in ("ok", "partial") or not isinstance(m.value, int | float):
+        return None
+    return float(m.value)
 
 
-def _deployment(report: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    return next(d for d in report["deployments"] if d["name"] == name)
+def _deployment(report: ReportDocument, name: str) -> DeploymentEntry:
+    found = report.deployment(name)
+    if found is None:  # the comparison asks only of deployments both reports have
+        raise KeyError(f"no deployment {name!r} in the report")
+    return found
 
 
-def _seconds(d: Mapping[str, Any]) -> float:
-    window = d["window"]
-    start = datetime.fromisoformat(window["start"])
-    return (datetime.fromisoformat(window["end"]) - start).total_seconds()
+def _seconds(d: DeploymentEntry) -> float:
+    start = datetime.fromisoformat(d.window.start)
+    return (datetime.fromisoformat(d.window.end) - start).total_seconds()
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -49,7 +51,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return max(a, b) / min(a, b)
 
 
-def _rate(report: Mapping[str, Any], name: str) -> float | None:
+def _rate(report: ReportDocument, name: str) -> float | None:
     """Finished requests per second of the window per replica seen."""
     finished = _value(report, f"{name}/throughput/finished_requests")
     replicas = _value(report, f"{name}/throughput/replicas_seen")
@@ -60,7 +62,7 @@ def _rate(report: Mapping[str, Any], name: str) -> float | None:
 
 
 def comparability(
-    name: str, previous: Mapping[str, Any], current: Mapping[str, Any], t: Thresholds
+    name: str, previous: ReportDocument, current: ReportDocument, t: Thresholds
 ) -> list[Finding]:
     """Findings that make every change of deployment ``name`` caveated (workload, load, setup)."""
     out: list[Finding] = []
@@ -96,13 +98,13 @@ def comparability(
         )
     changed = sorted(
         _changed(
-            {k: v for k, v in then["declared"].items() if k not in _WHERE},
-            {k: v for k, v in now["declared"].items() if k not in _WHERE},
+            {k: v for k, v in then.declared.items() if k not in _WHERE},
+            {k: v for k, v in now.declared.items() if k not in _WHERE},
         )
     )
     if changed:
         out.append(("deployment_changed", f"declared {', '.join(changed)} changed"))
-    rules = (previous["scope"]["rules"], current["scope"]["rules"])
+    rules = (previous.scope.rules, current.scope.rules)
     if rules[0] != rules[1]:
         out.append(("rules_differ", f"numbers follow {rules[0]} rules then, {rules[1]} now"))
     return out
@@ -122,8 +124,8 @@ def _changed(a: Any, b: Any, prefix: str = "") -> list[str]:
 def observation_findings(
     name: str,
     statistic: str,
-    previous: Mapping[str, Any],
-    current: Mapping[str, Any],
+    previous: ReportDocument,
+    current: ReportDocument,
     statuses: tuple[str, str],
     t: Thresholds,
 ) -> list[Finding]:

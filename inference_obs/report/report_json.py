@@ -8,8 +8,10 @@ keys of the Measurements it rests on (:mod:`~inference_obs.analyses.conclusions`
 ``cautions`` lists what not to conclude (:mod:`~inference_obs.analyses.conclusions.cautions`);
 ``timeline`` what happened, the most severe event first
 (:mod:`~inference_obs.analyses.timeline`).
-The format is pinned by the pydantic models of
-:mod:`~inference_obs.report.report_json_model`.
+The document is built as the pydantic model of its format,
+:class:`~inference_obs.report.report_json_model.ReportDocument`, and written
+from it: a field the format does not describe, or a value of the wrong kind,
+fails here rather than in a reader's hands.
 Infinite bounds (a quantile in the ``+Inf`` bucket) are written as the
 strings ``"+Inf"`` and ``"-Inf"``, as Prometheus writes them; JSON has no
 infinity. With ``--baseline`` the ``baseline`` object holds every headline
@@ -21,7 +23,6 @@ point with the bucket that must hold the true quantile (``lower``, ``upper``).
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
@@ -31,187 +32,238 @@ from inference_obs.analyses.regime import judge
 from inference_obs.analyses.rolling import RollingQuantiles
 from inference_obs.reading.measurement import json_number, measurement_json
 from inference_obs.report.document import anchor
+from inference_obs.report.report_json_model import (
+    FORMAT,
+    BaselineEntry,
+    BoundariesEntry,
+    BoundaryIntervalEntry,
+    Caution,
+    Comparison,
+    ConfigurationEntry,
+    DeploymentEntry,
+    EventEntry,
+    FindingEntry,
+    MatchedEntry,
+    MeasurementEntry,
+    OutlierEntry,
+    QueueIntervalEntry,
+    RegimeEntry,
+    ReportDocument,
+    RollingEntry,
+    RollingPointEntry,
+    RollingQuantileEntry,
+    ScopeEntry,
+    ScrapeGapEntry,
+    StoppedGpuEntry,
+    SummaryEntry,
+    TopologyFindingEntry,
+    VerdictEntry,
+    WindowEntry,
+)
 
 if TYPE_CHECKING:
+    from inference_obs.analyses.run import DeploymentResults
     from inference_obs.report.model import Report
 
-__all__ = ["FORMAT", "report_json", "to_json"]
+__all__ = ["FORMAT", "document_text", "report_document", "report_json", "to_json"]
 
-#: Bumped on any change a reader must know about.
-FORMAT = "inference-obs-report/1"
+
+def report_document(report: Report) -> ReportDocument:
+    """The report as its ``report.json`` document, validated against the format."""
+    s = report.scope
+    return ReportDocument(
+        format=FORMAT,
+        title=report.title,
+        scope=ScopeEntry(
+            source=s.source,
+            engine=s.engine,
+            rules=s.rules,
+            windows={k: _window(w.start, w.end) for k, w in s.windows.items()},
+            scrape_interval_seconds=s.scrape_interval_seconds,
+            read_only=True,
+        ),
+        methodology=list(report.methodology),
+        summary=_summary(report),
+        cautions=[
+            Caution(kind=c.kind, text=c.text, keys=list(c.keys)) for c in report.cautions.entries
+        ],
+        timeline=[
+            EventEntry.model_validate({"rank": rank, **e.model_dump(mode="json")})
+            for rank, e in enumerate(report.timeline.events, 1)
+        ],
+        deployments=[_deployment(report, d) for d in report.deployments],
+        measurements=[
+            MeasurementEntry.model_validate(measurement_json(m)) for m in report.measurements()
+        ],
+        comparisons=_comparisons(report),
+        baseline=None
+        if report.baseline is None
+        else BaselineEntry.model_validate(_finite(report.baseline.model_dump())),
+    )
 
 
 def report_json(report: Report) -> dict[str, Any]:
-    """The report as JSON data (a dict of lists, strings, numbers and null)."""
-    s = report.scope
-    deployments = []
-    for d in report.deployments:
-        action, advice = advise(d.of(analyses.bottleneck), d.of(analyses.boundaries))
-        deployments.append(
-            {
-                "name": d.deployment.name,
-                "window": {"start": d.window.start.isoformat(), "end": d.window.end.isoformat()},
-                "declared": d.deployment.model_dump(mode="json"),
-                "step_seconds": d.step_seconds,
-                "throughput_regime": d.of(analyses.throughput).regime.value,
-                "regime": judge(d).model_dump(mode="json", exclude={"deployment"}),
-                "bottleneck": d.of(analyses.bottleneck).classification.value,
-                "bottleneck_action": action,
-                "bottleneck_advice": advice,
-                "queue_intervals": [
-                    i.model_dump(mode="json") for i in d.of(analyses.queueing).intervals
-                ],
-                "gpus_without_samples": list(d.of(analyses.gpu).missing_gpus),
-                "gpus_stopped": [
-                    g.model_dump(mode="json") for g in d.of(analyses.gpu).stopped_gpus
-                ],
-                "scrape_gaps": [g.model_dump(mode="json") for g in d.of(analyses.collection).gaps],
-                "boundaries": {
-                    "reading": d.of(analyses.boundaries).reading.value,
-                    "reason": d.of(analyses.boundaries).reason,
-                    "intervals": [
-                        i.model_dump(mode="json") for i in d.of(analyses.boundaries).intervals
-                    ],
-                },
-                "configuration": [
-                    c.model_dump(mode="json") for c in d.of(analyses.configuration).checks
-                ],
-                "topology_findings": [
-                    f.model_dump(mode="json")
-                    for f in d.of(analyses.configuration).topology_findings
-                ],
-                "rolling": [
-                    _rolling(d.of(analyses.rolling_quantiles), d.window.start.tzinfo),
-                    _rolling(d.of(analyses.rolling_itl), d.window.start.tzinfo),
-                ],
-                "outliers": _outliers(report, d.deployment.name),
-            }
-        )
-    comparisons = _comparisons(report)
-    return {
-        "format": FORMAT,
-        "title": report.title,
-        "scope": {
-            "source": s.source,
-            "engine": s.engine,
-            "rules": s.rules,
-            "windows": {
-                k: {"start": w.start.isoformat(), "end": w.end.isoformat()}
-                for k, w in s.windows.items()
-            },
-            "scrape_interval_seconds": s.scrape_interval_seconds,
-            "read_only": True,
-        },
-        "methodology": list(report.methodology),
-        "summary": _summary(report),
-        "cautions": [
-            {"kind": c.kind, "text": c.text, "keys": list(c.keys)} for c in report.cautions.entries
-        ],
-        "timeline": [
-            {"rank": rank, **e.model_dump(mode="json")}
-            for rank, e in enumerate(report.timeline.events, 1)
-        ],
-        "deployments": deployments,
-        "measurements": [measurement_json(m) for m in report.measurements()],
-        "comparisons": comparisons,
-        "baseline": None if report.baseline is None else _finite(report.baseline.model_dump()),
-    }
+    """The report as JSON data (a dict of lists, strings, numbers and null), key-ordered as
+    ``report.json`` writes it."""
+    return report_document(report).model_dump(mode="json")
 
 
-def _comparisons(report: Report) -> list[dict[str, Any]]:
+def _window(start: datetime, end: datetime) -> WindowEntry:
+    return WindowEntry(start=start.isoformat(), end=end.isoformat())
+
+
+def _deployment(report: Report, d: DeploymentResults) -> DeploymentEntry:
+    """One deployment's readings: regime, bottleneck, intervals, checks, rolling, outliers."""
+    action, advice = advise(d.of(analyses.bottleneck), d.of(analyses.boundaries))
+    gpu, boundaries = d.of(analyses.gpu), d.of(analyses.boundaries)
+    configuration = d.of(analyses.configuration)
+    zone = d.window.start.tzinfo
+    return DeploymentEntry(
+        name=d.deployment.name,
+        window=_window(d.window.start, d.window.end),
+        declared=d.deployment.model_dump(mode="json"),
+        step_seconds=d.step_seconds,
+        throughput_regime=d.of(analyses.throughput).regime.value,
+        regime=RegimeEntry.model_validate(judge(d).model_dump(mode="json", exclude={"deployment"})),
+        bottleneck=d.of(analyses.bottleneck).classification.value,
+        bottleneck_action=action,
+        bottleneck_advice=advice,
+        queue_intervals=[
+            QueueIntervalEntry.model_validate(i.model_dump(mode="json"))
+            for i in d.of(analyses.queueing).intervals
+        ],
+        gpus_without_samples=list(gpu.missing_gpus),
+        gpus_stopped=[
+            StoppedGpuEntry.model_validate(g.model_dump(mode="json")) for g in gpu.stopped_gpus
+        ],
+        scrape_gaps=[
+            ScrapeGapEntry.model_validate(g.model_dump(mode="json"))
+            for g in d.of(analyses.collection).gaps
+        ],
+        boundaries=BoundariesEntry(
+            reading=boundaries.reading.value,
+            reason=boundaries.reason,
+            intervals=[
+                BoundaryIntervalEntry.model_validate(i.model_dump(mode="json"))
+                for i in boundaries.intervals
+            ],
+        ),
+        configuration=[
+            ConfigurationEntry.model_validate(c.model_dump(mode="json"))
+            for c in configuration.checks
+        ],
+        topology_findings=[
+            TopologyFindingEntry.model_validate(f.model_dump(mode="json"))
+            for f in configuration.topology_findings
+        ],
+        rolling=[
+            _rolling(d.of(analyses.rolling_quantiles), zone),
+            _rolling(d.of(analyses.rolling_itl), zone),
+        ],
+        outliers=_outliers(report, d.deployment.name),
+    )
+
+
+def _comparisons(report: Report) -> list[Comparison]:
     """Each compared pair: its verdicts (values and bounds), findings and matched load."""
-    comparisons: list[dict[str, Any]] = []
     if report.validity is None:
-        return comparisons
-    for pair in report.validity.pairs:
-        comparisons.append(
-            {
-                "a": pair.a,
-                "b": pair.b,
-                "verdicts": [
+        return []
+    return [
+        Comparison(
+            a=pair.a,
+            b=pair.b,
+            verdicts=[
+                VerdictEntry.model_validate(
                     {
                         **v.model_dump(mode="json"),
                         "values": {k: json_number(x) for k, x in v.values.items()},
                         "bounds": {k: _finite(b) for k, b in v.model_dump()["bounds"].items()},
                     }
-                    for v in pair.verdicts.values()
-                ],
-                "findings": [f.model_dump(mode="json") for f in pair.findings],
-                "matched_concurrency": [
-                    {
-                        "family": m.family,
-                        "band": m.band,
-                        "step_seconds": m.step_seconds,
-                        "intervals": m.intervals,
-                        "reason": m.reason,
-                        "measurements": [
-                            k for q in m.quantiles.values() for k in (x.key for x in q.values())
-                        ],
-                    }
-                    for m in pair.matched
-                ],
-            }
+                )
+                for v in pair.verdicts.values()
+            ],
+            findings=[
+                FindingEntry.model_validate(f.model_dump(mode="json")) for f in pair.findings
+            ],
+            matched_concurrency=[
+                MatchedEntry(
+                    family=m.family,
+                    band=None if m.band is None else list(m.band),
+                    step_seconds=m.step_seconds,
+                    intervals=m.intervals,
+                    reason=m.reason,
+                    measurements=[
+                        k for q in m.quantiles.values() for k in (x.key for x in q.values())
+                    ],
+                )
+                for m in pair.matched
+            ],
         )
-    return comparisons
+        for pair in report.validity.pairs
+    ]
 
 
-def _rolling(result: RollingQuantiles, zone: tzinfo | None) -> dict[str, Any]:
+def _rolling(result: RollingQuantiles, zone: tzinfo | None) -> RollingEntry:
     """One rolling analysis: its settings, and per quantile every point with its bucket."""
-    return {
-        "family": result.family,
-        "unit": result.unit,
-        "every_seconds": result.every,
-        "length_seconds": result.length,
-        "buckets_promql": result.buckets_promql,
-        "quantiles": [
-            {
-                "quantile": s.quantile,
-                "promql": s.promql,
-                "points": [
-                    {
-                        "t": datetime.fromtimestamp(p.t, zone).isoformat(),
-                        "value": json_number(p.value),
-                        "lower": json_number(p.lower),
-                        "upper": json_number(p.upper),
-                        "lowest_bucket": p.lowest_bucket,
-                    }
+    return RollingEntry(
+        family=result.family,
+        unit=result.unit,
+        every_seconds=result.every,
+        length_seconds=result.length,
+        buckets_promql=result.buckets_promql,
+        quantiles=[
+            RollingQuantileEntry(
+                quantile=s.quantile,
+                promql=s.promql,
+                points=[
+                    RollingPointEntry(
+                        t=datetime.fromtimestamp(p.t, zone).isoformat(),
+                        value=json_number(p.value),
+                        lower=json_number(p.lower),
+                        upper=json_number(p.upper),
+                        lowest_bucket=p.lowest_bucket,
+                    )
                     for p in s.points()
                 ],
-            }
+            )
             for s in result.series
         ],
-    }
+    )
 
 
-def _outliers(report: Report, name: str) -> list[dict[str, Any]]:
+def _outliers(report: Report, name: str) -> list[OutlierEntry]:
     """The deployment's outlying replicas, each statistic one entry (infinities as strings)."""
     fleet = report.fleet.get(name)
     return [
-        {
-            **o.model_dump(mode="json", exclude={"value", "fleet_median", "bounds"}),
-            "value": json_number(o.value),
-            "fleet_median": json_number(o.fleet_median),
-            "bounds": _finite(o.bounds.model_dump()) if o.bounds else None,
-        }
+        OutlierEntry(
+            replica=o.replica,
+            statistic=o.statistic,
+            value=json_number(o.value),
+            unit=o.unit,
+            bounds=_finite(o.bounds.model_dump()) if o.bounds else None,
+            fleet_median=json_number(o.fleet_median),
+            reason=o.reason,
+            key=o.key,
+        )
         for o in (fleet.outliers if fleet else ())
     ]
 
 
-def _summary(report: Report) -> list[dict[str, Any]]:
+def _summary(report: Report) -> list[SummaryEntry]:
     """The conclusions, ranked from 1, each with its section's anchor in report.md/html."""
     return [
-        {
-            "rank": rank,
-            "kind": c.kind,
-            "text": c.text,
-            "keys": list(c.keys),
-            "section": c.section,
-            "anchor": anchor(c.section),
-            "caveat": c.caveat,
-            "verdict": c.verdict,
-            "deployments": list(c.deployments),
-            "comparison": c.comparison,
-        }
+        SummaryEntry(
+            rank=rank,
+            kind=c.kind,
+            text=c.text,
+            keys=list(c.keys),
+            section=c.section,
+            anchor=anchor(c.section),
+            caveat=c.caveat,
+            verdict=c.verdict,
+            deployments=list(c.deployments),
+            comparison=c.comparison,
+        )
         for rank, c in enumerate(report.conclusions.entries, 1)
     ]
 
@@ -228,5 +280,16 @@ def _finite(value: Any) -> Any:
 
 
 def to_json(report: Report) -> str:
-    """:func:`report_json` as indented, key-ordered text ending with a newline."""
-    return json.dumps(report_json(report), indent=2, allow_nan=False) + "\n"
+    """:func:`report_document` as ``report.json`` text (:func:`document_text`)."""
+    return document_text(report_document(report))
+
+
+def document_text(document: ReportDocument) -> str:
+    """A document as ``report.json`` text: indented two spaces, fields in the format's
+    order, non-ASCII escaped (``\\u2264``), ending with a newline.
+
+    Numbers are written as pydantic writes them: the shortest text that reads back
+    as the same float (``0.00001`` and ``2.5e-7``, where Python's ``json`` wrote
+    ``1e-05`` and ``2.5e-07``).
+    """
+    return document.model_dump_json(indent=2, ensure_ascii=True) + "\n"

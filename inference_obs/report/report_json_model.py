@@ -8,10 +8,19 @@ stage boundary's evidence, are open (their fields follow the deployment
 file and the evidence exported).
 
 JSON has no infinity: numbers that may be infinite (a quantile's bound in
-the ``+Inf`` bucket) are :data:`JsonNumber`, a number or ``"+Inf"``/``"-Inf"``.
+the ``+Inf`` bucket) are :data:`JsonNumber`, a finite number or
+``"+Inf"``/``"-Inf"``; never a boolean, never text that looks like a number.
+Windows are ISO 8601 times with their offset.
 
-Beyond the shapes, :class:`ReportDocument` checks that measurement keys are
-unique and that every key a summary entry, caution or event names is among them.
+Beyond the shapes, :class:`ReportDocument` checks that deployment names and
+measurement keys are unique, that each deployment's window ends after it
+starts, and that every key a summary entry, caution or event names is among
+the measurements, which it indexes by key (:meth:`ReportDocument.measurement`).
+
+The report writes its ``report.json`` from this model
+(:func:`~inference_obs.report.report_json.report_document`) and reads a
+``--baseline`` back into it (:func:`~inference_obs.report.baseline_file.read_report_json`,
+with ``strict=True``: text is not a number, a number is not text).
 
 Examples
 --------
@@ -21,11 +30,23 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import math
+from collections import Counter
+from datetime import datetime
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    PrivateAttr,
+    model_validator,
+)
 
 __all__ = [
+    "FORMAT",
     "Caution",
     "Comparison",
     "DeploymentEntry",
@@ -38,23 +59,57 @@ __all__ = [
     "SummaryEntry",
 ]
 
-#: A number, or an infinity as Prometheus writes it; null where there is none.
-JsonNumber = float | Literal["+Inf", "-Inf"] | None
+#: The format this module describes (report.json's ``format``).
+FORMAT = "inference-obs-report/1"
+
+
+def _json_number(value: object) -> float | str | None:
+    """A report.json number: finite, ``"+Inf"``/``"-Inf"``, or null; kept as written (an
+    integer stays one, so a document read back writes the same text)."""
+    if value is None or value in ("+Inf", "-Inf"):
+        return value  # None, "+Inf" or "-Inf"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError('expected a number, "+Inf", "-Inf" or null')
+    if not math.isfinite(value):
+        raise ValueError("expected a finite number")
+    return value
+
+
+def _aware_time(text: str) -> str:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError("expected an ISO 8601 time such as 2026-01-01T00:00:00+00:00") from None
+    if moment.tzinfo is None:
+        raise ValueError("expected a time with its offset (+00:00)")
+    return text
+
+
+#: A number, or an infinity as Prometheus writes it; null where there is none. (``int``
+#: too: a number written without a fraction is kept, and written back, as it was.)
+JsonNumber = Annotated[
+    float | int | Literal["+Inf", "-Inf"] | None,
+    PlainValidator(_json_number, json_schema_input_type=float | Literal["+Inf", "-Inf"] | None),
+]
+#: An ISO 8601 time with its offset, as written (``2026-01-01T00:00:00+00:00``).
+Time = Annotated[str, AfterValidator(_aware_time)]
 Status = Literal["ok", "no_data", "partial", "invalid"]
 VerdictName = Literal["valid", "caveated", "invalid"]
 
 
+# allow_inf_nan=False: JSON has no infinity or NaN; a float field holding one fails here,
+# never written as null (numbers that may be infinite are JsonNumber, "+Inf").
 class _Closed(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class _Open(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(frozen=True, extra="allow", allow_inf_nan=False)
 
 
 class WindowEntry(_Closed):
-    start: str = Field(description="ISO 8601, timezone-aware.")
-    end: str = Field(description="ISO 8601, timezone-aware.")
+    start: Time = Field(description="ISO 8601, timezone-aware.")
+    end: Time = Field(description="ISO 8601, timezone-aware.")
 
 
 class ScopeEntry(_Closed):
@@ -137,6 +192,8 @@ class BoundaryIntervalEntry(_Open):
     start: str
     end: str
     samples: int
+    max_waiting: float = Field(description="Largest sampled queue, requests.")
+    max_running: float = Field(description="Largest sampled batch, requests.")
     duty: float = Field(description="Share of time the GPUs computed, ratio 0-1.")
 
 
@@ -151,7 +208,7 @@ class ProvenanceEntry(_Closed):
     engine: str
     rules: str
     computation: str | None
-    promql_value: float | Literal["+Inf", "-Inf"] | None = Field(
+    promql_value: JsonNumber = Field(
         None, description="What the first query returns, where the value is computed otherwise."
     )
 
@@ -287,6 +344,13 @@ class DeploymentEntry(_Closed):
     outliers: list[OutlierEntry] = Field(
         description="Replicas far from the deployment's others, one entry per statistic."
     )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> DeploymentEntry:
+        start, end = (datetime.fromisoformat(t) for t in (self.window.start, self.window.end))
+        if end <= start:
+            raise ValueError("the window ends before it starts")
+        return self
 
 
 def _number(x: JsonNumber) -> float | None:
@@ -434,19 +498,39 @@ class ReportDocument(_Closed):
     comparisons: list[Comparison]
     baseline: BaselineEntry | None
 
+    # Measurements by key, built once by the validation (each key is unique).
+    _by_key: dict[str, MeasurementEntry] = PrivateAttr(default_factory=dict)
+
     @model_validator(mode="after")
     def _keys_known(self) -> ReportDocument:
-        keys = [m.key for m in self.measurements]
-        if len(set(keys)) != len(keys):
-            repeated = sorted({k for k in keys if keys.count(k) > 1})
-            raise ValueError(f"measurement keys repeat: {repeated}")
+        for what, names in (
+            ("deployment names", [d.name for d in self.deployments]),
+            ("measurement keys", [m.key for m in self.measurements]),
+        ):
+            repeated = sorted(n for n, count in Counter(names).items() if count > 1)
+            if repeated:
+                raise ValueError(f"{what} repeat: {', '.join(map(ascii, repeated[:3]))}")
+        self._by_key = {m.key: m for m in self.measurements}
         entries: list[SummaryEntry | Caution | EventEntry] = [
             *self.summary,
             *self.cautions,
             *self.timeline,
         ]
         for entry in entries:
-            unknown = sorted(set(entry.keys) - set(keys))
+            unknown = sorted(set(entry.keys) - self._by_key.keys())
             if unknown:
-                raise ValueError(f"{entry.kind!r} names keys not in measurements: {unknown}")
+                more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+                raise ValueError(
+                    f"{entry.kind!r} names keys not in measurements: {unknown[:3]}{more}"
+                )
         return self
+
+    def measurement(self, key: str) -> MeasurementEntry | None:
+        """The measurement of ``key`` (``deployment/analysis/statistic``), or None."""
+        if len(self._by_key) != len(self.measurements):  # made without validation
+            self._by_key = {m.key: m for m in self.measurements}
+        return self._by_key.get(key)
+
+    def deployment(self, name: str) -> DeploymentEntry | None:
+        """The deployment named ``name``, or None."""
+        return next((d for d in self.deployments if d.name == name), None)

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from inference_obs.report.baseline import compare_reports, read_report_json
-from inference_obs.report.report_json import report_json
+from inference_obs.report.report_json import report_document
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
+    from inference_obs.report.report_json_model import ReportDocument
 
 __all__ = ["with_baseline"]
 
 
-def with_baseline(report: Report, previous: dict[str, Any] | Path, source: str = "") -> Report:
+def with_baseline(report: Report, previous: ReportDocument | Path, source: str = "") -> Report:
     """``report`` with :attr:`~Report.baseline` set: every headline number against ``previous``.
 
     Parameters
@@ -22,7 +23,8 @@ def with_baseline(report: Report, previous: dict[str, Any] | Path, source: str =
     report
         This run's report.
     previous
-        An earlier report.json: its path, or its data as :func:`read_report_json` returns it.
+        An earlier report.json: its path, or its document as :func:`read_report_json`
+        returns it.
     source
         How the report names the previous one (default: its path).
 
@@ -34,5 +36,5 @@ def with_baseline(report: Report, previous: dict[str, Any] | Path, source: str =
     if isinstance(previous, Path):
         source = source or str(previous)
         previous = read_report_json(previous)
-    found = compare_reports(previous, report_json(report), source=source or "baseline")
+    found = compare_reports(previous, report_document(report), source=source or "baseline")
     return report.model_copy(update={"baseline": found})

@@ -8,7 +8,7 @@ value of another JSON type, NaN, an infinity, or text that looks like a
 number. Each bent file is read as ``--baseline`` reads it and compared with
 the real report; only :class:`~inference_obs.errors.DatasetError` or a
 :class:`~inference_obs.report.baseline.Baseline` may come out. Before the
-baseline was checked field by field, such files raised ``AttributeError``,
+baseline was checked against its format, such files raised ``AttributeError``,
 ``TypeError`` or ``KeyError`` from inside the comparison, or compared text as
 if it were a number.
 """
@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st
 from inference_obs.cli import main
 from inference_obs.errors import DatasetError
 from inference_obs.report.baseline import HEADLINES, Baseline, compare_reports, read_report_json
+from inference_obs.report.report_json_model import ReportDocument
 
 ROOT = Path(__file__).resolve().parents[2]
 DATASET = ROOT / "datasets" / "r1-decode"
@@ -44,7 +45,8 @@ ODD = st.sampled_from(
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real report.json, trimmed to what the comparison reads (each example is then quick).
+    """A real report.json, trimmed to what the comparison reads (each example is then quick):
+    the other measurements, and the summary, cautions and events that name them.
 
     A path, not the data: hypothesis shows a failing example's arguments, and the
     data would fill screens.
@@ -55,6 +57,8 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> Path:
     data = json.loads((out / "report.json").read_text(encoding="utf-8"))
     wanted = {*HEADLINES, *_RULES_READ}
     data["measurements"] = [m for m in data["measurements"] if m["key"].split("/", 1)[1] in wanted]
+    data.update(summary=[], cautions=[], timeline=[])  # their keys must be in measurements
+    ReportDocument.model_validate(data, strict=True)  # still a whole report.json
     trimmed = out / "trimmed.json"
     trimmed.write_text(json.dumps(data), encoding="utf-8")
     return trimmed
@@ -136,7 +140,7 @@ def test_a_bent_baseline_is_refused_or_compared(
     file.write_text(json.dumps(bent), encoding="utf-8")  # NaN and Infinity written bare
     try:
         previous = read_report_json(file)
-        result = compare_reports(previous, current, source=str(file))
+        result = compare_reports(previous, ReportDocument.model_validate(current), source=str(file))
     except DatasetError as exc:
         event("refused")
         message = str(exc)

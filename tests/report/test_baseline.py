@@ -24,6 +24,7 @@ from inference_obs.report.baseline import (
     compare_reports,
     headlines,
 )
+from inference_obs.report.report_json_model import ReportDocument
 from inference_obs.simulate import load_scenario, simulate, with_load
 
 SCENARIO = Path(__file__).with_name("steady.yaml")
@@ -34,6 +35,11 @@ def _report(dataset: Path, out: Path, *extra: str) -> dict[str, Any]:
     main([*argv, "--format", "md,json"])
     data: dict[str, Any] = json.loads((out / "report.json").read_text())
     return data
+
+
+def document(data: dict[str, Any]) -> ReportDocument:
+    """report.json data (edited by a test) as the comparison reads it."""
+    return ReportDocument.model_validate(data, strict=True)
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +60,7 @@ def test_the_same_data_finds_no_regression(weeks: dict[str, Path], tmp_path: Pat
     assert b["findings"] == []
     assert {c["change"] for c in b["compared"]} <= {"unchanged", "not_comparable", "context"}
     present = {m["key"].split("/", 1)[1] for m in data["measurements"]}
-    assert {c["statistic"] for c in b["compared"]} == set(headlines(data)) & present
+    assert {c["statistic"] for c in b["compared"]} == set(headlines(document(data))) & present
     # The default SLO targets' attainment is among them.
     assert "slo/e2e_le_30s_attainment" in {c["statistic"] for c in b["compared"]}
     text = (tmp_path / "again" / "report.md").read_text()
@@ -102,7 +108,7 @@ def test_a_workload_change_caveats_every_regression(weeks: dict[str, Path], tmp_
     for m in shorter["measurements"]:
         if m["key"] == "STEADY/shapes/output_tokens_mean":
             m["value"] /= 2  # last week's requests generated half as much
-    b = compare_reports(shorter, now, source="then")
+    b = compare_reports(document(shorter), document(now), source="then")
     assert [(f.code, f.deployment) for f in b.findings] == [("output_length_differs", "STEADY")]
     assert b.regressions
     assert {r.verdict for r in b.regressions} == {"caveated"}
@@ -116,7 +122,7 @@ def test_few_requests_caveat_a_tail(weeks: dict[str, Path], tmp_path: Path) -> N
         for m in report["measurements"]:
             if m["key"] == "STEADY/throughput/finished_requests":
                 m["value"] = 500.0  # enough for a P95 (200), not for a P99 (1000)
-    b = compare_reports(then, now, source="then")
+    b = compare_reports(document(then), document(now), source="then")
     verdicts = {r.statistic: r for r in b.regressions}
     assert verdicts["latency/ttft_p99"].findings == ("too_few_observations",)
     assert verdicts["latency/ttft_p95"].verdict == "regression"
@@ -140,7 +146,7 @@ def test_slo_attainment_is_compared_exact_by_tolerance_and_bounded_by_interval(
     by_key["STEADY/slo/e2e_le_30s_budget_spent"].update(
         value=20.0, status="ok", bounds={"lower": 20.0, "upper": 20.0}
     )
-    b = compare_reports(then, now, source="then")
+    b = compare_reports(document(then), document(now), source="then")
     changes = {c.statistic: c.change for c in b.compared}
     assert changes["slo/e2e_le_30s_attainment"] == "regression"
     assert changes["slo/e2e_le_30s_budget_spent"] == "regression"

@@ -1,14 +1,20 @@
-"""report.json against the pydantic models of its documented format (docs/report-json.md)."""
+"""report.json against the pydantic models of its documented format (docs/report-json.md),
+written from them and read back into them."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from inference_obs.cli import main
+from inference_obs.errors import DatasetError
+from inference_obs.report.baseline import read_report_json
+from inference_obs.report.report_json import document_text
 from inference_obs.report.report_json_model import ReportDocument
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,13 +29,64 @@ def _written(dataset: str, out: Path) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("dataset", DATASETS)
-def test_each_bundled_report_json_has_the_documented_format(dataset: str, tmp_path: Path) -> None:
+def test_each_bundled_report_json_reads_back_as_written(dataset: str, tmp_path: Path) -> None:
     data = _written(dataset, tmp_path)
     document = ReportDocument.model_validate(data)
     assert document.summary
     dumped = document.model_dump(mode="json", exclude_none=False)
     assert dumped["summary"] == data["summary"]
     assert dumped["timeline"] == data["timeline"]
+    # Read as --baseline reads it (strict, from the text): every field, in its order, with
+    # each number as written (an integer stays one), comes back.
+    file = tmp_path / "report.json"
+    read = read_report_json(file)
+    assert document_text(read) == file.read_text(encoding="utf-8")
+    first = data["measurements"][0]  # type: ignore[index]
+    assert read.measurement(first["key"]) == read.measurements[0]
+    assert read.measurement("no/such/key") is None
+
+
+@pytest.fixture(scope="module")
+def r1(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The r1-decode dataset's report.json, as written."""
+    data: dict[str, Any] = _written("r1-decode", tmp_path_factory.mktemp("r1"))
+    return data
+
+
+def _bent(data: dict[str, Any], path: tuple[str | int, ...], value: object) -> dict[str, Any]:
+    bent = copy.deepcopy(data)
+    parent: Any = bent
+    for part in path[:-1]:
+        parent = parent[part]
+    parent[path[-1]] = value
+    return bent
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "named"),
+    [
+        # Fields the comparison never reads are checked too, each named by its path.
+        (("extra_field",), 1, "extra_field: Extra inputs are not permitted"),
+        (("summary", 0, "rank"), "1", "summary[0].rank: Input should be a valid integer"),
+        (("deployments", 0, "step_seconds"), "60", "deployments[0].step_seconds:"),
+        (("deployments", 0, "regime", "reading"), "fine", "deployments[0].regime.reading:"),
+        (("deployments", 0, "rolling", 0, "quantiles", 0, "points", 0, "upper"), "9",
+         "points[0].upper: expected a number"),
+        (("deployments", 0, "gpus_without_samples"), [True], "gpus_without_samples[0]:"),
+        (("measurements", 1, "key"), "R1/collection/scrape_interval", "measurement keys repeat"),
+    ],
+)  # fmt: skip
+def test_a_baseline_is_read_whole_against_the_format(
+    tmp_path: Path, r1: dict[str, Any], where: tuple[str | int, ...], value: object, named: str
+) -> None:
+    if where[-1] == "key":
+        assert value == r1["measurements"][0]["key"]  # a repeat of the first key
+    file = tmp_path / "bent.json"
+    file.write_text(json.dumps(_bent(r1, where, value)), encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"not a report\.json a report can compare with") as e:
+        read_report_json(file)
+    assert str(file) in str(e.value)
+    assert named in str(e.value), str(e.value)
 
 
 def test_a_field_the_format_does_not_document_fails(tmp_path: Path) -> None:
