@@ -25,9 +25,9 @@ from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.dataset.writer import write_dataset
 
 from .ground_truth import EXACT, deployment, truth
-from .test_latency import source, window
+from .test_latency import window
 
-__all__ = ["source", "window"]
+__all__ = ["window"]
 
 
 def _set(*values: list[float]) -> SampleSet:
