@@ -18,6 +18,7 @@ that fits it, so callers can catch either::
     │   │   └── TimeBudgetExceeded(TimeoutError) the caller's time budget ran out in a request
     │   ├── MalformedAnswer(ValueError) an answer that parses but cannot be data (says why)
     │   ├── NotPrometheusAPI          the URL answers, but not with the Prometheus HTTP API
+    │   ├── AccessDenied              HTTP 401/403 without an API answer: credentials refused
     │   ├── QueryFailed               server said bad_data / execution; keeps error_type, error
     │   ├── NotSupportedOffline       the local engine has no rule for this node (names it)
     │   └── DatasetError              missing or corrupt dataset, manifest mismatch
@@ -33,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "AccessDenied",
     "Annotation",
     "AnswerTooLarge",
     "ConfigurationError",
@@ -201,6 +203,15 @@ class NotPrometheusAPI(SourceError):
     the API's JSON envelope on an API path. Retrying will not help; the
     message names the URL (never its credentials) and what came back: the
     status and the content type.
+    """
+
+
+class AccessDenied(SourceError):
+    """The server (or the proxy in front of it) refused the request's credentials.
+
+    HTTP 401 or 403 without the API's JSON envelope: a missing, wrong or
+    expired token, or a user without read access. Retrying will not help; the
+    message names the URL and the status, never the credential.
     """
 
 

@@ -40,7 +40,13 @@ from inference_obs.cli.options import (
     process_started,
 )
 from inference_obs.cli.terminal import printable_streams
-from inference_obs.errors import DatasetError, InferenceObsError, NotPrometheusAPI, SourceError
+from inference_obs.errors import (
+    AccessDenied,
+    DatasetError,
+    InferenceObsError,
+    NotPrometheusAPI,
+    SourceError,
+)
 from inference_obs.version import __version__
 
 __all__ = [
@@ -90,7 +96,7 @@ def exit_status(error: InferenceObsError) -> tuple[int, str]:
     """
     if isinstance(error, TimeoutError):
         return EXIT_BUDGET, str(error)
-    if isinstance(error, DatasetError | NotPrometheusAPI):
+    if isinstance(error, DatasetError | NotPrometheusAPI | AccessDenied):
         return EXIT_USAGE, str(error)
     if isinstance(error, SourceError):
         return EXIT_SOURCE, f"source error: {error}"

@@ -39,6 +39,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from inference_obs.errors import (
+    AccessDenied,
     AnswerTooLarge,
     ConfigurationError,
     NotPrometheusAPI,
@@ -463,6 +464,12 @@ def _classify(
         snippet = _shown(text, hide, _BODY_SNIPPET)
         if _not_the_api(status, body, headers):
             raise _not_an_api(response, promql, url, path, hide)
+        if status in (401, 403):
+            raise AccessDenied(
+                f"{where}: HTTP {status}, the credentials were refused ({snippet!r}); check "
+                "--token-file, --token-env, --header or the URL's user (none is shown here)",
+                promql=promql,
+            )
         if status in _RETRY_STATUS:
             raise _Retry(f"HTTP {status}: {snippet!r}", _retry_after(status, headers))
         if status == 200:

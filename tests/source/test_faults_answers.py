@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from inference_obs.cli import EXIT_SOURCE
-from inference_obs.errors import SourceUnavailable
+from inference_obs.cli import EXIT_SOURCE, EXIT_USAGE
+from inference_obs.errors import AccessDenied, SourceUnavailable
 from inference_obs.query import Selector
 from inference_obs.reading.alignment import scrape_interval_ms
 from inference_obs.reading.resolution import series_count
@@ -296,3 +296,29 @@ def test_bytes_that_are_no_answer_are_retried_then_unavailable(payload: bytes) -
         message = str(info.value)
         assert not re.search(r"[\r\n]", message)  # one line, whatever the server sent
         assert len(message) < 600  # server text is cut, whatever it sent
+
+
+# --- credentials refused --------------------------------------------------------
+# Prometheus itself checks no bearer token; a proxy in front of it does (an
+# oauth2-proxy, an ingress), answering 401/403 in its own words: the fake plays it.
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_refused_credentials_are_said_once_and_not_retried(fake: FakeServer, status: int) -> None:
+    fake.script = [
+        Answer(status=status, body=b"Unauthorized\n", headers={"content-type": "text/plain"})
+    ]
+    with pytest.raises(AccessDenied) as caught:
+        source(fake.url, retries=3).instant(Selector("up"), 1.0)
+    assert f"HTTP {status}, the credentials were refused ('Unauthorized\\n')" in str(caught.value)
+    assert len(fake.requests) == 1  # not retried: the same token would be refused again
+
+
+def test_cli_refused_credentials_are_input_not_an_outage(fake: FakeServer, tmp_path: Path) -> None:
+    fake.script = [Answer(status=401, body=b"Unauthorized", headers={"content-type": "text/plain"})]
+    args = ["--deployments", str(small_deployments(tmp_path)), "--out", str(tmp_path / "out")]
+    run = run_cli(["report", "--prometheus", fake.url, *args, *REPORT_WINDOW], tmp_path)
+    assert run.code == EXIT_USAGE, run.stderr
+    [line] = run.stderr.splitlines()
+    assert "HTTP 401, the credentials were refused" in line
+    assert "source error" not in line  # retrying a scheduled run will not help
