@@ -121,6 +121,25 @@ class Evaluator:
         self._by_name: dict[str, list[int]] | None = None
         self._memo = Memo(MEMO_ELEMENTS)
 
+    def forget(self) -> None:
+        """Drop every kept value (what nodes evaluated to, and range windows).
+
+        What stays is what does not depend on a query's times or functions,
+        as a TSDB keeps its index: each selector's series (selected once by
+        their matchers), their samples without staleness markers, the time
+        index over them with its per-sample facts, and the label groupings
+        derived from label sets alone.
+        """
+        self._memo.clear()
+
+    @property
+    def kept_hits(self) -> int:
+        """How many parts of queries were answered by values an earlier query kept.
+
+        0 after any number of queries each preceded by :meth:`forget`.
+        """
+        return self._memo.kept_hits
+
     def evaluate(self, expr: Expr, at: float) -> Value:
         """The value of ``expr`` at ``at`` (unix seconds)."""
         now_ms = round(at * 1000)
@@ -138,6 +157,7 @@ class Evaluator:
         # Number(-0.0) == Number(0.0): an expression holding a negative zero
         # would share values with its positive twin, so it keeps none.
         memo = None if any(_negative_zero(node) for node in walk(expr)) else self._memo
+        self._memo.next_round()
         return self._values(expr, times, memo)
 
     def _values(self, expr: Expr, times: Times, memo: Memo | None) -> list[Value]:
