@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from inference_obs.engine import windows as windows_module
 from inference_obs.engine.evaluate import Evaluator
 from inference_obs.engine.memo import Memo
 from inference_obs.engine.windows import TimeIndex
@@ -184,8 +185,13 @@ def test_the_memo_counts_hits_on_values_of_earlier_rounds_only() -> None:
     assert made == ["a"]  # cleared: made again
 
 
+@pytest.mark.parametrize("direct_edges", [0, windows_module._DIRECT_EDGES])
 @pytest.mark.parametrize("left_open", [False, True])
-def test_windows_found_together_are_each_window_found_alone(left_open: bool) -> None:
+def test_windows_found_together_are_each_window_found_alone(
+    left_open: bool, direct_edges: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 0: edges guessed from each series' rate; the default: one plain search.
+    monkeypatch.setattr(windows_module, "_DIRECT_EDGES", direct_edges)
     samples = _fleet()
     empty = SampleSet.from_series([])
     ends = [int(START * 1000) + k for k in range(-60_000, 2_400_000, 37_123)]
