@@ -55,8 +55,8 @@ from inference_obs.query import (
     Selector,
     String,
     Subquery,
+    children,
     to_promql,
-    walk,
 )
 from inference_obs.samples import NAME, Floats, Ints, Labels, SampleSet, Vector, is_stale
 
@@ -160,7 +160,7 @@ class Evaluator:
     def _run(self, expr: Expr, times: Times) -> list[Value]:
         # Number(-0.0) == Number(0.0): an expression holding a negative zero
         # would share values with its positive twin, so it keeps none.
-        memo = None if any(_negative_zero(node) for node in walk(expr)) else self._memo
+        memo = None if _has_negative_zero(expr) else self._memo
         self._memo.next_round()
         return self._values(expr, times, memo)
 
@@ -173,7 +173,7 @@ class Evaluator:
         if memo is None or isinstance(expr, Number):
             return node(self, expr, times, memo)  # type: ignore[no-any-return]
         return memo.get_or_make(
-            (expr, times), lambda: _shared(node(self, expr, times, memo)), _elements
+            _Key(expr, times), lambda: _shared(node(self, expr, times, memo)), _elements
         )
 
     # -- selection -----------------------------------------------------------
@@ -271,7 +271,7 @@ class Evaluator:
         # Kept apart from the node's values: sum_over_time and count_over_time of
         # one selector share their windows.
         return memo.get_or_make(
-            ("windows", expr, times),
+            _Key(expr, times, "windows"),
             lambda: self._windows_at(index, expr.selector, width_ms, times),
             lambda w: sum(one.lo.size for one in w),
         )
@@ -415,8 +415,49 @@ class Evaluator:
 _NODE = Evaluator.__dict__["_node"].dispatcher.dispatch
 
 
-def _negative_zero(node: Expr) -> bool:
-    return isinstance(node, Number) and node.value == 0 and math.copysign(1.0, node.value) < 0
+def _has_negative_zero(expr: Expr) -> bool:
+    """Whether ``expr`` holds a literal -0.0 anywhere.
+
+    Written per node type (``walk``'s generic matching cost a small query
+    more than its memo lookups).
+    """
+    if type(expr) is Number:
+        return expr.value == 0 and math.copysign(1.0, expr.value) < 0
+    if type(expr) is Selector or type(expr) is Range or type(expr) is String:
+        return False
+    if type(expr) is Binary:
+        return _has_negative_zero(expr.lhs) or _has_negative_zero(expr.rhs)
+    if type(expr) is Aggregate:
+        if expr.param is not None and _has_negative_zero(expr.param):
+            return True
+        return _has_negative_zero(expr.expr)
+    return any(_has_negative_zero(child) for child in children(expr))
+
+
+class _Key:
+    """A memo key: a node (and a tag) at some times, hashed once rather than at every lookup.
+
+    Hashing an expression hashes its whole subtree; a memo lookup that
+    misses hashes its key three times (find, replace, store).
+    """
+
+    __slots__ = ("_hash", "expr", "tag", "times")
+
+    def __init__(self, expr: Expr, times: Times, tag: str = "") -> None:
+        self.expr, self.times, self.tag = expr, times, tag
+        self._hash = hash((expr, times, tag))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, _Key)
+            and self._hash == other._hash
+            and self.tag == other.tag
+            and self.times == other.times
+            and self.expr == other.expr
+        )
 
 
 def _scalar(value: Value, expr: Expr | None) -> float:
