@@ -19,6 +19,8 @@ made in an earlier round, i.e. the queries that were partly or wholly
 answered from what earlier ones kept, which a benchmark of cold queries must
 keep at 0. Sharing inside one query (``sum_over_time`` and
 ``count_over_time`` of one selector sharing their windows) is not counted.
+(Queries evaluated from several threads at once share rounds, so there the
+count is a lower bound.)
 """
 
 from __future__ import annotations
