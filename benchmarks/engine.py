@@ -229,8 +229,8 @@ def _summary(table: list[Runs], repeats: int, warmup: int) -> None:
         print(
             f"{mode}: prometheus / engine median {statistics.median(ratios):.2f}x "
             f"(goal >= {want_median:g}x), lowest {min(ratios):.2f}x; all {len(table)} together "
-            f"{together:.2f}x (goal >= {want_together:g}x; per round {min(per_round):.2f}-"
-            f"{max(per_round):.2f}x); {repeats} timed rounds after {warmup} warm-up rounds"
+            f"{together:.2f}x (goal >= {want_together:g}x), per round {min(per_round):.2f}-"
+            f"{max(per_round):.2f}x; {repeats} timed rounds after {warmup} warm-up rounds"
         )
 
 
