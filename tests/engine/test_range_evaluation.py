@@ -181,8 +181,14 @@ def test_the_memo_counts_hits_on_values_of_earlier_rounds_only() -> None:
     assert memo.kept_hits == 1
     memo.clear()
     made: list[str] = []
-    memo.get_or_make("a", lambda: made.append("a") or "a", lambda _: 1)
+
+    def make() -> str:
+        made.append("a")
+        return "a"
+
+    memo.get_or_make("a", make, lambda _: 1)
     assert made == ["a"]  # cleared: made again
+    assert memo.kept_hits == 1
 
 
 @pytest.mark.parametrize("direct_edges", [0, windows_module._DIRECT_EDGES])
