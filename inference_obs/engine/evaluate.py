@@ -41,6 +41,7 @@ from inference_obs.engine.functions import RANGE_FUNCTIONS
 from inference_obs.engine.histograms import histogram_quantile, parse_le
 from inference_obs.engine.memo import Memo
 from inference_obs.engine.rules import Rules
+from inference_obs.engine.selection import select, take
 from inference_obs.engine.windows import TimeIndex, Windows, drop_stale
 from inference_obs.errors import NotSupportedOffline
 from inference_obs.query import (
@@ -122,6 +123,7 @@ class Evaluator:
         self._subsets: dict[tuple[str | None, tuple[Matcher, ...], bool], Subset] = {}
         # Per instant-selector subset: every series' labels with __name__ added.
         self._named_labels: dict[tuple[str | None, tuple[Matcher, ...]], tuple[Labels, ...]] = {}
+        # Each metric's series, found when first asked for.
         self._by_name: dict[str, Sequence[int]] = {}
         self._memo = Memo(MEMO_ELEMENTS)
 
@@ -183,52 +185,10 @@ class Evaluator:
         key = (selector.metric, selector.matchers, ranged)
         found = self._subsets.get(key)
         if found is None:
-            subset = _take(self.samples, self._select(selector))
+            subset = take(self.samples, select(self.samples, selector, self._by_name))
             if ranged:
                 subset = drop_stale(subset)
             found = self._subsets[key] = (subset, TimeIndex(subset))
-        return found
-
-    def _select(self, selector: Selector) -> list[int]:
-        """Indices of the series ``selector``'s name and matchers choose, in the set's order."""
-        names, labels = self.samples.names, self.samples.labels
-        candidates: Sequence[int] = (
-            range(len(names)) if selector.metric is None else self._series_named(selector.metric)
-        )
-        chosen = list(candidates)
-        for m in selector.matchers:
-            # Series share label values (a pod's many series): each distinct
-            # value is matched once, not once per series.
-            verdicts: dict[str, bool] = {}
-            kept = []
-            for i in chosen:
-                value = names[i] if m.label == NAME else labels[i].get(m.label, "")
-                verdict = verdicts.get(value)
-                if verdict is None:
-                    verdict = verdicts[value] = m.matches(value)
-                if verdict:
-                    kept.append(i)
-            chosen = kept
-        return chosen
-
-    def _series_named(self, metric: str) -> Sequence[int]:
-        """Indices of the series named ``metric``, in the set's order.
-
-        A set read from a file holds each metric's series together: then two
-        scans in C (``count``, ``index``) and a check of the run find them,
-        where a Python pass over every series name cost a new evaluator more
-        than a small query's whole work.
-        """
-        found = self._by_name.get(metric)
-        if found is None:
-            names = self.samples.names
-            count = names.count(metric)
-            first = names.index(metric) if count else 0
-            if names[first : first + count].count(metric) == count:
-                found = range(first, first + count)
-            else:
-                found = [i for i, name in enumerate(names) if name == metric]
-            self._by_name[metric] = found
         return found
 
     def _named(self, selector: Selector, subset: SampleSet) -> tuple[Labels, ...]:
@@ -530,29 +490,6 @@ def _buckets(labels: tuple[Labels, ...]) -> BucketLayout:
     )
     _BUCKET_LAYOUTS.put(labels, "buckets", layout)
     return layout
-
-
-def _take(samples: SampleSet, chosen: list[int]) -> SampleSet:
-    """The chosen series, without building one object per sample.
-
-    Each series' samples are one contiguous slice: joining the slices copies
-    them once, half the time of gathering them by a position per sample.
-    """
-    index = np.asarray(chosen, dtype=np.int64)
-    starts, ends = samples.offsets[index], samples.offsets[index + 1]
-    offsets = np.concatenate(([0], np.cumsum(ends - starts))).astype(np.int64)
-    spans = [slice(a, b) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
-    t_ms = np.concatenate([samples.t_ms[one] for one in spans]) if spans else samples.t_ms[:0]
-    values = np.concatenate([samples.values[one] for one in spans]) if spans else samples.values[:0]
-    for array in (offsets, t_ms, values):
-        array.flags.writeable = False
-    return SampleSet(
-        tuple(samples.names[i] for i in chosen),
-        tuple(samples.labels[i] for i in chosen),
-        offsets,
-        t_ms,
-        values,
-    )
 
 
 def _instant_call(expr: Call, args: list[Value | str]) -> Value:
