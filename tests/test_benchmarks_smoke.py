@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import threading
 import time
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -14,10 +15,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from benchmarks import envelope, fleet, fleet_scale, report
+from benchmarks import engine, envelope, fleet, fleet_scale, report
 from benchmarks.fleet_gpus import DCGM_FIELDS
 from benchmarks.fleet_series import VLLM_FAMILIES
 from benchmarks.relay import LatencyRelay
+from inference_obs.engine.evaluate import Evaluator
+from inference_obs.engine.rules import Rules
 from inference_obs.metrics.family import MetricType
 from inference_obs.source.dataset.reader import read_dataset
 
@@ -108,6 +111,54 @@ def test_fleet_scale_counts_the_body_before_the_appendix(tmp_path: Path) -> None
     assert fleet_scale.body_lines(report_md) == 3
     report_md.write_text("# Report\nline\n", encoding="utf-8")
     assert fleet_scale.body_lines(report_md) == 2
+
+
+def test_engine_runner_times_both_modes_without_kept_answers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet.main(["--out", str(tmp_path / "fleet"), *TINY])
+    argv = ["--dataset", str(tmp_path / "fleet"), "--repeats", "2", "--warmup", "1", "--no-peer"]
+    engine.main(argv)
+    out = capsys.readouterr().out
+    assert "mode cold: one Evaluator, kept answers emptied before each call" in out
+    assert "mode new evaluator: Evaluator(samples) built in each call" in out
+    assert "kept answers used by timed calls: cold 0, new evaluator 0 (must be 0)" in out
+    assert "load average at start" in out
+    assert "load average at end" in out
+    # One row per query: 8 standard queries over 1 h and over the whole window.
+    rows = [line for line in out.splitlines() if line.startswith(engine.QUERIES)]
+    assert len(rows) == 16
+    # A runner whose evaluator kept its answers between timed calls (as it did
+    # when every call after the first was a lookup) must not print a timing.
+    monkeypatch.setattr(Evaluator, "forget", lambda self: None)
+    with pytest.raises(SystemExit, match="kept answers"):
+        engine.main(argv)
+
+
+def test_engine_runner_cold_calls_use_no_answer_an_earlier_call_kept(tmp_path: Path) -> None:
+    dataset = fleet.write_fleet(tmp_path / "fleet", fleet.FleetShape(2, 1, 0.25))
+    at = dataset.manifest.window.window().end_s
+    _, expr = engine.queries(dataset.manifest.deployments[0].matchers, 0.25)[0]
+    evaluator = Evaluator(dataset.samples)
+    evaluator.evaluate(expr, at)
+    before = evaluator.kept_hits
+    evaluator.evaluate(expr, at)  # the same query again, nothing emptied: a lookup
+    assert evaluator.kept_hits > before
+    assert engine.cold_call(evaluator, expr, at)[1] == 0
+    assert engine.new_evaluator_call(dataset.samples, Rules.PROMETHEUS_2, expr, at)[1] == 0
+
+
+def test_engine_runner_warms_and_times_each_side_in_rotating_order() -> None:
+    seen: list[str] = []
+
+    def call(side: str) -> tuple[float, int]:
+        seen.append(side)
+        return 0.001, 0
+
+    runs = engine.interleaved({s: partial(call, s) for s in "abc"}, repeats=3, warmup=1)
+    # Written out by hand: one warm-up round, then each timed round starts one side later.
+    assert seen == [*"abc", *"abc", *"bca", *"cab"]
+    assert runs.seconds == {s: [0.001] * 3 for s in "abc"}
 
 
 class _Echo(BaseHTTPRequestHandler):

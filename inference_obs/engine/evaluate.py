@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from functools import partial, singledispatchmethod
 from typing import TypeVar
 
@@ -41,6 +41,7 @@ from inference_obs.engine.functions import RANGE_FUNCTIONS
 from inference_obs.engine.histograms import histogram_quantile, parse_le
 from inference_obs.engine.memo import Memo
 from inference_obs.engine.rules import Rules
+from inference_obs.engine.selection import select, take
 from inference_obs.engine.windows import TimeIndex, Windows, drop_stale
 from inference_obs.errors import NotSupportedOffline
 from inference_obs.query import (
@@ -49,13 +50,14 @@ from inference_obs.query import (
     Call,
     Expr,
     HistogramQuantile,
+    Matcher,
     Number,
     Range,
     Selector,
     String,
     Subquery,
+    children,
     to_promql,
-    walk,
 )
 from inference_obs.samples import NAME, Floats, Ints, Labels, SampleSet, Vector, is_stale
 
@@ -69,6 +71,8 @@ T = TypeVar("T")
 _LE = frozenset({"le"})
 #: Evaluation times, unix ms: ``range(start, end + 1, step)``, one time for an instant query.
 Times = range
+#: A selector's series and the time index over them.
+Subset = tuple[SampleSet, TimeIndex]
 
 
 def evaluate(
@@ -115,11 +119,32 @@ class Evaluator:
         self.samples = samples
         self.rules = rules
         self.lookback_ms = round(lookback * 1000)
-        self._subsets: dict[tuple[Selector, bool], tuple[SampleSet, TimeIndex]] = {}
+        # Per (metric, matchers, ranged): the series chosen and their time index.
+        self._subsets: dict[tuple[str | None, tuple[Matcher, ...], bool], Subset] = {}
         # Per instant-selector subset: every series' labels with __name__ added.
-        self._named_labels: dict[Selector, tuple[Labels, ...]] = {}
-        self._by_name: dict[str, list[int]] | None = None
+        self._named_labels: dict[tuple[str | None, tuple[Matcher, ...]], tuple[Labels, ...]] = {}
+        # Each metric's series, found when first asked for.
+        self._by_name: dict[str, Sequence[int]] = {}
         self._memo = Memo(MEMO_ELEMENTS)
+
+    def forget(self) -> None:
+        """Drop every kept value (what nodes evaluated to, and range windows).
+
+        What stays is what does not depend on a query's times or functions,
+        as a TSDB keeps its index: each selector's series (selected once by
+        their matchers), their samples without staleness markers, the time
+        index over them with its per-sample facts, and the label groupings
+        derived from label sets alone.
+        """
+        self._memo.clear()
+
+    @property
+    def kept_hits(self) -> int:
+        """How many parts of queries were answered by values an earlier query kept.
+
+        0 after any number of queries each preceded by :meth:`forget`.
+        """
+        return self._memo.kept_hits
 
     def evaluate(self, expr: Expr, at: float) -> Value:
         """The value of ``expr`` at ``at`` (unix seconds)."""
@@ -137,7 +162,8 @@ class Evaluator:
     def _run(self, expr: Expr, times: Times) -> list[Value]:
         # Number(-0.0) == Number(0.0): an expression holding a negative zero
         # would share values with its positive twin, so it keeps none.
-        memo = None if any(_negative_zero(node) for node in walk(expr)) else self._memo
+        memo = None if _has_negative_zero(expr) else self._memo
+        self._memo.next_round()
         return self._values(expr, times, memo)
 
     def _values(self, expr: Expr, times: Times, memo: Memo | None) -> list[Value]:
@@ -149,53 +175,32 @@ class Evaluator:
         if memo is None or isinstance(expr, Number):
             return node(self, expr, times, memo)  # type: ignore[no-any-return]
         return memo.get_or_make(
-            (expr, times), lambda: _shared(node(self, expr, times, memo)), _elements
+            _Key(expr, times), lambda: _shared(node(self, expr, times, memo)), _elements
         )
 
     # -- selection -----------------------------------------------------------
 
     def _subset(self, selector: Selector, *, ranged: bool) -> tuple[SampleSet, TimeIndex]:
-        plain = Selector(selector.metric, selector.matchers)
-        key = (plain, ranged)
-        if key not in self._subsets:
-            names, labels = self.samples.names, self.samples.labels
-            candidates: Iterable[int] = (
-                range(len(names))
-                if selector.metric is None
-                else self._series_named().get(selector.metric, ())
-            )
-            chosen = [
-                i
-                for i in candidates
-                if all(
-                    m.matches(names[i] if m.label == NAME else labels[i].get(m.label, ""))
-                    for m in selector.matchers
-                )
-            ]
-            subset = _take(self.samples, chosen)
+        # Keyed by what selects (not offset or @): those share one subset.
+        key = (selector.metric, selector.matchers, ranged)
+        found = self._subsets.get(key)
+        if found is None:
+            subset = take(self.samples, select(self.samples, selector, self._by_name))
             if ranged:
                 subset = drop_stale(subset)
-            self._subsets[key] = (subset, TimeIndex(subset))
-        return self._subsets[key]
-
-    def _series_named(self) -> dict[str, list[int]]:
-        """Indices of each metric's series, in the set's order: found once, not per selector."""
-        if self._by_name is None:
-            by_name: dict[str, list[int]] = {}
-            for i, name in enumerate(self.samples.names):
-                by_name.setdefault(name, []).append(i)
-            self._by_name = by_name
-        return self._by_name
+            found = self._subsets[key] = (subset, TimeIndex(subset))
+        return found
 
     def _named(self, selector: Selector, subset: SampleSet) -> tuple[Labels, ...]:
         """The selected series' label sets with ``__name__``, built once per selector."""
-        plain = Selector(selector.metric, selector.matchers)
-        if plain not in self._named_labels:
-            self._named_labels[plain] = tuple(
+        key = (selector.metric, selector.matchers)
+        found = self._named_labels.get(key)
+        if found is None:
+            found = self._named_labels[key] = tuple(
                 Labels({NAME: name, **labels})
                 for name, labels in zip(subset.names, subset.labels, strict=True)
             )
-        return self._named_labels[plain]
+        return found
 
     def _end(self, offset: float | None, at: object, now_ms: int) -> int:
         base = now_ms if at in (None, "start", "end") else round(float(at) * 1000)  # type: ignore[arg-type]
@@ -226,7 +231,7 @@ class Evaluator:
         # Kept apart from the node's values: sum_over_time and count_over_time of
         # one selector share their windows.
         return memo.get_or_make(
-            ("windows", expr, times),
+            _Key(expr, times, "windows"),
             lambda: self._windows_at(index, expr.selector, width_ms, times),
             lambda w: sum(one.lo.size for one in w),
         )
@@ -370,8 +375,49 @@ class Evaluator:
 _NODE = Evaluator.__dict__["_node"].dispatcher.dispatch
 
 
-def _negative_zero(node: Expr) -> bool:
-    return isinstance(node, Number) and node.value == 0 and math.copysign(1.0, node.value) < 0
+def _has_negative_zero(expr: Expr) -> bool:
+    """Whether ``expr`` holds a literal -0.0 anywhere.
+
+    Written per node type (``walk``'s generic matching cost a small query
+    more than its memo lookups).
+    """
+    if type(expr) is Number:
+        return expr.value == 0 and math.copysign(1.0, expr.value) < 0
+    if type(expr) is Selector or type(expr) is Range or type(expr) is String:
+        return False
+    if type(expr) is Binary:
+        return _has_negative_zero(expr.lhs) or _has_negative_zero(expr.rhs)
+    if type(expr) is Aggregate:
+        if expr.param is not None and _has_negative_zero(expr.param):
+            return True
+        return _has_negative_zero(expr.expr)
+    return any(_has_negative_zero(child) for child in children(expr))
+
+
+class _Key:
+    """A memo key: a node (and a tag) at some times, hashed once rather than at every lookup.
+
+    Hashing an expression hashes its whole subtree; a memo lookup that
+    misses hashes its key three times (find, replace, store).
+    """
+
+    __slots__ = ("_hash", "expr", "tag", "times")
+
+    def __init__(self, expr: Expr, times: Times, tag: str = "") -> None:
+        self.expr, self.times, self.tag = expr, times, tag
+        self._hash = hash((expr, times, tag))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, _Key)
+            and self._hash == other._hash
+            and self.tag == other.tag
+            and self.times == other.times
+            and self.expr == other.expr
+        )
 
 
 def _scalar(value: Value, expr: Expr | None) -> float:
@@ -444,25 +490,6 @@ def _buckets(labels: tuple[Labels, ...]) -> BucketLayout:
     )
     _BUCKET_LAYOUTS.put(labels, "buckets", layout)
     return layout
-
-
-def _take(samples: SampleSet, chosen: list[int]) -> SampleSet:
-    """The chosen series, without building one object per sample."""
-    index = np.asarray(chosen, dtype=np.int64)
-    starts, ends = samples.offsets[index], samples.offsets[index + 1]
-    sizes = ends - starts
-    offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    positions = np.repeat(starts - offsets[:-1], sizes) + np.arange(int(offsets[-1]))
-    t_ms, values = samples.t_ms[positions], samples.values[positions]
-    for array in (offsets, t_ms, values):
-        array.flags.writeable = False
-    return SampleSet(
-        tuple(samples.names[i] for i in chosen),
-        tuple(samples.labels[i] for i in chosen),
-        offsets,
-        t_ms,
-        values,
-    )
 
 
 def _instant_call(expr: Call, args: list[Value | str]) -> Value:

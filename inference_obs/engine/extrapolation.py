@@ -263,8 +263,11 @@ def _extrapolated(
     counts = windows.counts
     # Fewer than two samples: no result at all (the series is dropped).
     present = counts >= 2
-    out = np.full(counts.shape, np.nan)
-    first, last = windows.lo[present], windows.hi[present] - 1
+    # Usually every window has two: then no selection, no copy into a NaN array.
+    every = bool(present.all())
+    first, last = windows.lo, windows.hi - 1
+    if not every:
+        first, last = first[present], last[present]
     v, t = samples.values, samples.t_ms
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         change = v[last] - v[first]
@@ -273,7 +276,7 @@ def _extrapolated(
         to_start = (t[first] - windows.start_ms) / 1000.0
         to_end = (windows.end_ms - t[last]) / 1000.0
         covered = (t[last] - t[first]) / 1000.0
-        spacing = covered / (counts[present] - 1)
+        spacing = covered / ((counts if every else counts[present]) - 1)
         limit = spacing * _EXTRAPOLATION_THRESHOLD
         # Counters only: never extrapolate back past the point where the
         # straight line through the samples would reach zero.
@@ -296,6 +299,9 @@ def _extrapolated(
         if per_second:
             # rate divides by the selector's range, not by the extended span.
             result = result / range_s
+    if every:
+        return Evaluation(result, present)
+    out = np.full(counts.shape, np.nan)
     out[present] = result
     too_few = int(np.count_nonzero(counts == 1))
     return Evaluation(out, present, _too_few(function, too_few))

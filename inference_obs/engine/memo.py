@@ -12,6 +12,15 @@ A kept value is shared by every later query that asks for it, so its arrays
 are made read-only. What is kept is bounded by :attr:`Memo.budget`, counted
 in vector elements (one per series per step), least recently used dropped
 first.
+
+Each entry remembers the *round* it was made in (an evaluator starts one
+per query): :attr:`Memo.kept_hits` counts the lookups answered by a value
+made in an earlier round, i.e. the queries that were partly or wholly
+answered from what earlier ones kept, which a benchmark of cold queries must
+keep at 0. Sharing inside one query (``sum_over_time`` and
+``count_over_time`` of one selector sharing their windows) is not counted.
+(Queries evaluated from several threads at once share rounds, so there the
+count is a lower bound.)
 """
 
 from __future__ import annotations
@@ -38,9 +47,23 @@ class Memo:
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
-        self._entries: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
+        self._entries: OrderedDict[Hashable, tuple[object, int, int]] = OrderedDict()
         self._weight = 0
         self._lock = Lock()
+        self._round = 0
+        self.kept_hits = 0
+        """Lookups answered by a value made in an earlier round (see :meth:`next_round`)."""
+
+    def next_round(self) -> None:
+        """Start a new round: later hits on values made before now count in :attr:`kept_hits`."""
+        with self._lock:
+            self._round += 1
+
+    def clear(self) -> None:
+        """Drop every kept value (the hit count stays)."""
+        with self._lock:
+            self._entries.clear()
+            self._weight = 0
 
     def get_or_make(self, key: Hashable, make: Callable[[], T], weigh: Callable[[T], int]) -> T:
         """The value kept under ``key``, or ``make()`` kept under it with weight ``weigh(value)``.
@@ -52,6 +75,8 @@ class Memo:
             found = self._entries.get(key)
             if found is not None:
                 self._entries.move_to_end(key)
+                if found[2] != self._round:
+                    self.kept_hits += 1
                 return found[0]  # type: ignore[return-value]
         value = make()
         weight = weigh(value)
@@ -61,9 +86,9 @@ class Memo:
             previous = self._entries.pop(key, None)
             if previous is not None:
                 self._weight -= previous[1]
-            self._entries[key] = (value, weight)
+            self._entries[key] = (value, weight, self._round)
             self._weight += weight
             while self._weight > self.budget:
-                _, (_, dropped) = self._entries.popitem(last=False)
+                _, (_, dropped, _) = self._entries.popitem(last=False)
                 self._weight -= dropped
         return value

@@ -22,6 +22,11 @@ __all__ = ["TimeIndex", "Windows", "drop_stale"]
 
 # How many samples around a guessed window edge are looked at (see TimeIndex._find).
 _NEAR = 4
+# Up to this many edges (series times window edges), one plain binary search
+# over the keys beats the guesses: the guesses cost some twenty numpy calls
+# however few the series, a search a microsecond or two (measured: 4 series
+# 67 vs 1 us, 256 series 200 vs 64 us; from about 1,000 series the guesses win).
+_DIRECT_EDGES = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,13 +84,16 @@ class TimeIndex:
         n = len(samples)
         sizes = np.diff(samples.offsets)
         t = samples.t_ms
-        self._tmin = int(t.min()) if t.size else 0
+        # Each series is time-ordered: its first and last samples bound it.
+        nonempty = sizes > 0
+        firsts, lasts = samples.offsets[:-1][nonempty], samples.offsets[1:][nonempty] - 1
+        self._tmin = int(t[firsts].min()) if t.size else 0
         # Keys of series i lie in [i * span + 1, i * span + span - 2]: a window
         # edge clipped to [0, span - 1] can never reach a neighbouring series.
-        self._span = (int(t.max()) - self._tmin + 3) if t.size else 3
+        self._span = (int(t[lasts].max()) - self._tmin + 3) if t.size else 3
         self._base: Ints = np.arange(n, dtype=np.int64) * self._span
-        owner = np.repeat(np.arange(n, dtype=np.int64), sizes)
-        self._keys: Ints = owner * self._span + (t - self._tmin + 1)
+        # Series i's keys: its times shifted by base[i] - tmin + 1 (one repeat, one add).
+        self._keys: Ints = np.repeat(self._base - (self._tmin - 1), sizes) + t
         # Each series' first key (relative to its base) and samples per unit
         # of key, to guess where a window edge falls (see _find).
         self._starts: Ints = samples.offsets[:-1].astype(np.int64)
@@ -117,6 +125,9 @@ class TimeIndex:
         if not self._keys.size:
             return self._starts.copy(), self._starts.copy()
         key = np.repeat(np.array([start_key, end_key], dtype=np.int64), n)
+        if 2 * n <= _DIRECT_EDGES:
+            direct: Ints = np.searchsorted(self._keys, self._base2 + key, side="right")
+            return direct[:n], direct[n:]
         found = self._search(
             key, self._base2, self._starts2, self._ends2, self._first2, self._rate2
         )
@@ -176,8 +187,12 @@ class TimeIndex:
             return [self.window(a, b, left_open=left_open) for a, b in pairs]
         edges = [self._key(a) - (0 if left_open else 1) for a in starts_ms]
         edges += [self._key(b) for b in ends_ms]
-        key = np.repeat(np.array(edges, dtype=np.int64), n)
         rows = 2 * m
+        if rows * n <= _DIRECT_EDGES:
+            targets = self._base[None, :] + np.array(edges, dtype=np.int64)[:, None]
+            found: Ints = np.searchsorted(self._keys, targets.ravel(), side="right")
+            return self._windows(starts_ms, ends_ms, found.reshape(rows, n))
+        key = np.repeat(np.array(edges, dtype=np.int64), n)
         found = self._search(
             key,
             np.tile(self._base, rows),
@@ -186,6 +201,13 @@ class TimeIndex:
             np.tile(self._first2[:n], rows),
             np.tile(self._rate2[:n], rows),
         ).reshape(rows, n)
+        return self._windows(starts_ms, ends_ms, found)
+
+    def _windows(
+        self, starts_ms: Sequence[int], ends_ms: Sequence[int], found: Ints
+    ) -> list[Windows]:
+        """Windows from ``found``: rows ``0..m-1`` their starts, ``m..2m-1`` their ends."""
+        m = len(starts_ms)
         return [
             Windows(a, b, found[k], found[m + k], self.facts)
             for k, (a, b) in enumerate(zip(starts_ms, ends_ms, strict=True))

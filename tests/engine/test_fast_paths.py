@@ -20,7 +20,7 @@ from typing import Literal
 import numpy as np
 import pytest
 
-from inference_obs.engine import blocks
+from inference_obs.engine import blocks, windows as windows_module
 from inference_obs.engine.aggregation import aggregate
 from inference_obs.engine.evaluate import Evaluator
 from inference_obs.engine.facts import Facts
@@ -288,7 +288,13 @@ def test_reset_corrections_are_added_in_prometheus_order(rules: Rules) -> None:
     assert checked > 100
 
 
-def test_window_edges_match_a_binary_search() -> None:
+# 0: every edge guessed from the series' own rate (the path of large sets);
+# the default: 200 series' edges found by one plain search.
+@pytest.mark.parametrize("direct_edges", [0, windows_module._DIRECT_EDGES])
+def test_window_edges_match_a_binary_search(
+    direct_edges: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(windows_module, "_DIRECT_EDGES", direct_edges)
     rng = np.random.default_rng(5)
     members = []
     for i in range(200):

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from inference_obs.engine import windows as windows_module
 from inference_obs.engine.evaluate import Evaluator
 from inference_obs.engine.memo import Memo
 from inference_obs.engine.windows import TimeIndex
@@ -17,6 +18,7 @@ from inference_obs.query import (
     Number,
     Selector,
     clamp_min,
+    count_over_time,
     histogram_quantile,
     label_replace,
     last_over_time,
@@ -143,8 +145,59 @@ def test_the_memo_keeps_what_fits_its_budget_least_recently_used_first() -> None
     assert made == ["a", "b", "c", "b", "huge", "huge"]
 
 
+def test_kept_hits_count_parts_answered_by_an_earlier_query_and_forget_drops_them() -> None:
+    evaluator = Evaluator(_fleet())
+    # The running mean's two sides share one selector's windows inside one
+    # query: sharing inside a query is not a kept answer.
+    mean = sum_over_time(G.over(300)).sum() / count_over_time(G.over(300)).sum()
+    first = evaluator.evaluate(mean, START + 900)
+    assert evaluator.kept_hits == 0
+    # The same query again: its root is answered by the first query's value.
+    again = evaluator.evaluate(mean, START + 900)
+    assert evaluator.kept_hits == 1
+    assert isinstance(first, Vector)
+    assert isinstance(again, Vector)
+    assert again.values is first.values
+    # Emptied before each query, nothing comes from an earlier one, and the
+    # answer is computed again (a new array) with the same value.
+    for _ in range(3):
+        evaluator.forget()
+        cold = evaluator.evaluate(mean, START + 900)
+        assert isinstance(cold, Vector)
+        assert cold.values is not first.values
+        assert cold.values.tolist() == first.values.tolist()
+    assert evaluator.kept_hits == 1
+
+
+def test_the_memo_counts_hits_on_values_of_earlier_rounds_only() -> None:
+    memo = Memo(budget=10)
+    memo.get_or_make("a", lambda: "a", lambda _: 1)
+    memo.get_or_make("a", lambda: "a", lambda _: 1)  # same round: not counted
+    assert memo.kept_hits == 0
+    memo.next_round()
+    memo.get_or_make("a", lambda: "a", lambda _: 1)  # made in round 0, found in round 1
+    memo.get_or_make("b", lambda: "b", lambda _: 1)
+    memo.get_or_make("b", lambda: "b", lambda _: 1)  # made in round 1: not counted
+    assert memo.kept_hits == 1
+    memo.clear()
+    made: list[str] = []
+
+    def make() -> str:
+        made.append("a")
+        return "a"
+
+    memo.get_or_make("a", make, lambda _: 1)
+    assert made == ["a"]  # cleared: made again
+    assert memo.kept_hits == 1
+
+
+@pytest.mark.parametrize("direct_edges", [0, windows_module._DIRECT_EDGES])
 @pytest.mark.parametrize("left_open", [False, True])
-def test_windows_found_together_are_each_window_found_alone(left_open: bool) -> None:
+def test_windows_found_together_are_each_window_found_alone(
+    left_open: bool, direct_edges: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 0: edges guessed from each series' rate; the default: one plain search.
+    monkeypatch.setattr(windows_module, "_DIRECT_EDGES", direct_edges)
     samples = _fleet()
     empty = SampleSet.from_series([])
     ends = [int(START * 1000) + k for k in range(-60_000, 2_400_000, 37_123)]

@@ -61,7 +61,13 @@ def test_runner_prints_its_comparison(
 def test_engine_agrees_with_the_server(capsys: pytest.CaptureFixture[str]) -> None:
     engine.main([*TWO, "--warmup", "0"])
     out = capsys.readouterr().out
+    # Both modes, with their goals, and no timed call used a kept answer.
+    assert "cold: prometheus / engine median" in out
+    assert "(goal >= 5x)" in out
     assert "(goal >= 10x)" in out
+    assert "new evaluator: prometheus / engine median" in out
+    assert "(goal >= 2x)" in out
+    assert "kept answers used by timed calls: cold 0, new evaluator 0" in out
     rows = [line for line in out.splitlines() if line.startswith(("vllm_", "dcgm_"))]
     assert len(rows) == 2 * len(engine.QUERIES)
     assert all(line.endswith("yes") for line in rows), out
