@@ -105,8 +105,8 @@ GENERICALLY: frozenset[AnyAnalysis] = frozenset()
 def generic() -> tuple[AnyAnalysis, ...]:
     """The registered analyses no part shows, in registry order: those in
     :data:`GENERICALLY` and any without a decision (:func:`undecided`)."""
-    # The registry is read when asked, not when this module is imported: what is
-    # registered then is what a run executes.
+    # The registry is read when asked, not bound at import, so the table is always checked
+    # against the registry as it stands.
     return tuple(one for one in registry.ANALYSES if one not in TABLE)
 
 
