@@ -269,6 +269,25 @@ class HistogramSummary(BaseModel):
     p95: Measurement
     p99: Measurement
 
+    @staticmethod
+    def labels() -> tuple[str, ...]:
+        """The quantiles' labels, in :data:`QUANTILES` order (``p50`` ... ``p99``)."""
+        return tuple(label for label, _ in QUANTILES)
+
+    def statistics(self) -> dict[str, Measurement]:
+        """The mean, then each quantile, by label (``mean``, ``p50`` ... ``p99``)."""
+        return {"mean": self.mean, **self.quantiles()}
+
+    def quantiles(self) -> dict[str, Measurement]:
+        """Each quantile by its label, in :data:`QUANTILES` order."""
+        return {label: getattr(self, label) for label in self.labels()}
+
+    def counted_only(self, label: str) -> bool:
+        """Whether the bracket of the quantile ``label`` holds for the requests counted
+        between the first and last scrape only (:data:`COUNTED_ONLY`, :func:`window_bounds`)."""
+        quantile: Measurement = getattr(self, label)
+        return any(a.kind == COUNTED_ONLY for a in quantile.annotations)
+
 
 def questions(r: Reading, family: Family) -> list[Expr]:
     """What :func:`summarise` asks in one query: the merged buckets, each quantile's, then
@@ -461,6 +480,20 @@ class LatencyResult(AnalysisResult):
     decode: HistogramSummary
     queue_share_of_ttft: Measurement
     caveats: tuple[str, ...]
+
+    def metrics(self) -> dict[str, HistogramSummary]:
+        """Each histogram's summary by its metric key (``ttft`` ... ``decode``), in
+        :data:`METRICS` order."""
+        return {key: getattr(self, key) for key in METRICS}
+
+    def summary_of(self, family: str) -> HistogramSummary | None:
+        """The summary of the histogram family whose catalogue name is ``family``, or None
+        where this analysis does not summarise it."""
+        for key, (known, _) in METRICS.items():
+            if known.name == family:
+                summary: HistogramSummary = getattr(self, key)
+                return summary
+        return None
 
 
 def _latency(r: Reading, settings: NoSettings) -> LatencyResult:

@@ -128,6 +128,14 @@ class ReplicaValue(BaseModel):
     bounds: Bounds | None = Field(None, description="A quantile's bucket, in ``unit``.")
     key: str | None = Field(None, description="The Measurement's key; None for an event count.")
 
+    def text(self) -> str:
+        """The value as a sentence shows it, with its bucket (:func:`value_text`)."""
+        return value_text(self.value, self.unit, self.bounds)
+
+    def plain(self) -> str:
+        """The value as a sentence shows it, without its bucket (:func:`value_text`)."""
+        return value_text(self.value, self.unit)
+
 
 class Spread(BaseModel):
     """One statistic's distribution across a deployment's replicas.
@@ -147,6 +155,10 @@ class Spread(BaseModel):
     median: ReplicaValue | None
     maximum: ReplicaValue | None
 
+    def words(self) -> str:
+        """How the statistic is said (:data:`WORDS`; its name where none is given)."""
+        return WORDS.get(self.statistic, self.statistic)
+
 
 class Outlier(BaseModel):
     """A replica far from its deployment's others on one statistic, and why."""
@@ -164,6 +176,10 @@ class Outlier(BaseModel):
     reason: str = Field(description="The rule it broke, with the numbers.")
     key: str | None = None
 
+    def text(self) -> str:
+        """What makes it an outlier, in words (:func:`outlier_text`)."""
+        return outlier_text(self)
+
 
 class Fleet(BaseModel):
     """One deployment's replicas: each statistic's distribution, the outliers, every value."""
@@ -175,6 +191,18 @@ class Fleet(BaseModel):
     spreads: tuple[Spread, ...]
     outliers: tuple[Outlier, ...]
     values: tuple[ReplicaValue, ...]
+
+    @staticmethod
+    def thresholds() -> tuple[float, float]:
+        """The rule an exact number breaks to be an outlier: the modified z-score it must
+        exceed (:data:`MAD_LIMIT`) and the least difference from the median, as a share of
+        it (:data:`SMALLEST_DIFFERENCE`)."""
+        return MAD_LIMIT, SMALLEST_DIFFERENCE
+
+    def by_replica(self) -> dict[str, list[Outlier]]:
+        """The outliers grouped by replica, the replica with the most statistics first
+        (:func:`by_replica`)."""
+        return by_replica(self.outliers)
 
 
 def _value(replica: str, statistic: str, m: Measurement) -> ReplicaValue:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from inference_obs.analyses.activity import ActivityResult, activity
-from inference_obs.analyses.latency import METRICS, HistogramSummary, latency
+from inference_obs.analyses.latency import HistogramSummary, latency
 from inference_obs.analyses.queueing import queueing
 from inference_obs.analyses.rolling import RollingQuantiles, rolling_itl, rolling_quantiles
 from inference_obs.analyses.run import DeploymentResults
@@ -30,6 +30,8 @@ __all__ = [
     "GPU_HEATMAP",
     "QUEUE_VS_GPU",
     "ROLLING",
+    "ROLLING_ITL",
+    "ROLLING_QUANTILES",
     "cite",
     "cite_each",
     "figure_name",
@@ -39,13 +41,15 @@ __all__ = [
     "rolling_caption",
 ]
 
+ROLLING_QUANTILES = "rolling-quantiles"
+ROLLING_ITL = "rolling-itl"
 QUEUE_VS_GPU = "queue-vs-gpu"
 GPU_HEATMAP = "gpu-heatmap"
 DRAM_VS_TENSOR = "dram-vs-tensor"
 #: The rolling-quantile figures, by the analysis whose result each draws.
 ROLLING: dict[str, Analysis[Any, RollingQuantiles]] = {
-    "rolling-quantiles": rolling_quantiles,
-    "rolling-itl": rolling_itl,
+    ROLLING_QUANTILES: rolling_quantiles,
+    ROLLING_ITL: rolling_itl,
 }
 #: Every figure a deployment can have, by the end of its name, in the report's order.
 FIGURES: tuple[str, ...] = (*ROLLING, QUEUE_VS_GPU, GPU_HEATMAP, DRAM_VS_TENSOR)
@@ -82,12 +86,7 @@ def profiling_pairs(seen: ActivityResult) -> tuple[Floats, Floats]:
 def latency_summary(run: DeploymentResults, family: str) -> HistogramSummary | None:
     """The latency analysis's whole-window summary of the histogram ``family`` (by any of its
     exposed names), or None where latency does not summarise it."""
-    wanted = catalogue_family(family).name
-    for key, (known, _) in METRICS.items():
-        if known.name == wanted:
-            summary: HistogramSummary = getattr(run.of(latency), key)
-            return summary
-    return None
+    return run.of(latency).summary_of(catalogue_family(family).name)
 
 
 def _span(seconds: float) -> str:

@@ -6,6 +6,8 @@ from enum import StrEnum
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from inference_obs.analyses.naming import named
+
 __all__ = ["Event", "EventKind", "Severity", "Timeline"]
 
 
@@ -107,6 +109,11 @@ class Event(BaseModel):
     text: str
     keys: tuple[str, ...]
     promql: tuple[str, ...] = ()
+
+    def replicas_named(self) -> str:
+        """Its replicas in a sentence: at most :data:`~inference_obs.analyses.naming.NAMED`
+        named, then how many more (:func:`~inference_obs.analyses.naming.named`)."""
+        return named(self.replicas)
 
 
 class Timeline(BaseModel):

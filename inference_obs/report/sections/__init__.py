@@ -9,8 +9,9 @@ GPU activity, caches, memory and errors, GPU activity and bottleneck,
 stage boundaries, cost, the comparison verdicts, what not to conclude,
 and an appendix listing every query behind every number, grouped by
 analysis.
-Each module holds the sections of one part of the method; :func:`sections`
-puts them in order.
+Each module holds the sections of one part of the method; :mod:`.table` lists
+them in order with the registered analyses each shows, and :func:`sections`
+renders them in that order.
 """
 
 from __future__ import annotations
@@ -18,20 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from inference_obs.report.document import Block
-from inference_obs.report.sections.appendix import appendix, other_analyses
-from inference_obs.report.sections.collection import collection
-from inference_obs.report.sections.conclusions import not_to_conclude, summary
-from inference_obs.report.sections.cost import costs
-from inference_obs.report.sections.gpus import caches, gpus, stage_boundaries
-from inference_obs.report.sections.memory import memory_and_errors
-from inference_obs.report.sections.queues import queues
-from inference_obs.report.sections.replicas import replicas
-from inference_obs.report.sections.scope import configurations, definitions, deployments, scope
-from inference_obs.report.sections.slos import slos
-from inference_obs.report.sections.throughput import throughput
-from inference_obs.report.sections.timeline import what_happened
-from inference_obs.report.sections.verdicts import baseline, verdicts
-from inference_obs.report.sections.workload import latency, request_shapes
+from inference_obs.report.sections.table import ORDER
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
@@ -40,30 +28,5 @@ __all__ = ["sections"]
 
 
 def sections(report: Report) -> tuple[Block, ...]:
-    """Every block of the report, in order."""
-    parts = (
-        scope,
-        summary,
-        what_happened,
-        deployments,
-        collection,
-        configurations,
-        definitions,
-        request_shapes,
-        throughput,
-        latency,
-        slos,
-        replicas,
-        queues,
-        memory_and_errors,
-        caches,
-        gpus,
-        stage_boundaries,
-        costs,
-        other_analyses,
-        verdicts,
-        baseline,
-        not_to_conclude,
-        appendix,
-    )
-    return tuple(block for part in parts for block in part(report))
+    """Every block of the report, in the order of :data:`~.table.PARTS`."""
+    return tuple(block for part in ORDER for block in part(report))

@@ -1,4 +1,4 @@
-"""Analyses without a section of their own, and the appendix of every number's queries."""
+"""The appendix: every number's queries, grouped by analysis."""
 
 from __future__ import annotations
 
@@ -8,54 +8,13 @@ from typing import TYPE_CHECKING
 from inference_obs.analyses.registry import ANALYSES
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.wording import number
-from inference_obs.report.document import Block, Code, Folded, Heading, Items, Paragraph, Table
+from inference_obs.report.document import Block, Code, Folded, Heading, Items, Paragraph
 from inference_obs.source.view import READ_AS_FOUND
 
 if TYPE_CHECKING:
     from inference_obs.report.model import Report
 
-__all__ = ["SHOWN", "appendix", "other_analyses"]
-
-
-#: The analyses the sections above show; any other registered analysis gets a table.
-SHOWN = frozenset(
-    {
-        "collection",
-        "shapes",
-        "latency",
-        "slo",
-        "replicas",
-        "throughput",
-        "cache",
-        "gpu",
-        "queueing",
-        "memory",
-        "errors",
-        "bottleneck",
-        "configuration",
-        "boundaries",
-        "cost",
-        "rolling_quantiles",
-        "rolling_itl",
-        "activity",
-    }
-)
-
-
-def other_analyses(report: Report) -> Iterator[Block]:
-    """A table of Measurements per registered analysis without a section of its own."""
-    for one in ANALYSES:
-        if one.name in SHOWN:
-            continue
-        rows = tuple(
-            (d.deployment.name, m.statistic, number(m.value), m.unit, m.status.value)
-            for d in report.deployments
-            if one.name in d.results
-            for m in d.results[one.name].measurements()
-        )
-        yield Heading(2, one.title)
-        yield Paragraph(one.summary)
-        yield Table(("deployment", "statistic", "value", "unit", "status"), rows)
+__all__ = ["appendix"]
 
 
 def appendix(report: Report) -> Iterator[Block]:

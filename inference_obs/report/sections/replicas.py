@@ -11,17 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from inference_obs.analyses.outliers import (
-    MAD_LIMIT,
-    SMALLEST_DIFFERENCE,
-    WORDS,
-    Fleet,
-    ReplicaValue,
-    Spread,
-    by_replica,
-    outlier_text,
-    value_text,
-)
+from inference_obs.analyses.outliers import Fleet, ReplicaValue, Spread
 from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
 
 if TYPE_CHECKING:
@@ -32,13 +22,14 @@ __all__ = ["LISTED", "replicas"]
 #: Outlying replicas listed per deployment, those with the most statistics first.
 LISTED = 3
 
+_MAD_LIMIT, _SMALLEST_DIFFERENCE = Fleet.thresholds()
 _INTRO = (
     "Each replica's statistics (latency from its own buckets and exact means, rates, GPU "
     "utilisation, KV-cache peak, restarts and scrape gaps) as a distribution across the "
     "deployment's replicas: minimum, median and maximum, a quantile with the bucket that "
     "holds it. An outlier is a replica whose exact number has a modified z-score beyond "
-    f"{MAD_LIMIT:g} (median absolute deviation) and differs from the median by at least "
-    f"{SMALLEST_DIFFERENCE:.0%} of it; for a quantile, its bucket must also lie wholly above "
+    f"{_MAD_LIMIT:g} (median absolute deviation) and differs from the median by at least "
+    f"{_SMALLEST_DIFFERENCE:.0%} of it; for a quantile, its bucket must also lie wholly above "
     "the others' median bucket. Every replica's value: replicas.csv and report.json."
 )
 
@@ -46,14 +37,14 @@ _INTRO = (
 def _cell(v: ReplicaValue | None) -> str:
     if v is None:
         return "—"
-    return f"{value_text(v.value, v.unit, v.bounds)} ({v.replica})"
+    return f"{v.text()} ({v.replica})"
 
 
 def _outliers(name: str, fleet: Fleet) -> Iterator[str]:
-    grouped = by_replica(fleet.outliers)
+    grouped = fleet.by_replica()
     listed = list(grouped.items())[:LISTED]
     for k, (replica, found) in enumerate(listed):
-        shown = "; ".join(outlier_text(o) for o in found[:4])
+        shown = "; ".join(o.text() for o in found[:4])
         more = (
             f"; and {len(found) - 4} more statistic{'s' * (len(found) > 5)}"
             if len(found) > 4
@@ -77,7 +68,7 @@ def _rows(name: str, one: Fleet) -> Iterator[tuple[str, ...]]:
         pair = [s]
         if statistic.endswith("_p50") and statistic.replace("_p50", "_p95") in spreads:
             pair.append(spreads[statistic.replace("_p50", "_p95")])
-        words = " / ".join(WORDS.get(x.statistic, x.statistic) for x in pair)
+        words = " / ".join(x.words() for x in pair)
         words = words.replace(" / TTFT", " /").replace(" / E2E", " /").replace(" / TPOT", " /")
         yield (
             name,
@@ -106,7 +97,7 @@ def replicas(report: Report) -> Iterator[Block]:
     same = "; ".join(
         f"{name}, {len(one.replicas)} replicas: equal on every one: "
         + ", ".join(
-            f"{WORDS.get(s.statistic, s.statistic)} {value_text(s.minimum.value, s.unit)}"
+            f"{s.words()} {s.minimum.plain()}"
             for s in one.spreads
             if s.replicas and _equal(s) and s.minimum
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from inference_obs.analyses.timeline import Event, named
+from inference_obs.analyses.timeline import Event
 from inference_obs.reading.wording import when
 from inference_obs.report.document import Block, Heading, Paragraph, Table
 
@@ -42,7 +42,7 @@ def what_happened(report: Report) -> Iterator[Block]:
         "them (a gap: the samples either side); what overlaps on one replica is one event."
     )
     rows = tuple(
-        (_time(e), e.deployment, named(e.replicas), e.kind.words, e.text) for e in events[:ROWS]
+        (_time(e), e.deployment, e.replicas_named(), e.kind.words, e.text) for e in events[:ROWS]
     )
     yield Table(("time", "deployment", "replicas", "kind", "what"), rows)
     if len(events) > ROWS:

@@ -7,13 +7,12 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from inference_obs import analyses
-from inference_obs.analyses.latency import COUNTED_ONLY, METRICS, QUANTILES
+from inference_obs.analyses.latency import HistogramSummary
 from inference_obs.reading.wording import cell, duration_cell, number
 from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
 from inference_obs.report.figure_plan import ROLLING, cite_each, rolling_caption
 
 if TYPE_CHECKING:
-    from inference_obs.reading.measurement import Measurement
     from inference_obs.report.model import Report
 
 __all__ = ["latency", "request_shapes"]
@@ -76,17 +75,18 @@ def _queue_shares(report: Report) -> str:
     return text.strip()
 
 
-def _counted_only(bounded: list[tuple[str, str, Measurement]]) -> str:
+def _counted_only(bounded: list[tuple[str, str, bool]]) -> str:
     """A sentence naming the quantiles whose brackets hold for the counted requests only
-    ("every P99" where that is all of one quantile's); empty without any."""
+    ("every P99" where that is all of one quantile's); empty without any. ``bounded``: each
+    bracketed quantile's label, whose it is, and whether it holds for the counted only."""
     names = []
-    for label, _ in QUANTILES:
-        mine = [(who, m) for tag, who, m in bounded if tag == label]
-        only = [who for who, m in mine if any(a.kind == COUNTED_ONLY for a in m.annotations)]
-        if only and len(only) == len(mine):
+    for label in HistogramSummary.labels():
+        mine = [(who, only) for tag, who, only in bounded if tag == label]
+        counted = [who for who, only in mine if only]
+        if counted and len(counted) == len(mine):
             names.append(f"every {label.upper()}")
-        elif only:
-            names.append(f"{label.upper()} of {', '.join(only)}")
+        elif counted:
+            names.append(f"{label.upper()} of {', '.join(counted)}")
     if not names:
         return ""
     return (
@@ -105,37 +105,31 @@ def latency(report: Report) -> Iterator[Block]:
         "estimated from the buckets and the exact mean (docs/quantile-estimate.md)."
     )
     rows = []
-    counted_only: list[tuple[str, str, Measurement]] = []
+    counted_only: list[tuple[str, str, bool]] = []
+    labels = HistogramSummary.labels()
+    runs = [(d.deployment.name, d.of(analyses.latency).metrics()) for d in report.deployments]
     # A metric no deployment has any number of (a family not exported) is one sentence.
     absent = [
         key
-        for key in METRICS
-        if all(
-            getattr(getattr(d.of(analyses.latency), key), statistic).value is None
-            for d in report.deployments
-            for statistic in ("mean", *(label for label, _ in QUANTILES))
-        )
+        for key in dict.fromkeys(key for _, metrics in runs for key in metrics)
+        if all(m.value is None for _, metrics in runs for m in metrics[key].statistics().values())
     ]
-    for d in report.deployments:
-        for key in METRICS:
+    for name, metrics in runs:
+        for key, summary in metrics.items():
             if key in absent:
                 continue
-            summary = getattr(d.of(analyses.latency), key)
-            for label, _ in QUANTILES:
-                m = getattr(summary, label)
+            for label, m in summary.quantiles().items():
                 if m.bounds is not None:
-                    counted_only.append((label, f"{d.deployment.name} {key}", m))
+                    counted_only.append((label, f"{name} {key}", summary.counted_only(label)))
             rows.append(
                 (
-                    d.deployment.name,
+                    name,
                     key,
                     duration_cell(summary.mean),
-                    *(duration_cell(getattr(summary, label)) for label, _ in QUANTILES),
+                    *(duration_cell(m) for m in summary.quantiles().values()),
                 )
             )
-    yield Table(
-        ("deployment", "metric", "mean", *(label.upper() for label, _ in QUANTILES)), tuple(rows)
-    )
+    yield Table(("deployment", "metric", "mean", *(label.upper() for label in labels)), tuple(rows))
     if not report.deployments:
         return
     lead = f"No data for {' or '.join(absent)} on any deployment (no series). " if absent else ""
