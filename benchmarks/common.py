@@ -7,9 +7,12 @@ starting one side later than the last (:func:`rotation`), so that no side is
 timed before another has run in the process (its allocations, imports and
 caches of code, not of answers, are there for all) and drift of the
 machine's load falls on every side alike. Each side reports its median, the
-spread of its runs and, for a pair, the ratio of each round's two times.
+spread of its runs, its CPU time (:func:`cpu_seconds`, which other work
+on a shared machine inflates far less than wall time) and, for a pair, the
+ratio of each round's two times.
 :func:`mode_line` says how a runner timed and the machine's load; every
 runner prints one.
+
 Every runner reads the generated fleet (:mod:`benchmarks.fleet`): an existing
 dataset directory given with ``--dataset``, or one generated for the run
 from ``--replicas``, ``--gpus-per-replica``, ``--hours`` and ``--interval``.
