@@ -209,6 +209,7 @@ def main(argv: list[str] | None = None) -> None:
         f"wrote {dataset.path}: {len(samples):,} series, {int(samples.offsets[-1]):,} samples, "
         f"{size / 1e9:.2f} GB of OpenMetrics in {time.perf_counter() - started:.1f} s"
     )
+    print("mode: the data the runners read, generated once; not a comparison")
 
 
 if __name__ == "__main__":

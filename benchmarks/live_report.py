@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import BackfilledPrometheus, patient_http
+from benchmarks.common import BackfilledPrometheus, mode_line, patient_http
 from benchmarks.fleet import FleetShape, write_fleet
 from benchmarks.proxy import CountingProxy, Exchange, on_the_wire, totals
 from inference_obs.cli import main as cli
@@ -244,6 +244,13 @@ def main(argv: list[str] | None = None) -> None:
             f"at {FULL_REPLICAS} replicas (extrapolated on the line through both sizes): report "
             f"{_mb(report)}, raw fetch {_mb(raw)}, {report / raw:.2%} of the raw fetch"
         )
+    print(
+        mode_line(
+            "exact counts of requests and bytes, not timed; the report, the tagged build and "
+            "the raw fetch each with a client of its own, one after another on one server "
+            "(which keeps no answers)"
+        )
+    )
 
 
 if __name__ == "__main__":

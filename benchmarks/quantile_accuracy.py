@@ -336,6 +336,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"cases: {len(found)} (truth 0, left out of relative errors: "
           f"{sum(c.truth == 0 for c in found)})")  # fmt: skip
     print(summary(found))
+    print(
+        "mode: accuracy, not timed; every estimator reads the same simulated scrapes, and "
+        "the truth is the observations the window's counters recorded"
+    )
 
 
 if __name__ == "__main__":

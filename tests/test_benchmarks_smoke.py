@@ -1,12 +1,14 @@
 """The benchmark runners that need no server, at a size of seconds: they run and print their
-medians and ratios (their timings are not checked here; benchmarks/README.md records them);
-the latency relay adds its delay both ways and keeps connections."""
+medians, ratios and mode (their timings are not checked here; benchmarks/README.md records
+them); sides are timed interleaved, every side run before any is timed; the latency relay
+adds its delay both ways and keeps connections."""
 
 from __future__ import annotations
 
 import http.client
 import threading
 import time
+from collections.abc import Callable
 from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -15,7 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from benchmarks import engine, envelope, fleet, fleet_scale, report
+from benchmarks import engine, envelope, fleet, fleet_scale, frames, report
+from benchmarks.common import interleave, rotation
 from benchmarks.fleet_gpus import DCGM_FIELDS
 from benchmarks.fleet_series import VLLM_FAMILIES
 from benchmarks.relay import LatencyRelay
@@ -68,6 +71,9 @@ def test_report_prints_medians_and_its_goals(
     assert "report, cache filled (warm)" in out
     assert "(goal < 60 s)" in out
     assert "(goal < 4 GiB)" in out
+    assert "spread s" in out
+    assert "mode: each report a fresh process" in out
+    assert "load average" in out
 
 
 def test_fleet_scale_prints_each_size_mode_and_the_fits(
@@ -209,3 +215,55 @@ def test_envelope_compares_validation_with_decoding(capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     assert "100 series" in out
     assert "validation / decoding = " in out
+    assert "mode: 2 sides interleaved in one process" in out
+
+
+def test_rotation_starts_each_round_one_side_later() -> None:
+    # Written out by hand: a, b, c; then b, c, a; then c, a, b; then a, b, c again.
+    assert rotation(["a", "b", "c"], 4) == [*"abc", *"bca", *"cab", *"abc"]
+    # A side with fewer runs takes part in the first rounds only, in its place.
+    assert rotation(["a", "b", "c"], 3, runs={"a": 1}) == [*"abc", *"bc", *"cb"]
+
+
+def test_interleave_runs_every_side_before_it_times_any() -> None:
+    calls: list[str] = []
+
+    def side(name: str) -> Callable[[], None]:
+        return lambda: calls.append(name)
+
+    found = interleave({name: side(name) for name in "xyz"}, 3, 2)
+    # Two untimed rounds, then three timed ones, each round's order rotated by one.
+    assert calls == [*"xyz", *"yzx", *"xyz", *"yzx", *"zxy"]
+    assert [timed for _, timed in found.schedule] == [False] * 6 + [True] * 9
+    assert [name for name, _ in found.schedule] == calls
+    assert {name: len(t.seconds) for name, t in found.sides.items()} == {"x": 3, "y": 3, "z": 3}
+    assert all(len(t.cpu_seconds) == 3 for t in found.sides.values())
+
+
+def _matrix_body(series: int, points: int) -> bytes:
+    """A range answer in Prometheus's compact encoding (as the server writes it)."""
+    result = ",".join(
+        f'{{"metric":{{"__name__":"DCGM_FI_DEV_GPU_UTIL","gpu":"{k}"}},"values":['
+        + ",".join(f'[{1_700_000_000 + 15 * i},"{(k + i) % 100}"]' for i in range(points))
+        + "]}"
+        for k in range(series)
+    )
+    return (
+        b'{"status":"success","data":{"resultType":"matrix","result":[' + result.encode() + b"]}}"
+    )
+
+
+def test_frames_times_no_side_before_every_side_has_run() -> None:
+    # Ours once took 11 ms in a fresh process and 13-18 ms once the peer had run: a
+    # runner that timed ours first flattered it. Every side, the peer included, must
+    # have run before any side is timed, and each timed round must start elsewhere.
+    body = _matrix_body(series=4, points=30)
+    found = frames.measure(body, rounds=len(frames.SIDES), warmup_rounds=1)
+    first_timed = next(k for k, (_, timed) in enumerate(found.schedule) if timed)
+    assert {name for name, _ in found.schedule[:first_timed]} == set(frames.SIDES)
+    timed = [name for name, was_timed in found.schedule if was_timed]
+    rounds = [timed[k : k + len(frames.SIDES)] for k in range(0, len(timed), len(frames.SIDES))]
+    assert all(sorted(one) == sorted(frames.SIDES) for one in rounds)
+    assert sorted(one[0] for one in rounds) == sorted(frames.SIDES)  # each side leads once
+    assert found.sides["ours"].median > 0
+    assert len(found.ratios("peer", "ours")) == len(frames.SIDES)

@@ -21,8 +21,9 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Sequence
+from functools import cache
 from itertools import chain
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -43,6 +44,7 @@ __all__ = [
     "to_wide_frame",
 ]
 
+_Unit = Literal["s", "ms", "us", "ns"]
 # Prometheus keeps int64 milliseconds: larger times cannot come from a real server.
 _MAX_ABS_SECONDS = 9.2e15
 
@@ -334,9 +336,8 @@ def to_frame(matrix: Matrix) -> pd.DataFrame:
     >>> to_frame(m).columns.tolist()
     ['timestamp', 'value', 'job']
     """
-    timestamps = pd.to_datetime(matrix.t_ms, unit="ms", utc=True)
     sizes = np.diff(matrix.offsets)
-    data: dict[str, Any] = {"timestamp": timestamps, "value": matrix.values}
+    data: dict[str, Any] = {"timestamp": _utc_times(matrix.t_ms), "value": matrix.values}
     plain = [dict(one.items()) for one in matrix.labels]  # dict lookups, not Mapping.get
     for name in sorted({k for one in plain for k in one}):
         per_series = [one.get(name) for one in plain]
@@ -348,10 +349,12 @@ def to_frame(matrix: Matrix) -> pd.DataFrame:
             [lookup.get(v, -1) if v is not None else -1 for v in per_series],
             dtype=_codes_dtype(len(categories)),
         )
+        # The codes lie in -1 .. len(categories) - 1 by construction: no need to check them.
         data[name] = pd.Categorical.from_codes(
-            np.repeat(codes, sizes), categories=pd.Index(categories)
+            np.repeat(codes, sizes), categories=pd.Index(categories), validate=False
         )
-    return pd.DataFrame(data)
+    # Every column is built here for this frame alone: pandas need not copy them again.
+    return pd.DataFrame(data, copy=False)
 
 
 def to_wide_frame(matrix: Matrix) -> pd.DataFrame:
@@ -376,6 +379,28 @@ def to_wide_frame(matrix: Matrix) -> pd.DataFrame:
     frame = pd.DataFrame(columns) if columns else pd.DataFrame(index=timestamps[:0])
     frame.index.name = "timestamp"
     return frame
+
+
+def _utc_times(t_ms: Ints) -> pd.DatetimeIndex:
+    """Unix ms -> timezone-aware UTC times, in the unit ``pd.to_datetime(unit="ms")`` gives.
+
+    Integers in the unit, read as UTC epoch times (one multiplication, no
+    per-element conversion and no localisation: a fifth of
+    ``pd.to_datetime``'s cost); times the unit cannot hold go to
+    ``pd.to_datetime``, which refuses them.
+    """
+    unit = _time_unit()
+    per_ms = {"s": 0, "ms": 1, "us": 1_000, "ns": 1_000_000}.get(unit, 0)
+    limit = np.iinfo(np.int64).max // per_ms if per_ms else 0
+    if not t_ms.size or (per_ms and -limit <= int(t_ms.min()) and int(t_ms.max()) <= limit):
+        return pd.DatetimeIndex(t_ms * per_ms, dtype=pd.DatetimeTZDtype(unit, "UTC"))
+    return pd.to_datetime(t_ms, unit="ms", utc=True)
+
+
+@cache
+def _time_unit() -> _Unit:
+    """The unit this pandas gives unix milliseconds (``ns`` before pandas 3, ``us`` after)."""
+    return pd.to_datetime(np.zeros(1, dtype=np.int64), unit="ms", utc=True).unit
 
 
 def _codes_dtype(categories: int) -> type[np.signedinteger[Any]]:

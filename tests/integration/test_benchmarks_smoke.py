@@ -1,5 +1,6 @@
 """The benchmark runners that start Prometheus or promtool, at a size of seconds: they run,
-print their medians and ratios, and the engine agrees with the server (timings unchecked)."""
+print their medians, ratios and mode, and the engine agrees with the server (timings
+unchecked)."""
 
 from __future__ import annotations
 
@@ -23,19 +24,21 @@ TWO = ["--replicas", "2", *TINY, "--repeats", "1"]
             dataset_load.main,
             TWO,
             ["read_dataset, no cache", "read_dataset, cache filled", "promtool backfill (peer)",
-             "promtool / read_dataset >= 10x"],
+             "promtool / read_dataset >= 10x", "x CPU", "mode: 3 sides interleaved",
+             "load average"],
         ),
         (
             frames.main,
             TWO,
-            ["peer: json.loads + MetricRangeDataFrame", "x ours", "(goal >= 20x)",
-             "(goal <= 1.5x)"],
+            ["peer: json.loads + MetricRangeDataFrame", "x) ours", "(goal >= 20x",
+             "in CPU time", "(goal <= 1.5x)", "mode: 5 sides interleaved", "load average"],
         ),
         (
             live_report.main,
             ["--sizes", "2,3", *TINY],
             ["=== 2 replicas", "=== 3 replicas", "by analysis (build_report, tagged)",
-             "of the raw fetch", "requests grew by", "sampled shares read H100: per scrape"],
+             "of the raw fetch", "requests grew by", "sampled shares read H100: per scrape",
+             "mode: exact counts of requests and bytes, not timed"],
         ),
         (
             live_link.main,

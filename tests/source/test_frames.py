@@ -79,6 +79,23 @@ def test_long_frame() -> None:
     assert frame["timestamp"].iloc[0] == pd.Timestamp(1500, unit="ms", tz="UTC")
 
 
+def test_long_frame_times_are_pandas_own_conversion_of_the_milliseconds() -> None:
+    # The frame's times are built by a view and a cast; pandas's own conversion of
+    # the same milliseconds is the reference, dtype (unit and zone) included, from
+    # before 1970 to past 2262 (where nanoseconds would no longer hold them).
+    t_ms = [-86_400_000, 0, 1_500, 1_700_000_000_001, 9_000_000_000_000_000]
+    result = [{"metric": {"job": "a"}, "values": [[t / 1000, "1"] for t in t_ms]}]
+    frame = to_frame(parse_matrix(result))
+    expected = pd.Series(pd.to_datetime(np.array(t_ms), unit="ms", utc=True), name="timestamp")
+    pd.testing.assert_series_equal(frame["timestamp"], expected)
+
+
+def test_a_label_set_s_items_are_in_name_order() -> None:
+    labels = Labels({"pod": "b", "gpu": "0", "job": "a"})
+    assert list(labels.items()) == [("gpu", "0"), ("job", "a"), ("pod", "b")]
+    assert labels.items() == {("job", "a"), ("pod", "b"), ("gpu", "0")}
+
+
 def test_wide_frame() -> None:
     frame = to_wide_frame(parse_matrix(RESULT))
     assert frame.shape == (4, 2)
