@@ -105,6 +105,7 @@ _PROGRESS = {
     "figures": "figures",
     "comparison checks": "comparison checks",
     "resolution": "resolution (tile width)",
+    "first questions": "first questions (asked ahead)",
 }
 #: The phase of the analysis running in this context, from its progress line.
 PHASE: ContextVar[str | None] = ContextVar("PHASE", default=None)
