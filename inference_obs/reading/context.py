@@ -256,11 +256,14 @@ class Reading:
         def missing_in(group: Labels) -> list[str]:
             nonlocal present
             if present is None:  # asked once, only if some group has no value
-                series = {
-                    name: self.source.series(p, self.window) for name, p in _probes(expr).items()
-                }
+                probes = _probes(expr)
+                # Every family's series at once: one round trip, not one per family.
+                series = together(
+                    [partial(self.source.series, p, self.window) for p in probes.values()]
+                )
                 present = {
-                    name: {_group(one, keys) for one in found} for name, found in series.items()
+                    name: {_group(one, keys) for one in found}
+                    for name, found in zip(probes, series, strict=True)
                 }
             return [name for name, groups in present.items() if group not in groups]
 
@@ -465,8 +468,12 @@ def missing_families(
     """The families ``expr`` reads that have no series in ``window`` (with ``group``'s labels,
     when given), in the order written."""
     within = tuple(Matcher.equal(k, v) for k, v in (group or Labels(())).items())
-    return [
-        name
-        for name, probe in _probes(expr).items()
-        if not source.series(Selector(probe.metric, (*probe.matchers, *within)), window)
-    ]
+    probes = _probes(expr)
+    # Every family's series at once: one round trip, not one per family.
+    found = together(
+        [
+            partial(source.series, Selector(probe.metric, (*probe.matchers, *within)), window)
+            for probe in probes.values()
+        ]
+    )
+    return [name for name, series in zip(probes, found, strict=True) if not series]
