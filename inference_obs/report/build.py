@@ -42,13 +42,14 @@ from inference_obs.source.remembering import RememberingSource
 __all__ = ["WORKERS", "ReportTimeout", "build_report"]
 
 Progress = Callable[[str], None]
-#: Threads a report reading a server runs its analyses and questions in. Many wait on
-#: answers other threads are fetching, so there are more threads than requests in
-#: flight: over a link with 50 ms each way (and a round trip more per connection) the
-#: bundled two-deployment report built in 5.5 s with 8 threads, 3.4 s with 16, 2.2 s with
-#: 32 and 1.9 s with 48 (``benchmarks/live_link.py``). The source bounds the requests in
-#: flight.
-WORKERS = 32
+#: Threads a report reading a server runs its analyses and questions in. Most wait on
+#: answers other threads are fetching, so there are many more threads than requests in
+#: flight (the source bounds those). Each of a deployment's 20-odd analyses holds a thread
+#: while it waits, and work started when no thread is free runs one piece after another
+#: where its result is needed: over a link with 50 ms each way the bundled two-deployment
+#: report's critical path was 40 requests with 32 threads and 31 with 128
+#: (``benchmarks/live_link.py``, one recorded run each on a loaded machine).
+WORKERS = 128
 
 
 class ReportTimeout(InferenceObsError, TimeoutError):
