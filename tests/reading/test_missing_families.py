@@ -54,3 +54,32 @@ def test_a_group_without_a_value_names_its_families_asked_at_once() -> None:
     (only,) = got.values()
     assert only.status.value == "no_data"
     assert "vllm:engine_sleep_state" in only.annotations[-1].message
+
+
+def test_the_groups_without_a_ratio_are_named_at_once() -> None:
+    from inference_obs.metrics import builders, vllm
+    from inference_obs.reading.counter_ratios import Ratio, counter_ratios_by
+
+    source = DatasetSource(DATASET)
+    manifest = source.dataset.manifest
+    window, deployment = manifest.window.window(), manifest.deployments[0]
+    m, family = deployment.matchers, vllm.TIME_TO_FIRST_TOKEN
+    mean = Ratio(
+        family.select(m, "sum"),
+        family.select(m, "count"),
+        builders.histogram_mean(family, m, window.seconds, by=("pod",)),
+        "mean",
+        "seconds",
+    )
+    # Two pods the data has not: each group's families are looked up, both groups at once
+    # (the two sides' series are one round too: a barrier of two meets every time).
+    absent = [Labels({"pod": "absent-0"}), Labels({"pod": "absent-1"})]
+    with Pool(4):
+        got = counter_ratios_by(
+            Reading(Meeting(source, 2), deployment, window, "t"),
+            mean,
+            by=("pod",),
+            groups=absent,
+            statistic=lambda g: f"mean[{g['pod']}]",
+        )
+    assert [one.status.value for one in got.values()] == ["no_data", "no_data"]
