@@ -31,7 +31,13 @@ measures:
 Run from the repository root (needs Debian's ``prometheus`` package)::
 
     python -m benchmarks.live_link [--dataset datasets/pro5000-vs-h20] [--delay-ms 50]
-        [--repeats 3] [--no-handshake]
+        [--repeats 3] [--no-handshake] [--parallel 8]
+
+A request is timed from its call, waits for a free connection included, so
+requests that only queued behind the ``--parallel`` bound do not lengthen the
+chain; work the report's threads had no thread free for runs where its result
+is needed, one after another, and does. The runner prints the path link by
+link (phase, times, what was asked).
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ from typing import Any
 from benchmarks.common import BackfilledPrometheus, patient_http
 from benchmarks.relay import LatencyRelay
 from inference_obs.cli import main as cli
+from inference_obs.query import Expr, to_promql
 from inference_obs.report import build_report
 from inference_obs.source.dataset.reader import SAMPLES, read_dataset
 from inference_obs.source.prometheus import PrometheusSource
@@ -105,6 +112,7 @@ _PROGRESS = {
     "figures": "figures",
     "comparison checks": "comparison checks",
     "resolution": "resolution (tile width)",
+    "first questions": "first questions (asked ahead)",
 }
 #: The phase of the analysis running in this context, from its progress line.
 PHASE: ContextVar[str | None] = ContextVar("PHASE", default=None)
@@ -112,12 +120,23 @@ PHASE: ContextVar[str | None] = ContextVar("PHASE", default=None)
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """One request a source sent: who asked, what, and when (``time.perf_counter`` s)."""
+    """One request a source sent: who asked, what kind, when (``time.perf_counter`` s), and
+    what it asked (PromQL, a label, or empty)."""
 
     phase: str
     kind: str
     sent: float
     answered: float
+    what: str = ""
+
+
+def _asked(name: str, args: tuple[Any, ...]) -> str:
+    """What a source method called with ``args`` asked, in one short line."""
+    if not args:
+        return name
+    first = args[0]
+    text = to_promql(first) if isinstance(first, Expr) else str(first)
+    return f"{name} {text}"
 
 
 def progress(line: str) -> None:
@@ -130,7 +149,8 @@ def progress(line: str) -> None:
     by the stack).
     """
     what = line.split(": ", 1)[-1].split(" (", 1)[0]
-    PHASE.set(_PROGRESS.get(what))
+    # Another analysis's line names its phase by its title; "analyses" starts them all.
+    PHASE.set(_PROGRESS.get(what, None if what == "analyses" else what))
 
 
 def phase_of(frame: FrameType | None) -> str:
@@ -167,7 +187,7 @@ class RecordingSource:
             try:
                 return method(*args, **kwargs)
             finally:
-                call = Call(phase, _KINDS[name], sent, time.perf_counter())
+                call = Call(phase, _KINDS[name], sent, time.perf_counter(), _asked(name, args))
                 with self._lock:
                     self.calls.append(call)
 
@@ -180,15 +200,34 @@ def longest_chain(calls: Sequence[Call]) -> int:
     >>> longest_chain([Call("a", "k", 0, 1), Call("a", "k", 0.5, 2), Call("a", "k", 2, 3)])
     2
     """
+    return len(critical_path(calls))
+
+
+def critical_path(calls: Sequence[Call]) -> list[Call]:
+    """One longest chain of ``calls`` in which each was sent after the one before was
+    answered, in order.
+
+    >>> [c.sent for c in critical_path([Call("a", "k", 0, 1), Call("b", "k", 0.5, 2),
+    ...                                  Call("c", "k", 2, 3)])]
+    [0.5, 2]
+    """
+    ordered = sorted(calls, key=lambda c: c.answered)
     ends: list[float] = []  # answer times, in order
-    best: list[int] = []  # best[i]: the longest chain ending at one of the first i + 1 answered
-    for call in sorted(calls, key=lambda c: c.answered):
+    best: list[tuple[int, int]] = []  # best[i]: (length, end) of the longest chain among 0..i
+    before_of: list[int | None] = []  # the call each one's longest chain follows
+    for i, call in enumerate(ordered):
         # Every request answered by the time this one was sent is already in ``ends``.
         before = bisect.bisect_right(ends, call.sent)
-        length = 1 + (best[before - 1] if before else 0)
+        length, previous = (best[before - 1][0] + 1, best[before - 1][1]) if before else (1, None)
         ends.append(call.answered)
-        best.append(max(length, best[-1] if best else 0))
-    return best[-1] if best else 0
+        before_of.append(previous)
+        best.append(max((length, i), best[-1]) if best else (length, i))
+    chain: list[Call] = []
+    at: int | None = best[-1][1] if best else None
+    while at is not None:
+        chain.append(ordered[at])
+        at = before_of[at]
+    return chain[::-1]
 
 
 def in_flight_seconds(calls: Sequence[Call]) -> float:
@@ -225,8 +264,11 @@ def _timed(run: Callable[[], int]) -> float:
     return time.perf_counter() - started
 
 
-def measure(dataset: Path, delay_s: float, repeats: int, handshake: bool, tmp: Path) -> Measured:
-    """Backfill ``dataset``, then run the report directly and over the relay."""
+def measure(
+    dataset: Path, delay_s: float, repeats: int, handshake: bool, tmp: Path, parallel: int = 8
+) -> Measured:
+    """Backfill ``dataset``, then run the report directly and over the relay, with at most
+    ``parallel`` requests in flight (the command line's ``--parallel``)."""
     manifest = read_dataset(dataset, cache=None).manifest
     window = manifest.window.window()
     with (
@@ -240,6 +282,7 @@ def measure(dataset: Path, delay_s: float, repeats: int, handshake: bool, tmp: P
             runs += 1
             argv = ["report", "--prometheus", url, "--deployments", str(dataset / "manifest.json")]
             argv += ["--start", window.start.isoformat(), "--end", window.end.isoformat()]
+            argv += ["--parallel", str(parallel)]
             return cli([*argv, "--out", str(tmp / f"report-{runs}"), "--quiet"])
 
         direct, delayed, counts = [], [], set()
@@ -252,7 +295,7 @@ def measure(dataset: Path, delay_s: float, repeats: int, handshake: bool, tmp: P
         if len(counts) > 1:
             print(f"  requests, connections differed between runs: {sorted(counts)}")
         requests, connections = max(counts)
-        recording = RecordingSource(PrometheusSource(relay.url, timeout=600.0))
+        recording = RecordingSource(PrometheusSource(relay.url, timeout=600.0, parallel=parallel))
         started = time.perf_counter()
         # As the command line builds it for a live source (no scrape interval, figures drawn).
         build_report(
@@ -296,6 +339,17 @@ def print_results(m: Measured, delay_s: float, handshake: bool) -> None:
         busy = in_flight_seconds(calls)
         print(f"{phase:34} {len(calls):9,} {longest_chain(calls):6,} {busy:12.2f}")
     print(f"{'whole report':34} {len(m.calls):9,} {chain:6,} {in_flight_seconds(m.calls):12.2f}")
+    path = critical_path(m.calls)
+    print(f"\nthe critical path, link by link ({len(path)} requests):")
+    print(f"{'#':>3} {'phase':32} {'sent s':>7} {'answered s':>10}  asked")
+    start = min((call.sent for call in m.calls), default=0.0)
+    for i, call in enumerate(path, 1):
+        asked = call.what if len(call.what) <= 90 else call.what[:87] + "..."
+        print(
+            f"{i:3} {call.phase:32} {call.sent - start:7.2f} {call.answered - start:10.2f}  {asked}"
+        )
+    on_path = Counter(call.phase for call in path)
+    print("links per phase: " + ", ".join(f"{p} {n}" for p, n in on_path.most_common()))
     kinds = Counter(call.kind for call in m.calls)
     print(f"\n{'kind of request':48} {'requests':>9}")
     for kind, count in kinds.most_common():
@@ -316,6 +370,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--delay-ms", type=float, default=50.0, help="added latency each way")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each report")
     parser.add_argument(
+        "--parallel", type=int, default=8, help="requests in flight at once (the CLI's default: 8)"
+    )
+    parser.add_argument(
         "--handshake",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -324,7 +381,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     delay_s = args.delay_ms / 1e3
     with patient_http(), tempfile.TemporaryDirectory(prefix="live-link-") as tmp:
-        measured = measure(args.dataset, delay_s, args.repeats, args.handshake, Path(tmp))
+        measured = measure(
+            args.dataset, delay_s, args.repeats, args.handshake, Path(tmp), args.parallel
+        )
+    print(f"\nat most {args.parallel} requests in flight (--parallel)")
     print_results(measured, delay_s, args.handshake)
 
 

@@ -29,7 +29,7 @@ from inference_obs.analyses.slo import SloResult, slo
 from inference_obs.analyses.throughput import ThroughputResult, throughput
 from inference_obs.analyses.unit import Analysis, Settings
 from inference_obs.analyses.validity.verdicts import ValidityResult, Verdict, validity
-from inference_obs.analyses.verify import VerifyResult, verify_dataset
+from inference_obs.analyses.verify import VerifyResult, verify_published
 from inference_obs.reading.measurement import Bounds, Measurement, Provenance, Status
 
 __all__ = [
@@ -81,5 +81,5 @@ __all__ = [
     "slo",
     "throughput",
     "validity",
-    "verify_dataset",
+    "verify_published",
 ]

@@ -30,7 +30,6 @@ from inference_obs.reading.alignment import gpu_label_sets
 from inference_obs.reading.context import Reading
 from inference_obs.reading.result import AnalysisResult, FloatColumn
 from inference_obs.samples import Labels, Matrix
-from inference_obs.source.remembering import together
 
 __all__ = ["ActivityResult", "ActivitySettings", "Panel", "Timeline", "activity"]
 
@@ -123,7 +122,7 @@ def _replica(labels: Labels) -> str:
 def _panel(
     r: Reading, expr: Expr, unit: str, every: float, naming: Callable[[Labels], str]
 ) -> Panel:
-    matrix: Matrix = r.source.range(expr, r.window, every)
+    matrix: Matrix = r.range(expr, every)
     series = []
     for i, labels in enumerate(matrix.labels):
         t_ms, v = matrix.points(i)
@@ -158,7 +157,7 @@ def _activity(r: Reading, settings: ActivitySettings) -> ActivityResult:
         (_per_gpu(dcgm.PROF_DRAM_ACTIVE, r), "ratio", points, gpu_name),
         (_per_gpu(dcgm.PROF_PIPE_TENSOR_ACTIVE, r), "ratio", points, gpu_name),
     ]
-    panels = together(r.source, [partial(_panel, r, *one) for one in asked])
+    panels = r.together([partial(_panel, r, *one) for one in asked])
     waiting, running, mean, util, dram, tensor = panels
     return ActivityResult(
         waiting=waiting,

@@ -32,7 +32,6 @@ from inference_obs.reading.alignment import scrape_interval_ms
 from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.source.remembering import soon, together
 
 __all__ = [
     "PROFILE_FIRST",
@@ -160,8 +159,8 @@ def _nonzero_util_share(r: Reading) -> Measurement:
     step_ms = scrape_interval_ms(r.source, selector, r.window)
     totals = [0.0, 0.0]
     if step_ms:
-        asked = [partial(r.source.range, expr, r.window, step_ms / 1000) for expr in (busy, every)]
-        totals = [float(answer.values.sum()) for answer in together(r.source, asked)]
+        asked = [partial(r.range, expr, step_ms / 1000) for expr in (busy, every)]
+        totals = [float(answer.values.sum()) for answer in r.together(asked)]
     return r.local(
         "nonzero_util_share",
         totals[0] / totals[1] if totals[1] else None,
@@ -187,10 +186,9 @@ def _bottleneck(r: Reading, settings: BottleneckSettings) -> BottleneckResult:
     ``settings``.
     """
     gm, w = r.deployment.gpu_matchers, r.seconds
-    nonzero_asked = soon(r.source, partial(_nonzero_util_share, r))
+    nonzero_asked = r.soon(partial(_nonzero_util_share, r))
     kv_expr = b.maximum(vllm.KV_CACHE_USAGE, r.matchers, w)
-    kv_asked = soon(
-        r.source,
+    kv_asked = r.soon(
         partial(r.measure, "kv_cache_usage_max", kv_expr, "ratio", caveats=(KV_PEAK,)),
     )
     questions: tuple[tuple[str, Family, str], ...] = (
@@ -203,9 +201,8 @@ def _bottleneck(r: Reading, settings: BottleneckSettings) -> BottleneckResult:
     exprs = [b.sample_mean(family, gm, w) for _, family, _ in questions]
     # Every mean in one request; together, as a mean without data looks up which families
     # have series.
-    answers = r.instants(exprs)
-    dram, tensor, sm_active, occupancy, util = together(
-        r.source,
+    answers = r.ask(exprs)
+    dram, tensor, sm_active, occupancy, util = r.together(
         [
             partial(
                 r.measure,

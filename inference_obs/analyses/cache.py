@@ -19,7 +19,6 @@ from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import Ratio, counter_ratios
 from inference_obs.reading.measurement import Measurement, derive
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.source.remembering import soon
 
 __all__ = ["CacheResult", "cache"]
 
@@ -100,8 +99,7 @@ def _cache(r: Reading, settings: NoSettings) -> CacheResult:
     preemptions_expr = total(vllm.NUM_PREEMPTIONS)
     preempted = "Extrapolated counter increase: fractional, not an audited count."
     # The four ratios in one set of requests, the preemptions alongside.
-    preempting = soon(
-        r.source,
+    preempting = r.soon(
         partial(r.measure, "preemptions", preemptions_expr, "preemptions", caveats=(preempted,)),
     )
     accepted = vllm.SPEC_DECODE_NUM_ACCEPTED_TOKENS

@@ -44,7 +44,6 @@ from inference_obs.reading.coverage import Coverage, Gap, Span, coverage, union
 from inference_obs.reading.measurement import Measurement, Status
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Labels, Vector
-from inference_obs.source.remembering import soon, together
 
 __all__ = [
     "COVERAGE",
@@ -172,7 +171,7 @@ def app_coverage(r: Reading, key: Callable[[Labels], str]) -> Coverage:
     Read from the raw samples of :data:`APP_GAUGE` that collection health reads (one
     question for both); series ``key`` names ``""`` are left out.
     """
-    raw = r.source.raw(APP_GAUGE.select(r.matchers), r.window)
+    raw = r.raw(APP_GAUGE.select(r.matchers))
     found = coverage(raw, key, _SPANS_ONLY)
     return replace(
         found,
@@ -337,7 +336,7 @@ def _interval(r: Reading, name: str, found: Coverage, family: Family, reads: Exp
 def _app_samples(r: Reading, found: Coverage, expected: float | None) -> dict[str, Measurement]:
     """Scrapes per app instance, by the server: ``max by (instance) (count_over_time(x[w]))``
     (the engines of one instance are scraped together)."""
-    window = closed_range(APP_GAUGE.select(r.matchers), r.seconds, r.source.info().rules)
+    window = closed_range(APP_GAUGE.select(r.matchers), r.seconds, r.info().rules)
     expr = count_over_time(window).max(by=(TARGET,))
     note = (
         f"About {expected:,.0f} expected over the window at the measured interval."
@@ -397,7 +396,7 @@ def _gap(r: Reading, gap: Gap, kind: str) -> ScrapeGap:
 def _resets(r: Reading) -> Measurement:
     """Restarts seen on the counters: per instance, the most resets of any one counter
     series (a restart resets them all at once), summed over instances."""
-    rules = r.source.info().rules
+    rules = r.info().rules
     exprs = [
         counted_resets(
             f.select(r.matchers, "count" if f.type is MetricType.HISTOGRAM else None),
@@ -407,7 +406,7 @@ def _resets(r: Reading) -> Measurement:
         for f in COUNTERS
     ]
     per_instance: dict[str, float] = {}
-    for answer in r.instants(exprs):
+    for answer in r.ask(exprs):
         if isinstance(answer.value, Vector):
             for labels, value in answer.value.as_dict().items():
                 name = _target(labels)
@@ -474,15 +473,12 @@ def _collection(r: Reading, settings: CollectionSettings) -> CollectionResult:
     """
     factor = settings.gap_factor
     app_read, gpu_read = APP_GAUGE.select(r.matchers), GPUS.select(r.deployment.gpu_matchers)
-    presence = soon(r.source, partial(gpu_presence, r))
-    profiled = soon(
-        r.source,
+    presence = r.soon(partial(gpu_presence, r))
+    profiled = r.soon(
         partial(gpu_label_sets, r.source, r.deployment, dcgm.PROF_GR_ENGINE_ACTIVE, r.window),
     )
-    resets = soon(r.source, partial(_resets, r))
-    app_raw, gpu_raw = together(
-        r.source, [partial(r.source.raw, s, r.window) for s in (app_read, gpu_read)]
-    )
+    resets = r.soon(partial(_resets, r))
+    app_raw, gpu_raw = r.together([partial(r.raw, s) for s in (app_read, gpu_read)])
     app = coverage(app_raw, _target, factor)
     exporters, by_gpu = coverage(gpu_raw, _target, factor), coverage(gpu_raw, gpu_name, factor)
     reads = (app_read.over(r.seconds), gpu_read.over(r.seconds))

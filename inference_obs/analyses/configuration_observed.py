@@ -66,9 +66,9 @@ class Observed:
 
     def __init__(self, r: Reading) -> None:
         self.r = r
-        self.name, self.info = r.deployment.name, r.source.info()
+        self.name, self.info = r.deployment.name, r.info()
         selector = _INFO.select(r.matchers)
-        self.engines = r.source.series(selector, r.window)
+        self.engines = r.series(selector)
         self.info_promql = (to_promql(selector),)
         self.gpus: dict[str, set[str]] = defaultdict(set)
         self.models: set[str] = set()
@@ -108,7 +108,7 @@ class Observed:
     def connector(self) -> Seen:
         family = vllm.EXTERNAL_PREFIX_CACHE_QUERIES
         lookups = family.select(self.r.matchers)
-        if self.r.source.series(lookups, self.r.window):
+        if self.r.series(lookups):
             return Seen(("a KV connector",), _CONNECTOR, (to_promql(lookups),))
         return Seen((), f"no series of {family.name}: no connector, or the family is dropped")
 

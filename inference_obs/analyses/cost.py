@@ -56,7 +56,6 @@ from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import histogram_mean
 from inference_obs.reading.measurement import Bounds, Measurement, Status, derive
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.source.remembering import soon
 
 __all__ = ["CostResult", "CostSettings", "TokenPrices", "cost"]
 
@@ -457,12 +456,11 @@ def _cost(r: Reading, settings: CostSettings) -> CostResult:
     """
     m, w = r.matchers, r.seconds
     # Every number asked at once: none waits on another's answer.
-    replicas_asked = soon(r.source, partial(replicas_seen, r, vllm.GENERATION_TOKENS))
-    spans_asked = soon(r.source, partial(covered, r))
+    replicas_asked = r.soon(partial(replicas_seen, r, vllm.GENERATION_TOKENS))
+    spans_asked = r.soon(partial(covered, r))
     completed_m = (*m, Matcher.regex("finished_reason", _COMPLETED))
     stop_or_length = "Finished on stop or length: aborts and errors excluded."
-    completing = soon(
-        r.source,
+    completing = r.soon(
         partial(
             r.measure,
             "completed_requests",
@@ -471,8 +469,7 @@ def _cost(r: Reading, settings: CostSettings) -> CostResult:
             caveats=(EXTRAPOLATED, stop_or_length),
         ),
     )
-    averaging = soon(
-        r.source,
+    averaging = r.soon(
         partial(
             histogram_mean,
             r,
@@ -481,10 +478,9 @@ def _cost(r: Reading, settings: CostSettings) -> CostResult:
             caveats=("Mean over every finished request.",),
         ),
     )
-    sharing = soon(r.source, partial(_sla_share, r, settings.sla_ttft_s, settings.sla_e2e_s))
+    sharing = r.soon(partial(_sla_share, r, settings.sla_ttft_s, settings.sla_e2e_s))
     output_expr = b.increase_total(vllm.GENERATION_TOKENS, m, w)
-    outputting = soon(
-        r.source,
+    outputting = r.soon(
         partial(r.measure, "output_tokens", output_expr, "tokens", caveats=(EXTRAPOLATED,)),
     )
     replicas = replicas_asked.result()

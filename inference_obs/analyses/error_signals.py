@@ -22,7 +22,6 @@ from inference_obs.reading.counter_ratios import counter_ratios_by, mean_ratio
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Labels
-from inference_obs.source.remembering import soon
 
 __all__ = ["ErrorsResult", "errors"]
 
@@ -56,12 +55,12 @@ def _xid(r: Reading) -> tuple[Measurement, dict[str, Measurement]]:
     matchers, w = r.deployment.gpu_matchers, r.seconds
     selector = dcgm.XID_ERRORS.select(matchers)
     overall = last_over_time(selector.over(w)).max()
-    found = r.source.series(selector, r.window)
+    found = r.series(selector)
     if not found:
         return r.measure("xid_last", overall, "code", caveats=(XID_CODE, NO_SERIES)), {}
     ident = gpu_presence(r).ident
     by_gpu = b.last_value(dcgm.XID_ERRORS, matchers, w, ident)
-    every, grouped = r.instants([overall, by_gpu])
+    every, grouped = r.ask([overall, by_gpu])
     groups = {Labels({k: labels[k] for k in ident if k in labels}) for labels in found}
     wanted = {g: f"xid_last[{gpu_name(g)}]" for g in sorted(groups, key=gpu_name)}
     measured = r.measure_by(wanted, by_gpu, ident, "code", caveats=(XID_CODE,), answer=grouped)
@@ -79,7 +78,7 @@ def _mooncake(r: Reading) -> tuple[Measurement, dict[str, Measurement]]:
     )
     if not failed.ok:
         failed = failed.model_copy(update={"caveats": (*failed.caveats, NO_SERIES)})
-    found = r.source.series(family.select(r.matchers, "count"), r.window)
+    found = r.series(family.select(r.matchers, "count"))
     operations = sorted({labels["operation"] for labels in found if "operation" in labels})
     if not operations:
         return failed, {}
@@ -96,7 +95,7 @@ def _mooncake(r: Reading) -> tuple[Measurement, dict[str, Measurement]]:
 def _errors(r: Reading, settings: NoSettings) -> ErrorsResult:
     """Last Xid code per GPU (code) and Mooncake store failed keys (keys) and operation
     means (seconds) over the window; every query evaluated at the window's end."""
-    mooncake = soon(r.source, partial(_mooncake, r))
+    mooncake = r.soon(partial(_mooncake, r))
     xid, per_gpu = _xid(r)
     failed, means = mooncake.result()
     return ErrorsResult(

@@ -30,7 +30,6 @@ from inference_obs.reading.coverage import Coverage, coverage
 from inference_obs.reading.measurement import Measurement, Status, derive
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Instant, Labels, Vector
-from inference_obs.source.remembering import soon, together
 
 __all__ = [
     "STOP_FACTOR",
@@ -159,8 +158,8 @@ def _range(
     )
 
 
-def _means(r: Reading) -> list[Measurement]:
-    """Utilisation, framebuffer used and capacity, and power: the whole deployment's means."""
+def _mean_questions(r: Reading) -> list[tuple[str, Expr, str, str]]:
+    """Statistic, query, unit and caveat of each whole-deployment mean :func:`_means` reads."""
     m, w = r.deployment.gpu_matchers, r.seconds
     fb_used = (
         "Per-GPU sample mean of memory allocated (weights, KV reserve, workspaces); "
@@ -173,9 +172,19 @@ def _means(r: Reading) -> list[Measurement]:
         ("fb_capacity_mib", capacity, "MiB", DCGM_CAPACITY),
         ("power_mean_watts", b.sample_mean(dcgm.POWER_USAGE, m, w), "W", BOARD_POWER),
     ]
-    answers = r.instants([q[1] for q in questions])
-    return together(
-        r.source,
+    return questions
+
+
+def _first_questions(r: Reading, settings: NoSettings) -> list[Expr]:
+    """The means :func:`_means` asks first, in one query."""
+    return [expr for _, expr, _, _ in _mean_questions(r)]
+
+
+def _means(r: Reading) -> list[Measurement]:
+    """Utilisation, framebuffer used and capacity, and power: the whole deployment's means."""
+    questions = _mean_questions(r)
+    answers = r.ask([q[1] for q in questions])
+    return r.together(
         [
             partial(r.measure, statistic, expr, unit, caveats=(note,), answer=answer)
             for (statistic, expr, unit, note), answer in zip(questions, answers, strict=True)
@@ -219,8 +228,8 @@ class GpuPresence:
 def gpu_presence(r: Reading) -> GpuPresence:
     """The deployment's GPUs seen in any DCGM family over the window, and those without
     utilisation samples (one grouped label query per presence family)."""
-    asked_sets = together(
-        r.source, [partial(gpu_label_sets, r.source, r.deployment, f, r.window) for f in PRESENCE]
+    asked_sets = r.together(
+        [partial(gpu_label_sets, r.source, r.deployment, f, r.window) for f in PRESENCE]
     )
     found = dict(zip(PRESENCE, asked_sets, strict=True))
     available = {name for label_sets in found.values() for labels in label_sets for name in labels}
@@ -248,7 +257,7 @@ def gpu_presence(r: Reading) -> GpuPresence:
 
 def gpu_coverage(r: Reading, gap_factor: float = STOP_FACTOR) -> Coverage:
     """When each GPU sent utilisation samples: every raw sample of the window, by GPU name."""
-    samples = r.source.raw(dcgm.GPU_UTIL.select(r.deployment.gpu_matchers), r.window)
+    samples = r.raw(dcgm.GPU_UTIL.select(r.deployment.gpu_matchers))
     return coverage(samples, gpu_name, gap_factor)
 
 
@@ -277,15 +286,15 @@ def _gpu(r: Reading, settings: NoSettings) -> GpuResult:
     """
     m, w = r.deployment.gpu_matchers, r.seconds
     # The means (one request) and the GPUs' scrape times alongside the label sets.
-    asked = soon(r.source, partial(_means, r))
-    covered = soon(r.source, partial(gpu_coverage, r))
+    asked = r.soon(partial(_means, r))
+    covered = r.soon(partial(gpu_coverage, r))
     presence = gpu_presence(r)
     ident, missing = presence.ident, presence.missing
     grouped = (
         b.sample_mean(dcgm.GPU_UTIL, m, w, by=(presence.pod,)),
         b.sample_mean(dcgm.GPU_UTIL, m, w, by=ident),
     )
-    by_replica, by_gpu = r.instants(grouped)
+    by_replica, by_gpu = r.ask(grouped)
     per_replica = _grouped(r, "utilization_replica", grouped[0], presence.pod, by_replica)
     per_gpu = _grouped(r, "utilization_gpu", grouped[1], "gpu", by_gpu)
     mean, fb_used, capacity, power = asked.result()
@@ -351,4 +360,5 @@ gpu = Analysis(
     result=GpuResult,
     settings=NoSettings,
     summary="Sample-weighted GPU utilisation (zeros kept, no data apart), framebuffer, power.",
+    questions=_first_questions,
 )

@@ -60,8 +60,6 @@ from inference_obs.reading.measurement import (
 )
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Instant, Vector
-from inference_obs.source.remembering import soon, together
-from inference_obs.source.view import ViewSource
 
 __all__ = [
     "HistogramSummary",
@@ -157,7 +155,7 @@ def merged_buckets(r: Reading, family: Family, *, answer: Instant | None = None)
     text = to_promql(expr)
     return MergedBuckets(
         # As read: the data's own name for the family where it holds an older one.
-        promql=r.source.promql(text) if isinstance(r.source, ViewSource) else text,
+        promql=r.as_read(text),
         upper=tuple(float(upper[i]) for i in order),
         counts=tuple(values[i] for i in order),
     )
@@ -203,13 +201,10 @@ def shares_within(
     buckets = merged_buckets(r, family)
     if not buckets.upper:
         exprs = [builders.share_at_or_below(family, t, r.matchers, r.seconds) for t in thresholds]
-        asked = together(
-            r.source,
+        asked = r.together(
             [
                 partial(r.measure, statistic, expr, "ratio", caveats=caveats, answer=answer)
-                for statistic, expr, answer in zip(
-                    statistics, exprs, r.instants(exprs), strict=True
-                )
+                for statistic, expr, answer in zip(statistics, exprs, r.ask(exprs), strict=True)
             ],
         )
         return [_no_buckets(m, family, r.deployment.name) for m in asked]
@@ -305,7 +300,7 @@ def scraped_query(r: Reading, family: Family, by: tuple[str, ...] = ()) -> Expr:
     the window (a series that restarted counts less, so the unseen ones
     :func:`unseen_observations` derives from it are more, never fewer).
     """
-    closed = closed_range(family.select(r.matchers, "count"), r.seconds, r.source.info().rules)
+    closed = closed_range(family.select(r.matchers, "count"), r.seconds, r.info().rules)
     change: Expr = max_over_time(closed) - min_over_time(closed)
     return change.sum(by=by) if by else change.sum()
 
@@ -408,11 +403,11 @@ def summarise(
     exprs = questions(r, family)
     if mean is None:
         # The mean alongside one query for the buckets and every quantile.
-        asked = soon(r.source, partial(histogram_mean, r, family, f"{name}_mean", caveats=caveats))
-        answers = r.instants(exprs)
+        asked = r.soon(partial(histogram_mean, r, family, f"{name}_mean", caveats=caveats))
+        answers = r.ask(exprs)
         mean = asked.result()
     elif answers is None:
-        answers = r.instants(exprs)
+        answers = r.ask(exprs)
     buckets = merged_buckets(r, family, answer=answers[0])
     upper, counts, _ = buckets.arrays()
     scraped = answers[-1].value
@@ -509,12 +504,9 @@ def _latency(r: Reading, settings: NoSettings) -> LatencyResult:
         mean_ratio(r, family, f"{key}_mean", caveats=caveats)
         for key, (family, caveats) in METRICS.items()
     ]
-    means = soon(r.source, partial(counter_ratios, r, ratios))
-    asked = [questions(r, family) for family, _ in METRICS.values()]
-    answers = r.instants([expr for exprs in asked for expr in exprs])
-    size = len(asked[0])
-    summaries = together(
-        r.source,
+    means = r.soon(partial(counter_ratios, r, ratios))
+    answers = r.ask_each([questions(r, family) for family, _ in METRICS.values()])
+    summaries = r.together(
         [
             partial(
                 summarise,
@@ -523,10 +515,10 @@ def _latency(r: Reading, settings: NoSettings) -> LatencyResult:
                 key,
                 caveats=caveats,
                 mean=mean,
-                answers=answers[i * size : (i + 1) * size],
+                answers=asked,
             )
-            for i, ((key, (family, caveats)), mean) in enumerate(
-                zip(METRICS.items(), means.result(), strict=True)
+            for (key, (family, caveats)), mean, asked in zip(
+                METRICS.items(), means.result(), answers, strict=True
             )
         ],
     )
@@ -564,6 +556,12 @@ def _ratio(top: float | None, bottom: float | None) -> float | None:
     return top / bottom
 
 
+def _first_questions(r: Reading, settings: NoSettings) -> list[Expr]:
+    """Every histogram's buckets, quantiles and counted observations: what :func:`_latency`
+    asks first, in one query."""
+    return [expr for family, _ in METRICS.values() for expr in questions(r, family)]
+
+
 latency = Analysis(
     name="latency",
     title="Latency",
@@ -571,4 +569,5 @@ latency = Analysis(
     result=LatencyResult,
     settings=NoSettings,
     summary="Request-weighted means and merged-bucket quantiles of every latency histogram.",
+    questions=_first_questions,
 )

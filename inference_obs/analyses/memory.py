@@ -73,7 +73,7 @@ def per_replica_maximum(
     series carry; no series gives an overall ``no_data`` and no replica.
     """
     w = r.seconds
-    found = r.source.series(family.select(matchers), r.window)
+    found = r.series(family.select(matchers))
     overall = b.maximum(family, matchers, w)
     if not found:
         return r.measure(statistic, overall, unit, caveats=(*caveats, NO_SERIES)), {}
@@ -83,7 +83,7 @@ def per_replica_maximum(
     except NoDataError:
         pod = "instance"
     by_replica = b.maximum(family, matchers, w, by=(pod,))
-    every, grouped = r.instants([overall, by_replica])
+    every, grouped = r.ask([overall, by_replica])
     names = sorted({labels.get(pod, "") for labels in found})
     wanted = {Labels({pod: n}): f"{statistic}[{n}]" for n in names}
     measured = r.measure_by(wanted, by_replica, (pod,), unit, caveats=caveats, answer=grouped)

@@ -1,7 +1,7 @@
 """The measurements layout of ``aggregates.json``: every published analysis number, by key.
 
 What :func:`published_aggregates` writes, and
-:func:`~inference_obs.analyses.verify.verify_dataset` recomputes::
+:func:`~inference_obs.report.verify.verify_dataset` recomputes::
 
     {"schema": "inference-obs-aggregates/2",
      "rules": "prometheus-2",                      # the local engine's rule set
@@ -36,9 +36,9 @@ from inference_obs.analyses.shapes import shapes
 from inference_obs.analyses.throughput import throughput
 from inference_obs.analyses.unit import Analysis
 from inference_obs.deployment import Deployment
+from inference_obs.reading.context import Source
 from inference_obs.reading.measurement import measurement_json
 from inference_obs.samples import Window
-from inference_obs.source.base import Source
 
 __all__ = ["ANALYSES", "FIRST_SCHEMA", "SCHEMA", "aggregates_of", "published_aggregates"]
 

@@ -48,7 +48,6 @@ from inference_obs.reading.counter_ratios import Ratio, counter_ratios_grouped, 
 from inference_obs.reading.measurement import Bounds, Measurement, derive, note_lowest_bucket
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Instant, Labels, Vector
-from inference_obs.source.remembering import soon
 
 __all__ = ["QUANTILES", "SUMMARISED", "ReplicasResult", "replicas"]
 
@@ -133,7 +132,7 @@ def _quantiles(r: Reading, label: str, names: tuple[str, ...]) -> dict[str, dict
         ]
         scraped = scraped_query(r, family, by=(label,))
         asked.append((key, family, caveats, [_buckets_by(r, family, label), *quantiles, scraped]))
-    answers = r.instants([expr for *_, exprs in asked for expr in exprs])
+    answers = r.ask([expr for *_, exprs in asked for expr in exprs])
     out: dict[str, dict[str, Measurement]] = {}
     size = len(QUANTILES) + 2
     for i, (key, family, caveats, exprs) in enumerate(asked):
@@ -185,7 +184,7 @@ def _means(r: Reading, label: str, names: tuple[str, ...]) -> dict[str, dict[str
 def _replicas(r: Reading, settings: NoSettings) -> ReplicasResult:
     """Each replica's latency quantiles (own buckets) and exact means, seconds."""
     label, names = replica_label(r, vllm.GENERATION_TOKENS)
-    means = soon(r.source, partial(_means, r, label, names))
+    means = r.soon(partial(_means, r, label, names))
     statistics = _quantiles(r, label, names)
     found = means.result()
     queue = found.pop("queue_mean")
@@ -203,7 +202,7 @@ def _replicas(r: Reading, settings: NoSettings) -> ReplicasResult:
         for n in names
     }
     # The same series request replica_label made (a report asks it once).
-    seen = r.source.series(vllm.GENERATION_TOKENS.select(r.matchers), r.window)
+    seen = r.series(vllm.GENERATION_TOKENS.select(r.matchers))
     instances = {
         labels["instance"]: labels[label]
         for labels in seen

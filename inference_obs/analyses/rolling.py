@@ -50,8 +50,6 @@ from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Bounds, is_lowest_bucket
 from inference_obs.reading.result import AnalysisResult, FloatColumn, format_number
 from inference_obs.samples import Floats, Matrix, Window
-from inference_obs.source.remembering import together
-from inference_obs.source.view import ViewSource
 
 __all__ = [
     "CAVEATS",
@@ -422,9 +420,7 @@ def _rolling_quantiles(r: Reading, settings: RollingSettings) -> RollingQuantile
     notes: dict[Annotation, None] = {}
     exprs = [rolling_expr(family, q, r.deployment, length) for q in settings.quantiles]
     merged = buckets_expr(family, r.deployment, length)
-    *matrices, buckets = together(
-        r.source, [partial(r.source.range, expr, r.window, every) for expr in [*exprs, merged]]
-    )
+    *matrices, buckets = r.together([partial(r.range, expr, every) for expr in [*exprs, merged]])
     for matrix in [*matrices, buckets]:
         notes.update(dict.fromkeys(matrix.annotations))
     series = _series(settings.quantiles, exprs, matrices, buckets)
@@ -443,11 +439,9 @@ def _rolling_quantiles(r: Reading, settings: RollingSettings) -> RollingQuantile
 
 
 def _read_as(r: Reading, merged: Expr) -> str:
-    """The histogram ``merged`` reads, as the deployment's data names it (see ViewSource)."""
-    if not isinstance(r.source, ViewSource):
-        return ""
+    """The histogram ``merged`` reads, as the deployment's data names it (``Reading.as_read``)."""
     try:
-        read = parse(r.source.promql(to_promql(merged)))
+        read = parse(r.as_read(to_promql(merged)))
     except QueryError:
         return ""
     names = [s.metric for s in selectors(read) if s.metric]

@@ -9,6 +9,7 @@ the published aggregates, the figures and the report all read the
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -18,13 +19,13 @@ from inference_obs.analyses.registry import ANALYSES, settings_for
 from inference_obs.analyses.unit import Analysis, Settings
 from inference_obs.deployment import Deployment
 from inference_obs.errors import ConfigurationError
-from inference_obs.reading.context import Reading
+from inference_obs.query import Expr
+from inference_obs.reading.context import Ahead, Reading, Source
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.resolution import Resolution, step_for
 from inference_obs.reading.result import AnalysisResult
+from inference_obs.reading.schedule import Pending, soon
 from inference_obs.samples import Window
-from inference_obs.source.base import Source
-from inference_obs.source.remembering import Pending, soon
 
 __all__ = ["DeploymentResults", "Start", "run", "run_one"]
 
@@ -92,8 +93,28 @@ class DeploymentResults(BaseModel):
         return tuple(m for result in self.results.values() for m in result.measurements())
 
 
-def _plain(source: Source) -> Start:
-    return lambda _what, work: soon(source, work)
+def _plain(_what: str, work: Callable[[], T]) -> Pending[T]:
+    return soon(work)
+
+
+def _asking_ahead(
+    reading: Reading,
+    analyses: Sequence[Analysis[Any, Any]],
+    settings: Mapping[str, Settings],
+    begin: Start,
+) -> Reading:
+    """``reading`` with every analysis's first questions (:attr:`Analysis.questions`) started
+    as one batch (:class:`~inference_obs.reading.context.Ahead`), in as few requests as the
+    source allows; ``reading`` itself where no analysis declares any."""
+    exprs: dict[Expr, None] = {}
+    for a in analyses:
+        if a.questions is not None:
+            exprs.update(dict.fromkeys(a.questions(reading.of(a.name), settings[a.name])))
+    if not exprs:
+        return reading
+    asked = list(exprs)
+    batch = begin(f"{reading.deployment.name}: first questions", partial(reading.ask, asked))
+    return replace(reading, ahead=Ahead(asked, batch))
 
 
 def run_one(
@@ -111,10 +132,11 @@ def run_one(
     """Run ``analyses`` (default: all registered) once each on ``deployment``.
 
     ``settings`` are by analysis name (default: each one's defaults);
-    ``start`` runs each analysis (default: alongside, where the source can).
+    ``start`` runs each analysis (default: alongside, in the entered
+    :class:`~inference_obs.reading.schedule.Pool`'s threads).
     """
     chosen = dict(settings or {})
-    begin = start or _plain(source)
+    begin = start or _plain
     reading = Reading(
         source,
         deployment,
@@ -124,10 +146,12 @@ def run_one(
         gpu_hour_price=gpu_hour_price,
         topology_text=topology_text,
     )
+    settings_of = {a.name: chosen.get(a.name) or a.settings() for a in analyses}
+    reading = _asking_ahead(reading, analyses, settings_of, begin)
     started = {
         a.name: begin(
             f"{deployment.name}: {a.title.lower()}",
-            partial(a.entry, reading.of(a.name), chosen.get(a.name) or a.settings()),
+            partial(a.entry, reading.of(a.name), settings_of[a.name]),
         )
         for a in analyses
     }
@@ -176,10 +200,11 @@ def run(
         What to run (default: every registered analysis).
     start
         Runs each piece of work, given a short name for progress (default:
-        alongside, where the source can).
+        alongside, in the entered :class:`~inference_obs.reading.schedule.Pool`'s
+        threads; in order without one).
     """
     chosen = settings_for(settings or {})
-    begin = start or _plain(source)
+    begin = start or _plain
     steps = {
         d.name: begin(
             f"{d.name}: resolution", partial(step_for, source, d, windows[d.name], resolution)

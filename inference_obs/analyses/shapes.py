@@ -21,7 +21,6 @@ from inference_obs.reading.counter_ratios import Pairing, Ratio, counter_ratios,
 from inference_obs.reading.measurement import Measurement, derive
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Vector
-from inference_obs.source.remembering import soon, together
 
 __all__ = ["MAX_TOKENS_THRESHOLDS", "ShapesResult", "shapes"]
 
@@ -92,17 +91,15 @@ def _shapes(r: Reading, settings: NoSettings) -> ShapesResult:
     # Every part is asked at once; only the finish reasons wait for their list.
     bounds = [float(bound) for bound in MAX_TOKENS_THRESHOLDS]
     names = [f"max_tokens_share_le_{bound}" for bound in MAX_TOKENS_THRESHOLDS]
-    shares_asked = soon(r.source, partial(shares_within, r, limit, bounds, names))
+    shares_asked = r.soon(partial(shares_within, r, limit, bounds, names))
     limit_note = "The limit requested (max_tokens), not the context left for the request."
     means = [
         mean_ratio(r, prompt, "prompt_tokens_mean", caveats=(_LENGTH_MEAN,)),
         mean_ratio(r, output, "output_tokens_mean", caveats=(_LENGTH_MEAN,)),
         mean_ratio(r, limit, "max_tokens_mean", caveats=(limit_note,)),
     ]
-    means_asked = soon(r.source, partial(counter_ratios, r, means))
-    finished = soon(
-        r.source, partial(r.measure, "finished", total, "requests", caveats=(_REASONS,))
-    )
+    means_asked = r.soon(partial(counter_ratios, r, means))
+    finished = r.soon(partial(r.measure, "finished", total, "requests", caveats=(_REASONS,)))
 
     reasons = _reasons(r)
     only = [(*m, Matcher.equal(_REASON, reason)) for reason in reasons]
@@ -120,9 +117,8 @@ def _shapes(r: Reading, settings: NoSettings) -> ShapesResult:
         )
         for reason, matchers, expr in zip(reasons, only, count, strict=True)
     ]
-    sharing = soon(r.source, partial(counter_ratios, r, shares))
-    counted = together(
-        r.source,
+    sharing = r.soon(partial(counter_ratios, r, shares))
+    counted = r.together(
         [
             partial(
                 r.measure,
@@ -132,7 +128,7 @@ def _shapes(r: Reading, settings: NoSettings) -> ShapesResult:
                 caveats=(_REASONS,),
                 answer=answer,
             )
-            for reason, expr, answer in zip(reasons, count, r.instants(count), strict=True)
+            for reason, expr, answer in zip(reasons, count, r.ask(count), strict=True)
         ],
     )
     prompt_mean, output_mean, limit_mean = means_asked.result()

@@ -44,7 +44,6 @@ from inference_obs.reading.counter_ratios import Ratio, counter_ratios_grouped
 from inference_obs.reading.measurement import Bounds, Measurement, Status, derive
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Instant, Labels, Vector
-from inference_obs.source.remembering import soon
 
 __all__ = ["SloAttainment", "SloResult", "SloSettings", "budget_spent", "slo"]
 
@@ -273,8 +272,7 @@ def _slo(r: Reading, settings: SloSettings) -> SloResult:
         return SloResult(label="", targets=())
     label, names = replica_label(r, vllm.GENERATION_TOKENS)
     whole = [
-        soon(
-            r.source,
+        r.soon(
             partial(
                 shares_within,
                 r,
@@ -293,7 +291,7 @@ def _slo(r: Reading, settings: SloSettings) -> SloResult:
     exact_targets = [t for t, e in zip(targets, exact, strict=True) if e]
     per_exact = iter(_exact_by(r, exact_targets, label, names) if exact_targets else [])
     inexact = [t for t, e in zip(targets, exact, strict=True) if not e]
-    answers = iter(r.instants([_buckets_by(r, t, label) for t in inexact]) if inexact else [])
+    answers = iter(r.ask([_buckets_by(r, t, label) for t in inexact]) if inexact else [])
     out = []
     for target, is_exact, m, layout in zip(targets, exact, deployment, layouts, strict=True):
         if not is_exact:

@@ -39,14 +39,13 @@ from inference_obs.analyses.unit import Analysis, Settings
 from inference_obs.errors import Annotation, NoDataError
 from inference_obs.metrics import builders as b, dcgm, vllm
 from inference_obs.metrics.family import Family, resolve_label
-from inference_obs.query import count_over_time
+from inference_obs.query import Expr, count_over_time
 from inference_obs.reading.context import Reading
 from inference_obs.reading.coverage import Span, union
 from inference_obs.reading.measurement import Measurement, derive
 from inference_obs.reading.resolution import positive_share
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Labels
-from inference_obs.source.remembering import soon
 
 __all__ = [
     "Covered",
@@ -82,7 +81,7 @@ class Regime(StrEnum):
 
 def replica_label(r: Reading, family: Family) -> tuple[str, tuple[str, ...]]:
     """The label naming a replica on ``family``'s series, and the replicas it names."""
-    found = r.source.series(family.select(r.matchers), r.window)
+    found = r.series(family.select(r.matchers))
     available = {name for one in found for name in one}
     try:
         pod = resolve_label((*dcgm.POD_LABELS, "instance"), available)
@@ -178,7 +177,7 @@ def rates_by_replica(
         b.increase_total(f, r.matchers, r.seconds, by=(pod,))
         for f in (vllm.GENERATION_TOKENS, vllm.REQUEST_SUCCESS)
     ]
-    answers = r.instants(exprs)
+    answers = r.ask(exprs)
     parts = []
     for (stat, unit), expr, answer in zip(
         (("output_tokens", "tokens/s"), ("finished_requests", "requests/s")),
@@ -225,7 +224,7 @@ def replicas_seen(r: Reading, family: Family) -> Measurement:
     (falling back to ``instance``); ``no_data`` when the family has no series.
     """
     selector = family.select(r.matchers)
-    available = {name for one in r.source.series(selector, r.window) for name in one}
+    available = {name for one in r.series(selector) for name in one}
     try:
         pod = resolve_label((*dcgm.POD_LABELS, "instance"), available)
     except NoDataError:
@@ -296,6 +295,23 @@ class ThroughputSettings(Settings):
     )
 
 
+def _totals(r: Reading) -> dict[Family, Expr]:
+    """The window's increase of each token and request counter, summed over replicas."""
+    families = (vllm.GENERATION_TOKENS, vllm.PROMPT_TOKENS, vllm.REQUEST_SUCCESS)
+    return {family: b.increase_total(family, r.matchers, r.seconds) for family in families}
+
+
+def _maxima(r: Reading) -> dict[Family, Expr]:
+    """The window's highest waiting queue and KV-cache usage."""
+    families = (vllm.NUM_REQUESTS_WAITING, vllm.KV_CACHE_USAGE)
+    return {family: b.maximum(family, r.matchers, r.seconds) for family in families}
+
+
+def _first_questions(r: Reading, settings: ThroughputSettings) -> list[Expr]:
+    """The totals and maxima :func:`_throughput` asks first, in one query."""
+    return [*_totals(r).values(), *_maxima(r).values()]
+
+
 def _throughput(r: Reading, settings: ThroughputSettings) -> ThroughputResult:
     """Throughput of the deployment over the window.
 
@@ -306,24 +322,16 @@ def _throughput(r: Reading, settings: ThroughputSettings) -> ThroughputResult:
     tokens/s, its per-replica mean, tokens per GPU-hour, and the
     demand/capacity classification with its evidence.
     """
-    m, w = r.matchers, r.seconds
     # The replicas and the waiting share alongside one request for every other number.
-    replicas_asked = soon(r.source, partial(replicas_seen, r, vllm.GENERATION_TOKENS))
+    replicas_asked = r.soon(partial(replicas_seen, r, vllm.GENERATION_TOKENS))
     # The spans (raw app samples) alongside too: the replicas' rates read them as well,
     # and the source asks a question in flight once.
-    spans_asked = soon(r.source, partial(covered, r))
-    by_replica = soon(r.source, partial(rates_by_replica, r))
-    share_asked = soon(r.source, partial(_waiting_share, r))
-    totals = {
-        family: b.increase_total(family, m, w)
-        for family in (vllm.GENERATION_TOKENS, vllm.PROMPT_TOKENS, vllm.REQUEST_SUCCESS)
-    }
-    maxima = {
-        family: b.maximum(family, m, w)
-        for family in (vllm.NUM_REQUESTS_WAITING, vllm.KV_CACHE_USAGE)
-    }
+    spans_asked = r.soon(partial(covered, r))
+    by_replica = r.soon(partial(rates_by_replica, r))
+    share_asked = r.soon(partial(_waiting_share, r))
+    totals, maxima = _totals(r), _maxima(r)
     exprs = [*totals.values(), *maxima.values()]
-    answers = dict(zip(exprs, r.instants(exprs), strict=True))
+    answers = dict(zip(exprs, r.ask(exprs), strict=True))
 
     def run(statistic: str, family: Family, unit: str, caveats: Sequence[str]) -> Measurement:
         expr = totals[family] if family in totals else maxima[family]
@@ -489,4 +497,5 @@ throughput = Analysis(
     result=ThroughputResult,
     settings=ThroughputSettings,
     summary="Tokens and requests served, rates per replica and GPU-hour, demand or capacity.",
+    questions=_first_questions,
 )

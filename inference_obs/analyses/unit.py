@@ -17,7 +17,7 @@ settings model.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -25,10 +25,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from inference_obs.deployment import Deployment
 from inference_obs.errors import ConfigurationError
-from inference_obs.reading.context import Reading
+from inference_obs.query import Expr
+from inference_obs.reading.context import Reading, Source
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.samples import Window
-from inference_obs.source.base import Source
 
 __all__ = ["Analysis", "NoSettings", "Settings"]
 
@@ -71,6 +71,12 @@ class Analysis(Generic[S, R]):
         The model of its settings (defaults: what the report uses).
     summary
         One line saying what it answers, for listings.
+    questions
+        The instant questions at the window's end its first round asks, known
+        before anything is read (None: none declared). A run asks every
+        analysis's in one batch alongside the analyses, and the analysis's
+        :meth:`~inference_obs.reading.context.Reading.ask` of them takes the
+        answers from it: fewer requests, the same answers.
     """
 
     name: str
@@ -79,6 +85,7 @@ class Analysis(Generic[S, R]):
     result: type[R]
     settings: type[S]
     summary: str
+    questions: Callable[[Reading, S], Sequence[Expr]] | None = None
 
     def __call__(
         self,

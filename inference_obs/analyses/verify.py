@@ -1,6 +1,7 @@
 """Recompute a dataset's published numbers from its samples, and say where they differ.
 
-``aggregates.json`` comes in two layouts, and :func:`verify_dataset` checks both:
+``aggregates.json`` comes in two layouts, and :func:`verify_published` checks both
+(:func:`~inference_obs.report.verify.verify_dataset` reads a dataset directory for it):
 
 **Measurements** (``"schema": "inference-obs-aggregates/1"``, described in
 :mod:`inference_obs.analyses.published`), written by
@@ -35,9 +36,9 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -60,19 +61,18 @@ from inference_obs.errors import DatasetError
 from inference_obs.metrics import dcgm, vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import Matcher
+from inference_obs.reading.context import Source
 from inference_obs.reading.measurement import number_from_json
 from inference_obs.samples import Window
-from inference_obs.source.base import Source
-from inference_obs.source.dataset.reader import AGGREGATES, read_dataset
-from inference_obs.source.dataset.source import DatasetSource
 
 __all__ = [
     "FROM_ANALYSES",
     "FROM_SAMPLES",
+    "Published",
     "RowStatus",
     "VerifyResult",
     "VerifyRow",
-    "verify_dataset",
+    "verify_published",
 ]
 
 #: Simulator ``realised`` keys that an analysis measures, by ``analysis/statistic``.
@@ -193,13 +193,44 @@ class VerifyResult(BaseModel):
         return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def verify_dataset(path: str | Path, *, rel_tol: float = 1e-9) -> VerifyResult:
-    """Recompute the published numbers of the dataset at ``path`` from its samples.
+@dataclass(frozen=True)
+class Published:
+    """What a dataset publishes beside its samples, as :func:`verify_published` reads it.
+
+    Attributes
+    ----------
+    path
+        The dataset directory, as it is to be named.
+    aggregates
+        The published numbers (``aggregates.json``), or None.
+    where
+        How a problem in ``aggregates`` is located (the file's path).
+    window, deployments
+        The dataset's window and deployments (its manifest).
+    requests
+        The ground-truth request records (``requests.csv``), or None.
+    """
+
+    path: str
+    aggregates: Mapping[str, Any] | None
+    where: str
+    window: Window
+    deployments: Sequence[Deployment]
+    requests: pd.DataFrame | None
+
+
+def verify_published(
+    published: Published, samples: Callable[[Rules | None], Source], *, rel_tol: float = 1e-9
+) -> VerifyResult:
+    """Recompute the numbers ``published`` holds from the dataset's samples.
 
     Parameters
     ----------
-    path
-        A dataset directory.
+    published
+        The dataset's published numbers and what they cover.
+    samples
+        The dataset's samples as a source, under the given rules (None: the
+        dataset's own).
     rel_tol
         Relative tolerance: a difference up to ``rel_tol`` times the larger
         magnitude counts as equal (plus the rounding of simulated numbers).
@@ -207,50 +238,41 @@ def verify_dataset(path: str | Path, *, rel_tol: float = 1e-9) -> VerifyResult:
     Returns
     -------
     VerifyResult
-        One row per published number; no rows when there is no ``aggregates.json``.
+        One row per published number; no rows when there are none.
 
     Raises
     ------
     DatasetError
-        If the dataset does not read, or its aggregates name an unknown rule
-        set or an invalid window.
+        If the aggregates name an unknown rule set or an invalid window.
     NotSupportedOffline
         If the aggregates name ``victoriametrics`` rules, whose
         histogram_quantile the local engine does not model.
     """
-    dataset = read_dataset(Path(path))
-    published = dataset.aggregates
-    where = str(dataset.path / AGGREGATES)
-    if published is None:
-        return VerifyResult(path=str(dataset.path), layout="none", rules="", rows=())
-    window = dataset.manifest.window.window()
-    if published.get("schema") in (SCHEMA, FIRST_SCHEMA):
-        rules = _rules(published.get("rules"), where)
-        window = _window(published.get("window"), where)
-        source = DatasetSource(dataset, rules=rules)
-        rows = _verify_measurements(
-            source, dataset.manifest.deployments, window, published, rel_tol
-        )
+    aggregates, where = published.aggregates, published.where
+    if aggregates is None:
+        return VerifyResult(path=published.path, layout="none", rules="", rows=())
+    window, deployments = published.window, published.deployments
+    if aggregates.get("schema") in (SCHEMA, FIRST_SCHEMA):
+        rules = _rules(aggregates.get("rules"), where)
+        window = _window(aggregates.get("window"), where)
+        rows = _verify_measurements(samples(rules), deployments, window, aggregates, rel_tol)
         layout = "measurements"
-    elif published.get("synthetic") is True and isinstance(published.get("realised"), dict):
-        source = DatasetSource(dataset)
-        rules = source.rules
+    elif aggregates.get("synthetic") is True and isinstance(aggregates.get("realised"), dict):
+        source = samples(None)
+        rules = source.info().rules
         rows = _verify_simulated(
-            source, dataset.manifest.deployments, window, published, rel_tol, dataset.requests
+            source, deployments, window, aggregates, rel_tol, published.requests
         )
         layout = "simulated"
     else:
         rules = Rules.PROMETHEUS_2
         reason = f"unknown layout: neither 'schema': {SCHEMA!r} nor the simulator's 'realised'"
-        rows = [_unrecomputable(k, v, reason) for k, v in _leaves(published, "")]
+        rows = [_unrecomputable(k, v, reason) for k, v in _leaves(aggregates, "")]
         layout = "unknown"
-    requests = dataset.requests
+    requests = published.requests
     if isinstance(requests, pd.DataFrame) and not requests.empty:
-        deployments = dataset.manifest.deployments
-        rows += truth_rows(
-            DatasetSource(dataset, rules=rules), deployments, window, requests, rel_tol
-        )
-    return VerifyResult(path=str(dataset.path), layout=layout, rules=rules.value, rows=tuple(rows))
+        rows += truth_rows(samples(rules), deployments, window, requests, rel_tol)
+    return VerifyResult(path=published.path, layout=layout, rules=rules.value, rows=tuple(rows))
 
 
 def _verify_measurements(

@@ -30,9 +30,9 @@ from inference_obs.analyses.run import run_one
 from inference_obs.analyses.verify_rows import RowStatus, VerifyRow
 from inference_obs.deployment import Deployment
 from inference_obs.query import Selector
+from inference_obs.reading.context import Source
 from inference_obs.reading.measurement import Measurement
 from inference_obs.samples import Window
-from inference_obs.source.base import Source
 
 __all__ = ["truth_rows"]
 

@@ -333,7 +333,8 @@ def _dataset_export(args: argparse.Namespace) -> int:
 
 
 def _dataset_verify(args: argparse.Namespace) -> int:
-    from inference_obs.analyses.verify import RowStatus, verify_dataset
+    from inference_obs.analyses.verify import RowStatus
+    from inference_obs.report.verify import verify_dataset
 
     def number(value: float | None, sign: str = "") -> str:
         return "null" if value is None else f"{value:{sign}.10g}"

@@ -62,9 +62,9 @@ from inference_obs.query import (
     timestamp,
     to_promql,
 )
+from inference_obs.reading.schedule import together
 from inference_obs.samples import Floats, Ints, Labels, SampleSet, Vector, Window, is_stale
 from inference_obs.source.base import Source
-from inference_obs.source.remembering import together
 
 __all__ = [
     "READS",
@@ -266,9 +266,7 @@ def _read(
 ) -> dict[str, tuple[Ints, Floats]]:
     """Per replica, its readings: the two range queries on ``grid`` (see the module)."""
     # Asked at once: one round trip where the source runs questions in parallel.
-    mean_m, time_m = together(
-        source, [partial(source.range, e, grid, step_ms / 1000) for e in exprs]
-    )
+    mean_m, time_m = together([partial(source.range, e, grid, step_ms / 1000) for e in exprs])
     newest = {replica_of(labels, keys): time_m.points(i) for i, labels in enumerate(time_m.labels)}
     replicas: dict[str, tuple[Ints, Floats]] = {}
     for i, labels in enumerate(mean_m.labels):

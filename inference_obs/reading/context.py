@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
+from typing import TypeVar
 
 from inference_obs.deployment import Deployment
 from inference_obs.errors import Annotation, QueryError
@@ -43,14 +44,43 @@ from inference_obs.reading.measurement import (
     Status,
     no_data_note,
 )
-from inference_obs.samples import Instant, Labels, Vector, Window
-from inference_obs.source.base import Source
+from inference_obs.reading.schedule import Pending, soon, together
+from inference_obs.samples import Instant, Labels, Matrix, SampleSet, Vector, Window
+from inference_obs.source.base import EngineInfo, Source
 from inference_obs.source.view import ViewSource
 
-__all__ = ["Reading", "missing_families"]
+__all__ = ["Ahead", "Reading", "Source", "missing_families"]
+
+T = TypeVar("T")
 
 #: The annotation kind a source gives an answer the server marked partial.
 PARTIAL_RESPONSE = "partial_response"
+
+
+class Ahead:
+    """Instant questions at the window's end asked before the analyses that need them start.
+
+    A run asks every analysis's first round (``Analysis.questions``) in one
+    batch, and :meth:`Reading.ask` takes its answers from it.
+
+    Parameters
+    ----------
+    exprs
+        The questions, in the order ``asking`` answers them.
+    asking
+        The batch, started (or to run where first needed).
+    """
+
+    def __init__(self, exprs: Sequence[Expr], asking: Pending[list[Instant]]) -> None:
+        self._index = {expr: i for i, expr in enumerate(exprs)}
+        self._asking = asking
+
+    def answers(self, exprs: Sequence[Expr]) -> list[Instant] | None:
+        """The answers to ``exprs`` when the batch holds every one of them, else None."""
+        if not exprs or any(expr not in self._index for expr in exprs):
+            return None
+        got = self._asking.result()
+        return [got[self._index[expr]] for expr in exprs]
 
 
 @dataclass(frozen=True)
@@ -74,6 +104,8 @@ class Reading:
         Rent of one GPU for one hour (any currency), when known.
     topology_text
         ``nvidia-smi topo -m`` output of the deployment's boxes, when known.
+    ahead
+        Answers a run asked ahead for this deployment and window (:class:`Ahead`), if any.
     """
 
     source: Source
@@ -83,6 +115,7 @@ class Reading:
     step: float | None = None
     gpu_hour_price: float | None = None
     topology_text: str | None = None
+    ahead: Ahead | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # Every question is read as this deployment's data holds its series (older family
@@ -114,9 +147,54 @@ class Reading:
         """``expr`` at the window's end."""
         return self.source.instant(expr, self.window.end_s)
 
-    def instants(self, exprs: Sequence[Expr]) -> list[Instant]:
-        """Each of ``exprs`` at the window's end, in as few requests as the source allows."""
+    def ask(self, exprs: Sequence[Expr]) -> list[Instant]:
+        """Each of ``exprs`` at the window's end, in as few requests as the source allows
+        (:func:`~inference_obs.reading.joined.instants`); from the answers the run asked
+        ahead (:class:`Ahead`) where they hold every one."""
+        if self.ahead is not None and (found := self.ahead.answers(exprs)) is not None:
+            return found
         return instants(self.source, exprs, self.window.end_s)
+
+    def ask_each(self, groups: Sequence[Sequence[Expr]]) -> list[list[Instant]]:
+        """:meth:`ask` for several groups of questions at once, the answers given per group."""
+        answers = iter(self.ask([expr for group in groups for expr in group]))
+        return [[next(answers) for _ in group] for group in groups]
+
+    def range(self, expr: Expr, step: float) -> Matrix:
+        """``expr`` across the window every ``step`` seconds."""
+        return self.source.range(expr, self.window, step)
+
+    def raw(self, selector: Selector, window: Window | None = None) -> SampleSet:
+        """Raw samples of ``selector`` in the window (or in ``window``)."""
+        return self.source.raw(selector, window or self.window)
+
+    def series(self, selector: Selector) -> tuple[Labels, ...]:
+        """Label sets of the series ``selector`` selects in the window."""
+        return self.source.series(selector, self.window)
+
+    def info(self) -> EngineInfo:
+        """The engine answering: its kind and the range rules its numbers follow."""
+        return self.source.info()
+
+    def as_read(self, promql: str) -> str:
+        """The PromQL a query rendered as ``promql`` was read with: the data's own family
+        names and labels where they differ from the catalogue's (see
+        :mod:`~inference_obs.reading.discovery`)."""
+        if isinstance(self.source, ViewSource):  # always, past __post_init__; typed for mypy
+            return self.source.promql(promql)
+        return promql
+
+    @staticmethod
+    def soon(call: Callable[[], T]) -> Pending[T]:
+        """``call`` started now in the run's threads, where it has some
+        (:func:`~inference_obs.reading.schedule.soon`); its result when asked."""
+        return soon(call)
+
+    @staticmethod
+    def together(calls: Sequence[Callable[[], T]]) -> list[T]:
+        """The results of ``calls``, in order, run at once where the run allows
+        (:func:`~inference_obs.reading.schedule.together`)."""
+        return together(calls)
 
     def measure(
         self,
@@ -178,11 +256,14 @@ class Reading:
         def missing_in(group: Labels) -> list[str]:
             nonlocal present
             if present is None:  # asked once, only if some group has no value
-                series = {
-                    name: self.source.series(p, self.window) for name, p in _probes(expr).items()
-                }
+                probes = _probes(expr)
+                # Every family's series at once: one round trip, not one per family.
+                series = together(
+                    [partial(self.source.series, p, self.window) for p in probes.values()]
+                )
                 present = {
-                    name: {_group(one, keys) for one in found} for name, found in series.items()
+                    name: {_group(one, keys) for one in found}
+                    for name, found in zip(probes, series, strict=True)
                 }
             return [name for name, groups in present.items() if group not in groups]
 
@@ -387,8 +468,12 @@ def missing_families(
     """The families ``expr`` reads that have no series in ``window`` (with ``group``'s labels,
     when given), in the order written."""
     within = tuple(Matcher.equal(k, v) for k, v in (group or Labels(())).items())
-    return [
-        name
-        for name, probe in _probes(expr).items()
-        if not source.series(Selector(probe.metric, (*probe.matchers, *within)), window)
-    ]
+    probes = _probes(expr)
+    # Every family's series at once: one round trip, not one per family.
+    found = together(
+        [
+            partial(source.series, Selector(probe.metric, (*probe.matchers, *within)), window)
+            for probe in probes.values()
+        ]
+    )
+    return [name for name, series in zip(probes, found, strict=True) if not series]

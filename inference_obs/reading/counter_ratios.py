@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from inference_obs.errors import Annotation
 from inference_obs.metrics import builders
@@ -49,6 +50,7 @@ from inference_obs.reading.context import Reading, missing_families
 from inference_obs.reading.counter_resets import closed_range, series_change
 from inference_obs.reading.counter_totals import Pair, Pairing, Totals, totals
 from inference_obs.reading.measurement import Measurement, Status
+from inference_obs.reading.schedule import together
 from inference_obs.samples import Labels, SampleSet
 
 __all__ = [
@@ -179,7 +181,11 @@ def counter_ratios_by(
     extrapolated ratio grouped ``by`` the same labels, run once for the record.
     """
     (found,) = totals(r.source, r.window, [ratio.pair(by)])
-    return {group: _ratio_measurement(r, ratio, found, group, statistic(group)) for group in groups}
+    # Each group without series names its missing families: all groups at once.
+    made = together(
+        [partial(_ratio_measurement, r, ratio, found, group, statistic(group)) for group in groups]
+    )
+    return dict(zip(groups, made, strict=True))
 
 
 def counter_ratios_grouped(
@@ -198,21 +204,31 @@ def counter_ratios_grouped(
     each ratio's ``promql`` should be grouped ``by`` the same labels.
     """
     found = totals(r.source, r.window, [ratio.pair(by) for ratio in ratios])
+    # A ratio no group has (a family the deployment does not export) names its missing
+    # families once, not once per group: the requests stay as few however many groups.
+    # Those of every ratio, then those of every group, are asked at once: one round trip.
+    wholes = together(
+        [partial(_absent, r, ratio, one) for ratio, one in zip(ratios, found, strict=True)]
+    )
     out = []
-    for ratio, one in zip(ratios, found, strict=True):
-        # A ratio no group has (a family the deployment does not export) names its missing
-        # families once, not once per group: the requests stay as few however many groups.
-        whole = None
-        if not one.present:
-            both = Binary("/", ratio.numerator, ratio.denominator)
-            whole = missing_families(r.source, both, r.window)
-        out.append(
-            {
-                group: _ratio_measurement(r, ratio, one, group, statistic(ratio, group), whole)
+    for ratio, one, whole in zip(ratios, found, wholes, strict=True):
+        made = together(
+            [
+                partial(_ratio_measurement, r, ratio, one, group, statistic(ratio, group), whole)
                 for group in groups
-            }
+            ]
         )
+        out.append(dict(zip(groups, made, strict=True)))
     return out
+
+
+def _absent(r: Reading, ratio: Ratio, found: Totals) -> list[str] | None:
+    """The families of ``ratio`` without series in the reading's window, where no group has
+    the ratio (None where some group has it)."""
+    if found.present:
+        return None
+    both = Binary("/", ratio.numerator, ratio.denominator)
+    return missing_families(r.source, both, r.window)
 
 
 def _ratio_measurement(

@@ -33,9 +33,9 @@ import numpy as np
 from inference_obs.engine.aggregation import without_name
 from inference_obs.engine.rules import Rules
 from inference_obs.query import Binary, Expr, Matcher, Number, Range, Selector, resets
+from inference_obs.reading.schedule import soon, together
 from inference_obs.samples import Labels, SampleSet, Vector, Window
 from inference_obs.source.base import LEFT_OPEN_MARGIN_S, Source
-from inference_obs.source.remembering import soon, together
 
 __all__ = [
     "PIECES",
@@ -164,9 +164,8 @@ def reset_changes(source: Source, selector: Selector, window: Window) -> dict[La
     marked = Binary(">", counted_resets(selector, length, rules), Number(0))
     # Both asked at once: the stretches are wanted whenever a reset is counted.
     counted_over = counted_resets(selector, seconds, rules)
-    counting = soon(source, lambda: source.instant(counted_over, window.end_s))
+    counting = soon(lambda: source.instant(counted_over, window.end_s))
     marking = soon(
-        source,
         lambda: source.range(marked, _window(window, window.start_s, window.end_s + edge), edge),
     )
     counted = counting.result().value
@@ -182,7 +181,7 @@ def reset_changes(source: Source, selector: Selector, window: Window) -> dict[La
         _window(window, window.end_s - edge, window.end_s),
     )
     spans = [*_spans(ends, length, window), *edges]
-    *stretches, first, last = together(source, [partial(source.raw, selector, s) for s in spans])
+    *stretches, first, last = together([partial(source.raw, selector, s) for s in spans])
     for raw in stretches:
         for i, labels in enumerate(raw.labels):
             drops = found.get(without_name(labels))

@@ -49,9 +49,9 @@ from inference_obs.reading.counter_resets import (
     reset_changes,
 )
 from inference_obs.reading.joined import in_process, vectors
+from inference_obs.reading.schedule import soon, together
 from inference_obs.samples import NAME, Labels, Vector, Window
 from inference_obs.source.base import Source
-from inference_obs.source.remembering import soon, together
 
 __all__ = ["Pair", "Pairing", "Totals", "series_of", "totals"]
 
@@ -157,7 +157,7 @@ def series_of(
     distinct = list(dict.fromkeys(selectors))
     unnamed = any(s.metric is None or (s.offset, s.at) != (None, None) for s in distinct)
     if unnamed or in_process(source):  # an engine in this process saves no round trip
-        found = together(source, [partial(source.series, s, window) for s in distinct])
+        found = together([partial(source.series, s, window) for s in distinct])
         by_selector = dict(zip(distinct, found, strict=True))
         return [by_selector[s] for s in selectors]
     common = tuple(m for m in distinct[0].matchers if all(m in s.matchers for s in distinct))
@@ -230,8 +230,8 @@ def totals(source: Source, window: Window, pairs: Sequence[Pair]) -> list[Totals
     selectors = [s for pair in pairs for s in (pair.numerator, pair.denominator)]
     questions = [plan.questions() for plan in plans]
     flat = [expr for asked in questions for expr in asked]
-    labelled = soon(source, partial(series_of, source, selectors, window))
-    answered = soon(source, partial(vectors, source, flat, window.end_s))
+    labelled = soon(partial(series_of, source, selectors, window))
+    answered = soon(partial(vectors, source, flat, window.end_s))
     labels, answers = labelled.result(), answered.result()
     finishing = []
     start = 0
@@ -240,7 +240,7 @@ def totals(source: Source, window: Window, pairs: Sequence[Pair]) -> list[Totals
         start += len(asked)
         sides = (labels[2 * i], labels[2 * i + 1])
         finishing.append(partial(_finish, source, window, plan, sides, parts))
-    return together(source, finishing)
+    return together(finishing)
 
 
 def _finish(
@@ -272,9 +272,8 @@ def _finish(
     changed: list[dict[Labels, float]] = []
     if restarted:
         clean = [plan.summed(plan.top, True), plan.summed(plan.bottom, True)]
-        cleaned = soon(source, partial(vectors, source, clean, window.end_s))
+        cleaned = soon(partial(vectors, source, clean, window.end_s))
         changed = together(
-            source,
             [
                 partial(reset_changes, source, narrowed(selector, wanted), window)
                 for selector in (pair.numerator, pair.denominator)

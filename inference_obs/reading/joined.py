@@ -32,9 +32,9 @@ import numpy as np
 
 from inference_obs.errors import MalformedAnswer, QueryError
 from inference_obs.query import Binary, Expr, ValueType, label_replace, to_promql
+from inference_obs.reading.schedule import together
 from inference_obs.samples import Instant, Labels, Vector
 from inference_obs.source.base import Source
-from inference_obs.source.remembering import together
 
 __all__ = ["PART", "in_process", "instants", "joined", "split", "vectors"]
 
@@ -123,7 +123,7 @@ def vectors(source: Source, exprs: Sequence[Expr], at: float) -> list[Vector]:
         # Part labels that cannot be trusted: each question alone, as below.
     found = []
     for expr, answer in zip(
-        exprs, together(source, [partial(source.instant, e, at) for e in exprs]), strict=True
+        exprs, together([partial(source.instant, e, at) for e in exprs]), strict=True
     ):
         if not isinstance(answer.value, Vector):
             # An invariant, not input: a source answers a vector expression with a Vector.
@@ -155,9 +155,9 @@ def instants(source: Source, exprs: Sequence[Expr], at: float) -> list[Instant]:
     alone = [partial(source.instant, e, at) for e in exprs]
     vector = all(e.type is ValueType.VECTOR for e in exprs)
     if len(exprs) < 2 or not vector or in_process(source):
-        return together(source, alone)
+        return together(alone)
     answer = joined(source, exprs, at)
     parts = None if answer.annotations else _parts(answer, len(exprs))
     if parts is None:
-        return together(source, alone)
+        return together(alone)
     return [Instant(vector, at, to_promql(e)) for e, vector in zip(exprs, parts, strict=True)]

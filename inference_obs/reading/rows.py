@@ -51,9 +51,9 @@ from inference_obs.reading.alignment import (
     sum_by_replica,
 )
 from inference_obs.reading.resolution import tile_ms, tile_window
+from inference_obs.reading.schedule import together
 from inference_obs.samples import Floats, Ints, Labels, Matrix, Window
 from inference_obs.source.base import Source
-from inference_obs.source.remembering import together
 
 __all__ = [
     "AlignedGpu",
@@ -215,7 +215,7 @@ def _per_scrape(
     gpu_labels: Sequence[Labels],
     selectors: tuple[Selector, Selector],
 ) -> AppRows:
-    waiting_raw, running_raw = together(source, [partial(source.raw, s, window) for s in selectors])
+    waiting_raw, running_raw = together([partial(source.raw, s, window) for s in selectors])
     keys = replica_keys(deployment, waiting_raw.labels, gpu_labels)
     waits, runs = sum_by_replica(waiting_raw, keys), sum_by_replica(running_raw, keys)
     times, waiting, running = {}, {}, {}
@@ -254,9 +254,7 @@ def _per_tile(
     tiles = tile_window(window, step)
     waits, runs = (
         by_label(matrix, keys)
-        for matrix in together(
-            source, [partial(source.range, e, tiles, step) for e in (w_expr, r_expr)]
-        )
+        for matrix in together([partial(source.range, e, tiles, step) for e in (w_expr, r_expr)])
     )
     times, waiting, running = {}, {}, {}
     for replica in sorted(waits):

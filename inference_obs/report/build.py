@@ -11,7 +11,8 @@ each question waits for the one before. The deployments' analyses need
 nothing of each other but the tile width, so all start at once; inside each,
 questions that do not depend on each other's answers are asked together,
 and a question already in flight is waited for, not asked again
-(:mod:`~inference_obs.source.remembering`). The comparison checks read the
+(:mod:`~inference_obs.source.remembering`); the run owns the threads
+(:class:`~inference_obs.reading.schedule.Pool`). The comparison checks read the
 analyses' results and ask only what those lack; the time line
 (:mod:`~inference_obs.analyses.timeline`) and the judgement
 (:mod:`~inference_obs.analyses.conclusions`) read them and ask nothing. Results are assembled in a
@@ -32,21 +33,23 @@ from inference_obs.analyses.validity.verdicts import ValidityResult, compare, wi
 from inference_obs.deployment import Deployment
 from inference_obs.errors import InferenceObsError
 from inference_obs.reading.resolution import Resolution
+from inference_obs.reading.schedule import Pending, Pool, soon
 from inference_obs.report.model import Report, Scope
 from inference_obs.samples import Window
 from inference_obs.source.base import EngineInfo, Source
-from inference_obs.source.remembering import Pending, RememberingSource, soon
+from inference_obs.source.remembering import RememberingSource
 
 __all__ = ["WORKERS", "ReportTimeout", "build_report"]
 
 Progress = Callable[[str], None]
-#: Threads a report reading a server runs its analyses and questions in. Many wait on
-#: answers other threads are fetching, so there are more threads than requests in
-#: flight: over a link with 50 ms each way (and a round trip more per connection) the
-#: bundled two-deployment report built in 5.5 s with 8 threads, 3.4 s with 16, 2.2 s with
-#: 32 and 1.9 s with 48 (``benchmarks/live_link.py``). The source bounds the requests in
-#: flight.
-WORKERS = 32
+#: Threads a report reading a server runs its analyses and questions in. Most wait on
+#: answers other threads are fetching, so there are many more threads than requests in
+#: flight (the source bounds those). Each of a deployment's 20-odd analyses holds a thread
+#: while it waits, and work started when no thread is free runs one piece after another
+#: where its result is needed: over a link with 50 ms each way the bundled two-deployment
+#: report's critical path was 40 requests with 32 threads and 31 with 128
+#: (``benchmarks/live_link.py``, one recorded run each on a loaded machine).
+WORKERS = 128
 
 
 class ReportTimeout(InferenceObsError, TimeoutError):
@@ -78,18 +81,19 @@ def _asked(
     **options: Any,
 ) -> tuple[list[DeploymentResults], ValidityResult | None, EngineInfo]:
     """Every analysis once per deployment, then the comparison checks: all that asks the
-    source, through one :class:`RememberingSource` (``options`` go to :func:`run`)."""
-    with RememberingSource(source) as asked:
-        # The engine is asked first: its kind chooses the default number of threads.
-        local = asked.info().kind == "dataset"
-        asked.workers = workers if workers is not None else 1 if local else WORKERS
+    source, through one :class:`RememberingSource`, in one :class:`Pool` of threads
+    (``options`` go to :func:`run`)."""
+    asked = RememberingSource(source)
+    # The engine is asked first: its kind chooses the default number of threads.
+    local = asked.info().kind == "dataset"
+    with Pool(workers if workers is not None else 1 if local else WORKERS):
 
         def start(what: str, work: Callable[[], Any]) -> Pending[Any]:
             def stepped() -> Any:
                 step(what)
                 return work()
 
-            return soon(asked, stepped)
+            return soon(stepped)
 
         runs = run(asked, deployments, windows, start=start, **options)
         verdicts = None

@@ -32,7 +32,6 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 import numpy as np
 
@@ -57,7 +56,6 @@ from inference_obs.metrics.sglang_reading import (
 from inference_obs.query import Expr, Selector, parse, to_promql
 from inference_obs.samples import Instant, Labels, Matrix, SampleSet, Series, Vector, Window
 from inference_obs.source.base import EngineInfo, Metadata, Source
-from inference_obs.source.remembering import Pending, soon
 
 __all__ = ["READ_AS_FOUND", "Found", "ViewSource"]
 
@@ -68,7 +66,6 @@ READ_AS_FOUND: frozenset[str] = frozenset(
     {"renamed_family", "engine_equivalent", "gpu_label_scheme", "shared_gpus"}
 )
 
-T = TypeVar("T")
 _NAME = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 _DCGM = frozenset(n for f in FAMILIES if f.exporter == "dcgm" for n in f.names)
 
@@ -179,10 +176,6 @@ class ViewSource:
             if self._found is None:
                 self._found = self._find(self.source)
             return self._found
-
-    def start(self, call: Callable[[], T]) -> Pending[T]:
-        """``call`` started where the wrapped source runs work (see :func:`soon`)."""
-        return soon(self.source, call)
 
     def promql(self, asked: str) -> str:
         """The PromQL an expression rendered as ``asked`` was read with."""

@@ -19,6 +19,7 @@ from inference_obs.reading.counter_ratios import (
     histogram_share,
 )
 from inference_obs.reading.measurement import Status
+from inference_obs.reading.schedule import Pool
 from inference_obs.samples import Labels, SampleSet, Window
 from inference_obs.source.base import Source
 from inference_obs.source.dataset.source import DatasetSource
@@ -112,5 +113,6 @@ def test_asked_in_threads_a_restart_gives_the_same_measurements(source: DatasetS
         share = histogram_share(Reading(on, DEPLOYMENT, WINDOW, "t"), FAMILY, 0.5, "s")
         return mean.model_dump_json(), share.model_dump_json()
 
-    with RememberingSource(source, workers=4) as threaded:
-        assert both(threaded) == both(source)
+    with Pool(4):
+        threaded = both(RememberingSource(source))
+    assert threaded == both(source)

@@ -16,10 +16,10 @@ from inference_obs.analyses.verify import (
     FROM_SAMPLES,
     RowStatus,
     VerifyResult,
-    verify_dataset,
 )
 from inference_obs.analyses.verify_requests import FROM_REQUESTS
 from inference_obs.errors import DatasetError, NotSupportedOffline
+from inference_obs.report.verify import verify_dataset
 from inference_obs.source.dataset.reader import read_dataset
 from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.dataset.writer import write_dataset

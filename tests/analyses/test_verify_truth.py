@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from inference_obs.analyses.verify import RowStatus, verify_dataset
+from inference_obs.analyses.verify import RowStatus
 from inference_obs.cli import main
+from inference_obs.report.verify import verify_dataset
 from inference_obs.source.dataset.reader import read_dataset
 from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.dataset.writer import write_dataset

@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 
 from inference_obs.analyses.published import published_aggregates
-from inference_obs.analyses.verify import RowStatus, verify_dataset
+from inference_obs.analyses.verify import RowStatus
 from inference_obs.cli import main
 from inference_obs.query import Selector
+from inference_obs.report.verify import verify_dataset
 from inference_obs.source.auth import BearerToken
 from inference_obs.source.dataset.export import export_dataset
 from inference_obs.source.dataset.source import DatasetSource

@@ -1,24 +1,22 @@
 """RememberingSource: each distinct question asked once (in flight included), the same answers
-as the source; work started with soon/together, in threads or in order."""
+as the source, whichever threads ask."""
 
 from __future__ import annotations
 
-import contextvars
 import threading
 import time
 from collections import Counter
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from inference_obs.errors import ConfigurationError, QueryFailed
+from inference_obs.errors import QueryFailed
 from inference_obs.query import Expr, Selector
 from inference_obs.report import build_report
 from inference_obs.samples import Instant, SampleSet, Vector, Window
 from inference_obs.source.dataset.source import DatasetSource
-from inference_obs.source.remembering import RememberingSource, soon, together
+from inference_obs.source.remembering import RememberingSource
 
 DATASET = Path("datasets/h100-vs-h200")
 
@@ -60,12 +58,6 @@ def test_a_repeated_question_is_asked_once(dataset_source: DatasetSource) -> Non
     assert source.info() is source.info()
     source.raw(selector, Window.parse(window.start, 60.0))
     assert counting.calls == Counter({"raw": 2, "info": 1})
-
-
-@pytest.mark.parametrize("workers", [0, -1])
-def test_workers_below_one_are_refused(dataset_source: DatasetSource, workers: int) -> None:
-    with pytest.raises(ConfigurationError, match=f"workers must be at least 1 .*not {workers}"):
-        RememberingSource(dataset_source, workers=workers)
 
 
 def test_a_failure_is_not_remembered(dataset_source: DatasetSource) -> None:
@@ -206,67 +198,3 @@ def test_an_error_in_flight_reaches_every_waiter_and_is_not_remembered(
     assert isinstance(plain, Vector)
     assert again.value.as_dict() == plain.as_dict()
     assert len(plain) == 1
-
-
-def test_together_gives_results_in_order_and_the_first_error_once_all_ran(
-    dataset_source: DatasetSource,
-) -> None:
-    finished: list[int] = []
-
-    def work(i: int) -> int:
-        time.sleep(0.05 * (3 - i))  # the later ones finish first
-        finished.append(i)
-        if i in (1, 2):
-            raise ValueError(f"failed {i}")
-        return i
-
-    with RememberingSource(dataset_source, workers=4) as source:
-        assert together(source, [partial(work, i) for i in (0, 3)]) == [0, 3]
-        with pytest.raises(ValueError, match="failed 1"):
-            together(source, [partial(work, i) for i in range(4)])
-    assert sorted(finished) == [0, 0, 1, 2, 3, 3]
-
-
-def test_work_started_inside_work_never_waits_for_a_free_thread(
-    dataset_source: DatasetSource,
-) -> None:
-    # Two threads, work nested four deep and three wide: what no thread has
-    # started runs in the thread that needs it, so this finishes.
-    def nested(source: RememberingSource, depth: int) -> int:
-        if depth == 0:
-            return 1
-        return sum(together(source, [partial(nested, source, depth - 1) for _ in range(3)]))
-
-    done: list[int] = []
-    with RememberingSource(dataset_source, workers=2) as source:
-        thread = threading.Thread(target=lambda: done.append(nested(source, 4)))
-        thread.start()
-        thread.join(timeout=60)
-    assert done == [81]
-
-
-def test_without_threads_work_runs_in_order_where_its_result_is_needed(
-    dataset_source: DatasetSource,
-) -> None:
-    ran: list[str] = []
-    source = RememberingSource(dataset_source)
-    first = soon(source, lambda: ran.append("first"))
-    second = soon(dataset_source, lambda: ran.append("second"))
-    assert ran == []
-    second.result()
-    first.result()
-    first.result()
-    assert ran == ["second", "first"]
-
-
-def test_work_runs_in_the_context_it_was_started_from(dataset_source: DatasetSource) -> None:
-    where: contextvars.ContextVar[str] = contextvars.ContextVar("where", default="outside")
-
-    def started() -> list[str]:
-        where.set("inside")
-        pending = [soon(source, where.get) for _ in range(4)]
-        return [one.result() for one in pending]
-
-    with RememberingSource(dataset_source, workers=4) as source:
-        assert soon(source, started).result() == ["inside"] * 4
-    assert where.get() == "outside"

@@ -36,7 +36,6 @@ from inference_obs.reading.context import Reading
 from inference_obs.reading.resolution import series_count
 from inference_obs.reading.rows import AppRows, align_gpu, app_rows
 from inference_obs.samples import Floats, Ints, Labels
-from inference_obs.source.remembering import soon, together
 
 __all__ = ["Evidence", "Track", "gather", "median"]
 
@@ -177,18 +176,17 @@ def gather(
     # What needs only the rows is asked now, alongside the duty family: whether the
     # PCIe families have series, their per-replica means (per scrape, where they do
     # not depend on the duty family's answer) and the host evidence's questions.
-    counted = {f: soon(source, partial(series_count, source, gpus[f], window)) for f in PCIE}
+    counted = {f: r.soon(partial(series_count, source, gpus[f], window)) for f in PCIE}
     if r.step is None:
         for family in PCIE:
             read = partial(gpu_per_replica, reach_ms=rows.interval_ms)  # as align_gpu reads it
-            soon(source, partial(read, source, gpus[family], rows.keys, window))
-    soon(source, partial(ask_host_evidence, r, rows, hosts))
+            r.soon(partial(read, source, gpus[family], rows.keys, window))
+    r.soon(partial(ask_host_evidence, r, rows, hosts))
     busy = align_gpu(source, rows, gpus[duty], window, tolerance_ms=tolerance_ms)
     where = None if r.step is None else _idle_with_work(rows, busy.query, scale, idle_below)
     # A family without series is not asked: its rows are NaN, and it is named missing.
     present = [family for family in PCIE if counted[family].result() > 0]
-    aligned = together(
-        source,
+    aligned = r.together(
         [
             partial(
                 align_gpu,

@@ -29,12 +29,10 @@ from inference_obs.metrics.family import Family
 from inference_obs.metrics.host_queries import container_matchers
 from inference_obs.query import Expr, Matcher, Selector, last_over_time, rate
 from inference_obs.reading.alignment import nearest, replica_of
-from inference_obs.reading.context import Reading
+from inference_obs.reading.context import Reading, Source
 from inference_obs.reading.resolution import series_count, tile_window
 from inference_obs.reading.rows import AppRows, at_rows, by_label, only
 from inference_obs.samples import Floats, Ints, SampleSet, Window, is_stale
-from inference_obs.source.base import Source
-from inference_obs.source.remembering import soon
 
 __all__ = [
     "HostEvidence",
@@ -197,14 +195,14 @@ class _Nodes:
     every: Selector
 
 
-def _nodes(source: Source, window: Window, hosts: dict[str, set[str]]) -> _Nodes | None:
+def _nodes(r: Reading, hosts: dict[str, set[str]]) -> _Nodes | None:
     names = sorted(set().union(*hosts.values())) if hosts else []
     candidates = [
         (label, host.NODE_CPU_SECONDS.select([Matcher.one_of(label, names)]))
         for label in (host.NODE_LABELS if names else ())
     ]
     # Every candidate label asked at once; the first (in order) with series is taken.
-    counts = [soon(source, partial(series_count, source, every, window)) for _, every in candidates]
+    counts = [r.soon(partial(series_count, r.source, every, r.window)) for _, every in candidates]
     for (label, every), count in zip(candidates, counts, strict=True):
         if count.result() > 0:
             busy = Selector(every.metric, (*every.matchers, Matcher.not_equal("mode", "idle")))
@@ -216,19 +214,19 @@ def ask_host_evidence(r: Reading, rows: AppRows, hosts: dict[str, set[str]]) -> 
     """Start the questions :func:`host_evidence` will ask that need nothing but ``rows`` and
     ``hosts`` (which nodes have series; per scrape every raw read, per tile which families
     have series), so that they are in flight before it runs (see
-    :func:`~inference_obs.source.remembering.soon`)."""
+    :meth:`~inference_obs.reading.context.Reading.soon`)."""
     source, window = r.source, r.window
     families = list(_selectors(r.deployment).values())
     if rows.tile_ms:
         for selector in families:
-            soon(source, partial(series_count, source, selector, window))
+            r.soon(partial(series_count, source, selector, window))
     else:
         for selector in families:
-            soon(source, partial(source.raw, selector, window))
-    nodes = _nodes(source, window, hosts)
+            r.soon(partial(r.raw, selector))
+    nodes = _nodes(r, hosts)
     if nodes is not None and not rows.tile_ms:
         for selector in (nodes.busy, nodes.every):
-            soon(source, partial(source.raw, selector, window))
+            r.soon(partial(r.raw, selector))
 
 
 def _total(arrays: Sequence[Floats], size: int) -> Floats:
@@ -255,7 +253,7 @@ def host_evidence(
     the tiles it has a value at.
     """
     families = _selectors(r.deployment)
-    nodes = _nodes(r.source, r.window, hosts)
+    nodes = _nodes(r, hosts)
     read = (
         _Scrapes(r.source, r.window, rows, tolerance_ms)
         if rows.tile_ms == 0

@@ -70,7 +70,6 @@ from inference_obs.reading.measurement import Measurement, derive
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.reading.rows import tolerance_ms
 from inference_obs.samples import Labels
-from inference_obs.source.remembering import soon, together
 
 __all__ = [
     "BoundariesResult",
@@ -195,7 +194,7 @@ class BoundariesResult(AnalysisResult):
 
 def _duty_family(r: Reading) -> Family:
     # The fallback's label sets are wanted either way (the GPU analysis reads them).
-    soon(r.source, partial(gpu_label_sets, r.source, r.deployment, dcgm.GPU_UTIL, r.window))
+    r.soon(partial(gpu_label_sets, r.source, r.deployment, dcgm.GPU_UTIL, r.window))
     if gpu_label_sets(r.source, r.deployment, dcgm.PROF_GR_ENGINE_ACTIVE, r.window):
         return dcgm.PROF_GR_ENGINE_ACTIVE
     return dcgm.GPU_UTIL
@@ -288,15 +287,13 @@ def _per_replica(
     def throttled_of(group: Labels) -> str:
         return f"throttled_ratio[{groups[group]}]"
 
-    throttling = soon(
-        r.source,
+    throttling = r.soon(
         partial(
             counter_ratios_by, r, throttled, by=by, groups=list(groups), statistic=throttled_of
         ),
     )
-    answers = r.instants([q.expr for q in questions.values()])
-    measured = together(
-        r.source,
+    answers = r.ask([q.expr for q in questions.values()])
+    measured = r.together(
         [
             partial(
                 r.measure_by,
@@ -460,13 +457,11 @@ def _boundaries(r: Reading, settings: BoundariesSettings) -> BoundariesResult:
     like_queueing = QueueingSettings(
         busy_threshold=100.0 * settings.idle_below, tolerance_s=settings.tolerance_s
     )
-    queue_asked = soon(r.source, partial(queueing.entry, r.of(queueing.name), like_queueing))
+    queue_asked = r.soon(partial(queueing.entry, r.of(queueing.name), like_queueing))
     duty_family = _duty_family(r)
     scale = 0.01 if duty_family is dcgm.GPU_UTIL else 1.0
     duty_expr = b.sample_mean(duty_family, r.deployment.gpu_matchers, r.seconds) * scale
-    duty_asked = soon(
-        r.source, partial(r.measure, "duty_cycle", duty_expr, "ratio", caveats=(DUTY,))
-    )
+    duty_asked = r.soon(partial(r.measure, "duty_cycle", duty_expr, "ratio", caveats=(DUTY,)))
     evidence = ev.gather(
         r, duty_family, scale, tolerance_ms=tolerance, idle_below=settings.idle_below
     )

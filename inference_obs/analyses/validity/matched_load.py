@@ -26,10 +26,9 @@ from inference_obs.errors import Annotation
 from inference_obs.metrics import vllm
 from inference_obs.metrics.family import Family
 from inference_obs.query import avg_over_time, increase, to_promql
-from inference_obs.reading.context import Reading
+from inference_obs.reading.context import Reading, Source
 from inference_obs.reading.measurement import Bounds, Measurement, Status, note_lowest_bucket
 from inference_obs.samples import Matrix, Window
-from inference_obs.source.base import Source
 
 __all__ = ["MatchedConcurrency", "matched_concurrency"]
 

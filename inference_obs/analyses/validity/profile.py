@@ -25,12 +25,10 @@ from inference_obs.analyses.throughput import ThroughputResult, covered, through
 from inference_obs.deployment import Deployment
 from inference_obs.metrics import builders, vllm
 from inference_obs.query import avg_over_time
-from inference_obs.reading.context import Reading
+from inference_obs.reading.context import Reading, Source
 from inference_obs.reading.measurement import Measurement, derive
 from inference_obs.reading.resolution import positive_share
 from inference_obs.samples import Window
-from inference_obs.source.base import Source
-from inference_obs.source.remembering import soon, together
 
 __all__ = ["NEEDED", "Profile", "profile"]
 
@@ -112,21 +110,20 @@ def profile(source: Source, ran: DeploymentResults) -> Profile:
     d, w = ran.deployment, ran.window
     r = Reading(source, d, w, ANALYSIS, step=ran.step_seconds)
     running = vllm.NUM_REQUESTS_RUNNING.select(r.matchers)
-    sharing = soon(source, partial(positive_share, source, running, w, r.step))
+    sharing = r.soon(partial(positive_share, source, running, w, r.step))
     in_flight = avg_over_time(running.over(r.seconds)).sum()
     counts = {
         key: builders.histogram_count(family, r.matchers, r.seconds)
         for key, (family, _) in METRICS.items()
     }
     # The in-flight mean and every histogram's observations in one request.
-    flight_answer, *count_answers = r.instants([in_flight, *counts.values()])
+    flight_answer, *count_answers = r.ask([in_flight, *counts.values()])
     summed = "Sum over engines of each engine's sample mean of requests running."
     flight = r.measure(
         "in_flight_mean", in_flight, "requests", caveats=(summed,), answer=flight_answer
     )
     # Together: a count without data looks up which families have series.
-    observed = together(
-        source,
+    observed = r.together(
         [
             partial(r.measure, f"{key}_observations", expr, "observations", answer=answer)
             for (key, expr), answer in zip(counts.items(), count_answers, strict=True)

@@ -37,12 +37,11 @@ from inference_obs.analyses.validity.profile import NEEDED, Profile, profile
 from inference_obs.deployment import Deployment
 from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import vllm
+from inference_obs.reading.context import Reading, Source
 from inference_obs.reading.measurement import Bounds, Measurement, in_lowest_bucket
 from inference_obs.reading.resolution import Resolution
 from inference_obs.reading.result import format_number
 from inference_obs.samples import Window
-from inference_obs.source.base import Source
-from inference_obs.source.remembering import together
 
 __all__ = [
     "ComparisonVerdict",
@@ -364,7 +363,7 @@ def compare(
         One :class:`PairValidity` per pair, in the order given.
     """
     _comparable([one.deployment.name for one in runs])
-    profiles = together(source, [partial(profile, source, one) for one in runs])
+    profiles = Reading.together([partial(profile, source, one) for one in runs])
     windows = {one.deployment.name: one.window for one in runs}
     t = thresholds or Thresholds()
     pairs = []
@@ -372,8 +371,7 @@ def compare(
         pair = compare_profiles(a, b, t)
         if pair.finding("concurrency_differs") is not None:
             both = (a.deployment, b.deployment)
-            matched = together(
-                source,
+            matched = Reading.together(
                 [
                     partial(matched_concurrency, source, both, windows, family)
                     for family in (vllm.INTER_TOKEN_LATENCY, vllm.TIME_TO_FIRST_TOKEN)

@@ -12,7 +12,7 @@ computes from the written samples.
 The aggregates are computed by the caller's function because analyses sit
 above sources in the layers: pass
 :func:`inference_obs.analyses.verify.published_aggregates`, which
-:func:`~inference_obs.analyses.verify.verify_dataset` can recompute.
+:func:`~inference_obs.report.verify.verify_dataset` can recompute.
 """
 
 from __future__ import annotations
