@@ -518,7 +518,7 @@ def _tables(
     """The waiting-vs-idle tables as Measurements: every replica pooled, then each replica."""
     made = partial(waiting_idle, r, unit=unit, busy_threshold=walk.busy_threshold, reads=reads)
     pooled = sum(walk.tables.values(), TwoByTwo(0, 0, 0, 0))
-    return made(pooled, "all"), {name: made(t, name) for name, t in walk.tables.items()}
+    return made(pooled, None), {name: made(t, name) for name, t in walk.tables.items()}
 
 
 queueing = Analysis(

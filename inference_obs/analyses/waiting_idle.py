@@ -164,7 +164,8 @@ class WaitingIdle(BaseModel):
     Attributes
     ----------
     scope
-        The replica, or ``all`` for the deployment (rows of every replica pooled).
+        The replica, or None for the deployment (rows of every replica pooled). Not a
+        name: a replica may be called ``all`` (a deployment without replica labels is).
     waiting_idle, waiting_busy, not_waiting_idle, not_waiting_busy
         Rows in each cell (samples, or tiles).
     odds_ratio
@@ -179,7 +180,7 @@ class WaitingIdle(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    scope: str
+    scope: str | None
     waiting_idle: Measurement
     waiting_busy: Measurement
     not_waiting_idle: Measurement
@@ -225,13 +226,13 @@ def _statistic(
 def waiting_idle(
     r: Reading,
     table: TwoByTwo,
-    scope: str,
+    scope: str | None,
     *,
     unit: str,
     busy_threshold: float,
     reads: tuple[Expr, ...],
 ) -> WaitingIdle:
-    """``table`` as Measurements ``waiting_idle_*`` (``...[scope]`` unless ``scope`` is ``all``).
+    """``table`` as Measurements ``waiting_idle_*`` (``...[scope]`` unless ``scope`` is None).
 
     Parameters
     ----------
@@ -240,7 +241,7 @@ def waiting_idle(
     table
         The rows counted.
     scope
-        A replica's name, or ``all`` for every replica pooled.
+        A replica's name, or None for every replica pooled.
     unit
         What a row is: ``samples`` or ``tiles``.
     busy_threshold
@@ -248,13 +249,13 @@ def waiting_idle(
     reads
         The queries the rows came from, for the provenance.
     """
-    suffix = "" if scope == "all" else f"[{scope}]"
+    suffix = "" if scope is None else f"[{scope}]"
     cells = (
         f"rows with num_requests_waiting > 0 (or not) against the replica's mean "
         f"DCGM_FI_DEV_GPU_UTIL < {busy_threshold:g} % (idle) or not, rows without a GPU "
-        f"reading left out{'; every replica pooled' if scope == 'all' else ''}"
+        f"reading left out{'; every replica pooled' if scope is None else ''}"
     )
-    caveats = (*CAVEATS, POOLED) if scope == "all" else CAVEATS
+    caveats = (*CAVEATS, POOLED) if scope is None else CAVEATS
 
     def one(name: str, value: float | None, unit: str, computation: str) -> Measurement:
         return _statistic(

@@ -190,7 +190,7 @@ def _tables(q: QueueingResult) -> Iterator[Block]:
         ),
         tuple(
             (
-                (pooled if t.scope == "all" else t.scope),
+                (pooled if t.scope is None else t.scope),
                 cell(t.waiting_idle),
                 cell(t.waiting_busy),
                 cell(t.not_waiting_idle),
