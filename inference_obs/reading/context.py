@@ -70,10 +70,6 @@ class Reading:
     step
         Tile width, seconds, the per-scrape questions read at; ``None``: every scrape
         (see :mod:`~inference_obs.reading.resolution`).
-    gpu_hour_price
-        Rent of one GPU for one hour (any currency), when known.
-    topology_text
-        ``nvidia-smi topo -m`` output of the deployment's boxes, when known.
     """
 
     source: Source
@@ -81,8 +77,6 @@ class Reading:
     window: Window
     analysis: str
     step: float | None = None
-    gpu_hour_price: float | None = None
-    topology_text: str | None = None
 
     def __post_init__(self) -> None:
         # Every question is read as this deployment's data holds its series (older family
