@@ -34,10 +34,14 @@ SECTIONS = (
 )  # fmt: skip
 
 
-def make(source: DatasetSource, **options: object) -> Report:
+def make(
+    source: DatasetSource, *, prices: dict[str, float] | None = None, **options: object
+) -> Report:
     manifest = source.dataset.manifest
+    given = prices or {}
+    deployments = [d.with_facts(gpu_hour_price=given.get(d.name)) for d in manifest.deployments]
     return build_report(
-        source, manifest.deployments, manifest.window.window(), title=manifest.title,
+        source, deployments, manifest.window.window(), title=manifest.title,
         source_name="datasets/pro5000-vs-h20",
         scrape_interval_seconds=manifest.scrape_interval_seconds,
         methodology=manifest.methodology, **options,  # type: ignore[arg-type]
@@ -46,7 +50,7 @@ def make(source: DatasetSource, **options: object) -> Report:
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, dict[str, Path]]:
-    report = make(DatasetSource(DATASET), gpu_hour_prices={"PRO": 1.2, "H20": 2.5})
+    report = make(DatasetSource(DATASET), prices={"PRO": 1.2, "H20": 2.5})
     return report, write_report(report, tmp_path_factory.mktemp("report"))
 
 
