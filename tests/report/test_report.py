@@ -15,6 +15,7 @@ from inference_obs.analyses.validity.findings import FINDINGS, Severity
 from inference_obs.reading import resolution
 from inference_obs.report import Report, build_report, report_json, write_report
 from inference_obs.report.markdown import to_markdown
+from inference_obs.report.report_json_model import ReportDocument
 from inference_obs.report.sections import sections
 from inference_obs.report.write import FORMATS
 from inference_obs.source.base import EngineInfo
@@ -90,6 +91,16 @@ def test_json_holds_every_measurement_once_with_its_provenance(
     assert {f["code"] for f in pair["findings"]} <= set(FINDINGS)
     costs = [m for m in data["measurements"] if m["analysis"] == "cost"]
     assert {m["deployment"] for m in costs} == {"PRO", "H20"}
+
+
+def test_the_deployments_as_given_with_their_prices_read_back_as_a_report_document(
+    written: tuple[Report, dict[str, Path]],
+) -> None:
+    document = ReportDocument.model_validate_json(written[1]["json"].read_text())
+    # The prices the fixture gave (PRO 1.2, H20 2.5) are part of each deployment as given.
+    declared = {d.name: d.declared["hardware"] for d in document.deployments}
+    assert {name: h["gpu_hour_price"] for name, h in declared.items()} == {"PRO": 1.2, "H20": 2.5}
+    assert all("topology" not in d.declared for d in document.deployments)
 
 
 def test_the_appendix_lists_every_query_behind_every_number(
