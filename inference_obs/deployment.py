@@ -223,9 +223,9 @@ class Deployment(_Model):
     hardware: Hardware
     engine: Engine
     config: DeclaredConfig = DeclaredConfig()
-    # Parsed, and never dumped: the matrix of a 16-GPU box with its NICs is tens of
-    # kilobytes, which every manifest and report.json would repeat; the report shows
-    # what it means instead (the configuration section and report.json's findings).
+    # Parsed, and never dumped: its link matrix grows with the square of the devices, and
+    # every manifest and report.json would repeat it; the report shows what it means
+    # instead (the configuration section, and report.json's configuration and findings).
     topology: Topology | None = Field(
         None,
         exclude=True,
