@@ -27,6 +27,13 @@ Numbers must be finite, and counts lie in a plausible range (:data:`LIMITS`):
 ``2.8e-26``. Names are told apart as a reader sees them: a name holding an
 invisible or control character is refused, and so are two names that look
 the same (:func:`look_alike`: ``H2O`` and ``H2\u039f`` with a Greek Omicron).
+
+Two facts besides the series are the deployment's too, so every analysis reads
+them from it: ``hardware.gpu_hour_price`` (the rent of one GPU for one hour,
+which cost per token needs) and ``topology`` (the boxes' ``nvidia-smi topo -m``
+wiring, which the configuration checks read). A deployments file may state the
+price; the command line sets either per deployment (``--gpu-hour-price``,
+``--topology``), and Python with :meth:`Deployment.with_facts`.
 """
 
 from __future__ import annotations
@@ -35,14 +42,16 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from inference_obs.errors import ConfigurationError, QueryError
 from inference_obs.query import Matcher, MatchOp
+from inference_obs.topology import Topology, parse_topology
 
 __all__ = [
     "EXPLICIT",
     "LIMITS",
+    "MAX_GPU_HOUR_PRICE",
     "MAX_GPU_MEMORY_GIB",
     "REGEX_LOOKING",
     "DeclaredConfig",
@@ -69,6 +78,11 @@ LIMITS = {
 }
 #: Rated GPU memory, GiB, at most: the largest GPU today holds 288 GB.
 MAX_GPU_MEMORY_GIB = 16_384.0
+#: Rent of one GPU for one hour, at most, in any currency: the dearest GPU rents for tens
+#: of US dollars an hour, and the weakest currency in use trades at about 1e5 to the
+#: dollar; 1e7 holds both, and still refuses a typo's 1e30 (which would print cost
+#: per million tokens as 1e+27).
+MAX_GPU_HOUR_PRICE = 10_000_000.0
 
 
 #: The explicit forms of a selector value, and the compact prefix each is stored with.
@@ -150,6 +164,16 @@ class Hardware(_Model):
         ge=1, le=LIMITS["gpus"], description="GPUs allocated to each replica."
     )
     interconnect: str | None = Field(None, description="e.g. 'NVSwitch', 'PCIe, NVLink pairs'.")
+    # Left out of a dump when not given, so manifests and report.json written before
+    # the price was a field read the same.
+    gpu_hour_price: Size | None = Field(
+        None,
+        gt=0,
+        le=MAX_GPU_HOUR_PRICE,
+        exclude_if=lambda price: price is None,
+        description="Rent of one GPU for one hour, in the currency costs are named in; "
+        "cost per token is computed only with it.",
+    )
 
 
 class Engine(_Model):
@@ -199,6 +223,14 @@ class Deployment(_Model):
     hardware: Hardware
     engine: Engine
     config: DeclaredConfig = DeclaredConfig()
+    # Parsed, and never dumped: its link matrix grows with the square of the devices, and
+    # every manifest and report.json would repeat it; the report shows what it means
+    # instead (the configuration section, and report.json's configuration and findings).
+    topology: Topology | None = Field(
+        None,
+        exclude=True,
+        description="The boxes' GPU wiring, as `nvidia-smi topo -m` prints it (text is parsed).",
+    )
 
     @field_validator("name")
     @classmethod
@@ -228,6 +260,49 @@ class Deployment(_Model):
                 # A ValueError: pydantic reports it as this field's error.
                 raise ConfigurationError(str(exc)) from exc
         return value
+
+    @field_validator("topology", mode="before")
+    @classmethod
+    def _parsed(cls, value: object) -> object:
+        # A TopologyError is a ValueError: pydantic reports it as this field's, naming the line.
+        return parse_topology(value) if isinstance(value, str) else value
+
+    def with_facts(
+        self, *, gpu_hour_price: float | None = None, topology: Topology | str | None = None
+    ) -> Deployment:
+        """This deployment with its GPU-hour price or topology set; what is not given is kept.
+
+        Parameters
+        ----------
+        gpu_hour_price
+            Rent of one GPU for one hour (> 0, at most :data:`MAX_GPU_HOUR_PRICE`).
+        topology
+            A parsed :class:`~inference_obs.topology.Topology`, or ``nvidia-smi topo -m`` text.
+
+        Raises
+        ------
+        ConfigurationError
+            Naming the deployment and the field: a price out of range, or text
+            that is no topology (naming its line).
+        """
+        update: dict[str, object] = {}
+        try:
+            if gpu_hour_price is not None:
+                update["hardware"] = Hardware.model_validate(
+                    {**dict(self.hardware), "gpu_hour_price": gpu_hour_price}
+                )
+            if topology is not None:
+                update["topology"] = (
+                    parse_topology(topology) if isinstance(topology, str) else topology
+                )
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            raise ConfigurationError(
+                f"{self.name}: hardware.gpu_hour_price: {problem['msg']}"
+            ) from None
+        except ValueError as exc:  # the topology's own error, naming the line
+            raise ConfigurationError(f"{self.name}: topology: {exc}") from None
+        return self.model_copy(update=update)
 
     @property
     def matchers(self) -> tuple[Matcher, ...]:

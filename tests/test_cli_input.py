@@ -87,7 +87,7 @@ def refused(argv: list[str], capsys: pytest.CaptureFixture[str], *named: str) ->
         *(
             (command, ["--gpu-hour-price", f"H20={value}"], [f"--gpu-hour-price 'H20={value}'"])
             for command in ("report", "compare")
-            for value in ("nan", "inf", "-inf", "-1")
+            for value in ("nan", "inf", "-inf", "-1", "0", "1e30")
         ),
         (
             "report",

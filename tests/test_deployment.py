@@ -5,12 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
+from inference_obs.analyses.cost import cost
 from inference_obs.deployment import Deployment, compact_value, parse_selector
 from inference_obs.discover import unmatched_selectors
-from inference_obs.errors import ConfigurationError, QueryError
+from inference_obs.errors import ConfigurationError, DatasetError, QueryError
 from inference_obs.query import MatchOp, Selector
+from inference_obs.reading.measurement import Status
+from inference_obs.report.from_source import resolve_inputs
 from inference_obs.samples import Window
 from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.deployments_file import load_deployments
@@ -214,3 +218,68 @@ def test_names_that_differ_as_a_reader_sees_them_pass() -> None:
 def test_a_name_holding_an_invisible_character_is_refused(hidden: str) -> None:
     with pytest.raises(ValidationError, match="a character that does not show"):
         _named(f"H20{hidden}")
+
+
+def _file_with_price(tmp_path: Path, price: object) -> Path:
+    """The bundled deployments as a deployments file, H20 stating ``price`` under hardware."""
+    manifest = DatasetSource(ROOT / "datasets" / "pro5000-vs-h20").dataset.manifest
+    entries = [d.model_dump(mode="json") for d in manifest.deployments]
+    entries[1]["hardware"]["gpu_hour_price"] = price
+    path = tmp_path / "deployments.yaml"
+    path.write_text(yaml.safe_dump({"deployments": entries}), encoding="utf-8")
+    return path
+
+
+def test_a_price_in_a_deployments_file_is_the_one_cost_reads(tmp_path: Path) -> None:
+    source = DatasetSource(ROOT / "datasets" / "pro5000-vs-h20")
+    window = source.dataset.manifest.window.window()
+    pro, h20 = load_deployments(_file_with_price(tmp_path, 2.5))
+    assert (pro.hardware.gpu_hour_price, h20.hardware.gpu_hour_price) == (None, 2.5)
+    # H20: 4 replicas of 8 GPUs, each seen the whole hour: 32 GPU-hours at 2.5 an hour.
+    priced = cost(source, h20, window)
+    assert priced.cost.status is Status.OK
+    assert priced.cost.value == 32 * 2.5
+    assert priced.gpu_hour_price == 2.5
+    assert cost(source, pro, window).cost.status is Status.NO_DATA  # no price: no cost
+    # The command line's --gpu-hour-price replaces the file's price.
+    given = resolve_inputs(load_deployments(tmp_path / "deployments.yaml"), window=window,
+                           gpu_hour_prices={"H20": 1.5})  # fmt: skip
+    assert given.deployments[1].hardware.gpu_hour_price == 1.5
+
+
+@pytest.mark.parametrize(
+    ("price", "problem"),
+    [
+        (0, "greater than 0"),
+        (-1.5, "greater than 0"),
+        (".nan", "finite number"),
+        (1e30, "less than or equal to 10000000"),
+        (True, "expected a number, not true"),
+    ],
+)
+def test_a_bad_price_in_a_deployments_file_is_refused_naming_deployment_and_field(
+    tmp_path: Path, price: object, problem: str
+) -> None:
+    path = _file_with_price(tmp_path, price)
+    if price == ".nan":  # YAML's NaN; safe_dump would quote the text
+        path.write_text(path.read_text().replace("'.nan'", ".nan"), encoding="utf-8")
+    with pytest.raises(DatasetError) as caught:
+        load_deployments(path)
+    message = str(caught.value)
+    assert "deployments[1].hardware.gpu_hour_price" in message, message
+    assert problem in message, message
+    assert "(deployment 'H20')" in message, message
+
+
+def test_a_price_is_dumped_only_when_given_and_a_topology_never() -> None:
+    bare = _named("A")
+    assert "gpu_hour_price" not in bare.model_dump()["hardware"]  # manifests read as before
+    # Two GPUs joined by NVLink (NV4), as nvidia-smi topo -m prints them.
+    wired = bare.with_facts(gpu_hour_price=2.0, topology="  GPU0 GPU1\nGPU0 X NV4\nGPU1 NV4 X\n")
+    dumped = wired.model_dump(mode="json")
+    assert dumped["hardware"]["gpu_hour_price"] == 2.0
+    assert "topology" not in dumped
+    assert wired.topology is not None
+    assert wired.topology.gpus == ("GPU0", "GPU1")
+    assert Deployment.model_validate(dumped) == wired.model_copy(update={"topology": None})
+    assert bare.with_facts() == bare  # nothing given: nothing changed

@@ -25,7 +25,7 @@ engine (the pod's GPUs over its engines) is TP x PP plus any GPU the engine
 leaves unused. A count of at least the declared TP is ``consistent``; a
 smaller one ``contradicted`` (TP alone needs that many GPUs).
 
-Given the text of ``nvidia-smi topo -m``, the declared interconnect is
+Given the deployment's ``nvidia-smi topo -m`` topology, the declared interconnect is
 checked against it (a declared field). What the box's wiring means for the
 declared parallel groups (which cross PCIe or the sockets, which stay on
 NVLink) is a :class:`TopologyFinding` with its consequence, not a check: a
@@ -49,7 +49,7 @@ from inference_obs.errors import ConfigurationError
 from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Measurement, Provenance
 from inference_obs.reading.result import AnalysisResult
-from inference_obs.topology import Parallelism, Path, Shape, Topology, parse_topology
+from inference_obs.topology import Parallelism, Path, Shape, Topology
 
 __all__ = ["Check", "CheckStatus", "ConfigurationResult", "TopologyFinding", "configuration"]
 
@@ -311,19 +311,14 @@ def _findings(config: DeclaredConfig, box: Topology) -> tuple[TopologyFinding, .
 def _configuration(r: Reading, settings: NoSettings) -> ConfigurationResult:
     """Check the deployment's declared hardware, engine and configuration against its series.
 
-    Reads the label sets of the series with samples in the window, and
-    ``r.topology_text`` (``nvidia-smi topo -m`` on the deployment's boxes)
-    when known. Returns a check per field, KV capacity in tokens and draft
-    tokens per draft (tokens) as Measurements, and the parsed topology with
-    the declared groups.
-
-    Raises
-    ------
-    TopologyError
-        When ``r.topology_text`` cannot be read (naming the line).
+    Reads the label sets of the series with samples in the window, and the
+    deployment's ``topology`` (``nvidia-smi topo -m`` on its boxes) when
+    known. Returns a check per field, KV capacity in tokens and draft tokens
+    per draft (tokens) as Measurements, and the topology with the declared
+    groups.
     """
     deployment = r.deployment
-    box = parse_topology(r.topology_text) if r.topology_text is not None else None
+    box = deployment.topology
     seen = Observed(r)
     per_draft = seen.draft_length()
     k = per_draft.value
@@ -353,6 +348,8 @@ def _configuration(r: Reading, settings: NoSettings) -> ConfigurationResult:
         model = getattr(deployment, part)
         for name in type(model).model_fields:
             field, declared = f"{part}.{name}", getattr(model, name)
+            if field == "hardware.gpu_hour_price":  # what it costs, not what it runs
+                continue
             if field == "hardware.interconnect":
                 checks.append(_interconnect(declared, box))
                 continue

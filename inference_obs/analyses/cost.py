@@ -313,7 +313,7 @@ def _gpu_hours(
             (GPU_HOURS,),
         )
     )
-    price = r.gpu_hour_price
+    price = r.deployment.hardware.gpu_hour_price
     if price is None:
         rent = r.made(
             "cost",
@@ -445,7 +445,7 @@ def _cost(r: Reading, settings: CostSettings) -> CostResult:
 
     GPU-hours are ``hardware.gpus_per_replica`` x the replica-hours the
     replicas' series cover (the window's hours x replicas seen when they cover
-    all of it); cost is ``r.gpu_hour_price`` (currency per GPU-hour) x
+    all of it); cost is ``hardware.gpu_hour_price`` (currency per GPU-hour) x
     GPU-hours, in that currency. Useful output tokens (tokens) are estimated
     (see the module docstring); cost per million of them is in currency per
     million tokens; tokens per GPU-hour need no price. Without a GPU-hour
@@ -508,7 +508,7 @@ def _cost(r: Reading, settings: CostSettings) -> CostResult:
         cost_per_million_useful_output_tokens=_per_million(rent, useful, money),
         output_tokens_per_gpu_hour=out_per_gh,
         useful_output_tokens_per_gpu_hour=useful_per_gh,
-        gpu_hour_price=r.gpu_hour_price,
+        gpu_hour_price=r.deployment.hardware.gpu_hour_price,
         prices=prices,
         sla_ttft_s=settings.sla_ttft_s,
         sla_e2e_s=settings.sla_e2e_s,

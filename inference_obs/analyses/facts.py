@@ -12,7 +12,7 @@ __all__ = ["has_data", "priced_cost", "shown"]
 
 def priced_cost(run: DeploymentResults) -> CostResult | None:
     """The deployment's cost, where its GPU-hour price was given (else no cost to show)."""
-    return run.of(cost) if run.gpu_hour_price is not None else None
+    return run.of(cost) if run.deployment.hardware.gpu_hour_price is not None else None
 
 
 def has_data(run: DeploymentResults) -> bool:
@@ -22,4 +22,4 @@ def has_data(run: DeploymentResults) -> bool:
 
 def shown(run: DeploymentResults, analysis: str) -> bool:
     """Whether the report shows ``analysis``'s numbers: cost only with a GPU-hour price."""
-    return analysis != cost.name or run.gpu_hour_price is not None
+    return analysis != cost.name or run.deployment.hardware.gpu_hour_price is not None

@@ -44,8 +44,6 @@ class DeploymentResults(BaseModel):
         Whose, and when.
     step_seconds
         Tile width the per-scrape analyses read at, seconds; None: every app scrape.
-    gpu_hour_price, topology_text
-        What was known of the deployment besides its series.
     results
         Analysis name -> its result, in registry order.
     """
@@ -55,8 +53,6 @@ class DeploymentResults(BaseModel):
     deployment: Deployment
     window: Window
     step_seconds: float | None
-    gpu_hour_price: float | None = None
-    topology_text: str | None = None
     results: dict[str, AnalysisResult]
 
     def of(self, analysis: Analysis[Any, R]) -> R:
@@ -123,8 +119,6 @@ def run_one(
     window: Window,
     *,
     step: float | None = None,
-    gpu_hour_price: float | None = None,
-    topology_text: str | None = None,
     settings: Mapping[str, Settings] | None = None,
     analyses: Sequence[Analysis[Any, Any]] = ANALYSES,
     start: Start | None = None,
@@ -137,15 +131,7 @@ def run_one(
     """
     chosen = dict(settings or {})
     begin = start or _plain
-    reading = Reading(
-        source,
-        deployment,
-        window,
-        "",
-        step=step,
-        gpu_hour_price=gpu_hour_price,
-        topology_text=topology_text,
-    )
+    reading = Reading(source, deployment, window, "", step=step)
     settings_of = {a.name: chosen.get(a.name) or a.settings() for a in analyses}
     reading = _asking_ahead(reading, analyses, settings_of, begin)
     started = {
@@ -159,8 +145,6 @@ def run_one(
         deployment=deployment,
         window=window,
         step_seconds=step,
-        gpu_hour_price=gpu_hour_price,
-        topology_text=topology_text,
         results={name: pending.result() for name, pending in started.items()},
     )
 
@@ -171,8 +155,6 @@ def run(
     windows: Mapping[str, Window],
     *,
     resolution: Resolution = "auto",
-    gpu_hour_prices: Mapping[str, float] | None = None,
-    topologies: Mapping[str, str] | None = None,
     settings: Mapping[str, Mapping[str, Any]] | None = None,
     analyses: Sequence[Analysis[Any, Any]] = ANALYSES,
     start: Start | None = None,
@@ -184,15 +166,14 @@ def run(
     source
         Where the series come from (read-only).
     deployments
-        Whose.
+        Whose (with what is known of each besides its series: its GPU-hour
+        price, its topology).
     windows
         Deployment name -> its window.
     resolution
         How the per-scrape analyses read each deployment (``auto``,
         ``scrape``, or a tile width in seconds; see
         :mod:`~inference_obs.reading.resolution`).
-    gpu_hour_prices, topologies
-        Per deployment name: GPU-hour rent; ``nvidia-smi topo -m`` text.
     settings
         Overrides by analysis name, then setting (``{"queueing":
         {"busy_threshold": 60}}``); checked before anything is read.
@@ -211,7 +192,6 @@ def run(
         )
         for d in deployments
     }
-    prices, texts = gpu_hour_prices or {}, topologies or {}
 
     def one(d: Deployment) -> DeploymentResults:
         return run_one(
@@ -219,8 +199,6 @@ def run(
             d,
             windows[d.name],
             step=steps[d.name].result(),
-            gpu_hour_price=prices.get(d.name),
-            topology_text=texts.get(d.name),
             settings=chosen,
             analyses=analyses,
             start=begin,

@@ -10,9 +10,10 @@ alone::
     result = latency(source, deployment, window)
     result = queueing(source, deployment, window, busy_threshold=60.0)
 
-Keyword arguments other than the reading's own (``step``,
-``gpu_hour_price``, ``topology_text``) are its settings, checked by its
-settings model.
+Keyword arguments other than the reading's own (``step``) are its settings,
+checked by its settings model. What is known of the deployment besides its
+series (its GPU-hour price, its topology) is the deployment's
+(:meth:`~inference_obs.deployment.Deployment.with_facts`).
 """
 
 from __future__ import annotations
@@ -94,8 +95,6 @@ class Analysis(Generic[S, R]):
         window: Window,
         *,
         step: float | None = None,
-        gpu_hour_price: float | None = None,
-        topology_text: str | None = None,
         settings: S | None = None,
         **overrides: Any,
     ) -> R:
@@ -110,15 +109,7 @@ class Analysis(Generic[S, R]):
             When an override is not a field of its settings, or not a valid value.
         """
         chosen = self.configure(overrides, settings)
-        reading = Reading(
-            source,
-            deployment,
-            window,
-            self.name,
-            step=step,
-            gpu_hour_price=gpu_hour_price,
-            topology_text=topology_text,
-        )
+        reading = Reading(source, deployment, window, self.name, step=step)
         return self.entry(reading, chosen)
 
     def configure(self, overrides: Mapping[str, Any], base: S | None = None) -> S:

@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from inference_obs.cli.times import FORMS, window
+from inference_obs.deployment import MAX_GPU_HOUR_PRICE
 from inference_obs.errors import ConfigurationError, InferenceObsError, QueryError, TopologyError
 from inference_obs.query import parse_duration
 from inference_obs.query.names import check_duration
 from inference_obs.reading.resolution import Resolution
 from inference_obs.source.http import MAX_ANSWER_BYTES, check_header
-from inference_obs.topology import MAX_TEXT_CHARS, parse_topology
+from inference_obs.topology import MAX_TEXT_CHARS, Topology, parse_topology
 
 __all__ = [
     "EXIT_BUDGET",
@@ -254,7 +255,11 @@ def open_prometheus(args: argparse.Namespace) -> Any:
 
 
 def prices(items: Sequence[str]) -> dict[str, float]:
-    """``NAME=PRICE`` pairs (GPU-hour rent per deployment), each price finite and >= 0."""
+    """``NAME=PRICE`` pairs (GPU-hour rent per deployment), each price finite and > 0.
+
+    The bounds are the deployment's own (``hardware.gpu_hour_price``), checked
+    here so a bad price stops the run before the deployments are read.
+    """
     out: dict[str, float] = {}
     for item in items:
         name, sep, value = item.partition("=")
@@ -262,9 +267,10 @@ def prices(items: Sequence[str]) -> dict[str, float]:
             price = float(value)
         except ValueError:
             price = math.nan
-        if not sep or not name or not math.isfinite(price) or price < 0:
+        if not sep or not name or not 0 < price <= MAX_GPU_HOUR_PRICE:  # NaN compares false
             raise ConfigurationError(
-                f"--gpu-hour-price {item!r}: expected NAME=PRICE with a price >= 0, e.g. H20=2.5"
+                f"--gpu-hour-price {item!r}: expected NAME=PRICE with a price > 0 and at most "
+                f"{MAX_GPU_HOUR_PRICE:g}, e.g. H20=2.5"
             )
         if name in out:
             raise ConfigurationError(f"--gpu-hour-price {item!r}: {name} has a price already")
@@ -272,11 +278,11 @@ def prices(items: Sequence[str]) -> dict[str, float]:
     return out
 
 
-def topologies(items: Sequence[str]) -> dict[str, str]:
+def topologies(items: Sequence[str]) -> dict[str, Topology]:
     """``NAME=FILE`` pairs, each file the ``nvidia-smi topo -m`` output of a deployment.
 
     Each file is read and parsed here, so an empty or unreadable one is refused
-    naming its line before any query; the text is returned for the analyses.
+    naming its line before any query; the deployment named is given it.
     """
     files: dict[str, tuple[str, str]] = {}
     for item in items:
@@ -286,7 +292,7 @@ def topologies(items: Sequence[str]) -> dict[str, str]:
         if name in files:
             raise ConfigurationError(f"--topology {item!r}: {name} has a topology already")
         files[name] = (item, path)
-    texts = {}
+    parsed = {}
     for name, (item, path) in files.items():
         try:
             with Path(path).open(encoding="utf-8") as file:
@@ -297,11 +303,10 @@ def topologies(items: Sequence[str]) -> dict[str, str]:
                 f"--topology {item!r}: cannot read {path}: {problem}"
             ) from None
         try:  # read now, so a bad file stops the run before any work, not after the analyses
-            parse_topology(text)
+            parsed[name] = parse_topology(text)
         except TopologyError as exc:
             raise ConfigurationError(f"--topology {item!r}: {path}: {exc}") from None
-        texts[name] = text
-    return texts
+    return parsed
 
 
 def resolution(text: str) -> Resolution:

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from inference_obs.analyses.validity.verdicts import ValidityResult
     from inference_obs.report import Report
     from inference_obs.report.report_json_model import ReportDocument
+    from inference_obs.topology import Topology
 
 __all__ = ["DEFAULT_DATASET", "register"]
 
@@ -64,7 +65,7 @@ class _Checked:
     deadline: float | None
     read_at: Resolution
     prices: dict[str, float]
-    topologies: dict[str, str]
+    topologies: dict[str, Topology]
     fail_on: frozenset[str]
     out: Path
     baseline: ReportDocument | None
@@ -89,7 +90,7 @@ def _checked(args: argparse.Namespace) -> _Checked:
     read_at = resolution(args.resolution)
     settings = analysis_settings(args.settings, args.slo, args.currency)
     gpu_hour_prices = prices(args.gpu_hour_price)
-    topology_texts = topologies(args.topology)
+    boxes = topologies(args.topology)
     fail_on = _fail_on(args.fail_on)
     if "regression" in fail_on and args.baseline is None:
         raise ConfigurationError("--fail-on regression needs --baseline PREVIOUS/report.json")
@@ -116,7 +117,7 @@ def _checked(args: argparse.Namespace) -> _Checked:
         deadline,
         read_at,
         gpu_hour_prices,
-        topology_texts,
+        boxes,
         fail_on,
         out,
         previous,
@@ -166,7 +167,10 @@ def _unmatched(opened: Opened, names: Collection[str]) -> None:
 def _built(
     args: argparse.Namespace, checked: _Checked, say: Callable[[str], None], now: datetime
 ) -> tuple[Opened, Report]:
-    """The source opened and the report built from it (with its baseline), not yet written."""
+    """The source opened and the report built from it (with its baseline), not yet written.
+
+    The prices and topologies given are set on the deployments once, by :func:`plan`.
+    """
     planned = plan(
         args,
         say,
@@ -193,8 +197,6 @@ def _built(
         opened.source,
         opened.deployments,
         window=opened.window,
-        gpu_hour_prices=checked.prices,
-        topologies=checked.topologies,
         settings=checked.settings,
         progress=say,
         budget_s=_remaining(checked.deadline),
@@ -254,14 +256,14 @@ def _compare(args: argparse.Namespace) -> int:
 
     read_at = resolution(args.resolution)
     gpu_hour_prices = prices(args.gpu_hour_price)
-    topology_texts = topologies(args.topology)
+    boxes = topologies(args.topology)
     settings = analysis_settings(args.settings, args.slo, args.currency)
     planned = plan(
         args,
         lambda line: None,
         started(),
         gpu_hour_prices=gpu_hour_prices,
-        topologies=topology_texts,
+        topologies=boxes,
         resolution=read_at,
     )
     opened = planned.open()
@@ -269,8 +271,6 @@ def _compare(args: argparse.Namespace) -> int:
         opened.source,
         opened.deployments,
         opened.window,
-        gpu_hour_prices=gpu_hour_prices or None,
-        topologies=topology_texts,
         resolution=read_at,
         settings=settings,
     )

@@ -30,6 +30,7 @@ from inference_obs.reading.resolution import Resolution
 from inference_obs.report.from_source import InputNames
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
+from inference_obs.topology import Topology
 
 __all__ = [
     "DEFAULT_DATASET",
@@ -175,7 +176,7 @@ def plan(
     *,
     default_window: str | None = None,
     gpu_hour_prices: Mapping[str, float] | None = None,
-    topologies: Mapping[str, str] | None = None,
+    topologies: Mapping[str, Topology] | None = None,
     resolution: Resolution = "auto",
 ) -> Plan:
     """Check the source options and read the deployments and manifest; nothing else.
@@ -192,7 +193,8 @@ def plan(
         For a live source without ``--end``: a window ending now (``discover``
         uses ``1h``); ``None`` requires the window options.
     gpu_hour_prices, topologies, resolution
-        Checked against the deployments and the window, as a report reads them.
+        Checked against the deployments and the window, as a report reads
+        them; each price and topology is set on the deployment it names.
 
     Raises
     ------

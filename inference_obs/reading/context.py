@@ -100,10 +100,6 @@ class Reading:
     step
         Tile width, seconds, the per-scrape questions read at; ``None``: every scrape
         (see :mod:`~inference_obs.reading.resolution`).
-    gpu_hour_price
-        Rent of one GPU for one hour (any currency), when known.
-    topology_text
-        ``nvidia-smi topo -m`` output of the deployment's boxes, when known.
     ahead
         Answers a run asked ahead for this deployment and window (:class:`Ahead`), if any.
     """
@@ -113,8 +109,6 @@ class Reading:
     window: Window
     analysis: str
     step: float | None = None
-    gpu_hour_price: float | None = None
-    topology_text: str | None = None
     ahead: Ahead | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -110,8 +110,6 @@ def build_report(
     *,
     title: str,
     source_name: str,
-    gpu_hour_prices: Mapping[str, float] | None = None,
-    topologies: Mapping[str, str] | None = None,
     scrape_interval_seconds: float | None = None,
     methodology: Sequence[str] = (),
     settings: Mapping[str, Mapping[str, Any]] | None = None,
@@ -127,15 +125,14 @@ def build_report(
     source
         Where the series come from (read-only).
     deployments
-        What to report on; two or more are also compared.
+        What to report on; two or more are also compared. Cost per token is
+        shown for those with a ``hardware.gpu_hour_price``, the wiring
+        checked for those with a ``topology``.
     window
         One window for all, or one per deployment name.
     title, source_name
         The report's title, and how it names its source (a URL without
         credentials, or a dataset path).
-    gpu_hour_prices, topologies
-        Per deployment name: GPU-hour rent (cost per token only with one);
-        ``nvidia-smi topo -m`` text, to check declared parallelism.
     scrape_interval_seconds, methodology
         The scrape interval and methodology notes, when known (datasets record them).
     settings
@@ -169,8 +166,6 @@ def build_report(
         step,
         workers,
         resolution=resolution,
-        gpu_hour_prices=gpu_hour_prices,
-        topologies=topologies,
         settings=settings,
     )
     scope = Scope(

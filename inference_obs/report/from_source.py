@@ -18,8 +18,15 @@ reading a sample:
 - the window: a :class:`~inference_obs.samples.Window`, or a duration such as
   ``"1h"`` ending at ``end`` (by default now for a live source, the end of the
   observed window for a dataset), or, given nothing, the observed window;
-- that each deployment a GPU-hour price or a topology is given for exists, and
-  that a tile width cuts the window into equal tiles.
+- each deployment's GPU-hour price and topology, given by name (the command
+  line's ``--gpu-hour-price`` and ``--topology``), set on the deployment once
+  here, so every analysis reads them from it; a name that is no deployment's
+  is refused;
+- that a tile width cuts the window into equal tiles.
+
+In Python, a price or a topology is the deployment's own
+(:meth:`~inference_obs.deployment.Deployment.with_facts`, or
+``hardware.gpu_hour_price`` in a deployments file).
 
 A bad input raises :class:`~inference_obs.errors.ConfigurationError` naming it
 (an unreadable or invalid deployments file,
@@ -52,6 +59,7 @@ from inference_obs.source.dataset.manifest import Manifest
 from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.deployments_file import load_deployments
 from inference_obs.source.prometheus import PrometheusSource
+from inference_obs.topology import Topology
 
 __all__ = [
     "DEFAULT_TITLE",
@@ -104,7 +112,7 @@ def resolve_inputs(
     end: datetime | None = None,
     dataset: Manifest | None = None,
     gpu_hour_prices: Mapping[str, float] | None = None,
-    topologies: Mapping[str, str] | None = None,
+    topologies: Mapping[str, Topology | str] | None = None,
     resolution: Resolution = "auto",
     names: InputNames = InputNames(),
 ) -> ReportInputs:
@@ -126,7 +134,9 @@ def resolve_inputs(
         The manifest of the dataset read; None for a live source, which then
         needs ``deployments`` and ``window``.
     gpu_hour_prices, topologies
-        Keyed by deployment name; every key must name a deployment.
+        Keyed by deployment name; every key must name a deployment. Each is
+        set on its deployment (over what a deployments file stated): GPU-hour
+        rent, and the ``nvidia-smi topo -m`` text or its parsed Topology.
     resolution
         ``"auto"``, ``"scrape"`` or a tile width in seconds that cuts the window.
     names
@@ -141,14 +151,13 @@ def resolve_inputs(
     ------
     ConfigurationError
         Naming the input that is missing, of the wrong kind, or names no
-        deployment.
+        deployment; a price or topology out of range, naming its deployment.
     DatasetError
         A deployments file that is missing or invalid (naming the file).
     """
     chosen = _deployments(deployments, dataset, names)
     span = _window(window, end, dataset, names)
-    for given, where in ((gpu_hour_prices, names.gpu_hour_prices), (topologies, names.topologies)):
-        _named(given or {}, chosen, where)
+    chosen = _with_facts(chosen, gpu_hour_prices or {}, topologies or {}, names)
     _tiles_fit(resolution, span, names.resolution)
     if dataset is None:
         return ReportInputs(chosen, span)
@@ -169,8 +178,6 @@ def report(
     end: datetime | None = None,
     title: str | None = None,
     source_name: str | None = None,
-    gpu_hour_prices: Mapping[str, float] | None = None,
-    topologies: Mapping[str, str] | None = None,
     settings: Mapping[str, Mapping[str, Any]] | None = None,
     progress: Progress | None = None,
     budget_s: float | None = None,
@@ -188,17 +195,18 @@ def report(
     deployments, window, end
         What to report on and when (see :func:`resolve_inputs`): for a live
         source a deployments file or list, and a duration (``window="1h"``,
-        ending ``end``, default now) or a Window.
+        ending ``end``, default now) or a Window. A deployment's GPU-hour
+        price and topology are its own (``hardware.gpu_hour_price`` in the
+        file; :meth:`~inference_obs.deployment.Deployment.with_facts`).
     title
         Default: the dataset's title, else :data:`DEFAULT_TITLE`.
     source_name
         How the report names its source. Default: the dataset's path or the
         server's URL (never credentials).
-    gpu_hour_prices, topologies, settings, progress, budget_s, resolution, workers
+    settings, progress, budget_s, resolution, workers
         As :func:`~inference_obs.report.build.build_report` takes them;
-        ``gpu_hour_prices`` maps a deployment name to its GPU-hour rent,
-        ``topologies`` to its ``nvidia-smi topo -m`` text, and ``settings``
-        an analysis name to its settings (``{"queueing": {"busy_threshold": 60}}``).
+        ``settings`` maps an analysis name to its settings
+        (``{"queueing": {"busy_threshold": 60}}``).
 
     Returns
     -------
@@ -226,8 +234,6 @@ def report(
         window=window,
         end=end,
         dataset=dataset,
-        gpu_hour_prices=gpu_hour_prices,
-        topologies=topologies,
         resolution=resolution,
     )
     return build_report(
@@ -236,8 +242,6 @@ def report(
         inputs.window,
         title=title or inputs.title,
         source_name=source_name or _source_name(source),
-        gpu_hour_prices=gpu_hour_prices,
-        topologies=topologies,
         scrape_interval_seconds=inputs.scrape_interval_seconds,
         methodology=inputs.methodology,
         settings=settings,
@@ -356,6 +360,28 @@ def _named(given: Mapping[str, object], deployments: Sequence[Deployment], where
             raise ConfigurationError(
                 f"{where}: no deployment is named {name!r} (there are {', '.join(known)})"
             )
+
+
+def _with_facts(
+    deployments: tuple[Deployment, ...],
+    prices: Mapping[str, float],
+    topologies: Mapping[str, Topology | str],
+    names: InputNames,
+) -> tuple[Deployment, ...]:
+    """Each deployment with the price and topology given for its name set on it."""
+    _named(prices, deployments, names.gpu_hour_prices)
+    _named(topologies, deployments, names.topologies)
+    out = []
+    for d in deployments:
+        try:
+            out.append(d.with_facts(gpu_hour_price=prices.get(d.name)))
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{names.gpu_hour_prices}: {exc}") from None
+        try:
+            out[-1] = out[-1].with_facts(topology=topologies.get(d.name))
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{names.topologies}: {exc}") from None
+    return tuple(out)
 
 
 def _tiles_fit(resolution: Resolution, window: Window, where: str) -> None:

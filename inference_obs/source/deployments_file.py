@@ -8,7 +8,8 @@ directory, works as is: only ``deployments`` is read) or the list itself::
       - name: PRO
         replicas: [PRO-01]
         selector: {namespace: llm, pod: "~pro-model-.*"}
-        hardware: {gpu_model: NVIDIA RTX PRO 5000 72GB Blackwell, gpus_per_replica: 8}
+        hardware: {gpu_model: NVIDIA RTX PRO 5000 72GB Blackwell, gpus_per_replica: 8,
+                   gpu_hour_price: 2.5}
         engine: {name: vllm}
 
 A rules file holds a :class:`~inference_obs.source.dataset.redaction.RedactionRules`
@@ -52,8 +53,9 @@ def load_deployments(path: str | Path) -> tuple[Deployment, ...]:
     Raises
     ------
     DatasetError
-        Naming the file and, for invalid content, each offending field
-        (``deployments[0].hardware.gpus_per_replica: ...``).
+        Naming the file and, for invalid content, each offending field and
+        its deployment (``deployments[0].hardware.gpus_per_replica: ...
+        (deployment 'PRO')``).
     """
     path = Path(path)
     if path.is_dir():
@@ -71,9 +73,13 @@ def load_deployments(path: str | Path) -> tuple[Deployment, ...]:
         try:
             deployments.append(Deployment.model_validate(item))
         except pydantic.ValidationError as exc:
+            # The name too, where there is one: a long file is read by names, not places.
+            name = item.get("name") if isinstance(item, dict) else None
+            whose = f" (deployment {name!r})" if isinstance(name, str) else ""
             for part in validation_problems(exc).split("; "):
                 part = part.replace(WHOLE, "", 1)
-                problems.append(f"deployments[{i}]{'' if part.startswith(':') else '.'}{part}")
+                where = f"deployments[{i}]{'' if part.startswith(':') else '.'}"
+                problems.append(f"{where}{part}{whose}")
     if problems:
         raise DatasetError(f"{path}: {'; '.join(problems)}")
     names = [d.name for d in deployments]

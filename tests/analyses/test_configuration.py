@@ -14,7 +14,7 @@ import pytest
 
 from inference_obs.analyses.configuration import CheckStatus, ConfigurationResult, configuration
 from inference_obs.deployment import Deployment
-from inference_obs.errors import ConfigurationError, TopologyError
+from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import dcgm, vllm
 from inference_obs.reading.measurement import Status
 from inference_obs.samples import Series, Window
@@ -94,7 +94,9 @@ def test_every_declared_field_is_checked(h100_h200: DatasetSource) -> None:
         for part in ("hardware", "engine", "config")
         for name in type(getattr(deployment, part)).model_fields
     }
-    assert expected <= {c.field for c in result.checks}
+    # The GPU-hour price is what the deployment costs, not a claim its series could check.
+    assert expected - {"hardware.gpu_hour_price"} <= {c.field for c in result.checks}
+    assert "hardware.gpu_hour_price" not in {c.field for c in result.checks}
     # Every observed value says which queries it came from; only the topology needs none.
     for check in result.checks:
         if check.observed is not None and check.field != "hardware.interconnect":
@@ -280,7 +282,7 @@ def test_topology_of_the_write_up_is_a_finding_not_a_contradiction(
 ) -> None:
     deployment = _deployment(h100_h200, "H100")
     window = _window(h100_h200)
-    result = configuration(h100_h200, deployment, window, topology_text=H100_PAIRS)
+    result = configuration(h100_h200, deployment.with_facts(topology=H100_PAIRS), window)
     assert result.topology is not None
     assert result.topology.gpu_count == 8
     # "PCIe (PHB), NVLink pairs (NV12)" is what the matrix shows.
@@ -297,14 +299,14 @@ def test_topology_of_the_write_up_is_a_finding_not_a_contradiction(
     tp8 = deployment.model_copy(
         update={"config": deployment.config.model_copy(update={"tensor_parallel_size": 8})}
     )
-    eight = configuration(h100_h200, tp8, window, topology_text=H100_PAIRS)
+    eight = configuration(h100_h200, tp8.with_facts(topology=H100_PAIRS), window)
     assert [(g.gpus, g.path.value) for g in eight.parallel_groups] == [(8, "pcie")]
     # TP 8 on 4 GPUs per pod is contradicted by the GPU count, not by the wiring.
     assert [c.field for c in eight.contradictions] == ["config.tensor_parallel_size"]
     tp2 = deployment.model_copy(
         update={"config": deployment.config.model_copy(update={"tensor_parallel_size": 2})}
     )
-    two = configuration(h100_h200, tp2, window, topology_text=H100_PAIRS)
+    two = configuration(h100_h200, tp2.with_facts(topology=H100_PAIRS), window)
     (inside,) = two.topology_findings
     assert inside.group.path.value == "nvlink"
     assert inside.consequence == "no limit from the wiring"
@@ -313,14 +315,14 @@ def test_topology_of_the_write_up_is_a_finding_not_a_contradiction(
 def test_dp_ep_fits_a_mesh_and_not_pairs(h100_h200: DatasetSource) -> None:
     deployment = _deployment(h100_h200, "H200")
     window = _window(h100_h200)
-    mesh = configuration(h100_h200, deployment, window, topology_text=NV18_MESH)
+    mesh = configuration(h100_h200, deployment.with_facts(topology=NV18_MESH), window)
     assert mesh.check("hardware.interconnect").status is VERIFIED  # declared "NVSwitch"
     assert [(g.parallelism.value, g.gpus) for g in mesh.parallel_groups] == [
         ("tensor", 1),
         ("data_expert", 8),
     ]
     assert all(f.group.fits for f in mesh.topology_findings)
-    pairs = configuration(h100_h200, deployment, window, topology_text=H100_PAIRS)
+    pairs = configuration(h100_h200, deployment.with_facts(topology=H100_PAIRS), window)
     # The declared interconnect is a declared field: NVSwitch against pairs contradicts it.
     assert [c.field for c in pairs.contradictions] == ["hardware.interconnect"]
     all_to_all = pairs.topology_findings[-1]
@@ -336,10 +338,9 @@ def test_without_topology_the_interconnect_is_unverifiable(h100_h200: DatasetSou
     assert "nvidia-smi topo -m" in check.reason
     assert result.topology is None
     assert result.topology_findings == ()
-    with pytest.raises(TopologyError, match="line 1: no header"):
-        configuration(
-            h100_h200, _deployment(h100_h200, "H100"), _window(h100_h200), topology_text="oops"
-        )
+    # Text that is no topology is refused when it is set, naming the deployment and its line.
+    with pytest.raises(ConfigurationError, match="H100: topology: line 1: no header"):
+        _deployment(h100_h200, "H100").with_facts(topology="oops")
 
 
 def test_frame_and_table(h100_h200: DatasetSource) -> None:

@@ -57,7 +57,7 @@ def _deployments(source: DatasetSource) -> tuple[Deployment, ...]:
 def test_gpu_hours_and_cost_are_exact(opened: tuple[DatasetSource, Window]) -> None:
     source, window = opened
     for d in _deployments(source):
-        result = cost(source, d, window, gpu_hour_price=PRICE)
+        result = cost(source, d.with_facts(gpu_hour_price=PRICE), window)
         replicas = _value(throughput(source, d, window).replicas_seen)
         assert replicas == round(replicas) >= 1
         gpus = d.hardware.gpus_per_replica * replicas
@@ -75,7 +75,9 @@ def test_gpu_hours_and_cost_are_exact(opened: tuple[DatasetSource, Window]) -> N
 
 def test_known_gpu_hours_of_the_bundled_deployments() -> None:
     source, window = _open("h100-vs-h200")
-    hours = {d.name: cost(source, d, window, gpu_hour_price=1.0) for d in _deployments(source)}
+    hours = {
+        d.name: cost(source, d.with_facts(gpu_hour_price=1.0), window) for d in _deployments(source)
+    }
     # H100: two 4-GPU replicas; H200: one 8-GPU replica; 30 minutes.
     assert _value(hours["H100"].gpu_hours) == 4.0
     assert _value(hours["H200"].gpu_hours) == 4.0
@@ -87,7 +89,7 @@ def test_cost_per_useful_token_from_the_other_analyses(
     source, window = opened
     for d in _deployments(source):
         sla = 10.0
-        result = cost(source, d, window, gpu_hour_price=PRICE, sla_e2e_s=sla)
+        result = cost(source, d.with_facts(gpu_hour_price=PRICE), window, sla_e2e_s=sla)
         shape = shapes(source, d, window)
         replicas = _value(throughput(source, d, window).replicas_seen)
         share = _value(
@@ -115,7 +117,7 @@ def test_cost_per_useful_token_from_the_other_analyses(
 def test_sla_at_a_bucket_edge_is_exact(opened: tuple[DatasetSource, Window]) -> None:
     source, window = opened
     for d in _deployments(source):
-        edge = cost(source, d, window, gpu_hour_price=PRICE, sla_ttft_s=1.0)
+        edge = cost(source, d.with_facts(gpu_hour_price=PRICE), window, sla_ttft_s=1.0)
         share = edge.sla_share
         assert share is not None
         assert share.bounds is not None
@@ -127,12 +129,12 @@ def test_sla_at_a_bucket_edge_is_exact(opened: tuple[DatasetSource, Window]) -> 
         ttft = truth(source, d.name, "ttft", time="first_token", finished=False)
         assert _value(share) == pytest.approx(float((ttft <= 1.0).mean()), rel=EXACT)
         # Off an edge the share is an interval around the estimate.
-        off = cost(source, d, window, gpu_hour_price=PRICE, sla_ttft_s=0.9).sla_share
+        off = cost(source, d.with_facts(gpu_hour_price=PRICE), window, sla_ttft_s=0.9).sla_share
         assert off is not None
         assert off.bounds is not None
         assert off.bounds.lower < _value(off) < off.bounds.upper
         per_million = cost(
-            source, d, window, gpu_hour_price=PRICE, sla_ttft_s=0.9
+            source, d.with_facts(gpu_hour_price=PRICE), window, sla_ttft_s=0.9
         ).cost_per_million_useful_output_tokens
         assert per_million.bounds is not None
         assert per_million.bounds.lower <= _value(per_million) <= per_million.bounds.upper
@@ -141,7 +143,9 @@ def test_sla_at_a_bucket_edge_is_exact(opened: tuple[DatasetSource, Window]) -> 
 def test_two_slas_take_the_smaller_share_within_frechet_bounds() -> None:
     source, window = _open("h100-vs-h200")
     d = _deployments(source)[0]
-    result = cost(source, d, window, gpu_hour_price=PRICE, sla_ttft_s=1.0, sla_e2e_s=10.0)
+    result = cost(
+        source, d.with_facts(gpu_hour_price=PRICE), window, sla_ttft_s=1.0, sla_e2e_s=10.0
+    )
     ttft, e2e = (_value(m) for m in result.sla_shares)
     share = result.sla_share
     assert share is not None
@@ -162,7 +166,7 @@ def increase(
 def test_break_even_with_prices_by_hand(opened: tuple[DatasetSource, Window]) -> None:
     source, window = opened
     for d in _deployments(source):
-        result = cost(source, d, window, gpu_hour_price=PRICE, prices=PRICES)
+        result = cost(source, d.with_facts(gpu_hour_price=PRICE), window, prices=PRICES)
 
         by_source = vllm.PROMPT_TOKENS_BY_SOURCE
         local = increase(source, d, window, by_source, Matcher.equal("source", "local_compute"))
@@ -192,7 +196,7 @@ def test_without_prompt_by_source_falls_back_to_prefix_cache_hits(tmp_path: Path
     kept = [s for s in source.samples if s.name != vllm.PROMPT_TOKENS_BY_SOURCE.name]
     reduced = DatasetSource(write_dataset(tmp_path / "no-by-source", source.dataset.manifest, kept))
     d = _deployments(source)[0]
-    result = cost(reduced, d, window, gpu_hour_price=PRICE, prices=PRICES)
+    result = cost(reduced, d.with_facts(gpu_hour_price=PRICE), window, prices=PRICES)
     assert result.prompt_tokens_cached is not None
     assert result.prompt_tokens_uncached is not None
     hits = _value(cache_hits := result.prompt_tokens_cached)
@@ -207,7 +211,12 @@ def _result_without(tmp_path: Path, name: str, sla_e2e_s: float | None = None) -
     source, window = _open("pro5000-vs-h20")
     kept = [s for s in source.samples if not s.name.startswith(name)]
     reduced = DatasetSource(write_dataset(tmp_path / "reduced", source.dataset.manifest, kept))
-    return cost(reduced, _deployments(source)[0], window, gpu_hour_price=PRICE, sla_e2e_s=sla_e2e_s)
+    return cost(
+        reduced,
+        _deployments(source)[0].with_facts(gpu_hour_price=PRICE),
+        window,
+        sla_e2e_s=sla_e2e_s,
+    )
 
 
 def _messages(m: Measurement) -> str:
@@ -247,7 +256,9 @@ def test_missing_latency_histogram_gives_no_data_naming_it(tmp_path: Path) -> No
 def test_without_a_gpu_hour_price_money_is_no_data_and_tokens_per_gpu_hour_stay() -> None:
     source, window = _open("h100-vs-h200")
     for d in _deployments(source):
-        priced = cost(source, d, window, gpu_hour_price=PRICE, sla_e2e_s=10.0, prices=PRICES)
+        priced = cost(
+            source, d.with_facts(gpu_hour_price=PRICE), window, sla_e2e_s=10.0, prices=PRICES
+        )
         unpriced = cost(source, d, window, sla_e2e_s=10.0, prices=PRICES)
         assert unpriced.gpu_hour_price is None
         for m in (unpriced.cost, unpriced.cost_per_million_useful_output_tokens):
@@ -302,7 +313,7 @@ def test_bad_settings_raise_a_configuration_error_naming_them(setting: str, valu
     source, window = _open("h100-vs-h200")
     bad: dict[str, Any] = {setting: value}
     with pytest.raises(ConfigurationError, match=f"cost\\.{setting}"):
-        cost(source, _deployments(source)[0], window, gpu_hour_price=PRICE, **bad)
+        cost(source, _deployments(source)[0].with_facts(gpu_hour_price=PRICE), window, **bad)
 
 
 def test_gpu_hours_are_the_hours_the_replicas_were_there(tmp_path: Path) -> None:
@@ -310,7 +321,7 @@ def test_gpu_hours_are_the_hours_the_replicas_were_there(tmp_path: Path) -> None
     # GPU-hours, not 64; with one replica scraped only from half-way, about 28.
     source, hour = _open("pro5000-vs-h20")
     (h20,) = [d for d in _deployments(source) if d.name == "H20"]
-    long = cost(source, h20, long_window(), gpu_hour_price=PRICE)
+    long = cost(source, h20.with_facts(gpu_hour_price=PRICE), long_window())
     # A minute's margin: each replica's span reaches half a scrape interval (30 s) before
     # its first scrape, as increase() extrapolates.
     assert _value(long.gpu_hours) == pytest.approx(32.0, abs=8 * 4 / 60)

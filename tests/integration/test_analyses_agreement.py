@@ -54,7 +54,7 @@ Analysis = Callable[[Source, Deployment, Window], AnalysisResult]
 
 def _cost(source: Source, deployment: Deployment, window: Window) -> AnalysisResult:
     return cost(
-        source, deployment, window, gpu_hour_price=2.5, sla_ttft_s=1.0, sla_e2e_s=12.0,
+        source, deployment.with_facts(gpu_hour_price=2.5), window, sla_ttft_s=1.0, sla_e2e_s=12.0,
         prices=PRICES,
     )  # fmt: skip
 

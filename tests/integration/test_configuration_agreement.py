@@ -41,8 +41,8 @@ def test_configuration_agrees_with_prometheus(
     window = dataset.manifest.window.window()
     verified = 0
     for deployment in dataset.manifest.deployments:
-        offline = configuration(local, deployment, window, topology_text=H100_PAIRS)
-        remote = configuration(server, deployment, window, topology_text=H100_PAIRS)
+        offline = configuration(local, deployment.with_facts(topology=H100_PAIRS), window)
+        remote = configuration(server, deployment.with_facts(topology=H100_PAIRS), window)
         assert [_plain(c) for c in offline.checks] == [_plain(c) for c in remote.checks]
         assert not _disagreements(offline, remote)
         assert remote.kv_capacity_tokens.ok

@@ -37,7 +37,7 @@ Analysis = Callable[[Source, Deployment, Window], AnalysisResult]
 
 
 def _cost(source: Source, deployment: Deployment, window: Window) -> AnalysisResult:
-    return cost(source, deployment, window, gpu_hour_price=2.5)
+    return cost(source, deployment.with_facts(gpu_hour_price=2.5), window)
 
 
 ANALYSES: dict[str, Analysis] = {"collection": collection, "throughput": throughput, "cost": _cost}

@@ -173,9 +173,11 @@ def test_a_quantile_is_lower_only_when_its_bucket_lies_wholly_below() -> None:
 def test_with_prices_the_summary_states_cost_with_its_verdict() -> None:
     source = DatasetSource(DATASET)
     manifest = source.dataset.manifest
+    prices = {"PRO": 1.2, "H20": 2.5}
+    priced = [d.with_facts(gpu_hour_price=prices[d.name]) for d in manifest.deployments]
     report = build_report(
-        source, manifest.deployments, manifest.window.window(), title=manifest.title,
-        source_name="datasets/pro5000-vs-h20", gpu_hour_prices={"PRO": 1.2, "H20": 2.5},
+        source, priced, manifest.window.window(), title=manifest.title,
+        source_name="datasets/pro5000-vs-h20",
     )  # fmt: skip
     (cost,) = [c for c in report.conclusions.entries if c.kind == "cost"]
     assert report.validity is not None

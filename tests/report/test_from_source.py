@@ -114,8 +114,6 @@ def test_a_deployments_file_or_list_replaces_the_dataset_s(
         ({"deployments": ""}, ["deployments: empty"]),
         ({"deployments": [1]}, ["deployments[0]", "int"]),
         ({"deployments": MANIFEST.deployments[0]}, ["deployments", "not Deployment"]),
-        ({"gpu_hour_prices": {"NOPE": 2.0}}, ["gpu_hour_prices", "'NOPE'", "PRO, H20"]),
-        ({"topologies": {"NOPE": "GPU0\tX"}}, ["topologies", "'NOPE'"]),
         ({"window": "1x"}, ["window length '1x'", "not a duration"]),
         ({"window": ""}, ["window length ''"]),
         ({"window": 3600}, ["window", "not int"]),
@@ -135,6 +133,42 @@ def test_a_bad_input_is_named_before_any_work(
         obs.report(dataset, **given)  # type: ignore[arg-type]
     for text in named:
         assert text in str(caught.value), (text, str(caught.value))
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        ({"gpu_hour_prices": {"NOPE": 2.0}}, ["gpu_hour_prices", "'NOPE'", "PRO, H20"]),
+        ({"topologies": {"NOPE": "GPU0\tX"}}, ["topologies", "'NOPE'"]),
+        *(
+            ({"gpu_hour_prices": {"H20": bad}}, ["gpu_hour_prices: H20: hardware.gpu_hour_price"])
+            for bad in (0.0, -1.0, float("nan"), 1e30)
+        ),
+        ({"topologies": {"PRO": "oops"}}, ["topologies: PRO: topology: line 1: no header"]),
+    ],
+)
+def test_a_price_or_topology_is_set_on_a_deployment_that_exists_and_holds_it(
+    given: dict[str, object], named: list[str]
+) -> None:
+    with pytest.raises(obs.ConfigurationError) as caught:
+        resolve_inputs(dataset=MANIFEST, **given)  # type: ignore[arg-type]
+    for text in named:
+        assert text in str(caught.value), (text, str(caught.value))
+
+
+def test_prices_and_topologies_given_by_name_are_the_deployments_own() -> None:
+    pairs = "  GPU0 GPU1\nGPU0 X NV4\nGPU1 NV4 X\n"  # two GPUs joined by 4 NVLinks
+    resolved = resolve_inputs(
+        dataset=MANIFEST, gpu_hour_prices={"H20": 1.5}, topologies={"PRO": pairs}
+    ).deployments
+    pro, h20 = resolved
+    assert (pro.hardware.gpu_hour_price, h20.hardware.gpu_hour_price) == (None, 1.5)
+    assert pro.topology is not None
+    assert pro.topology.gpus == ("GPU0", "GPU1")
+    assert h20.topology is None
+    # Nothing else of the dataset's deployments changed.
+    assert pro.model_dump() == MANIFEST.deployments[0].model_dump()
+    assert h20.config == MANIFEST.deployments[1].config
 
 
 def test_a_missing_deployments_file_is_named(dataset: obs.DatasetSource, tmp_path: Path) -> None:

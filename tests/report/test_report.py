@@ -15,6 +15,7 @@ from inference_obs.analyses.validity.findings import FINDINGS, Severity
 from inference_obs.reading import resolution
 from inference_obs.report import Report, build_report, report_json, write_report
 from inference_obs.report.markdown import to_markdown
+from inference_obs.report.report_json_model import ReportDocument
 from inference_obs.report.sections import sections
 from inference_obs.report.write import FORMATS
 from inference_obs.source.base import EngineInfo
@@ -34,10 +35,14 @@ SECTIONS = (
 )  # fmt: skip
 
 
-def make(source: DatasetSource, **options: object) -> Report:
+def make(
+    source: DatasetSource, *, prices: dict[str, float] | None = None, **options: object
+) -> Report:
     manifest = source.dataset.manifest
+    given = prices or {}
+    deployments = [d.with_facts(gpu_hour_price=given.get(d.name)) for d in manifest.deployments]
     return build_report(
-        source, manifest.deployments, manifest.window.window(), title=manifest.title,
+        source, deployments, manifest.window.window(), title=manifest.title,
         source_name="datasets/pro5000-vs-h20",
         scrape_interval_seconds=manifest.scrape_interval_seconds,
         methodology=manifest.methodology, **options,  # type: ignore[arg-type]
@@ -46,7 +51,7 @@ def make(source: DatasetSource, **options: object) -> Report:
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, dict[str, Path]]:
-    report = make(DatasetSource(DATASET), gpu_hour_prices={"PRO": 1.2, "H20": 2.5})
+    report = make(DatasetSource(DATASET), prices={"PRO": 1.2, "H20": 2.5})
     return report, write_report(report, tmp_path_factory.mktemp("report"))
 
 
@@ -86,6 +91,16 @@ def test_json_holds_every_measurement_once_with_its_provenance(
     assert {f["code"] for f in pair["findings"]} <= set(FINDINGS)
     costs = [m for m in data["measurements"] if m["analysis"] == "cost"]
     assert {m["deployment"] for m in costs} == {"PRO", "H20"}
+
+
+def test_the_deployments_as_given_with_their_prices_read_back_as_a_report_document(
+    written: tuple[Report, dict[str, Path]],
+) -> None:
+    document = ReportDocument.model_validate_json(written[1]["json"].read_text())
+    # The prices the fixture gave (PRO 1.2, H20 2.5) are part of each deployment as given.
+    declared = {d.name: d.declared["hardware"] for d in document.deployments}
+    assert {name: h["gpu_hour_price"] for name, h in declared.items()} == {"PRO": 1.2, "H20": 2.5}
+    assert all("topology" not in d.declared for d in document.deployments)
 
 
 def test_the_appendix_lists_every_query_behind_every_number(

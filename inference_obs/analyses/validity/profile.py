@@ -169,5 +169,5 @@ def profile(source: Source, ran: DeploymentResults) -> Profile:
         configuration=config,
         kv_capacity_tokens=_per_replica(config),
         cost=ran.of(cost),
-        priced=ran.gpu_hour_price is not None,
+        priced=ran.deployment.hardware.gpu_hour_price is not None,
     )

@@ -286,8 +286,6 @@ def validity(
     window: Window | Mapping[str, Window],
     *,
     thresholds: Thresholds | None = None,
-    gpu_hour_prices: Mapping[str, float] | None = None,
-    topologies: Mapping[str, str] | None = None,
     resolution: Resolution = "scrape",
     settings: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> ValidityResult:
@@ -302,17 +300,14 @@ def validity(
     source
         Where the series come from.
     deployments
-        Two or more deployments, with distinct names.
+        Two or more deployments, with distinct names. Cost per token is
+        compared where they state a ``hardware.gpu_hour_price`` (else only
+        tokens per GPU-hour), declared parallelism against the wiring where
+        they have a ``topology``.
     window
         One window for all, or a window per deployment name.
     thresholds
         When differences become findings (defaults: :class:`Thresholds`).
-    gpu_hour_prices
-        GPU-hour rent per deployment name, to compare cost per token; without
-        it only tokens per GPU-hour are compared.
-    topologies
-        ``nvidia-smi topo -m`` text per deployment name, for the
-        configuration checks (declared parallelism against the wiring).
     resolution
         How the sampled shares (requests running, waiting) are counted:
         ``scrape`` (every raw sample, the default), ``auto`` or a tile width
@@ -333,8 +328,6 @@ def validity(
         deployments,
         windows,
         resolution=resolution,
-        gpu_hour_prices=gpu_hour_prices,
-        topologies=topologies,
         settings=settings,
         analyses=NEEDED,
     )
