@@ -22,13 +22,15 @@ import io
 import json
 from collections.abc import Sequence
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from inference_obs.errors import Annotation, MalformedAnswer
 from inference_obs.samples import NAME, Floats, Ints, Labels, Matrix, SampleSet, Vector
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "MATRIX_BODY_PREFIX",
@@ -124,10 +126,6 @@ _VALUES = b',"values":['
 # Values sections -> one number per line: drop brackets and quotes, commas become newlines.
 _TO_LINES = bytes.maketrans(b",", b"\n")
 _DROP = b'[]"'
-# pandas >= 3 parses floats correctly rounded by default (and deprecates the option).
-_CSV_EXTRA: dict[str, Any] = (
-    {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
-)
 
 
 def parse_matrix_body(
@@ -274,6 +272,12 @@ def _points(flats: list[bytes], total: int) -> tuple[Ints, Floats] | None:
     pandas' C reader; None where they are not exactly that many numbers."""
     if not total:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
+    # pandas >= 3 parses floats correctly rounded by default (and deprecates the option).
+    floats: dict[str, Any] = (
+        {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+    )
     try:
         numbers = pd.read_csv(
             io.BytesIO(b"\n".join(flats)),
@@ -284,7 +288,7 @@ def _points(flats: list[bytes], total: int) -> tuple[Ints, Floats] | None:
             keep_default_na=False,
             na_values=["NaN"],
             skip_blank_lines=False,
-            **_CSV_EXTRA,
+            **floats,
         )["n"].to_numpy(dtype=np.float64)
     except (ValueError, pd.errors.ParserError):
         return None
@@ -334,6 +338,8 @@ def to_frame(matrix: Matrix) -> pd.DataFrame:
     >>> to_frame(m).columns.tolist()
     ['timestamp', 'value', 'job']
     """
+    import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
     timestamps = pd.to_datetime(matrix.t_ms, unit="ms", utc=True)
     sizes = np.diff(matrix.offsets)
     data: dict[str, Any] = {"timestamp": timestamps, "value": matrix.values}
@@ -367,6 +373,8 @@ def to_wide_frame(matrix: Matrix) -> pd.DataFrame:
     >>> to_wide_frame(m).columns.tolist(), to_wide_frame(m).shape
     (["{job='a'}"], (2, 1))
     """
+    import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
     timestamps = pd.to_datetime(matrix.t_ms, unit="ms", utc=True)
     names = [_series_name(one) for one in matrix.labels]
     columns = {
