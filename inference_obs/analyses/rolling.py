@@ -31,10 +31,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
@@ -52,6 +51,9 @@ from inference_obs.reading.result import AnalysisResult, FloatColumn, format_num
 from inference_obs.samples import Floats, Matrix, Window
 from inference_obs.source.remembering import together
 from inference_obs.source.view import ViewSource
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "CAVEATS",
@@ -217,6 +219,8 @@ class RollingQuantiles(AnalysisResult):
             ``quantile`` (0-1), ``value``, and the bucket holding the true
             quantile, ``lower`` and ``upper`` (the family's unit).
         """
+        import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
         zone = self.window.start.tzinfo
         frames = [
             pd.DataFrame(

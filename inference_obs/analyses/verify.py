@@ -38,10 +38,9 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.published import (
@@ -65,6 +64,9 @@ from inference_obs.samples import Window
 from inference_obs.source.base import Source
 from inference_obs.source.dataset.reader import AGGREGATES, read_dataset
 from inference_obs.source.dataset.source import DatasetSource
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "FROM_ANALYSES",
@@ -177,6 +179,8 @@ class VerifyResult(BaseModel):
 
     def to_frame(self) -> pd.DataFrame:
         """One row per number: key, published, recomputed, difference, tolerance, status, reason."""
+        import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
         columns = list(VerifyRow.model_fields)
         return pd.DataFrame([r.model_dump(mode="json") for r in self.rows], columns=columns)
 
@@ -245,7 +249,7 @@ def verify_dataset(path: str | Path, *, rel_tol: float = 1e-9) -> VerifyResult:
         rows = [_unrecomputable(k, v, reason) for k, v in _leaves(published, "")]
         layout = "unknown"
     requests = dataset.requests
-    if isinstance(requests, pd.DataFrame) and not requests.empty:
+    if requests is not None and not requests.empty:
         deployments = dataset.manifest.deployments
         rows += truth_rows(
             DatasetSource(dataset, rules=rules), deployments, window, requests, rel_tol

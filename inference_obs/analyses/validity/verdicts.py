@@ -23,9 +23,8 @@ import itertools
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.run import DeploymentResults, run
@@ -43,6 +42,9 @@ from inference_obs.reading.result import format_number
 from inference_obs.samples import Window
 from inference_obs.source.base import Source
 from inference_obs.source.remembering import together
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "ComparisonVerdict",
@@ -159,6 +161,8 @@ class ValidityResult(BaseModel):
 
     def to_frame(self) -> pd.DataFrame:
         """One row per pair and comparison: both values, the verdict, its findings and notes."""
+        import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
         rows = []
         for p in self.pairs:
             for v in p.verdicts.values():
@@ -179,6 +183,8 @@ class ValidityResult(BaseModel):
 
     def findings_frame(self) -> pd.DataFrame:
         """One row per finding: code, severity, message, evidence and what it affects."""
+        import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
         rows = []
         for p in self.pairs:
             for f in p.findings:
