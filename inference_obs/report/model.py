@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.conclusions import Cautions, Conclusions, cited
@@ -25,6 +24,8 @@ from inference_obs.report.baseline import Baseline
 from inference_obs.samples import Window
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from inference_obs.report.notebook import ReportFigure, ReportSection
 
 __all__ = ["Report", "Scope"]
@@ -95,6 +96,8 @@ class Report(BaseModel):
         of its deployment on that statistic) and ``key`` (the Measurement's;
         empty for an event count). What ``replicas.csv`` holds.
         """
+        import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
         rows = []
         for name, one in self.fleet.items():
             flagged = {(o.replica, o.statistic) for o in one.outliers}
