@@ -25,14 +25,11 @@ import json
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from inference_obs import analyses
-from inference_obs.analyses.bottleneck import advise
-from inference_obs.analyses.regime import judge
-from inference_obs.analyses.rolling import RollingQuantiles
 from inference_obs.reading.measurement import json_number, measurement_json
 from inference_obs.report.document import anchor
 
 if TYPE_CHECKING:
+    from inference_obs.analyses.rolling import RollingQuantiles
     from inference_obs.report.model import Report
 
 __all__ = ["FORMAT", "report_json", "to_json"]
@@ -43,6 +40,12 @@ FORMAT = "inference-obs-report/1"
 
 def report_json(report: Report) -> dict[str, Any]:
     """The report as JSON data (a dict of lists, strings, numbers and null)."""
+    # Here, not at the top: `import inference_obs` loads this module (the package binds
+    # `report_json` to the function) and must not load every analysis with it.
+    from inference_obs import analyses
+    from inference_obs.analyses.bottleneck import advise
+    from inference_obs.analyses.regime import judge
+
     s = report.scope
     deployments = []
     for d in report.deployments:
