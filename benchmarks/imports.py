@@ -116,9 +116,9 @@ def main(argv: list[str] | None = None) -> None:
         path = Path(scratch) / "dashboard.json"
         path.write_text(json.dumps(dashboard(200)))
         lines = commands(path)
-        for tree in trees.values():  # compile each tree's bytecode once, untimed
+        for root in trees.values():  # compile each tree's bytecode once, untimed
             for line in lines.values():
-                run_once(line, tree)
+                run_once(line, root)
         times: dict[tuple[str, str], list[tuple[float, float]]] = {
             (t, c): [] for t in trees for c in lines
         }

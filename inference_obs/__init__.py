@@ -17,8 +17,9 @@ The four lines of a first report, in Jupyter::
 name is imported first, so the import system never rebinds the name to it.
 
 Importing the package loads neither pandas, matplotlib nor scipy, nor the
-analyses: ``analyses``, ``Report``, ``DatasetSource``, ``PrometheusSource``,
-``read_dataset`` and ``load_deployments`` load their modules when first read
+analyses: ``analyses``, ``Report``, ``Window``, ``Source``, ``DatasetSource``,
+``PrometheusSource``, ``read_dataset`` and ``load_deployments`` load their
+modules (numpy with the first) when first read
 (module ``__getattr__``), and the modules that need pandas or matplotlib import
 them where a frame is built or a figure drawn. A command that draws nothing
 (``lint``, ``queries``, ``discover``, ``capture``) stays light.
@@ -48,13 +49,14 @@ from inference_obs.errors import (
 from inference_obs.metrics import FAMILIES, STANDARD_QUERIES, Family, MetricType, StandardQuery
 from inference_obs.query import Expr, Matcher, Selector, to_promql
 from inference_obs.report.from_source import report
-from inference_obs.samples import Window
-from inference_obs.source import TLS, BasicAuth, BearerToken, Source
+from inference_obs.source import TLS, BasicAuth, BearerToken
 from inference_obs.version import __version__
 
 if TYPE_CHECKING:
     from inference_obs import analyses
     from inference_obs.report.model import Report
+    from inference_obs.samples import Window
+    from inference_obs.source.base import Source
     from inference_obs.source.dataset.reader import read_dataset
     from inference_obs.source.dataset.source import DatasetSource
     from inference_obs.source.deployments_file import load_deployments
@@ -104,8 +106,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # PEP 562: a name whose module loads the analyses, the local engine or the HTTP
-    # client, read for the first time (see the module docstring).
+    # PEP 562: a name whose module loads numpy, the analyses, the local engine or the
+    # HTTP client, read for the first time (see the module docstring).
     module: ModuleType
     if name == "analyses":
         import inference_obs.analyses
@@ -113,7 +115,9 @@ def __getattr__(name: str) -> object:
         return inference_obs.analyses  # the import bound it here; later reads find it
     if name == "Report":
         from inference_obs.report import model as module
-    elif name in {"DatasetSource", "PrometheusSource", "read_dataset"}:
+    elif name == "Window":
+        from inference_obs import samples as module
+    elif name in {"DatasetSource", "PrometheusSource", "Source", "read_dataset"}:
         from inference_obs import source as module
     elif name == "load_deployments":
         from inference_obs.source import deployments_file as module

@@ -44,11 +44,11 @@ from typing import TYPE_CHECKING, Any
 from inference_obs.deployment import Deployment, check_names
 from inference_obs.errors import ConfigurationError
 from inference_obs.reading.resolution import Resolution, tile_ms
-from inference_obs.samples import Window
 
 if TYPE_CHECKING:
     from inference_obs.report.build import Progress
     from inference_obs.report.model import Report
+    from inference_obs.samples import Window
     from inference_obs.source.base import Source
     from inference_obs.source.dataset.manifest import Manifest
 
@@ -220,7 +220,7 @@ def report(
     (['PRO', 'H20'], 3600.0)
     """
     # Here, not at the top: `import inference_obs` binds `report` to this function, and must
-    # load neither the analyses nor the sources with it.
+    # load neither the analyses, the sources nor numpy with it.
     from inference_obs.report.build import build_report
     from inference_obs.source.dataset.source import DatasetSource
 
@@ -329,6 +329,8 @@ def _window(
     given: Window | str | None, end: datetime | None, dataset: Manifest | None, names: InputNames
 ) -> Window:
     """``given`` as a Window: as is, a duration ending at ``end``, or the observed window."""
+    from inference_obs.samples import Window  # not at the top: see report()
+
     if end is not None and not isinstance(given, str):
         kind = "a Window has its own end" if given is not None else "no duration was given"
         raise ConfigurationError(
