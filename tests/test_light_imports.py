@@ -127,6 +127,27 @@ def test_lint_of_a_200_panel_dashboard_loads_none(tmp_path: Path) -> None:
     assert loaded == []
 
 
+def test_import_version_and_lint_load_no_numpy_either(tmp_path: Path) -> None:
+    # numpy is a tenth of a second of these commands' time: they read no samples.
+    path = tmp_path / "dashboard.json"
+    path.write_text(json.dumps(dashboard(200)))
+    code = (
+        "import sys\n"
+        "import inference_obs\n"
+        "from inference_obs.cli import main\n"
+        "result = ['numpy' in sys.modules]\n"
+        "try:\n"
+        "    main(['--version'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "result.append('numpy' in sys.modules)\n"
+        f"result.append(main(['lint', {str(path)!r}]))\n"
+        "result.append('numpy' in sys.modules)\n"
+    )
+    result, _, _ = _run(code)
+    assert result == [False, False, 1, False]
+
+
 @pytest.mark.parametrize(
     "argv",
     [("queries", "list"), ("queries", "show", "vllm_ttft_p99_seconds"), ("catalogue",)],
