@@ -16,13 +16,13 @@ The four lines of a first report, in Jupyter::
 :func:`~inference_obs.report.from_source.report`; the subpackage of the same
 name is imported first, so the import system never rebinds the name to it.
 
-Importing the package loads neither pandas, matplotlib nor scipy, nor the
+Importing the package loads neither numpy, pandas, matplotlib, scipy nor the
 analyses: ``analyses``, ``Report``, ``Window``, ``Source``, ``DatasetSource``,
 ``PrometheusSource``, ``read_dataset`` and ``load_deployments`` load their
-modules (numpy with the first) when first read
-(module ``__getattr__``), and the modules that need pandas or matplotlib import
-them where a frame is built or a figure drawn. A command that draws nothing
-(``lint``, ``queries``, ``discover``, ``capture``) stays light.
+modules when first read (module ``__getattr__``, PEP 562), and the modules that
+need pandas or matplotlib import them where a frame is built or a figure is
+drawn, so the commands that draw nothing (``lint``, ``queries``, ``capture``,
+``discover``) load neither (but a dataset's ``requests.csv`` is read with pandas).
 """
 
 from __future__ import annotations
