@@ -52,7 +52,7 @@ def _run(
     return result, loaded, "\n".join(printed)
 
 
-def _main(
+def run_cli(
     *argv: str, cwd: Path = ROOT, heavy: tuple[str, ...] = HEAVY
 ) -> tuple[object, list[str], str]:
     """``inference-obs ARGV`` in a fresh interpreter: exit status, heavy modules, output."""
@@ -115,7 +115,7 @@ def test_report_json_and_with_baseline_stay_functions_after_every_report_module(
 
 
 def test_version_loads_none() -> None:
-    status, loaded, printed = _main("--version")
+    status, loaded, printed = run_cli("--version")
     assert status == 0
     assert printed.startswith("inference-obs ")
     assert loaded == []
@@ -124,7 +124,7 @@ def test_version_loads_none() -> None:
 def test_lint_of_a_200_panel_dashboard_loads_none(tmp_path: Path) -> None:
     path = tmp_path / "dashboard.json"
     path.write_text(json.dumps(dashboard(200)))
-    status, loaded, printed = _main("lint", str(path))
+    status, loaded, printed = run_cli("lint", str(path))
     # The generated dashboard holds wrong shapes on purpose (averaged quantiles, ...).
     assert status == 1
     assert "errors" in printed.splitlines()[-1]
@@ -158,14 +158,14 @@ def test_import_version_and_lint_load_no_numpy_either(tmp_path: Path) -> None:
 )
 def test_catalogue_commands_load_none(argv: tuple[str, ...]) -> None:
     # The catalogue's commands read no samples: no numpy either.
-    status, loaded, printed = _main(*argv, heavy=(*HEAVY, "numpy"))
+    status, loaded, printed = run_cli(*argv, heavy=(*HEAVY, "numpy"))
     assert status == 0
     assert printed
     assert loaded == []
 
 
 def test_queries_export_loads_none(tmp_path: Path) -> None:
-    status, loaded, _ = _main(
+    status, loaded, _ = run_cli(
         "queries", "export", "--out", str(tmp_path / "queries"), heavy=(*HEAVY, "numpy")
     )
     assert status == 0
@@ -176,7 +176,7 @@ def test_queries_export_loads_none(tmp_path: Path) -> None:
 def test_capture_loads_none(tmp_path: Path) -> None:
     out = tmp_path / "ds"
     with FakeExporter(lambda n: advancing(VLLM, n)) as engine:
-        status, loaded, _ = _main(
+        status, loaded, _ = run_cli(
             "capture", "--url", f"vllm={engine.url}", "--interval", "200ms",
             "--duration", "1s", "--out", str(out),
         )  # fmt: skip
@@ -196,14 +196,14 @@ def test_dataset_from_scrapes_and_discover_on_it_load_none(tmp_path: Path) -> No
         )
     )
     out = tmp_path / "ds"
-    status, loaded, _ = _main("dataset", "from-scrapes", str(scrapes), "--out", str(out))
+    status, loaded, _ = run_cli("dataset", "from-scrapes", str(scrapes), "--out", str(out))
     assert status == 0
     assert loaded == []
     # A dataset with no requests.csv: discover reads label sets only (requests.csv, where
     # a dataset has one, is read with pandas).
     assert not (out / REQUESTS).exists()
     found = tmp_path / "deployments.yaml"
-    status, loaded, _ = _main("discover", "--dataset", str(out), "--out", str(found))
+    status, loaded, _ = run_cli("discover", "--dataset", str(out), "--out", str(found))
     assert status == 0
     assert "mymodelname" in found.read_text()
     assert loaded == []
