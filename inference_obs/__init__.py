@@ -15,11 +15,21 @@ The four lines of a first report, in Jupyter::
 ``obs.report`` is the function
 :func:`~inference_obs.report.from_source.report`; the subpackage of the same
 name is imported first, so the import system never rebinds the name to it.
+
+Importing the package loads neither numpy, pandas, matplotlib, scipy nor the
+analyses: ``analyses``, ``Report``, ``Window``, ``Source``, ``DatasetSource``,
+``PrometheusSource``, ``read_dataset`` and ``load_deployments`` load their
+modules when first read (module ``__getattr__``, PEP 562), and the modules that
+need pandas or matplotlib import them where a frame is built or a figure is
+drawn, so the commands that draw nothing (``lint``, ``queries``, ``capture``,
+``discover``) load neither (but a dataset's ``requests.csv`` is read with pandas).
 """
 
 from __future__ import annotations
 
-from inference_obs import analyses
+from types import ModuleType
+from typing import TYPE_CHECKING
+
 from inference_obs.deployment import DeclaredConfig, Deployment, Engine, Hardware
 from inference_obs.errors import (
     Annotation,
@@ -38,20 +48,19 @@ from inference_obs.errors import (
 )
 from inference_obs.metrics import FAMILIES, STANDARD_QUERIES, Family, MetricType, StandardQuery
 from inference_obs.query import Expr, Matcher, Selector, to_promql
-from inference_obs.report import Report
 from inference_obs.report.from_source import report
-from inference_obs.samples import Window
-from inference_obs.source import (
-    TLS,
-    BasicAuth,
-    BearerToken,
-    DatasetSource,
-    PrometheusSource,
-    Source,
-    read_dataset,
-)
-from inference_obs.source.deployments_file import load_deployments
+from inference_obs.source import TLS, BasicAuth, BearerToken
 from inference_obs.version import __version__
+
+if TYPE_CHECKING:
+    from inference_obs import analyses
+    from inference_obs.report.model import Report
+    from inference_obs.samples import Window
+    from inference_obs.source.base import Source
+    from inference_obs.source.dataset.reader import read_dataset
+    from inference_obs.source.dataset.source import DatasetSource
+    from inference_obs.source.deployments_file import load_deployments
+    from inference_obs.source.prometheus import PrometheusSource
 
 __all__ = [
     "FAMILIES",
@@ -94,3 +103,26 @@ __all__ = [
     "report",
     "to_promql",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # PEP 562: a name whose module loads numpy, the analyses, the local engine or the
+    # HTTP client, read for the first time (see the module docstring).
+    module: ModuleType
+    if name == "analyses":
+        import inference_obs.analyses
+
+        return inference_obs.analyses  # the import bound it here; later reads find it
+    if name == "Report":
+        from inference_obs.report import model as module
+    elif name == "Window":
+        from inference_obs import samples as module
+    elif name in {"DatasetSource", "PrometheusSource", "Source", "read_dataset"}:
+        from inference_obs import source as module
+    elif name == "load_deployments":
+        from inference_obs.source import deployments_file as module
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value: object = getattr(module, name)
+    globals()[name] = value  # found directly from now on
+    return value

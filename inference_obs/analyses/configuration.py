@@ -38,8 +38,8 @@ from __future__ import annotations
 import html
 from collections.abc import Callable
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.configuration_observed import Observed, Seen, kv_capacity
@@ -50,6 +50,9 @@ from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Measurement, Provenance
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.topology import Parallelism, Path, Shape, Topology
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Check", "CheckStatus", "ConfigurationResult", "TopologyFinding", "configuration"]
 
@@ -153,6 +156,8 @@ class ConfigurationResult(AnalysisResult):
 
     def to_frame(self) -> pd.DataFrame:
         """One row per check: field, declared, observed, status, reason, promql (``;``-joined)."""
+        import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
         rows = [
             {
                 "field": c.field,

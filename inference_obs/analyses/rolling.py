@@ -31,10 +31,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
@@ -50,6 +49,9 @@ from inference_obs.reading.context import Reading
 from inference_obs.reading.measurement import Bounds, is_lowest_bucket
 from inference_obs.reading.result import AnalysisResult, FloatColumn, format_number
 from inference_obs.samples import Floats, Matrix, Window
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "CAVEATS",
@@ -215,6 +217,8 @@ class RollingQuantiles(AnalysisResult):
             ``quantile`` (0-1), ``value``, and the bucket holding the true
             quantile, ``lower`` and ``upper`` (the family's unit).
         """
+        import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
         zone = self.window.start.tzinfo
         frames = [
             pd.DataFrame(

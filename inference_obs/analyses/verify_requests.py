@@ -24,9 +24,12 @@ preemptions) count engine steps, which ``requests.csv`` does not hold.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["FROM_REQUESTS", "request_figures"]
 

@@ -16,9 +16,9 @@ are in the row for the reader; an interpolated estimate is not pass/fail.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from inference_obs.analyses.latency import (
     COUNTED_ONLY,
@@ -33,6 +33,9 @@ from inference_obs.query import Selector
 from inference_obs.reading.context import Source
 from inference_obs.reading.measurement import Measurement
 from inference_obs.samples import Window
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["truth_rows"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from inference_obs.cli.options import unwritable
@@ -155,14 +156,39 @@ def _scenarios() -> str:
     return "\n".join(lines)
 
 
+class _HelpWithScenarios(argparse.Action):
+    """``simulate --help``: argparse's help, with the bundled scenarios read only then.
+
+    Reading them loads the simulator's models; building the parser for every other
+    command (``--version``, ``lint``) must not pay for it.
+    """
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        parser.epilog = _scenarios()
+        parser.print_help()
+        parser.exit()
+
+
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``simulate``, ``analyses``, ``catalogue`` and ``queries`` to the top-level
     subparsers."""
     simulate = commands.add_parser(
         "simulate",
         help="write a synthetic dataset from a scenario",
-        epilog=_scenarios(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        add_help=False,
+    )
+    simulate.add_argument(
+        "-h", "--help", action=_HelpWithScenarios, help="show this help message and exit"
     )
     simulate.add_argument(
         "scenario", help="a bundled scenario name (below) or a scenario YAML file"

@@ -97,7 +97,7 @@ doubles samples in VictoriaMetrics unless it runs with -dedup.minScrapeInterval=
 
 
 def _register_load(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from inference_obs.load.loader import BATCH_SAMPLES
+    from inference_obs.source.limits import BATCH_SAMPLES
 
     load = actions.add_parser(
         "load",

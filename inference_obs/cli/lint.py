@@ -6,8 +6,6 @@ import argparse
 import sys
 
 from inference_obs.cli.options import EXIT_OK
-from inference_obs.lint import Options, lint_paths, to_json, to_sarif, to_text
-from inference_obs.lint.codes import Severity
 
 __all__ = ["EXIT_FINDINGS", "register"]
 
@@ -35,6 +33,10 @@ past a limit (16 MiB, 100 levels of nesting, YAML aliases expanding past
 
 
 def _lint(args: argparse.Namespace) -> int:
+    # Here, not at the top: every other command builds this parser and need not load the checks.
+    from inference_obs.lint import Options, lint_paths, to_json, to_sarif, to_text
+    from inference_obs.lint.codes import Severity
+
     options = Options(vllm_version=args.vllm_version, sglang_version=args.sglang_version)
     result = lint_paths(args.paths, options)
     if args.format == "json":

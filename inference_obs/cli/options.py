@@ -16,16 +16,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inference_obs.cli.times import FORMS, window
 from inference_obs.deployment import MAX_GPU_HOUR_PRICE
 from inference_obs.errors import ConfigurationError, InferenceObsError, QueryError, TopologyError
 from inference_obs.query import parse_duration
 from inference_obs.query.names import check_duration
-from inference_obs.reading.resolution import Resolution
-from inference_obs.source.http import MAX_ANSWER_BYTES, check_header
+from inference_obs.source.limits import MAX_ANSWER_BYTES
 from inference_obs.topology import MAX_TEXT_CHARS, Topology, parse_topology
+
+if TYPE_CHECKING:
+    from inference_obs.reading.resolution import Resolution
 
 __all__ = [
     "EXIT_BUDGET",
@@ -154,6 +156,8 @@ def _readable(path: str, option: str) -> Path:
 
 def _headers(items: Sequence[str]) -> dict[str, str]:
     """``--header 'Name: value'`` texts as a mapping; the text is never echoed."""
+    from inference_obs.source.http import check_header  # the HTTP stack loads numpy
+
     headers = {}
     for i, text in enumerate(items, 1):
         name, sep, value = text.partition(":")

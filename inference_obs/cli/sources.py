@@ -21,16 +21,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from inference_obs.cli.options import add_live_options, add_window_options, open_prometheus
 from inference_obs.cli.times import window
 from inference_obs.deployment import Deployment
 from inference_obs.errors import ConfigurationError
-from inference_obs.reading.resolution import Resolution
 from inference_obs.report.from_source import InputNames
-from inference_obs.samples import Window
-from inference_obs.source.base import Source
-from inference_obs.topology import Topology
+
+if TYPE_CHECKING:
+    from inference_obs.reading.resolution import Resolution
+    from inference_obs.samples import Window
+    from inference_obs.source.base import Source
+    from inference_obs.topology import Topology
 
 __all__ = [
     "DEFAULT_DATASET",

@@ -19,10 +19,13 @@ import argparse
 import math
 import re
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from inference_obs.errors import ConfigurationError, QueryError
 from inference_obs.query import parse_duration
-from inference_obs.samples import Window
+
+if TYPE_CHECKING:
+    from inference_obs.samples import Window
 
 __all__ = ["FORMS", "moment", "started", "window"]
 
@@ -109,6 +112,9 @@ def window(args: argparse.Namespace, now: datetime | None = None) -> Window | No
 
     ``now`` is what ``now`` means (default: :func:`started`).
     """
+    # Here, not at the top: the commands that read no window (lint, --version) load no numpy.
+    from inference_obs.samples import Window
+
     if args.start is None and args.end is None and args.window is None:
         return None
     if args.start is not None and args.window is not None:

@@ -56,6 +56,7 @@ from inference_obs.query import Matcher, Selector
 from inference_obs.samples import Floats, Ints, Labels, SampleSet, describe
 from inference_obs.source.base import Source
 from inference_obs.source.dataset.reader import MANIFEST, SAMPLES, read_manifest
+from inference_obs.source.limits import BATCH_SAMPLES
 from inference_obs.source.openmetrics.reader import BLOCK_BYTES, OpenMetricsReader
 
 __all__ = ["SLAB_S", "Existing", "LoadResult", "Progress", "check_not_loaded", "load_dataset"]
@@ -63,10 +64,6 @@ __all__ = ["SLAB_S", "Existing", "LoadResult", "Progress", "check_not_loaded", "
 #: Seconds of samples sent together in time order to a remote-write store: half the
 #: hour a Prometheus head accepts behind its newest sample, so no slab is out of bounds.
 SLAB_S = 1800.0
-#: Default samples in one request: about 1 MB of remote-write protobuf with the
-#: labels of a few hundred series, well within every store's request limits
-#: (Prometheus reads any size; Mimir's default distributor limit is 100 MB).
-BATCH_SAMPLES = 50_000
 # A spooled sample: series index, timestamp (ms), value.
 _RECORD = np.dtype([("series", "<i8"), ("t_ms", "<i8"), ("value", "<f8")])
 # A batch: each sample's series index, time (int64 ms) and value.

@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Literal
 
 from inference_obs.deployment import Deployment
 from inference_obs.errors import ConfigurationError, SourceUnavailable
@@ -41,9 +39,10 @@ from inference_obs.query import (
     max_over_time,
     to_promql,
 )
-from inference_obs.reading.alignment import scrape_interval_ms
-from inference_obs.samples import Vector, Window
-from inference_obs.source.base import Source
+
+if TYPE_CHECKING:
+    from inference_obs.samples import Window
+    from inference_obs.source.base import Source
 
 __all__ = [
     "ENGINE_LABELS",
@@ -115,6 +114,11 @@ def tile_window(window: Window, step: float) -> Window:
         When ``step`` is not a valid width (:func:`tile_ms`), or no whole
         tile anchored so lies in the window.
     """
+    # Here and below, numpy's modules are imported where they run, not at the top: the
+    # command line reads ROWS and Resolution from here to build its options, and its
+    # commands that read no samples (lint, --version) load no numpy.
+    from inference_obs.samples import Window
+
     ms = tile_ms(window, step)
     first = math.ceil(round(window.start_s * 1000) / ms) * ms + ms
     last = math.floor(round(window.end_s * 1000) / ms) * ms
@@ -141,6 +145,8 @@ def series_count(source: Source, selector: Selector, window: Window) -> int:
         When the answer is no count (NaN, infinite, negative or fractional):
         ``count`` gives a whole number on every engine, so the source is broken.
     """
+    from inference_obs.samples import Vector  # see tile_window
+
     counted = count_over_time(selector.over(window.seconds)).count()
     answer = source.instant(counted, window.end_s).value
     if not isinstance(answer, Vector) or not len(answer):
@@ -175,6 +181,8 @@ def tile_step(
     """
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
         raise ConfigurationError(f"rows must be a whole number >= 1, got {rows!r}")
+    from inference_obs.reading.alignment import scrape_interval_ms  # see tile_window
+
     selector = vllm.NUM_REQUESTS_WAITING.select(deployment.matchers)
     interval = scrape_interval_ms(source, selector, window)
     series = series_count(source, selector, window)
@@ -231,6 +239,8 @@ def positive_share(
     of (target, tile) pairs in which a sample was above 0. None when there is
     no sample.
     """
+    import numpy as np  # see tile_window
+
     if step is None:
         samples = source.raw(selector, window)
         above: dict[tuple[tuple[str, str], ...], dict[int, bool]] = {}

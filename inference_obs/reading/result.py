@@ -5,13 +5,15 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Iterable, Iterator
-from typing import Annotated, TypeAlias
+from typing import TYPE_CHECKING, Annotated, TypeAlias
 
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, PlainSerializer
 
 from inference_obs.reading.measurement import Measurement
 from inference_obs.samples import Floats
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["AnalysisResult", "FloatColumn", "format_number", "measurements_frame"]
 
@@ -85,6 +87,8 @@ def measurements_frame(measurements: Iterable[Measurement]) -> pd.DataFrame:
         }
         for m in measurements
     ]
+    import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
     return pd.DataFrame(rows)
 
 

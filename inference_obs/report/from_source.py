@@ -46,20 +46,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inference_obs.deployment import Deployment, check_names
 from inference_obs.errors import ConfigurationError
 from inference_obs.reading.resolution import Resolution, tile_ms
-from inference_obs.report.build import Progress, build_report
-from inference_obs.report.model import Report
-from inference_obs.samples import Window
-from inference_obs.source.base import Source
-from inference_obs.source.dataset.manifest import Manifest
-from inference_obs.source.dataset.source import DatasetSource
-from inference_obs.source.deployments_file import load_deployments
-from inference_obs.source.prometheus import PrometheusSource
-from inference_obs.topology import Topology
+
+if TYPE_CHECKING:
+    from inference_obs.report.build import Progress
+    from inference_obs.report.model import Report
+    from inference_obs.samples import Window
+    from inference_obs.source.base import Source
+    from inference_obs.source.dataset.manifest import Manifest
+    from inference_obs.topology import Topology
 
 __all__ = [
     "DEFAULT_TITLE",
@@ -228,6 +227,11 @@ def report(
     >>> [d.deployment.name for d in report.deployments], report.scope.windows["PRO"].seconds
     (['PRO', 'H20'], 3600.0)
     """
+    # Here, not at the top: `import inference_obs` binds `report` to this function, and must
+    # load neither the analyses, the sources nor numpy with it.
+    from inference_obs.report.build import build_report
+    from inference_obs.source.dataset.source import DatasetSource
+
     dataset = source.dataset.manifest if isinstance(source, DatasetSource) else None
     inputs = resolve_inputs(
         deployments,
@@ -254,6 +258,9 @@ def report(
 
 def _source_name(source: Source) -> str:
     """The dataset's path, the server's URL (credentials already out of it), or the kind."""
+    from inference_obs.source.dataset.source import DatasetSource  # not at the top: see report()
+    from inference_obs.source.prometheus import PrometheusSource
+
     if isinstance(source, DatasetSource):
         return str(source.dataset.path)
     if isinstance(source, PrometheusSource):
@@ -277,6 +284,8 @@ def _deployments(
         path = os.fspath(given)
         if not path:
             raise ConfigurationError(f"{names.deployments}: empty; give a file")
+        from inference_obs.source.deployments_file import load_deployments  # see report()
+
         return load_deployments(Path(path))
     if isinstance(given, Deployment) or not isinstance(given, Sequence):
         raise ConfigurationError(
@@ -324,6 +333,8 @@ def _window(
     given: Window | str | None, end: datetime | None, dataset: Manifest | None, names: InputNames
 ) -> Window:
     """``given`` as a Window: as is, a duration ending at ``end``, or the observed window."""
+    from inference_obs.samples import Window  # not at the top: see report()
+
     if end is not None and not isinstance(given, str):
         kind = "a Window has its own end" if given is not None else "no duration was given"
         raise ConfigurationError(

@@ -11,8 +11,8 @@ import math
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.conclusions import Cautions, Conclusions, cited
@@ -24,10 +24,13 @@ from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.result import measurements_frame
 from inference_obs.reading.wording import when
 from inference_obs.report.baseline import Baseline
-from inference_obs.report.shown import ReportFigure, ReportSection
+from inference_obs.report.shown import ReportFigure, ReportSection, renderers
 from inference_obs.samples import Window
 
-__all__ = ["Renderers", "Report", "Scope", "render_with"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Renderers", "Report", "Scope"]
 
 
 class Scope(BaseModel):
@@ -95,6 +98,8 @@ class Report(BaseModel):
         of its deployment on that statistic) and ``key`` (the Measurement's;
         empty for an event count). What ``replicas.csv`` holds.
         """
+        import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
         rows = []
         for name, one in self.fleet.items():
             flagged = {(o.replica, o.statistic) for o in one.outliers}
@@ -209,8 +214,8 @@ class Renderers:
     """What a :class:`Report` shows itself with: figures, sections, summary, files.
 
     Each renderer reads the report model, so this module cannot import them;
-    the package (``inference_obs.report``) registers them with
-    :func:`render_with` when it is imported, before any report exists.
+    the package (``inference_obs.report``) gives the model a way to load them
+    (:func:`~inference_obs.report.shown.render_with`) when it is imported.
     """
 
     figure_names: Callable[[Report], tuple[str, ...]]
@@ -221,17 +226,8 @@ class Renderers:
     write: Callable[[Report, Path, Collection[str] | None], dict[str, Path]]
 
 
-_registered: list[Renderers] = []
-
-
-def render_with(renderers: Renderers) -> None:
-    """Make ``renderers`` what every :class:`Report` shows itself with."""
-    _registered[:] = [renderers]
-
-
 def _renderers() -> Renderers:
-    # The package registers them on import; a module of it cannot be imported without it.
-    return _registered[0]
+    return cast("Renderers", renderers())
 
 
 #: Deployments a report's ``repr()`` names; it counts the others.

@@ -1,7 +1,7 @@
 """The renderers a :class:`~inference_obs.report.model.Report` shows itself with.
 
-Registered by the package (``inference_obs.report``) through
-:func:`~inference_obs.report.model.render_with`; each is imported when first
+Loaded by the package (``inference_obs.report``) through
+:func:`~inference_obs.report.shown.render_with`; each is imported when first
 used, so reading or building a report never loads the drawing code.
 """
 

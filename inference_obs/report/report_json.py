@@ -26,10 +26,6 @@ from __future__ import annotations
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from inference_obs import analyses
-from inference_obs.analyses.bottleneck import advise
-from inference_obs.analyses.regime import judge
-from inference_obs.analyses.rolling import RollingQuantiles
 from inference_obs.reading.measurement import json_number, measurement_json
 from inference_obs.report.document import anchor
 from inference_obs.report.report_json_model import (
@@ -62,6 +58,7 @@ from inference_obs.report.report_json_model import (
 )
 
 if TYPE_CHECKING:
+    from inference_obs.analyses.rolling import RollingQuantiles
     from inference_obs.analyses.run import DeploymentResults
     from inference_obs.report.model import Report
 
@@ -106,6 +103,86 @@ def report_json(report: Report) -> dict[str, Any]:
     """The report as JSON data (a dict of lists, strings, numbers and null), key-ordered as
     ``report.json`` writes it."""
     return report_document(report).model_dump(mode="json")
+    """The report as JSON data (a dict of lists, strings, numbers and null)."""
+    # Here, not at the top: `import inference_obs` loads this module (the package binds
+    # `report_json` to the function) and must not load every analysis with it.
+    from inference_obs import analyses
+    from inference_obs.analyses.bottleneck import advise
+    from inference_obs.analyses.regime import judge
+
+    s = report.scope
+    deployments = []
+    for d in report.deployments:
+        action, advice = advise(d.of(analyses.bottleneck), d.of(analyses.boundaries))
+        deployments.append(
+            {
+                "name": d.deployment.name,
+                "window": {"start": d.window.start.isoformat(), "end": d.window.end.isoformat()},
+                "declared": d.deployment.model_dump(mode="json"),
+                "step_seconds": d.step_seconds,
+                "throughput_regime": d.of(analyses.throughput).regime.value,
+                "regime": judge(d).model_dump(mode="json", exclude={"deployment"}),
+                "bottleneck": d.of(analyses.bottleneck).classification.value,
+                "bottleneck_action": action,
+                "bottleneck_advice": advice,
+                "queue_intervals": [
+                    i.model_dump(mode="json") for i in d.of(analyses.queueing).intervals
+                ],
+                "gpus_without_samples": list(d.of(analyses.gpu).missing_gpus),
+                "gpus_stopped": [
+                    g.model_dump(mode="json") for g in d.of(analyses.gpu).stopped_gpus
+                ],
+                "scrape_gaps": [g.model_dump(mode="json") for g in d.of(analyses.collection).gaps],
+                "boundaries": {
+                    "reading": d.of(analyses.boundaries).reading.value,
+                    "reason": d.of(analyses.boundaries).reason,
+                    "intervals": [
+                        i.model_dump(mode="json") for i in d.of(analyses.boundaries).intervals
+                    ],
+                },
+                "configuration": [
+                    c.model_dump(mode="json") for c in d.of(analyses.configuration).checks
+                ],
+                "topology_findings": [
+                    f.model_dump(mode="json")
+                    for f in d.of(analyses.configuration).topology_findings
+                ],
+                "rolling": [
+                    _rolling(d.of(analyses.rolling_quantiles), d.window.start.tzinfo),
+                    _rolling(d.of(analyses.rolling_itl), d.window.start.tzinfo),
+                ],
+                "outliers": _outliers(report, d.deployment.name),
+            }
+        )
+    comparisons = _comparisons(report)
+    return {
+        "format": FORMAT,
+        "title": report.title,
+        "scope": {
+            "source": s.source,
+            "engine": s.engine,
+            "rules": s.rules,
+            "windows": {
+                k: {"start": w.start.isoformat(), "end": w.end.isoformat()}
+                for k, w in s.windows.items()
+            },
+            "scrape_interval_seconds": s.scrape_interval_seconds,
+            "read_only": True,
+        },
+        "methodology": list(report.methodology),
+        "summary": _summary(report),
+        "cautions": [
+            {"kind": c.kind, "text": c.text, "keys": list(c.keys)} for c in report.cautions.entries
+        ],
+        "timeline": [
+            {"rank": rank, **e.model_dump(mode="json")}
+            for rank, e in enumerate(report.timeline.events, 1)
+        ],
+        "deployments": deployments,
+        "measurements": [measurement_json(m) for m in report.measurements()],
+        "comparisons": comparisons,
+        "baseline": None if report.baseline is None else _finite(report.baseline.model_dump()),
+    }
 
 
 def _window(start: datetime, end: datetime) -> WindowEntry:
@@ -114,6 +191,11 @@ def _window(start: datetime, end: datetime) -> WindowEntry:
 
 def _deployment(report: Report, d: DeploymentResults) -> DeploymentEntry:
     """One deployment's readings: regime, bottleneck, intervals, checks, rolling, outliers."""
+    # Here, not at the top: `import inference_obs` loads this module and no analysis.
+    from inference_obs import analyses
+    from inference_obs.analyses.bottleneck import advise
+    from inference_obs.analyses.regime import judge
+
     action, advice = advise(d.of(analyses.bottleneck), d.of(analyses.boundaries))
     gpu, boundaries = d.of(analyses.gpu), d.of(analyses.boundaries)
     configuration = d.of(analyses.configuration)

@@ -10,7 +10,7 @@ which reads the report model: the model names them, and imports point one way.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,7 +22,25 @@ from inference_obs.report.markdown import to_markdown
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["ReportFigure", "ReportSection", "section_call"]
+__all__ = ["ReportFigure", "ReportSection", "render_with", "renderers", "section_call"]
+
+#: How the renderers of a report are loaded; set by the package (``inference_obs.report``).
+_load: list[Callable[[], object]] = []
+
+
+def render_with(load: Callable[[], object]) -> None:
+    """Make ``load`` the way a report gets its renderers (the package calls it on import).
+
+    The renderers read the report model, so the model cannot import them; and
+    they load matplotlib, so the package does not import them either until a
+    report first shows or writes itself.
+    """
+    _load[:] = [load]
+
+
+def renderers() -> object:
+    """The renderers a report shows itself with (:class:`~.model.Renderers`)."""
+    return _load[0]()
 
 
 @dataclass(frozen=True)

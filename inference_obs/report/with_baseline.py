@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from inference_obs.report.baseline import compare_reports, read_report_json
 from inference_obs.report.report_json import report_document
 
 if TYPE_CHECKING:
@@ -33,6 +32,10 @@ def with_baseline(report: Report, previous: ReportDocument | Path, source: str =
     DatasetError
         When ``previous`` is a path that does not hold a report.json.
     """
+    # Here, not at the top: `import inference_obs` loads this module (the package binds
+    # `with_baseline` to the function), and the comparison's rules load the analyses.
+    from inference_obs.report.baseline import compare_reports, read_report_json
+
     if isinstance(previous, Path):
         source = source or str(previous)
         previous = read_report_json(previous)

@@ -21,13 +21,20 @@ Examples
 >>> from inference_obs.simulate import scenario_names
 >>> "pro5000-vs-h20" in scenario_names()
 True
+
+Running a scenario needs pandas (the ground-truth records are frames): the names
+that run or write one (:func:`simulate`, :func:`run_scenario`,
+:func:`write_simulation`, :func:`dataset_manifest`, :class:`Simulation`) load
+their modules when first read, so reading a scenario, as ``inference-obs
+simulate --help`` does to list them, loads no pandas.
 """
 
 from __future__ import annotations
 
+from types import ModuleType
+from typing import TYPE_CHECKING
+
 from inference_obs.simulate.load import with_load
-from inference_obs.simulate.publish import dataset_manifest, simulate, write_simulation
-from inference_obs.simulate.run import Simulation, run_scenario
 from inference_obs.simulate.scenario import (
     Scenario,
     ScenarioError,
@@ -35,6 +42,10 @@ from inference_obs.simulate.scenario import (
     parse_scenario,
     scenario_names,
 )
+
+if TYPE_CHECKING:
+    from inference_obs.simulate.publish import dataset_manifest, simulate, write_simulation
+    from inference_obs.simulate.run import Simulation, run_scenario
 
 __all__ = [
     "Scenario",
@@ -49,3 +60,17 @@ __all__ = [
     "with_load",
     "write_simulation",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # PEP 562: a name that runs or writes a scenario, read for the first time.
+    module: ModuleType
+    if name in {"dataset_manifest", "simulate", "write_simulation"}:
+        from inference_obs.simulate import publish as module
+    elif name in {"Simulation", "run_scenario"}:
+        from inference_obs.simulate import run as module
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value: object = getattr(module, name)
+    globals()[name] = value  # found directly from now on
+    return value

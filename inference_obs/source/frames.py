@@ -23,13 +23,15 @@ import json
 from collections.abc import Sequence
 from functools import cache
 from itertools import chain
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
 
 from inference_obs.errors import Annotation, MalformedAnswer
 from inference_obs.samples import NAME, Floats, Ints, Labels, Matrix, SampleSet, Vector
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "MATRIX_BODY_PREFIX",
@@ -126,10 +128,6 @@ _VALUES = b',"values":['
 # Values sections -> one number per line: drop brackets and quotes, commas become newlines.
 _TO_LINES = bytes.maketrans(b",", b"\n")
 _DROP = b'[]"'
-# pandas >= 3 parses floats correctly rounded by default (and deprecates the option).
-_CSV_EXTRA: dict[str, Any] = (
-    {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
-)
 
 
 def parse_matrix_body(
@@ -276,6 +274,12 @@ def _points(flats: list[bytes], total: int) -> tuple[Ints, Floats] | None:
     pandas' C reader; None where they are not exactly that many numbers."""
     if not total:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
+    # pandas >= 3 parses floats correctly rounded by default (and deprecates the option).
+    floats: dict[str, Any] = (
+        {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+    )
     try:
         numbers = pd.read_csv(
             io.BytesIO(b"\n".join(flats)),
@@ -286,7 +290,7 @@ def _points(flats: list[bytes], total: int) -> tuple[Ints, Floats] | None:
             keep_default_na=False,
             na_values=["NaN"],
             skip_blank_lines=False,
-            **_CSV_EXTRA,
+            **floats,
         )["n"].to_numpy(dtype=np.float64)
     except (ValueError, pd.errors.ParserError):
         return None
@@ -336,6 +340,8 @@ def to_frame(matrix: Matrix) -> pd.DataFrame:
     >>> to_frame(m).columns.tolist()
     ['timestamp', 'value', 'job']
     """
+    import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
     sizes = np.diff(matrix.offsets)
     data: dict[str, Any] = {"timestamp": _utc_times(matrix.t_ms), "value": matrix.values}
     plain = [dict(one.items()) for one in matrix.labels]  # dict lookups, not Mapping.get
@@ -370,6 +376,8 @@ def to_wide_frame(matrix: Matrix) -> pd.DataFrame:
     >>> to_wide_frame(m).columns.tolist(), to_wide_frame(m).shape
     (["{job='a'}"], (2, 1))
     """
+    import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
     timestamps = pd.to_datetime(matrix.t_ms, unit="ms", utc=True)
     names = [_series_name(one) for one in matrix.labels]
     columns = {
@@ -389,6 +397,8 @@ def _utc_times(t_ms: Ints) -> pd.DatetimeIndex:
     ``pd.to_datetime``'s cost); times the unit cannot hold go to
     ``pd.to_datetime``, which refuses them.
     """
+    import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
     unit = _time_unit()
     per_ms = {"s": 0, "ms": 1, "us": 1_000, "ns": 1_000_000}.get(unit, 0)
     limit = np.iinfo(np.int64).max // per_ms if per_ms else 0
@@ -400,6 +410,8 @@ def _utc_times(t_ms: Ints) -> pd.DatetimeIndex:
 @cache
 def _time_unit() -> _Unit:
     """The unit this pandas gives unix milliseconds (``ns`` before pandas 3, ``us`` after)."""
+    import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
     return pd.to_datetime(np.zeros(1, dtype=np.int64), unit="ms", utc=True).unit
 
 

@@ -51,6 +51,7 @@ from inference_obs.samples import Matrix
 from inference_obs.source.auth import Auth, BasicAuth
 from inference_obs.source.endpoint import Endpoint
 from inference_obs.source.frames import MATRIX_BODY_PREFIX, MalformedAnswer, parse_matrix_body
+from inference_obs.source.limits import MAX_ANSWER_BYTES
 from inference_obs.source.transport import (
     AnswerTooBig,
     BadEncoding,
@@ -89,9 +90,6 @@ _FINAL = {
     path: re.compile(re.escape(path).replace(r"\{\}", _LABEL_NAME.pattern))
     for path in ALLOWED_PATHS
 }
-#: Default answer limit: the largest answer a fleet report needs is a few MB;
-#: a raw fetch of a big fleet's family can reach tens of MB.
-MAX_ANSWER_BYTES = 256 * 1024 * 1024
 # Statuses worth retrying: timeout, rate limit, and server-side failures.
 _RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 # errorTypes that name a transient condition on the server (retried when HTTP says 5xx).

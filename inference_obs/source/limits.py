@@ -1,4 +1,4 @@
-"""What a capture and a scrape's parser accept at most: every bound in one place.
+"""Every bound on what is read or written, in one place: captures, scrapes, answers, loads.
 
 A capture runs unattended (a CronJob, a terminal left open) against endpoints it
 does not control, so nothing it reads may make it run past ``--duration``, grow
@@ -9,7 +9,9 @@ and each is named in the error a refused input gets.
 from __future__ import annotations
 
 __all__ = [
+    "BATCH_SAMPLES",
     "EXPOSED_TIME_TOLERANCE_S",
+    "MAX_ANSWER_BYTES",
     "MAX_LABELS_PER_SAMPLE",
     "MAX_LINE_CHARS",
     "MAX_SCRAPE_ANSWER_BYTES",
@@ -22,6 +24,11 @@ __all__ = [
 #: milliseconds at best; below this the loop would only schedule rounds it cannot
 #: start on time (``--interval 1e-6`` asked a million rounds per second).
 MIN_INTERVAL_S = 0.1
+
+#: The largest Prometheus API answer read by default, in bytes (``--max-answer-mb``
+#: raises it): the largest answer a fleet report needs is a few MB; a raw fetch of a
+#: big fleet's family can reach tens of MB.
+MAX_ANSWER_BYTES = 256 * 1024 * 1024
 
 #: The largest ``/metrics`` answer a capture accepts by default, in bytes, on the
 #: wire and decompressed (``--max-answer-mb`` raises it). A vLLM, SGLang or
@@ -53,3 +60,8 @@ MAX_TOKEN_FILE_BYTES = 64 * 1024
 #: may differ a little from ours, and a federated value is up to its own scrape
 #: interval old. Further out (a timestamp of 1970), the sample is dropped and counted.
 EXPOSED_TIME_TOLERANCE_S = 60.0
+
+#: Default samples in one request of a dataset load: about 1 MB of remote-write protobuf
+#: with the labels of a few hundred series, well within every store's request limits
+#: (Prometheus reads any size; Mimir's default distributor limit is 100 MB).
+BATCH_SAMPLES = 50_000

@@ -201,7 +201,7 @@ def test_obs_report_is_the_function_after_every_report_module_is_imported() -> N
     for module in pkgutil.iter_modules(package.__path__, "inference_obs.report."):
         importlib.import_module(module.name)
     assert obs.report is from_source.report
-    assert obs.__dict__["report"] is from_source.report
+    assert vars(obs)["report"] is from_source.report
     # The subpackage is still reached by its name, as a module.
     assert sys.modules["inference_obs.report"].build_report is build_report
 

@@ -43,9 +43,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from inference_obs.analyses.boundaries import evidence as ev
@@ -70,6 +70,9 @@ from inference_obs.reading.measurement import Measurement, derive
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.reading.rows import tolerance_ms
 from inference_obs.samples import Labels
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "BoundariesResult",
@@ -183,6 +186,8 @@ class BoundariesResult(AnalysisResult):
 
     def intervals_frame(self) -> pd.DataFrame:
         """One row per boundary interval, its evidence as columns."""
+        import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
         return pd.DataFrame([i.model_dump() for i in self.intervals])
 
     def _repr_html_(self) -> str:

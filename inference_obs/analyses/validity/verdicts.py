@@ -23,9 +23,8 @@ import itertools
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from inference_obs.analyses.run import DeploymentResults, run
@@ -42,6 +41,9 @@ from inference_obs.reading.measurement import Bounds, Measurement, in_lowest_buc
 from inference_obs.reading.resolution import Resolution
 from inference_obs.reading.result import format_number
 from inference_obs.samples import Window
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "ComparisonVerdict",
@@ -158,6 +160,8 @@ class ValidityResult(BaseModel):
 
     def to_frame(self) -> pd.DataFrame:
         """One row per pair and comparison: both values, the verdict, its findings and notes."""
+        import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
         rows = []
         for p in self.pairs:
             for v in p.verdicts.values():
@@ -178,6 +182,8 @@ class ValidityResult(BaseModel):
 
     def findings_frame(self) -> pd.DataFrame:
         """One row per finding: code, severity, message, evidence and what it affects."""
+        import pandas as pd  # here, not at the top: `import inference_obs` stays free of pandas
+
         rows = []
         for p in self.pairs:
             for f in p.findings:

@@ -18,15 +18,23 @@ Modules:
     identifying labels by the ``redaction`` rules.
 
 Nothing here speaks HTTP: an export reads through the Source protocol.
+:class:`DatasetSource` and :func:`export_dataset` load their modules (the local
+engine) when first read: reading a manifest, as ``inference-obs dataset load``
+does, needs no engine.
 """
 
 from __future__ import annotations
 
-from inference_obs.source.dataset.export import export_dataset
+from types import ModuleType
+from typing import TYPE_CHECKING
+
 from inference_obs.source.dataset.manifest import Manifest
 from inference_obs.source.dataset.reader import Dataset, read_dataset, read_manifest
-from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.dataset.writer import write_dataset
+
+if TYPE_CHECKING:
+    from inference_obs.source.dataset.export import export_dataset
+    from inference_obs.source.dataset.source import DatasetSource
 
 __all__ = [
     "Dataset",
@@ -37,3 +45,17 @@ __all__ = [
     "read_manifest",
     "write_dataset",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # PEP 562: a name whose module loads the local engine, read for the first time.
+    module: ModuleType
+    if name == "export_dataset":
+        from inference_obs.source.dataset import export as module
+    elif name == "DatasetSource":
+        from inference_obs.source.dataset import source as module
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value: object = getattr(module, name)
+    globals()[name] = value  # found directly from now on
+    return value

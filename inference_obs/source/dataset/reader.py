@@ -27,9 +27,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas
 import pydantic
 
 from inference_obs.documents import json_document
@@ -38,6 +37,9 @@ from inference_obs.samples import SampleSet
 from inference_obs.source.dataset.manifest import Manifest, validation_problems
 from inference_obs.source.dataset.memory import check_fits
 from inference_obs.source.dataset.samples_file import DEFAULT_CACHE, SampleCache, read_samples
+
+if TYPE_CHECKING:
+    import pandas
 
 __all__ = [
     "AGGREGATES",
@@ -58,11 +60,6 @@ AGGREGATES = "aggregates.json"
 REQUESTS = "requests.csv"
 _DATA_FILES = (SAMPLES, AGGREGATES, REQUESTS)
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
-# pandas 2 needs the round-trip float parser to read back the exact doubles
-# to_csv wrote; pandas 3 parses exactly by default and deprecates the option.
-_CSV_FLOATS: dict[str, Any] = (
-    {"float_precision": "round_trip"} if int(pandas.__version__.split(".")[0]) < 3 else {}
-)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -232,6 +229,13 @@ def json_object(data: bytes, file: str) -> dict[str, Any]:
 
 
 def read_requests(data: bytes, file: str) -> pandas.DataFrame:
+    import pandas  # here, not at the top: `import inference_obs` stays free of pandas
+
+    # pandas 2 needs the round-trip float parser to read back the exact doubles
+    # to_csv wrote; pandas 3 parses exactly by default and deprecates the option.
+    floats: dict[str, Any] = (
+        {"float_precision": "round_trip"} if int(pandas.__version__.split(".")[0]) < 3 else {}
+    )
     try:
         # Only an empty cell is missing (not "NA", "null", ...).
         frame: pandas.DataFrame = pandas.read_csv(
@@ -240,7 +244,7 @@ def read_requests(data: bytes, file: str) -> pandas.DataFrame:
             keep_default_na=False,
             na_values=[""],
             low_memory=False,  # one pass, so no DtypeWarning about mixed chunks
-            **_CSV_FLOATS,
+            **floats,
         )
     except ValueError as exc:  # pandas' ParserError and EmptyDataError are ValueErrors
         problem = " ".join(str(exc).split())

@@ -18,10 +18,9 @@ import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas
 
 from inference_obs.errors import DatasetError
 from inference_obs.samples import SampleSet, Series, describe, is_stale
@@ -36,6 +35,9 @@ from inference_obs.source.dataset.reader import (
     read_requests,
 )
 from inference_obs.source.openmetrics.writer import write_openmetrics
+
+if TYPE_CHECKING:
+    import pandas
 
 __all__ = ["check_dataset_out", "write_dataset"]
 
@@ -202,6 +204,8 @@ def _check_json_data(value: object, where: str) -> None:
 
 def _requests_text(requests: pandas.DataFrame) -> tuple[bytes, pandas.DataFrame]:
     """CSV bytes of the records, and the frame read back from them (checked equal)."""
+    import pandas  # here, not at the top: `import inference_obs` stays free of pandas
+
     if not isinstance(requests, pandas.DataFrame):
         raise DatasetError(f"requests must be a pandas DataFrame, not {type(requests).__name__}")
     if not requests.index.equals(pandas.RangeIndex(len(requests))):
