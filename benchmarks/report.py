@@ -5,9 +5,7 @@ one: 32 replicas x 8 GPUs over 6 h at 15 s (about 17,500 series, 25 million
 samples, 6.4 GB of OpenMetrics text); pass ``--dataset`` to reuse one.
 Each run is a fresh process, ``inference-obs report --dataset DIR --out
 TMP --quiet`` (all formats and figures), timed from start to exit; its peak
-resident memory is the kernel's ``ru_maxrss`` of that process (``wait4``):
-the larger of it and the copy of it that draws figures beside it, not their
-sum (benchmarks/README.md gives both together, sampled).
+resident memory is the kernel's ``ru_maxrss`` of that process (``wait4``).
 
 - cold: an empty sample cache (``XDG_CACHE_HOME`` pointed at a new
   directory), so the text is parsed; this run fills the cache;
