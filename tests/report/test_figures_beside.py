@@ -70,7 +70,7 @@ def test_a_forked_copy_draws_some_figures_and_the_files_are_the_same(
     forks = _counting_forks(monkeypatch)
     parent = os.getpid()
     in_parent: list[str] = []
-    real_draw: Callable[..., object] = draw_figure  # what write_report draws with
+    real_draw: Callable[..., object] = write_module.draw_figure
 
     def draw(run: object, figure: str) -> object:
         if os.getpid() == parent:
@@ -91,7 +91,7 @@ def test_figures_a_failing_copy_does_not_send_are_drawn_here(
 ) -> None:
     forks = _counting_forks(monkeypatch)
     parent = os.getpid()
-    real_draw: Callable[..., object] = draw_figure  # what write_report draws with
+    real_draw: Callable[..., object] = write_module.draw_figure
 
     def draw(run: object, figure: str) -> object:
         if os.getpid() != parent:
