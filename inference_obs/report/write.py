@@ -37,12 +37,9 @@ import errno
 import io
 import json
 import os
-import pickle
 import re
-import signal
 import tempfile
-import threading
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -51,21 +48,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from inference_obs.errors import ConfigurationError
 from inference_obs.outputs import PARTIAL, real_directory, staging_directory, write_file
-from inference_obs.report.figure_plan import (
-    FIGURES as PLANNED,
-    GPU_HEATMAP,
-    QUEUE_VS_GPU,
-    figure_name,
-    nothing_to_draw,
-)
-from inference_obs.report.figures import draw_figure
+from inference_obs.report.figures import draw_figures
 from inference_obs.report.html import to_html
 from inference_obs.report.markdown import to_markdown
 from inference_obs.report.report_json import to_json
 from inference_obs.report.sections import sections
 
 if TYPE_CHECKING:
-    from inference_obs.analyses.run import DeploymentResults
     from inference_obs.report.model import Report
 
 __all__ = [
@@ -205,144 +194,26 @@ def report_files(out: Path) -> list[Path]:
 
 def _render(report: Report, formats: Collection[str]) -> dict[str, bytes]:
     """Relative path -> bytes of every file of the report."""
-    with _figures_beside(report, bool({"md", "html"} & set(formats))) as drawn:
-        blocks = sections(report)
-        texts: dict[str, Callable[[], str]] = {
-            "md": lambda: to_markdown(blocks),
-            "json": lambda: to_json(report),
-        }
-        # The formats without figures first, while the figures are drawn beside them.
-        rendered = {fmt: texts[fmt]() for fmt in texts if fmt in formats}
-        # Every replica's value of every per-replica statistic, beside report.json: the
-        # rows a fleet's body leaves out (Report.replicas).
-        table = report.replicas.to_csv(index=False) if "json" in formats else None
-        pngs = drawn()
-        if "html" in formats:
-            rendered["html"] = to_html(blocks, pngs, report.title)
+    blocks = sections(report)
+    pngs = (
+        {name: figure_png(fig) for name, fig in draw_figures(report).items()}
+        if ({"md", "html"} & set(formats))
+        else {}
+    )
     files = {f"{FIGURES}/{name}.png": png for name, png in sorted(pngs.items())}
+    texts = {
+        "md": lambda: to_markdown(blocks),
+        "html": lambda: to_html(blocks, pngs, report.title),
+        "json": lambda: to_json(report),
+    }
     for fmt in FORMATS:
         if fmt in formats:
-            files[f"report.{fmt}"] = rendered[fmt].encode("utf-8")
-    if table is not None:
-        files[REPLICAS] = table.encode("utf-8")
+            files[f"report.{fmt}"] = texts[fmt]().encode("utf-8")
+    if "json" in formats:
+        # Every replica's value of every per-replica statistic, beside report.json: the
+        # rows a fleet's body leaves out (Report.replicas).
+        files[REPLICAS] = report.replicas.to_csv(index=False).encode("utf-8")
     return files
-
-
-#: How much drawing each figure takes, roughly (the rest count 1), to share them out: on the
-#: 32-replica fleet a heat map or a queue figure takes about five times a rolling quantile's.
-_WEIGHTS = {GPU_HEATMAP: 5, QUEUE_VS_GPU: 5}
-#: This process's own work beside its share of the figures (the text formats), in those units.
-_TEXT_WEIGHT = 2
-
-_Job = tuple[str, "DeploymentResults", str]
-
-
-@contextlib.contextmanager
-def _figures_beside(report: Report, wanted: bool) -> Iterator[Callable[[], dict[str, bytes]]]:
-    """Yield a call giving every figure's PNG (name -> bytes), some drawn by another process.
-
-    matplotlib draws in Python, holding the interpreter's lock, so threads would
-    only take turns. Where this process runs alone (one thread) on a machine
-    with a second core, a forked copy of it draws about half of the figures,
-    by :data:`_WEIGHTS`, while this one writes the text formats and draws the
-    rest; the PNGs are the same bytes either way (each figure is drawn alone,
-    from the same results). A figure the child does not send (it failed, or
-    was killed) is drawn here, where its error, if any, is raised. On an
-    exception the child is killed and waited for.
-    """
-    jobs: list[_Job] = [
-        (figure_name(run, figure), run, figure)
-        for run in report.deployments
-        for figure in PLANNED
-        if wanted and nothing_to_draw(run, figure) is None
-    ]
-    ours, theirs = _shares(jobs)
-    child = _Child(theirs) if theirs and _may_fork() else None
-    if child is None:
-        ours, theirs = jobs, []
-
-    def drawn() -> dict[str, bytes]:
-        pngs = {name: figure_png(draw_figure(run, figure)) for name, run, figure in ours}
-        sent = child.result() if child is not None else {}
-        for name, run, figure in theirs:
-            pngs[name] = sent.get(name) or figure_png(draw_figure(run, figure))
-        return {name: pngs[name] for name, _, _ in jobs}  # in drawing order, as before
-
-    try:
-        yield drawn
-    finally:
-        if child is not None:
-            child.end()
-
-
-def _shares(jobs: list[_Job]) -> tuple[list[_Job], list[_Job]]:
-    """The figures this process draws and those a second one draws, heaviest shared first."""
-    ours: list[_Job] = []
-    theirs: list[_Job] = []
-    load = [_TEXT_WEIGHT, 0]
-    for job in sorted(jobs, key=lambda job: -_WEIGHTS.get(job[2], 1)):
-        k = 0 if load[0] < load[1] else 1
-        (ours, theirs)[k].append(job)
-        load[k] += _WEIGHTS.get(job[2], 1)
-    return ours, theirs
-
-
-def _may_fork() -> bool:
-    """Whether a forked copy may draw: only one thread here (a fork copies no other thread,
-    whose locks it could find held), and a second core for it."""
-    if not hasattr(os, "fork") or threading.active_count() != 1:
-        return False
-    cores = (
-        os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
-    )
-    return len(cores) > 1
-
-
-class _Child:
-    """A forked copy of this process drawing ``jobs`` and sending their PNGs through a pipe."""
-
-    def __init__(self, jobs: list[_Job]) -> None:
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: draw, send, and leave without the parent's exit handlers
-            code = 1
-            try:
-                os.close(read)
-                drawn = {name: figure_png(draw_figure(run, figure)) for name, run, figure in jobs}
-                with os.fdopen(write, "wb") as pipe:
-                    pickle.dump(drawn, pipe)
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(write)
-        self.pid: int | None = pid
-        self.read: int | None = read
-
-    def result(self) -> dict[str, bytes]:
-        """The PNGs the child sent, by name; none if it failed."""
-        assert self.read is not None
-        assert self.pid is not None
-        with os.fdopen(self.read, "rb") as pipe:
-            self.read = None
-            data = pipe.read()
-        _, status = os.waitpid(self.pid, 0)
-        self.pid = None
-        if status != 0:
-            return {}
-        sent = pickle.loads(data)  # our own child's, written just now
-        return sent if isinstance(sent, dict) else {}
-
-    def end(self) -> None:
-        """Kill the child if it is still there (the run failed), and close the pipe."""
-        if self.pid is not None:
-            with contextlib.suppress(OSError):
-                os.kill(self.pid, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(self.pid, 0)
-            self.pid = None
-        if self.read is not None:
-            os.close(self.read)
-            self.read = None
 
 
 def _order(name: str) -> tuple[bool, bool, str]:
