@@ -29,6 +29,7 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import FixedLocator
 
 from inference_obs.analyses.activity import ActivityResult, Panel, activity
 from inference_obs.analyses.bottleneck import BottleneckResult, bottleneck
@@ -88,6 +89,7 @@ QUEUE_PANELS = 6
 HEATMAP_NAMED_ROWS = 128
 # matplotlib.dates ships without annotations: typed entry points, no untyped calls.
 _date2num: Callable[[Any], Any] = mdates.date2num
+_num2date: Callable[..., datetime] = mdates.num2date
 _locator = cast("Callable[..., mdates.AutoDateLocator]", mdates.AutoDateLocator)
 _formatter = cast("Callable[..., mdates.ConciseDateFormatter]", mdates.ConciseDateFormatter)
 
@@ -104,11 +106,21 @@ def _times(t_s: FloatArray) -> FloatArray:
 
 
 def _time_axis(ax: Axes, window: Window) -> None:
+    """Date ticks over the window, in its timezone, found once for the fixed limits.
+
+    The automatic date locator's ticks for these limits, fixed: a draw under a
+    constrained layout asks each axis for its ticks many times (each panel of
+    the queue figure, its twin and every layout pass), and the automatic
+    locator works them out from the calendar at every call (about a tenth
+    of that figure's drawing). The ticks, and so the pixels, are the same.
+    """
     zone = window.start.tzinfo
     locator = _locator(tz=zone)
-    ax.xaxis.set_major_locator(locator)
+    lo, hi = _num(window.start), _num(window.end)
+    ticks = locator.tick_values(_num2date(lo, tz=zone), _num2date(hi, tz=zone))
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_major_formatter(_formatter(locator, tz=zone))
-    ax.set_xlim(_num(window.start), _num(window.end))
+    ax.set_xlim(lo, hi)
     ax.set_xlabel(f"time ({window.start.strftime('UTC%z')})")
 
 

@@ -512,3 +512,21 @@ def test_with_profiling_counters_every_figure_is_drawn_and_cited(
     )
     for fig in r1_figures.values():
         _png(fig)
+
+
+@pytest.mark.parametrize("seconds", [0.5, 30.0, 3600.0, 3 * 86400.0, 400 * 86400.0])
+@pytest.mark.parametrize("zone", [UTC, timezone(timedelta(hours=8))])
+def test_time_axis_ticks_are_the_automatic_date_locators(seconds: float, zone: timezone) -> None:
+    # The ticks are found once for the window's limits: they must be those matplotlib's own
+    # automatic locator finds when the axis asks it at draw time (the reference here).
+    from inference_obs.report.figures import _time_axis
+
+    window = Window.parse(datetime(2026, 3, 2, 0, 0, 7, tzinfo=zone), seconds)
+    ours = Figure().add_subplot()
+    _time_axis(ours, window)
+    reference = Figure().add_subplot()
+    automatic: Any = matplotlib.dates.AutoDateLocator  # matplotlib.dates has no annotations
+    reference.xaxis.set_major_locator(automatic(tz=zone))
+    reference.set_xlim(ours.get_xlim())
+    assert ours.get_xticks().tolist() == reference.get_xticks().tolist()
+    assert len(ours.get_xticks()) >= 2

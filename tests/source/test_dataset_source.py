@@ -313,6 +313,28 @@ def test_a_series_is_present_by_a_sample_inside_the_window_edges_included(
     assert source.label_names(_window(START + 300.0, 0.5)) == ("__name__", "pod")
 
 
+def test_series_present_in_any_window_are_those_with_a_sample_inside(tmp_path: Path) -> None:
+    # Series with gaps: many windows lie between two samples of a series, inside its span
+    # but with no sample of it. The expected answer is read off each series' own times.
+    rng = np.random.default_rng(5)
+    series = []
+    for k in range(40):
+        times = np.sort(rng.choice(np.arange(0, 600), size=int(rng.integers(1, 12)), replace=False))
+        series.append(Series(RUNNING, {"gpu": f"g{k:02d}"}, START + 1.0 * times, times * 0.0))
+    source = DatasetSource(
+        write_dataset(tmp_path / "gaps", Manifest.model_validate(MANIFEST), series)
+    )
+    for _ in range(300):
+        lo = float(rng.integers(-20, 620))
+        seconds = float(rng.choice([0.5, 1.0, 3.0, 17.0, 90.0, 700.0]))
+        expected = tuple(
+            s.labels["gpu"]
+            for s in series
+            if np.any((s.timestamps >= START + lo) & (s.timestamps <= START + lo + seconds))
+        )
+        assert source.label_values("gpu", _window(START + lo, seconds)) == expected, (lo, seconds)
+
+
 # --- metadata ---------------------------------------------------------------------
 
 
