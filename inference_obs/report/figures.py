@@ -117,7 +117,8 @@ def _time_axis(ax: Axes, window: Window) -> None:
     zone = window.start.tzinfo
     locator = _locator(tz=zone)
     lo, hi = _num(window.start), _num(window.end)
-    ticks = locator.tick_values(_num2date(lo, tz=zone), _num2date(hi, tz=zone))
+    tick_values = cast("Callable[..., Sequence[float]]", locator.tick_values)  # untyped
+    ticks = tick_values(_num2date(lo, tz=zone), _num2date(hi, tz=zone))
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_major_formatter(_formatter(locator, tz=zone))
     ax.set_xlim(lo, hi)
