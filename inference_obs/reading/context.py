@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
+from threading import Lock
 
 from inference_obs.deployment import Deployment
 from inference_obs.errors import Annotation, QueryError
@@ -47,7 +48,7 @@ from inference_obs.samples import Instant, Labels, Vector, Window
 from inference_obs.source.base import Source
 from inference_obs.source.view import ViewSource
 
-__all__ = ["Reading", "missing_families"]
+__all__ = ["Reading", "missing_families", "missing_families_by"]
 
 #: The annotation kind a source gives an answer the server marked partial.
 PARTIAL_RESPONSE = "partial_response"
@@ -172,20 +173,7 @@ class Reading:
         if answer is None:
             answer = self.instant(expr)
         found = answer.value.as_dict() if isinstance(answer.value, Vector) else {}
-        keys = tuple(by)
-        present: dict[str, set[Labels]] | None = None
-
-        def missing_in(group: Labels) -> list[str]:
-            nonlocal present
-            if present is None:  # asked once, only if some group has no value
-                series = {
-                    name: self.source.series(p, self.window) for name, p in _probes(expr).items()
-                }
-                present = {
-                    name: {_group(one, keys) for one in found} for name, found in series.items()
-                }
-            return [name for name, groups in present.items() if group not in groups]
-
+        missing_in = missing_families_by(self.source, expr, self.window, by)
         return {
             group: self._answered(
                 statistic,
@@ -392,3 +380,26 @@ def missing_families(
         for name, probe in _probes(expr).items()
         if not source.series(Selector(probe.metric, (*probe.matchers, *within)), window)
     ]
+
+
+def missing_families_by(
+    source: Source, expr: Expr, window: Window, by: Sequence[str]
+) -> Callable[[Labels], list[str]]:
+    """Per group of the ``by`` labels, the families ``expr`` reads that have no series of
+    that group in ``window`` (in the order written).
+
+    Asked on the first call, for every group at once: one series request per
+    family, however many groups (replicas) are asked about afterwards.
+    """
+    keys = tuple(by)
+    present: dict[str, set[Labels]] = {}
+    lock = Lock()
+
+    def missing_in(group: Labels) -> list[str]:
+        with lock:  # groups may be worked out in parallel: still asked once
+            if not present:
+                for name, probe in _probes(expr).items():
+                    present[name] = {_group(one, keys) for one in source.series(probe, window)}
+        return [name for name, groups in present.items() if group not in groups]
+
+    return missing_in

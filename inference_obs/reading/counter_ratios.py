@@ -45,7 +45,7 @@ from inference_obs.errors import Annotation
 from inference_obs.metrics import builders
 from inference_obs.metrics.family import Family
 from inference_obs.query import Binary, Expr, Matcher, Selector, to_promql
-from inference_obs.reading.context import Reading, missing_families
+from inference_obs.reading.context import Reading, missing_families, missing_families_by
 from inference_obs.reading.counter_resets import closed_range, series_change
 from inference_obs.reading.counter_totals import Pair, Pairing, Totals, totals
 from inference_obs.reading.measurement import Measurement, Status
@@ -179,7 +179,12 @@ def counter_ratios_by(
     extrapolated ratio grouped ``by`` the same labels, run once for the record.
     """
     (found,) = totals(r.source, r.window, [ratio.pair(by)])
-    return {group: _ratio_measurement(r, ratio, found, group, statistic(group)) for group in groups}
+    both = Binary("/", ratio.numerator, ratio.denominator)
+    absent = missing_families_by(r.source, both, r.window, by)
+    return {
+        group: _ratio_measurement(r, ratio, found, group, statistic(group), absent)
+        for group in groups
+    }
 
 
 def counter_ratios_grouped(
@@ -200,15 +205,13 @@ def counter_ratios_grouped(
     found = totals(r.source, r.window, [ratio.pair(by) for ratio in ratios])
     out = []
     for ratio, one in zip(ratios, found, strict=True):
-        # A ratio no group has (a family the deployment does not export) names its missing
-        # families once, not once per group: the requests stay as few however many groups.
-        whole = None
-        if not one.present:
-            both = Binary("/", ratio.numerator, ratio.denominator)
-            whole = missing_families(r.source, both, r.window)
+        # The groups without series (a family some or all replicas do not export) name their
+        # missing families from one series request per family, however many groups.
+        both = Binary("/", ratio.numerator, ratio.denominator)
+        absent = missing_families_by(r.source, both, r.window, by)
         out.append(
             {
-                group: _ratio_measurement(r, ratio, one, group, statistic(ratio, group), whole)
+                group: _ratio_measurement(r, ratio, one, group, statistic(ratio, group), absent)
                 for group in groups
             }
         )
@@ -221,9 +224,9 @@ def _ratio_measurement(
     found: Totals,
     group: Labels,
     statistic: str,
-    absent: list[str] | None = None,
+    absent: Callable[[Labels], list[str]] | None = None,
 ) -> Measurement:
-    """One group's ratio; ``absent``: the families without series in any group, when known."""
+    """One group's ratio; ``absent``: a group's families without series, when grouped."""
     top, bottom = found.groups.get(group, (0.0, 0.0))
     value = top / bottom if bottom > 0 else None
     rules = r.source.info().rules
@@ -232,7 +235,7 @@ def _ratio_measurement(
     missing = (
         []
         if group in found.present
-        else absent
+        else absent(group)
         if absent is not None
         else missing_families(r.source, both, r.window, group)
     )
