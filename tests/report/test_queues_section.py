@@ -74,15 +74,12 @@ def test_the_class_legend_comes_before_any_table(blocks: list[Block]) -> None:
     # One paragraph (the body's lines are counted): each class in the order an SRE acts on.
     said = blocks[legend]
     assert isinstance(said, Paragraph)
-    classes = said.text.split("The classes: ")[1].split("; ")
-    assert [one.split(":")[0] for one in classes] == [
-        "capacity",
-        "starved",
-        "inconsistent",
-        "busy",
-        "idle",
-        "unknown",
-    ]
+    classes = said.text.split("The classes: ")[1]
+    named = ["capacity", "starved", "inconsistent", "busy", "idle", "unknown"]
+    at = [classes.find(f"{name}: ") for name in named]
+    assert at[0] == 0
+    assert at == sorted(at)
+    assert all(classes[k - 2 : k] == "; " for k in at[1:])
 
 
 def test_the_reading_says_how_often_queues_met_idle_gpus(
