@@ -109,12 +109,13 @@ def _png(fig: Figure) -> bytes:
 def _heatmap(fig: Figure) -> np.ma.MaskedArray[Any, Any]:
     """The map's image: its strips, top to bottom, each at most HEATMAP_STRIP_ROWS rows."""
     images = [im for im in fig.axes[0].get_images() if isinstance(im, AxesImage)]
-    strips = [np.ma.asarray(im.get_array()) for im in images]
+    strips: list[np.ma.MaskedArray[Any, Any]] = [np.ma.asarray(im.get_array()) for im in images]
     assert all(len(strip) <= HEATMAP_STRIP_ROWS for strip in strips)
     # Each strip's extent starts where the last one ended: the rows are in order.
     tops = [im.get_extent()[3] for im in images]
     assert tops == list(np.cumsum([0, *(len(strip) for strip in strips[:-1])]))
-    return np.ma.concatenate(strips)
+    stacked: np.ma.MaskedArray[Any, Any] = np.ma.concatenate(strips)  # type: ignore[no-untyped-call]
+    return stacked
 
 
 def _texts(fig: Figure) -> str:
