@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
+from threading import Lock
 from typing import TypeVar
 
 from inference_obs.deployment import Deployment
@@ -49,7 +50,7 @@ from inference_obs.samples import Instant, Labels, Matrix, SampleSet, Vector, Wi
 from inference_obs.source.base import EngineInfo, Source
 from inference_obs.source.view import ViewSource
 
-__all__ = ["Ahead", "Reading", "Source", "missing_families"]
+__all__ = ["Ahead", "Reading", "Source", "missing_families", "missing_families_by"]
 
 T = TypeVar("T")
 
@@ -244,23 +245,7 @@ class Reading:
         if answer is None:
             answer = self.instant(expr)
         found = answer.value.as_dict() if isinstance(answer.value, Vector) else {}
-        keys = tuple(by)
-        present: dict[str, set[Labels]] | None = None
-
-        def missing_in(group: Labels) -> list[str]:
-            nonlocal present
-            if present is None:  # asked once, only if some group has no value
-                probes = _probes(expr)
-                # Every family's series at once: one round trip, not one per family.
-                series = together(
-                    [partial(self.source.series, p, self.window) for p in probes.values()]
-                )
-                present = {
-                    name: {_group(one, keys) for one in found}
-                    for name, found in zip(probes, series, strict=True)
-                }
-            return [name for name, groups in present.items() if group not in groups]
-
+        missing_in = missing_families_by(self.source, expr, self.window, by)
         return {
             group: self._answered(
                 statistic,
@@ -471,3 +456,29 @@ def missing_families(
         ]
     )
     return [name for name, series in zip(probes, found, strict=True) if not series]
+
+
+def missing_families_by(
+    source: Source, expr: Expr, window: Window, by: Sequence[str]
+) -> Callable[[Labels], list[str]]:
+    """Per group of the ``by`` labels, the families ``expr`` reads that have no series of
+    that group in ``window`` (in the order written).
+
+    Asked on the first call, for every group at once: one series request per
+    family, however many groups (replicas) are asked about afterwards.
+    """
+    keys = tuple(by)
+    present: dict[str, set[Labels]] = {}
+    lock = Lock()
+
+    def missing_in(group: Labels) -> list[str]:
+        with lock:  # groups may be worked out in parallel: still asked once
+            if not present:
+                probes = _probes(expr)
+                # Every family's series at once: one round trip, not one per family.
+                found = together([partial(source.series, p, window) for p in probes.values()])
+                for name, series in zip(probes, found, strict=True):
+                    present[name] = {_group(one, keys) for one in series}
+        return [name for name, groups in present.items() if group not in groups]
+
+    return missing_in

@@ -46,7 +46,7 @@ from inference_obs.errors import Annotation
 from inference_obs.metrics import builders
 from inference_obs.metrics.family import Family
 from inference_obs.query import Binary, Expr, Matcher, Selector, to_promql
-from inference_obs.reading.context import Reading, missing_families
+from inference_obs.reading.context import Reading, missing_families, missing_families_by
 from inference_obs.reading.counter_resets import closed_range, series_change
 from inference_obs.reading.counter_totals import Pair, Pairing, Totals, totals
 from inference_obs.reading.measurement import Measurement, Status
@@ -181,11 +181,12 @@ def counter_ratios_by(
     extrapolated ratio grouped ``by`` the same labels, run once for the record.
     """
     (found,) = totals(r.source, r.window, [ratio.pair(by)])
-    # Each group without series names its missing families: all groups at once.
-    made = together(
-        [partial(_ratio_measurement, r, ratio, found, group, statistic(group)) for group in groups]
-    )
-    return dict(zip(groups, made, strict=True))
+    both = Binary("/", ratio.numerator, ratio.denominator)
+    absent = missing_families_by(r.source, both, r.window, by)
+    return {
+        group: _ratio_measurement(r, ratio, found, group, statistic(group), absent)
+        for group in groups
+    }
 
 
 def counter_ratios_grouped(
@@ -204,31 +205,21 @@ def counter_ratios_grouped(
     each ratio's ``promql`` should be grouped ``by`` the same labels.
     """
     found = totals(r.source, r.window, [ratio.pair(by) for ratio in ratios])
-    # A ratio no group has (a family the deployment does not export) names its missing
-    # families once, not once per group: the requests stay as few however many groups.
-    # Those of every ratio, then those of every group, are asked at once: one round trip.
-    wholes = together(
-        [partial(_absent, r, ratio, one) for ratio, one in zip(ratios, found, strict=True)]
+
+    def each_group(ratio: Ratio, one: Totals) -> dict[Labels, Measurement]:
+        # The groups without series (a family some or all replicas do not export) name
+        # their missing families from one series request per family, however many groups.
+        both = Binary("/", ratio.numerator, ratio.denominator)
+        absent = missing_families_by(r.source, both, r.window, by)
+        return {
+            group: _ratio_measurement(r, ratio, one, group, statistic(ratio, group), absent)
+            for group in groups
+        }
+
+    # The ratios together: the series requests of every ratio go out at once.
+    return together(
+        [partial(each_group, ratio, one) for ratio, one in zip(ratios, found, strict=True)]
     )
-    out = []
-    for ratio, one, whole in zip(ratios, found, wholes, strict=True):
-        made = together(
-            [
-                partial(_ratio_measurement, r, ratio, one, group, statistic(ratio, group), whole)
-                for group in groups
-            ]
-        )
-        out.append(dict(zip(groups, made, strict=True)))
-    return out
-
-
-def _absent(r: Reading, ratio: Ratio, found: Totals) -> list[str] | None:
-    """The families of ``ratio`` without series in the reading's window, where no group has
-    the ratio (None where some group has it)."""
-    if found.present:
-        return None
-    both = Binary("/", ratio.numerator, ratio.denominator)
-    return missing_families(r.source, both, r.window)
 
 
 def _ratio_measurement(
@@ -237,9 +228,9 @@ def _ratio_measurement(
     found: Totals,
     group: Labels,
     statistic: str,
-    absent: list[str] | None = None,
+    absent: Callable[[Labels], list[str]] | None = None,
 ) -> Measurement:
-    """One group's ratio; ``absent``: the families without series in any group, when known."""
+    """One group's ratio; ``absent``: a group's families without series, when grouped."""
     top, bottom = found.groups.get(group, (0.0, 0.0))
     value = top / bottom if bottom > 0 else None
     rules = r.source.info().rules
@@ -248,7 +239,7 @@ def _ratio_measurement(
     missing = (
         []
         if group in found.present
-        else absent
+        else absent(group)
         if absent is not None
         else missing_families(r.source, both, r.window, group)
     )

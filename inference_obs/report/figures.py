@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DRAWING",
     "HEATMAP_NAMED_ROWS",
+    "HEATMAP_STRIP_ROWS",
     "QUEUE_PANELS",
     "SHADES",
     "deployment_figures",
@@ -87,6 +88,9 @@ QUEUE_PANELS = 6
 #: within this count): 1,024 GPUs would otherwise draw two maps 155 inches tall, 4.5 s of
 #: laying out, naming and resampling each, and about 430 MiB more peak memory.
 HEATMAP_NAMED_ROWS = 128
+#: GPUs (rows) of a heat map drawn as one image: a taller map is drawn in strips of
+#: this many, so the memory drawing it takes stops growing past them.
+HEATMAP_STRIP_ROWS = 8
 # matplotlib.dates ships without annotations: typed entry points, no untyped calls.
 _date2num: Callable[[Any], Any] = mdates.date2num
 _num2date: Callable[..., datetime] = mdates.num2date
@@ -306,16 +310,23 @@ def gpu_heatmap_figure(deployment: str, window: Window, panel: Panel) -> Figure:
     with DRAWING:
         fig = Figure(figsize=(11, 1.5 + 0.3 * min(rows, HEATMAP_NAMED_ROWS)), layout="constrained")
         ax = fig.add_subplot()
-        shown = image if panel.series else np.full((1, grid.size), np.nan)
-        im = ax.imshow(
-            np.ma.masked_invalid(shown),
-            aspect="auto",
-            interpolation="nearest",
-            cmap="viridis",
-            vmin=0,
-            vmax=100,
-            extent=(_num(window.start), _num(window.end), shown.shape[0], 0),
-        )
+        shown = np.ma.masked_invalid(image if panel.series else np.full((1, grid.size), np.nan))
+        left, right = _num(window.start), _num(window.end)
+        # In strips: an image is resampled to its pixels through float arrays of about 30
+        # bytes a pixel, so one image of a 128-GPU map held some 130 MiB while drawn.
+        for top in range(0, shown.shape[0], HEATMAP_STRIP_ROWS):
+            strip = shown[top : top + HEATMAP_STRIP_ROWS]
+            im = ax.imshow(
+                strip,
+                aspect="auto",
+                interpolation="nearest",
+                cmap="viridis",
+                vmin=0,
+                vmax=100,
+                extent=(left, right, top + strip.shape[0], top),
+            )
+        ax.set_xlim(left, right)
+        ax.set_ylim(shown.shape[0], 0)
         named = np.arange(0, len(panel.series), every)
         ax.set_yticks(named + 0.5, [panel.series[k].name for k in named], fontsize=7)
         _time_axis(ax, window)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import tracemalloc
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from inference_obs.query import to_promql
 from inference_obs.report.document import FigureRef, Paragraph
 from inference_obs.report.figures import (
     HEATMAP_NAMED_ROWS,
+    HEATMAP_STRIP_ROWS,
     SHADES,
     dram_vs_tensor_figure,
     draw_figures,
@@ -46,6 +48,7 @@ from inference_obs.report.figures import (
 from inference_obs.report.from_source import report
 from inference_obs.report.model import Report
 from inference_obs.report.sections import sections
+from inference_obs.report.write import figure_png
 from inference_obs.samples import Window
 from inference_obs.source.dataset.source import DatasetSource
 
@@ -103,6 +106,18 @@ def _png(fig: Figure) -> bytes:
     return data
 
 
+def _heatmap(fig: Figure) -> np.ma.MaskedArray[Any, Any]:
+    """The map's image: its strips, top to bottom, each at most HEATMAP_STRIP_ROWS rows."""
+    images = [im for im in fig.axes[0].get_images() if isinstance(im, AxesImage)]
+    strips: list[np.ma.MaskedArray[Any, Any]] = [np.ma.asarray(im.get_array()) for im in images]
+    assert all(len(strip) <= HEATMAP_STRIP_ROWS for strip in strips)
+    # Each strip's extent starts where the last one ended: the rows are in order.
+    tops = [im.get_extent()[3] for im in images]
+    assert tops == list(np.cumsum([0, *(len(strip) for strip in strips[:-1])]))
+    stacked: np.ma.MaskedArray[Any, Any] = np.ma.concatenate(strips)  # type: ignore[no-untyped-call]
+    return stacked
+
+
 def _texts(fig: Figure) -> str:
     parts = [t.get_text() for t in fig.texts]
     for ax in fig.axes:
@@ -114,9 +129,7 @@ def test_gpu_heatmap_figure(pro_source: DatasetSource) -> None:
     seen = _seen(pro_source, "H20", step_seconds=60.0)
     fig = gpu_heatmap_figure("H20", _window(pro_source), seen.gpu_util)
     assert len(fig.axes) == 2  # the image and its colour bar
-    images = [im for im in fig.axes[0].get_images() if isinstance(im, AxesImage)]
-    assert len(images) == 1
-    array: np.ma.MaskedArray[Any, Any] = np.ma.asarray(images[0].get_array())
+    array = _heatmap(fig)
     assert array.shape == (32, 61)  # 4 replicas x 8 GPUs, one column per minute
     assert np.ma.count(array) > 0.9 * array.size
     assert len(fig.axes[0].get_yticklabels()) == 32
@@ -132,8 +145,7 @@ def test_a_fleet_s_heatmap_draws_every_gpu_and_names_one_row_in_k() -> None:
     fig = gpu_heatmap_figure(
         "H100", window, Panel(promql="x", unit="%", step_seconds=60.0, series=gpus)
     )
-    (image,) = [im for im in fig.axes[0].get_images() if isinstance(im, AxesImage)]
-    assert np.ma.asarray(image.get_array()).shape == (300, 61)  # every GPU is a row
+    assert _heatmap(fig).shape == (300, 61)  # every GPU is a row
     # 300 rows over 128 named: every 3rd named (ceil(300 / 128) = 3), 100 names from the first.
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert labels == [f"r{k // 8:02d}/gpu{k % 8}" for k in range(0, 300, 3)]
@@ -141,6 +153,33 @@ def test_a_fleet_s_heatmap_draws_every_gpu_and_names_one_row_in_k() -> None:
     # As tall as 128 rows of 0.3 inch and the 1.5 inch of title and time axis, not 91.5 inches.
     assert fig.get_size_inches()[1] == pytest.approx(1.5 + 0.3 * HEATMAP_NAMED_ROWS)
     assert HEATMAP_NAMED_ROWS == 128
+
+
+def test_drawing_a_fleet_s_heatmap_holds_as_much_memory_as_a_small_one() -> None:
+    """A map is drawn in strips: resampling one image of 512 GPUs to its 1,100 x 4,000
+    pixels held about 115 MiB of float arrays (30 bytes a pixel), one of 32 GPUs 33 MiB."""
+    window = Window(datetime(2026, 3, 2, tzinfo=UTC), datetime(2026, 3, 2, 1, tzinfo=UTC))
+    t = window.start_s + 15.0 * np.arange(241)
+
+    def held_while_drawn(gpus: int) -> float:
+        series = tuple(
+            Timeline(name=f"r{k // 8:03d}/gpu{k % 8}", t=t, values=(t / 15 + k) % 100)
+            for k in range(gpus)
+        )
+        fig = gpu_heatmap_figure(
+            "H100", window, Panel(promql="x", unit="%", step_seconds=15.0, series=series)
+        )
+        tracemalloc.start()
+        try:
+            figure_png(fig)
+            return tracemalloc.get_traced_memory()[1] / 2**20
+        finally:
+            tracemalloc.stop()
+
+    # A strip of 8 rows at 0.3 inch and 100 dpi is 240 x 1,100 pixels: about 8 MiB of
+    # arrays; 32 MiB leaves room for the PNG and matplotlib's own, and is under one image.
+    assert held_while_drawn(512) < 32
+    assert held_while_drawn(32) < 32
 
 
 def test_default_columns_shrink_once_gpus_times_columns_pass_the_budget(
@@ -151,8 +190,7 @@ def test_default_columns_shrink_once_gpus_times_columns_pass_the_budget(
     def columns(**settings: Any) -> int:
         seen = _seen(pro_source, "H20", **settings)  # 32 GPUs: 7,680 GPU-columns
         fig = gpu_heatmap_figure("H20", window, seen.gpu_util)
-        (image,) = [im for im in fig.axes[0].get_images() if isinstance(im, AxesImage)]
-        rows, cols = np.ma.asarray(image.get_array()).shape
+        rows, cols = _heatmap(fig).shape
         assert rows == 32
         return int(cols)
 

@@ -15,7 +15,7 @@ from inference_obs import analyses
 from inference_obs.analyses.conclusions import conclusions, judged
 from inference_obs.analyses.waiting_idle import WaitingIdle
 from inference_obs.metrics import dcgm, vllm
-from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
+from inference_obs.report.document import Block, Heading, Paragraph, Table
 from inference_obs.report.from_source import report
 from inference_obs.report.model import Report
 from inference_obs.report.sections import sections
@@ -62,17 +62,19 @@ def _pro_rows(source: DatasetSource) -> list[tuple[float, float, float]]:
 
 def test_the_class_legend_comes_before_any_table(blocks: list[Block]) -> None:
     first_table = next(k for k, b in enumerate(blocks) if isinstance(b, Table))
-    (legend,) = [k for k, b in enumerate(blocks) if isinstance(b, Items)]
-    assert legend < first_table
-    (items,) = [b for b in blocks if isinstance(b, Items)]
-    assert [item.split(":")[0] for item in items.items] == [
-        "capacity",
-        "starved",
-        "inconsistent",
-        "busy",
-        "idle",
-        "unknown",
+    (legend,) = [
+        k for k, b in enumerate(blocks) if isinstance(b, Paragraph) and "The classes: " in b.text
     ]
+    assert legend < first_table
+    # One paragraph (the body's lines are counted): each class in the order an SRE acts on.
+    said = blocks[legend]
+    assert isinstance(said, Paragraph)
+    classes = said.text.split("The classes: ")[1]
+    named = ["capacity", "starved", "inconsistent", "busy", "idle", "unknown"]
+    at = [classes.find(f"{name}: ") for name in named]
+    assert at[0] == 0
+    assert at == sorted(at)
+    assert all(classes[k - 2 : k] == "; " for k in at[1:])
 
 
 def test_the_reading_says_how_often_queues_met_idle_gpus(
@@ -92,7 +94,7 @@ def test_the_reading_says_how_often_queues_met_idle_gpus(
     assert "Fisher's exact p = 0.0005845" in reading  # the hypergeometric sum, see the analyses
     assert "less than chance" in reading
     assert "at a lag of 0 rows" in reading
-    assert any("not causation" in b.lead for b in blocks if isinstance(b, Items))
+    assert any("not causation" in b.text for b in blocks if isinstance(b, Paragraph))
 
 
 def test_waiting_reasons_are_in_the_body(source: DatasetSource, blocks: list[Block]) -> None:
@@ -226,18 +228,26 @@ def test_without_gpu_series_the_queue_finding_says_no_data_not_0(source: Dataset
     assert "no row had both a queue and a GPU reading" in texts
 
 
-def test_a_few_replicas_list_at_most_ten_intervals_the_longest(built: Report) -> None:
-    # PRO's intervals five times over: one replica, so no fleet rule applies; the table
-    # stays FEW_ROWS long (the longest), and the sentence counts the rest.
-    from inference_obs.report.sections.queues import FEW_ROWS, FOLDED, _intervals
+def test_a_few_replicas_list_every_interval_up_to_ten_else_the_three_longest(
+    built: Report,
+) -> None:
+    # PRO's 9 intervals are listed in full; five times over (45, one replica, so no fleet
+    # rule applies) the table lists the ROWS longest, as a fleet's, and the sentence under
+    # it counts the rest.
+    from inference_obs.report.sections.queues import FEW_ROWS, FOLDED, ROWS, _intervals
 
     q = built.deployments[0].of(analyses.queueing)
     listed = [i for i in q.intervals if i.classification not in FOLDED]
+    assert len(listed) == 9 < FEW_ROWS == 10
+    table = next(iter(_intervals(q)))
+    assert isinstance(table, Table)
+    assert len(table.rows) == len(listed)
     many = q.model_copy(update={"intervals": q.intervals * 5})
     table, said = list(_intervals(many))[:2]
     assert isinstance(table, Table)
     assert isinstance(said, Paragraph)
-    assert len(table.rows) == FEW_ROWS == 10
+    assert len(table.rows) == ROWS == 3
     shown = sorted(int(row[4]) for row in table.rows)
-    assert shown[0] >= sorted((i.samples for i in listed), reverse=True)[(FEW_ROWS - 1) // 5]
-    assert f"The {FEW_ROWS} longest of {5 * len(listed)} such intervals" in said.text
+    assert shown[0] >= sorted((i.samples for i in listed), reverse=True)[(ROWS - 1) // 5]
+    assert f"The {ROWS} longest of {5 * len(listed)} such intervals" in said.text
+    assert "Not listed (no queue" in said.text  # the busy and idle ones, in the same paragraph

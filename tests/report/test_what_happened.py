@@ -138,15 +138,19 @@ def _event(k: int) -> Event:
     )
 
 
-def test_the_table_stops_at_ten_rows_and_says_how_many_more_are_in_report_json(
+def test_the_table_stops_at_five_rows_and_says_how_many_more_are_in_report_json(
     report: Report,
 ) -> None:
     many = report.model_copy(update={"timeline": Timeline(events=tuple(map(_event, range(13))))})
     blocks = list(what_happened(many))
     (table,) = [b for b in blocks if isinstance(b, Table)]
-    assert len(table.rows) == ROWS == 10
+    assert len(table.rows) == ROWS == 5
     assert table.rows[0][0] == "2026-01-01 12:00:00+00:00 to 12:00:30"
-    assert table.rows[9][2] == "r-0, r-1, r-2, r-3, r-4 and 5 more"
-    assert blocks[-1] == Paragraph("And 3 more events in report.json (`timeline`).")
+    assert table.rows[4][2] == "r-0, r-1, r-2, r-3, r-4"
+    assert blocks[-1] == Paragraph("And 8 more events in report.json (`timeline`).")
+    # Past five replicas an event names five and counts the rest.
+    six = report.model_copy(update={"timeline": Timeline(events=(_event(5),))})
+    (table,) = [b for b in what_happened(six) if isinstance(b, Table)]
+    assert table.rows[0][2] == "r-0, r-1, r-2, r-3, r-4 and 1 more"
     quiet = report.model_copy(update={"timeline": Timeline(events=())})
     assert [type(b) for b in what_happened(quiet)] == [Heading, Paragraph]

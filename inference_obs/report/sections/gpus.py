@@ -19,7 +19,7 @@ from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.wording import cell, number, share_cell, when
 from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
 from inference_obs.report.figure_plan import DRAM_VS_TENSOR, GPU_HEATMAP, cite, cite_each
-from inference_obs.report.sections.queues import FEW_ROWS, ROWS
+from inference_obs.report.sections.queues import listed_at_most
 
 if TYPE_CHECKING:
     from inference_obs.analyses.run import DeploymentResults
@@ -239,7 +239,7 @@ def _intervals(name: str, found: BoundariesResult, step: float | None) -> Iterat
         shared = reasons.pop() if len(reasons) == 1 else None
         if shared is not None:
             said.append(f"every interval in the table: {shared}.")
-    rows = ROWS if len(found.replicas) > MANY else FEW_ROWS
+    rows = listed_at_most(len(found.replicas), len(listed))
     if len(listed) > rows:
         # Many intervals: the explained ones first, then the longest; all in report.json.
         total = len(listed)

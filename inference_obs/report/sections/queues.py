@@ -13,7 +13,7 @@ from inference_obs.analyses.regime import judge
 from inference_obs.analyses.waiting_idle import WaitingIdle
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.wording import cell, number, p_cell, p_is, when
-from inference_obs.report.document import Block, Heading, Items, Paragraph, Table
+from inference_obs.report.document import Block, Heading, Paragraph, Table
 from inference_obs.report.figure_plan import QUEUE_VS_GPU, cite
 
 if TYPE_CHECKING:
@@ -41,14 +41,15 @@ LEGEND = (
 
 def queues(report: Report) -> Iterator[Block]:
     yield Heading(2, "Queues and GPU activity")
-    yield Items(
-        LEGEND,
-        lead="Each app scrape of a replica (or each tile, for a large scope) is one row, read "
+    # One paragraph, as the verdicts' legend: the body's lines are counted.
+    yield Paragraph(
+        "Each app scrape of a replica (or each tile, for a large scope) is one row, read "
         "against the mean utilisation of the replica's GPUs at their scrape nearest it in time "
         "(within the scrape interval, whatever the report's window) and put in one class. "
-        "Correlation "
-        "is not causation: rows where queues and idle GPUs went together say where to look "
-        "(host, transfers, scheduling), not what caused the queue.",
+        "Correlation is not causation: rows where queues and idle GPUs went together say "
+        "where to look (host, transfers, scheduling), not what caused the queue. The classes: "
+        + "; ".join(line.rstrip(".") for line in LEGEND)
+        + "."
     )
     for d in report.deployments:
         yield from _deployment(d)
@@ -212,9 +213,18 @@ def _tables(q: QueueingResult) -> Iterator[Block]:
 #: Intervals listed at most for a deployment of more than MANY replicas (the longest; the
 #: rest in report.json): a fleet's section stays the length of a few replicas'.
 ROWS = 3
-#: Intervals listed at most for a deployment of a few replicas: an hour of bursts on four
-#: replicas is dozens of rows, and the body's length must not grow with the activity.
+#: Intervals a deployment of a few replicas lists in full, up to this many; an hour of
+#: bursts on four replicas is dozens, and then it lists the ROWS longest as a fleet does:
+#: the body's length must not grow with the activity.
 FEW_ROWS = 10
+
+
+def listed_at_most(replicas: int, intervals: int) -> int:
+    """How many of a deployment's ``intervals`` its table lists: every one of a few
+    replicas' up to :data:`FEW_ROWS`, else the :data:`ROWS` longest."""
+    return intervals if replicas <= MANY and intervals <= FEW_ROWS else ROWS
+
+
 #: Classes without a queue or a contradiction: counted in a sentence, not listed.
 FOLDED = (QueueClass.BUSY, QueueClass.IDLE)
 
@@ -224,7 +234,7 @@ def _intervals(q: QueueingResult) -> Iterator[Block]:
     counting the busy and idle ones."""
     listed = [i for i in q.intervals if i.classification not in FOLDED]
     # A fleet's intervals: the longest ones, every one in report.json (queue_intervals).
-    limit = ROWS if len(q.rows) > MANY else FEW_ROWS
+    limit = listed_at_most(len(q.rows), len(listed))
     longest = sorted(listed, key=lambda i: (-i.samples, i.start))[:limit]
     shown = sorted(longest, key=lambda i: (i.replica, i.start))
     if shown:
@@ -253,14 +263,16 @@ def _intervals(q: QueueingResult) -> Iterator[Block]:
                 for i in shown
             ),
         )
-        if len(listed) > limit:
-            yield Paragraph(
-                f"The {limit} longest of {len(listed):,} such intervals, on "
-                f"{len({i.replica for i in listed}):,} replicas; every one in report.json "
-                "(queue_intervals)."
-            )
-    else:
-        yield Paragraph("No interval with a queue or with work running on GPUs reading 0 %.")
+    # What the table leaves out, in one paragraph under it.
+    said = []
+    if len(listed) > limit:
+        said.append(
+            f"The {limit} longest of {len(listed):,} such intervals, on "
+            f"{len({i.replica for i in listed}):,} replicas; every one in report.json "
+            "(queue_intervals)."
+        )
+    elif not shown:
+        said.append("No interval with a queue or with work running on GPUs reading 0 %.")
     counted = []
     for kind in FOLDED:
         found = [i for i in q.intervals if i.classification is kind]
@@ -270,7 +282,9 @@ def _intervals(q: QueueingResult) -> Iterator[Block]:
                 f"{len(found):,} {kind.value} interval{'' if len(found) == 1 else 's'} ({rows})"
             )
     if counted:
-        yield Paragraph(
+        said.append(
             f"Not listed (no queue; busy or idle against the {q.busy_threshold:g} % line): "
             f"{' and '.join(counted)}."
         )
+    if said:
+        yield Paragraph(" ".join(said))

@@ -34,6 +34,12 @@ _INTRO = (
 )
 
 
+#: What shares a latency's row, in order: its mean, P50 and P95.
+_BESIDE = ("mean", "p50", "p95")
+#: The two rates, which share a row.
+_RATES = ("output_tokens_per_second", "requests_per_second")
+
+
 def _cell(v: ReplicaValue | None) -> str:
     if v is None:
         return "—"
@@ -57,19 +63,26 @@ def _outliers(name: str, fleet: Fleet) -> Iterator[str]:
 
 
 def _rows(name: str, one: Fleet) -> Iterator[tuple[str, ...]]:
-    """One row per statistic that differs across replicas; a P50 and its P95 share one."""
+    """One row per statistic that differs across replicas; a latency's mean, P50 and P95
+    share one."""
     spreads = {s.statistic: s for s in one.spreads if s.replicas and not _equal(s)}
     flagged: dict[str, set[str]] = {}
     for o in one.outliers:
         flagged.setdefault(o.statistic, set()).add(o.replica)
     for statistic, s in spreads.items():
-        if statistic.endswith("_p95") and statistic.replace("_p95", "_p50") in spreads:
+        metric, _, kind = statistic.rpartition("_")
+        if kind in ("mean", "p95") and f"{metric}_p50" in spreads:
             continue  # shown beside its P50
+        if statistic == _RATES[1] and _RATES[0] in spreads:
+            continue  # shown beside the output tokens/s
         pair = [s]
-        if statistic.endswith("_p50") and statistic.replace("_p50", "_p95") in spreads:
-            pair.append(spreads[statistic.replace("_p50", "_p95")])
+        if kind == "p50":
+            pair = [spreads[f"{metric}_{k}"] for k in _BESIDE if f"{metric}_{k}" in spreads]
+        elif statistic == _RATES[0]:
+            pair = [spreads[k] for k in _RATES if k in spreads]
         words = " / ".join(x.words() for x in pair)
-        words = words.replace(" / TTFT", " /").replace(" / E2E", " /").replace(" / TPOT", " /")
+        for latency in (" / TTFT", " / E2E", " / TPOT"):
+            words = words.replace(latency, " /")
         yield (
             name,
             words,

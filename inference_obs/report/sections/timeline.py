@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 __all__ = ["ROWS", "WHAT_HAPPENED", "what_happened"]
 
 WHAT_HAPPENED = "What happened"
-#: Events the table shows; the rest are in report.json, so the section stays one screen.
-ROWS = 10
+#: Events the table shows, the most severe; the rest are in report.json, so the section
+#: stays a few lines (an hour of bursts on a few replicas is dozens of events).
+ROWS = 5
 
 
 def _time(e: Event) -> str:
