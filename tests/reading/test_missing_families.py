@@ -56,12 +56,29 @@ def test_a_group_without_a_value_names_its_families_asked_at_once() -> None:
     assert "vllm:engine_sleep_state" in only.annotations[-1].message
 
 
-def test_the_groups_without_a_ratio_are_named_at_once() -> None:
+class Counting:
+    """Delegates to a dataset source, counting series requests."""
+
+    def __init__(self, source: DatasetSource) -> None:
+        self.source = source
+        self.asked = 0
+        self.lock = threading.Lock()
+
+    def series(self, selector: Selector, window: Window) -> tuple[Labels, ...]:
+        with self.lock:
+            self.asked += 1
+        return self.source.series(selector, window)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.source, name)
+
+
+def test_the_groups_without_a_ratio_are_named_from_one_request_per_family() -> None:
     from inference_obs.metrics import builders, vllm
     from inference_obs.reading.counter_ratios import Ratio, counter_ratios_by
 
-    source = DatasetSource(DATASET)
-    manifest = source.dataset.manifest
+    plain = DatasetSource(DATASET)
+    manifest = plain.dataset.manifest
     window, deployment = manifest.window.window(), manifest.deployments[0]
     m, family = deployment.matchers, vllm.TIME_TO_FIRST_TOKEN
     mean = Ratio(
@@ -71,15 +88,22 @@ def test_the_groups_without_a_ratio_are_named_at_once() -> None:
         "mean",
         "seconds",
     )
-    # Two pods the data has not: each group's families are looked up, both groups at once
-    # (the two sides' series are one round too: a barrier of two meets every time).
-    absent = [Labels({"pod": "absent-0"}), Labels({"pod": "absent-1"})]
-    with Pool(4):
-        got = counter_ratios_by(
-            Reading(Meeting(source, 2), deployment, window, "t"),
-            mean,
-            by=("pod",),
-            groups=absent,
-            statistic=lambda g: f"mean[{g['pod']}]",
-        )
-    assert [one.status.value for one in got.values()] == ["no_data", "no_data"]
+
+    def asked_for(pods: int) -> int:
+        # Pods the data has not: every group names its missing families.
+        source = Counting(plain)
+        absent = [Labels({"pod": f"absent-{i}"}) for i in range(pods)]
+        with Pool(4):
+            got = counter_ratios_by(
+                Reading(source, deployment, window, "t"),
+                mean,
+                by=("pod",),
+                groups=absent,
+                statistic=lambda g: f"mean[{g['pod']}]",
+            )
+        assert [one.status.value for one in got.values()] == ["no_data"] * pods
+        assert all(one.annotations for one in got.values())  # each names what is missing
+        return source.asked
+
+    # As many series requests for 2 groups as for 12: one per family, not per group.
+    assert asked_for(2) == asked_for(12) > 0
