@@ -15,17 +15,18 @@ by replica, as it did) makes the counts differ.
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 import urllib.request
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-import inference_obs as obs
 from inference_obs.cli import main
 from inference_obs.source.dataset.reader import MANIFEST, read_manifest
-from inference_obs.source.prometheus import PrometheusSource
 from tests.analyses.fleets import fleet_scenario, simulated
 from tests.integration.servers import VictoriaMetricsServer, require_binary
 
@@ -52,13 +53,21 @@ def requests_of_a_report(replicas: int, tmp: Path, binary: str) -> Counter[str]:
         assert main(["dataset", "load", str(data), "--into", store.base_url]) == 0
         store.flush()
         before = served(store)
-        with PrometheusSource(store.base_url) as source:
-            report = obs.report(source, data / MANIFEST, window=manifest.window.window())
+        # The report as a user runs it: a process of its own, so that nothing one
+        # size's report kept can answer the other's questions.
+        window = manifest.window.window()
+        argv = ["report", "--prometheus", store.base_url, "--deployments", str(data / MANIFEST)]
+        span = ["--start", window.start.isoformat(), "--end", window.end.isoformat()]
+        out = ["--format", "json", "--out", str(tmp / "report"), "--quiet"]
+        command = [sys.executable, "-m", "inference_obs.cli", *argv, *span, *out]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
         asked = served(store) - before
+    assert done.returncode == 0, done.stderr
+    written = json.loads((tmp / "report" / "report.json").read_text())
     # Both deployments read: the counts are of a report, not of an empty one.
     names = {d.name for d in manifest.deployments}
-    assert {d.deployment.name for d in report.deployments} == names
-    assert all(len(d.results) > 10 for d in report.deployments)
+    assert {d["name"] for d in written["deployments"]} == names
+    assert len(written["measurements"]) > 100
     return asked
 
 
