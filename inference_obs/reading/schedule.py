@@ -147,8 +147,10 @@ def soon(call: Callable[[], T]) -> Pending[T]:
     --------
     >>> ran = []
     >>> pending = soon(lambda: ran.append("ran") or len(ran))
-    >>> ran, pending.result(), ran
-    ([], 1, ['ran'])
+    >>> ran  # not run yet: outside a pool, nothing runs until asked
+    []
+    >>> pending.result(), ran
+    (1, ['ran'])
     """
     pool = _CURRENT.get()
     return pool.start(call) if pool is not None else Pending(call)

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from inference_obs.cli import EXIT_SOURCE, EXIT_USAGE, main
-from inference_obs.errors import ConfigurationError, QueryFailed, SourceUnavailable
+from inference_obs.cli import EXIT_USAGE, main
+from inference_obs.errors import AccessDenied, ConfigurationError, QueryFailed, SourceUnavailable
 from inference_obs.query import Selector
 from inference_obs.source.auth import BasicAuth, BearerToken
 from inference_obs.source.prometheus import PrometheusSource
@@ -241,8 +241,8 @@ AUTHS: dict[str, tuple[BearerToken | BasicAuth, tuple[str, ...]]] = {
 @pytest.mark.parametrize(
     ("status", "in_envelope", "error"),
     [
-        (401, False, SourceUnavailable),
-        (403, False, SourceUnavailable),
+        (401, False, AccessDenied),  # a refused credential: input, not an outage
+        (403, False, AccessDenied),
         (403, True, QueryFailed),
         (503, False, SourceUnavailable),  # retried, then given up: logged at DEBUG meanwhile
     ],
@@ -272,7 +272,7 @@ def test_a_token_cut_by_the_end_of_the_snippet_is_hidden_too(
     """Pages are shown up to 200 characters; here the token starts at the 196th."""
     prefix = len("<html><body>") + len("credentials Bearer ")
     fake.responder = echoing(401, pad=195 - prefix)
-    with pytest.raises(SourceUnavailable, match="xcredentials <hidden>") as info:
+    with pytest.raises(AccessDenied, match="xcredentials <hidden>") as info:
         PrometheusSource(fake.url, auth=BearerToken(TOKEN), retries=0).instant(UP, 0)
     assert_hidden(*chain(info.value), *shown(logs), secrets=(TOKEN[:4],))
 
@@ -364,9 +364,9 @@ def test_cli_hides_a_token_the_server_echoes(fake: FakeServer, tmp_path: Path) -
         ],
         tmp_path,
     )
-    assert run.code == EXIT_SOURCE, run.stderr
+    assert run.code == EXIT_USAGE, run.stderr  # a refused token: retrying will not help
     assert fake.requests[0].headers["authorization"] == f"Bearer {TOKEN}"
     [line] = run.stderr.splitlines()
-    assert "HTTP 401 without an API answer" in line
+    assert "HTTP 401, the credentials were refused" in line
     assert "credentials <hidden> (token <hidden>) refused" in line
     assert_hidden(run.stdout, run.stderr, *fake.log_lines)
