@@ -9,6 +9,7 @@ from the dataset's ``requests.csv``, never from the code under test.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,18 @@ from inference_obs.source.dataset.source import DatasetSource
 Floats = npt.NDArray[np.float64]
 #: Relative tolerance of exact means and shares: floating-point summation only.
 EXACT = 1e-12
+#: The shipped datasets, and the three a truth test reads.
+DATASETS = Path(__file__).resolve().parents[2] / "datasets"
+BUNDLED = ("pro5000-vs-h20", "h100-vs-h200", "r1-decode")
+#: latency metric -> (requests.csv column, the event that records it, finished only)
+COLUMNS = {
+    "ttft": ("ttft", "first_token", False),
+    "tpot": ("tpot", "finish", True),
+    "e2e": ("e2e", "finish", True),
+    "queue": ("queue_time", "finish", True),
+    "prefill": ("prefill_time", "finish", True),
+    "decode": ("decode_time", "finish", True),
+}
 
 
 def window_of(source: DatasetSource) -> Window:

@@ -25,6 +25,9 @@ from inference_obs.cli import main
 from inference_obs.simulate.scenario import load_scenario, scenario_names
 from inference_obs.source.dataset.source import DatasetSource
 from tests.analyses.ground_truth import (
+    BUNDLED,
+    COLUMNS,
+    DATASETS,
     deployment,
     requests_of,
     scrapes,
@@ -33,17 +36,6 @@ from tests.analyses.ground_truth import (
     window_of,
 )
 
-DATASETS = Path(__file__).resolve().parents[2] / "datasets"
-BUNDLED = ("pro5000-vs-h20", "h100-vs-h200", "r1-decode")
-#: latency metric -> (requests.csv column, the event that records it, finished only)
-COLUMNS = {
-    "ttft": ("ttft", "first_token", False),
-    "tpot": ("tpot", "finish", True),
-    "e2e": ("e2e", "finish", True),
-    "queue": ("queue_time", "finish", True),
-    "prefill": ("prefill_time", "finish", True),
-    "decode": ("decode_time", "finish", True),
-}
 QUANTILE = re.compile(r"^(ttft|tpot|e2e|queue|prefill|decode)_p(\d+)(?:\[(.+)\])?$")
 
 

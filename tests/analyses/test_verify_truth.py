@@ -18,19 +18,7 @@ from inference_obs.report.verify import verify_dataset
 from inference_obs.source.dataset.reader import read_dataset
 from inference_obs.source.dataset.source import DatasetSource
 from inference_obs.source.dataset.writer import write_dataset
-from tests.analyses.ground_truth import EXACT, true_quantile, truth
-
-DATASETS = Path(__file__).resolve().parents[2] / "datasets"
-BUNDLED = ("pro5000-vs-h20", "h100-vs-h200", "r1-decode")
-#: latency metric -> (requests.csv column, the event that records it, finished only)
-COLUMNS = {
-    "ttft": ("ttft", "first_token", False),
-    "tpot": ("tpot", "finish", True),
-    "e2e": ("e2e", "finish", True),
-    "queue": ("queue_time", "finish", True),
-    "prefill": ("prefill_time", "finish", True),
-    "decode": ("decode_time", "finish", True),
-}
+from tests.analyses.ground_truth import BUNDLED, COLUMNS, DATASETS, EXACT, true_quantile, truth
 
 
 def _window_truth(requests: pd.DataFrame, name: str, metric: str, seconds: float) -> np.ndarray:
