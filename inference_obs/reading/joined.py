@@ -18,6 +18,11 @@ of the parts asked (VictoriaMetrics 1.79 writes a ``pod`` value holding a
 newline into it, in ``histogram_quantile`` joined with ``or``), a series
 without one, or two series of one part with the same labels.
 
+A joined query is kept under :data:`JOINED_BYTES` of PromQL, since
+VictoriaMetrics refuses a query longer than 16 KiB (``-search.maxQueryLen``):
+more questions than fit are asked as several joined queries, at once
+(:func:`batches`); a question longer than that alone is asked alone.
+
 An engine in this process (a dataset's, kind ``dataset``) has no round trips
 to save and would only do the joining's work as well: it is asked each
 question alone.
@@ -36,28 +41,79 @@ from inference_obs.reading.schedule import together
 from inference_obs.samples import Instant, Labels, Vector
 from inference_obs.source.base import Source
 
-__all__ = ["PART", "in_process", "instants", "joined", "split", "vectors"]
+__all__ = [
+    "JOINED_BYTES",
+    "PART",
+    "batches",
+    "in_process",
+    "instants",
+    "joined",
+    "joined_expr",
+    "split",
+    "vectors",
+]
 
 #: The label that tells the parts of a joined query apart; no exporter uses it, and a
 #: series' own label of that name would be overwritten.
 PART = "inference_obs_part"
 
+#: The longest joined query asked, in bytes of PromQL: under VictoriaMetrics's default
+#: limit of 16 KiB (``-search.maxQueryLen=16384``), with room to spare.
+JOINED_BYTES = 15_000
+
+
+def _marked(expr: Expr, i: int) -> Expr:
+    return label_replace(expr, PART, str(i), PART, ".*")
+
+
+def batches(exprs: Sequence[Expr], limit: int = JOINED_BYTES) -> list[range]:
+    """The positions of ``exprs`` in consecutive runs whose joined query stays within
+    ``limit`` bytes of PromQL (a question longer than that alone is a run of its own).
+
+    Each part counts its marked text and 6 bytes for the ``or`` and the
+    parentheses that join it to the others.
+
+    >>> from inference_obs.query import Selector
+    >>> [list(run) for run in batches([Selector("a" * 50)] * 5, limit=300)]
+    [[0, 1], [2, 3], [4]]
+    """
+    runs: list[range] = []
+    start, used = 0, 0
+    for i, expr in enumerate(exprs):
+        size = len(to_promql(_marked(expr, i - start)).encode()) + 6
+        if i > start and used + size > limit:
+            runs.append(range(start, i))
+            start, used = i, len(to_promql(_marked(expr, 0)).encode()) + 6
+        else:
+            used += size
+    if exprs:
+        runs.append(range(start, len(exprs)))
+    return runs
+
 
 def joined(source: Source, exprs: Sequence[Expr], at: float) -> Instant:
-    """Instant vectors ``exprs`` asked as one query at ``at``: each part's series marked with
-    its position in :data:`PART` (``label_replace``), the parts joined with ``or``.
+    """Instant vectors ``exprs`` asked as one query at ``at`` (:func:`joined_expr`).
+
+    Each part's series are what the part alone gives; :func:`split` takes
+    them apart again. The answer's annotations belong to the parts together.
+    """
+    return source.instant(joined_expr(exprs), at)
+
+
+def joined_expr(exprs: Sequence[Expr]) -> Expr:
+    """Instant vectors ``exprs`` as one expression: each part's series marked with its
+    position in :data:`PART` (``label_replace``), the parts joined with ``or``.
 
     Neither operator changes a value, so each part's series are what the part
-    alone gives; :func:`split` takes them apart again. The answer's
-    annotations belong to the parts together.
+    alone gives.
     """
-    marked: list[Expr] = [label_replace(e, PART, str(i), PART, ".*") for i, e in enumerate(exprs)]
+    marked = [_marked(e, i) for i, e in enumerate(exprs)]
     # Joined pairwise, a balanced tree: each series is matched against the others
     # log2(parts) times, not once per part after it.
     while len(marked) > 1:
         pairs = zip(marked[::2], marked[1::2], strict=False)
         marked = [Binary("or", a, b) for a, b in pairs] + marked[len(marked) - len(marked) % 2 :]
-    return source.instant(marked[0], at)
+    return marked[0]
 
 
 def split(answer: Instant, count: int) -> list[Vector]:
@@ -105,8 +161,9 @@ def in_process(source: Source) -> bool:
 
 def vectors(source: Source, exprs: Sequence[Expr], at: float) -> list[Vector]:
     """Each of the instant vectors ``exprs`` at ``at``, annotations aside: one joined query
-    (:func:`joined`), or each alone, all at once, from an engine in this process or
-    when the joined answer's part labels cannot be trusted.
+    (:func:`joined`; several at once past :data:`JOINED_BYTES`, see :func:`batches`), or
+    each alone, all at once, from an engine in this process or when a joined answer's part
+    labels cannot be trusted.
 
     A scalar or range expression among ``exprs`` raises
     :class:`~inference_obs.errors.QueryError` naming it, before anything is asked."""
@@ -116,7 +173,11 @@ def vectors(source: Source, exprs: Sequence[Expr], at: float) -> list[Vector]:
                 f"{to_promql(expr)} is a {expr.type.value}; vectors() asks instant-vector "
                 "expressions only (ask a scalar with Source.instant)"
             )
-    if not in_process(source):
+    if not in_process(source) and len(exprs) > 1:
+        runs = batches(exprs)
+        if len(runs) > 1:
+            asked = together([partial(vectors, source, exprs[r.start : r.stop], at) for r in runs])
+            return [vector for found in asked for vector in found]
         parts = _parts(joined(source, exprs, at), len(exprs))
         if parts is not None:
             return parts
@@ -134,7 +195,8 @@ def vectors(source: Source, exprs: Sequence[Expr], at: float) -> list[Vector]:
 
 def instants(source: Source, exprs: Sequence[Expr], at: float) -> list[Instant]:
     """Each of ``exprs`` at ``at``, asked in one request where they are all instant vectors
-    (:func:`joined`), else (or from an engine in this process) each alone, all at once.
+    (:func:`joined`; several at once past :data:`JOINED_BYTES`, see :func:`batches`), else
+    (or from an engine in this process) each alone, all at once.
 
     An answer with annotations is asked again part by part, since annotations
     cannot be told apart by part: each Instant then carries exactly what its
@@ -156,6 +218,10 @@ def instants(source: Source, exprs: Sequence[Expr], at: float) -> list[Instant]:
     vector = all(e.type is ValueType.VECTOR for e in exprs)
     if len(exprs) < 2 or not vector or in_process(source):
         return together(alone)
+    runs = batches(exprs)
+    if len(runs) > 1:
+        asked = together([partial(instants, source, exprs[r.start : r.stop], at) for r in runs])
+        return [one for found in asked for one in found]
     answer = joined(source, exprs, at)
     parts = None if answer.annotations else _parts(answer, len(exprs))
     if parts is None:
