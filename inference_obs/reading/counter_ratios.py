@@ -29,10 +29,10 @@ locally. The PromQL ratio of
 ``increase()`` is still run, so a report can list it for rechecking, and an
 annotation gives its value when it differs.
 
-Several ratios (:func:`counter_ratios`) are two requests, asked at once:
-one query for which series reset, both sides' sums and the recheck ratios,
-and one series request for every side (see
-:mod:`~inference_obs.reading.counter_totals`). Only a restart asks more.
+Several ratios (:func:`counter_ratios`) are one query: which series
+reset, both sides' sums, the recheck ratios and the checks of each pairing
+(see :mod:`~inference_obs.reading.counter_totals`). Only a restart asks
+more.
 """
 
 from __future__ import annotations
@@ -135,9 +135,9 @@ class Ratio:
 def counter_ratios(r: Reading, ratios: Sequence[Ratio]) -> list[Measurement]:
     """Each of ``ratios``, exactly, in order, in a fixed number of requests.
 
-    However many ratios: one joined query and one series request, asked
-    together (:func:`~inference_obs.reading.counter_totals.totals`), so an
-    analysis that needs several ratios asks them as one.
+    However many ratios: one joined query
+    (:func:`~inference_obs.reading.counter_totals.totals`), so an analysis
+    that needs several ratios asks them as one.
 
     Returns
     -------
@@ -149,8 +149,8 @@ def counter_ratios(r: Reading, ratios: Sequence[Ratio]) -> list[Measurement]:
     Raises
     ------
     QueryError
-        When two series of one side have the same labels once ``ignoring``
-        is left out (the pairing would be ambiguous).
+        When series of one side have the same labels once ``ignoring`` is
+        left out (the pairing would be ambiguous).
     """
     whole = Labels(())
     found = totals(r.source, r.window, [ratio.pair() for ratio in ratios])

@@ -1,6 +1,6 @@
 """Several instant questions in one request: each part as the source answers it alone; an
-engine in this process is asked each alone; the sides of several counter ratios are one series
-request."""
+engine in this process is asked each alone; several counter ratios are one joined query and no
+series listing."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from inference_obs.errors import Annotation, QueryError
 from inference_obs.query import Expr, Matcher, Number, Selector, increase, to_promql
-from inference_obs.reading.counter_totals import series_of
+from inference_obs.reading.counter_totals import Pair, Pairing, totals
 from inference_obs.reading.joined import PART, instants, joined, split, vectors
 from inference_obs.samples import Instant, Labels, Window
 from inference_obs.source.base import EngineInfo
@@ -128,27 +128,34 @@ def test_an_engine_in_this_process_is_asked_each_question_alone(source: DatasetS
         assert one.value.labels == vector.labels  # type: ignore[union-attr]
 
 
-def test_every_side_of_several_ratios_is_one_series_request(source: DatasetSource) -> None:
+def test_several_counter_ratios_are_one_joined_query_and_no_series_listing(
+    source: DatasetSource,
+) -> None:
     window = source.dataset.manifest.window.window()
     pod = Matcher.regex("pod", "dsv4-h100-.*")
     ttft, e2e = "vllm:time_to_first_token_seconds", "vllm:e2e_request_latency_seconds"
-    selectors = [
-        Selector(f"{ttft}_bucket", (pod, Matcher.regex("le", "0\\.5|0\\.50"))),
-        Selector(f"{ttft}_bucket", (pod, Matcher.equal("le", "+Inf"))),
-        Selector(f"{e2e}_sum", (pod,)),
-        Selector(f"{e2e}_count", (pod,)),
-        Selector(f"{e2e}_count", (pod,)),
+    bucket = Selector(f"{ttft}_bucket", (pod,))
+    below = replace(bucket, matchers=(pod, Matcher.equal("le", "0.5")))
+    every = replace(bucket, matchers=(pod, Matcher.equal("le", "+Inf")))
+    total, count = Selector(f"{e2e}_sum", (pod,)), Selector(f"{e2e}_count", (pod,))
+    check = count.sum()
+    pairs = [
+        Pair(below, every, frozenset({"le"}), Pairing.MATCHED, ("pod",), check),
+        Pair(total, count, frozenset(), Pairing.MATCHED, (), check),
+        Pair(below, every, frozenset(), Pairing.PART_OF_WHOLE, (), check),
     ]
-    asked: list[Selector] = []
 
-    class Served(Counting):
+    class Unlisted(Counting):
         def series(self, selector: Selector, window: Window) -> tuple[Labels, ...]:
-            asked.append(selector)
-            return self.source.series(selector, window)
+            raise AssertionError(f"a series listing was asked: {selector}")
 
-    got = series_of(Served(source), selectors, window)
-    assert len(asked) == 1
-    assert [len(one) for one in got][:2] == [len(got[1])] * 2
-    for selector, one in zip(selectors, got, strict=True):
-        assert set(one) == set(source.series(selector, window)), selector
-        assert one
+    served = Unlisted(source)
+    got = totals(served, window, pairs)
+    assert served.asked == Counter({"joined": 1})
+    assert got == totals(source, window, pairs)  # as the engine answers each alone
+    # The pods' buckets pair up; the part of the whole divides the sums as they are.
+    assert got[0].unpaired == got[1].unpaired == ()
+    pods = {labels["pod"] for labels in source.series(count, window)}
+    assert {group["pod"] for group in got[0].groups} == pods
+    below_changes, every_changes = got[2].groups[Labels(())]
+    assert 0 < below_changes < every_changes
