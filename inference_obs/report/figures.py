@@ -16,7 +16,7 @@ here and for the sections that cite them. Drawing one anyway raises
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
@@ -66,6 +66,7 @@ __all__ = [
     "dram_vs_tensor_figure",
     "draw_figure",
     "draw_figures",
+    "each_figure",
     "gpu_heatmap_figure",
     "queue_vs_gpu_figure",
     "rolling_quantiles_figure",
@@ -131,7 +132,17 @@ def _time_axis(ax: Axes, window: Window) -> None:
 
 def draw_figures(report: Report) -> dict[str, Figure]:
     """Every figure of the report, keyed by its name (``<deployment>-<figure>``)."""
-    return {name: fig for d in report.deployments for name, fig in deployment_figures(d).items()}
+    return dict(each_figure(report))
+
+
+def each_figure(report: Report) -> Iterator[tuple[str, Figure]]:
+    """Every figure of the report with its name, as :func:`draw_figures` keys them, each
+    drawn when asked for: a writer that renders and drops one before the next holds one
+    figure's arrays and canvas at a time (a fleet's heat maps are tens of MiB each)."""
+    for run in report.deployments:
+        for figure in FIGURES:
+            if nothing_to_draw(run, figure) is None:
+                yield figure_name(run, figure), _draw(run, figure)
 
 
 def deployment_figures(run: DeploymentResults) -> dict[str, Figure]:

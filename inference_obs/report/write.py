@@ -48,7 +48,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from inference_obs.errors import ConfigurationError
 from inference_obs.outputs import PARTIAL, real_directory, staging_directory, write_file
-from inference_obs.report.figures import draw_figures
+from inference_obs.report.figures import each_figure
 from inference_obs.report.html import to_html
 from inference_obs.report.markdown import to_markdown
 from inference_obs.report.report_json import to_json
@@ -198,11 +198,13 @@ def report_files(out: Path) -> list[Path]:
 def _render(report: Report, formats: Collection[str]) -> dict[str, bytes]:
     """Relative path -> bytes of every file of the report."""
     blocks = sections(report)
-    pngs = (
-        {name: figure_png(fig) for name, fig in draw_figures(report).items()}
-        if ({"md", "html"} & set(formats))
-        else {}
-    )
+    pngs: dict[str, bytes] = {}
+    if {"md", "html"} & set(formats):
+        for name, fig in each_figure(report):
+            pngs[name] = figure_png(fig)
+            # A figure's artists refer to each other: cleared, its arrays go now rather than
+            # at the next collection of cycles, and one figure is held at a time.
+            fig.clear()
     files = {f"{FIGURES}/{name}.png": png for name, png in sorted(pngs.items())}
     texts = {
         "md": lambda: to_markdown(blocks),
