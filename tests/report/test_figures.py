@@ -568,3 +568,26 @@ def test_time_axis_ticks_are_the_automatic_date_locators(seconds: float, zone: t
     reference.set_xlim(ours.get_xlim())
     assert ours.get_xticks().tolist() == reference.get_xticks().tolist()
     assert len(ours.get_xticks()) >= 2
+
+
+def test_a_written_report_holds_one_figure_at_a_time(
+    pro_report: Report, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    write = importlib.import_module("inference_obs.report.write")
+    drawn: list[Figure] = []
+    rendered = write.figure_png
+
+    def render(fig: Figure) -> bytes:
+        # Every figure drawn before this one has been rendered and cleared already.
+        assert all(not earlier.axes for earlier in drawn), "a previous figure is still held"
+        drawn.append(fig)
+        return rendered(fig)
+
+    monkeypatch.setattr(write, "figure_png", render)
+    written = write.write_report(pro_report, tmp_path / "out", ("md",))
+    assert len(drawn) == len(draw_figures(pro_report)) > 1
+    assert sum(key.startswith("figure:") for key in written) == len(drawn)
+    for fig in drawn:
+        assert not fig.axes
