@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from inference_obs.cli.budget import MARGIN_S, ends_by
+from inference_obs.cli.memory import hand_back_freed
 from inference_obs.cli.options import (
     EXIT_BUDGET,
     EXIT_INVALID,
@@ -223,6 +224,7 @@ def _report(args: argparse.Namespace) -> int:
     # The whole run ends by the deadline: reading, analyses, figures, staging the files.
     with ends_by(checked.deadline, checked.budget_s) as commit:
         opened, report = _built(args, checked, say, now)
+        hand_back_freed()  # the analyses' answers are garbage: the writing need not add to them
         try:
             written = write_report(report, checked.out, checked.formats, before_moving=commit)
         except OSError as exc:
