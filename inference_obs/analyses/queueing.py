@@ -247,10 +247,9 @@ def _classify(
     return QueueClass.BUSY if running > 0 or util >= busy_threshold else QueueClass.IDLE
 
 
-def _pearson(x: list[float], y: list[float]) -> float | None:
-    if len(x) < 3:
+def _pearson(a: Floats, b: Floats) -> float | None:
+    if len(a) < 3:
         return None
-    a, b = np.asarray(x), np.asarray(y)
     if float(np.std(a)) == 0.0 or float(np.std(b)) == 0.0:
         return None
     return float(np.corrcoef(a, b)[0, 1])
@@ -281,7 +280,8 @@ class _Walk:
     rows: list[QueueRows] = field(default_factory=list)
     tables: dict[str, TwoByTwo] = field(default_factory=dict)
     counts: dict[QueueClass, int] = field(default_factory=lambda: dict.fromkeys(QueueClass, 0))
-    pairs: dict[int, tuple[list[float], list[float]]] = field(
+    #: Per lag, each replica's (waiting, 100 - utilisation) pairs, in row order.
+    pairs: dict[int, tuple[list[Floats], list[Floats]]] = field(
         default_factory=lambda: {lag: ([], []) for lag in LAGS}
     )
     peak: tuple[float, int, str] | None = None
@@ -299,13 +299,15 @@ class _Walk:
                 cells[2 * (row.waiting <= 0) + (row.util >= self.busy_threshold)] += 1
         self.tables[replica] = TwoByTwo(*cells)
         self.rows.append(_rows(replica, rows))
+        waiting = np.array([row.waiting for row in rows], dtype=np.float64)
+        util = np.array([np.nan if row.util is None else row.util for row in rows], np.float64)
         for lag in LAGS:
-            for k, row in enumerate(rows):
-                if 0 <= k + lag < len(rows):
-                    util = rows[k + lag].util
-                    if util is not None:
-                        self.pairs[lag][0].append(row.waiting)
-                        self.pairs[lag][1].append(100.0 - util)
+            # Row k's waiting against row k + lag's utilisation, where that row has one.
+            lead = waiting[max(0, -lag) : len(rows) - max(0, lag)]
+            lagged = util[max(0, lag) : len(rows) + min(0, lag)]
+            known = ~np.isnan(lagged)
+            self.pairs[lag][0].append(lead[known])
+            self.pairs[lag][1].append(100.0 - lagged[known])
         start = 0
         for k in range(1, len(rows) + 1):
             if k == len(rows) or rows[k].cls is not rows[start].cls:
@@ -329,7 +331,8 @@ class _Walk:
         """The lag with the largest |Pearson r| (the earliest on a tie), and that r."""
         best: tuple[int, float] | None = None
         for lag in LAGS:
-            coef = _pearson(*self.pairs[lag])
+            x, y = self.pairs[lag]
+            coef = _pearson(np.concatenate([[], *x]), np.concatenate([[], *y]))
             if coef is not None and (best is None or abs(coef) > abs(best[1])):
                 best = (lag, coef)
         return best

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, cast
 
@@ -193,3 +194,22 @@ def test_gpu_samples_are_reduced_by_the_source(source: DatasetSource, window: Wi
         f"avg by (namespace, pod) ({gpus})",
         f"max by (namespace, pod) (timestamp({gpus}))",
     )
+
+
+def test_the_best_lag_is_pearson_r_of_each_rows_waiting_and_a_later_rows_idle_share(
+    pro: QueueingResult,
+) -> None:
+    # Worked from the rows the figure draws, row by row: row k's waiting against
+    # 100 - utilisation of row k + lag of the same replica, where that row has one.
+    pairs: dict[int, tuple[list[float], list[float]]] = {lag: ([], []) for lag in (-2, -1, 0, 1, 2)}
+    for one in pro.rows:
+        n = len(one.waiting)
+        for lag, (x, y) in pairs.items():
+            for k in range(n):
+                if 0 <= k + lag < n and not math.isnan(float(one.gpu_util[k + lag])):
+                    x.append(float(one.waiting[k]))
+                    y.append(100.0 - float(one.gpu_util[k + lag]))
+    r = {lag: float(np.corrcoef(x, y)[0, 1]) for lag, (x, y) in pairs.items()}
+    best = max(r, key=lambda lag: (abs(r[lag]), -list(r).index(lag)))
+    assert pro.best_lag.value == best
+    assert pro.best_lag_correlation.value == r[best]
