@@ -54,16 +54,19 @@ def to_html(blocks: Sequence[Block], figures: Mapping[str, bytes], title: str) -
     """
     at = next((i + 1 for i, b in enumerate(blocks) if isinstance(b, Heading) and b.level == 1), 0)
     ids = _Ids()  # one numbering for the whole page
-    parts = [
-        *_render(blocks[:at], figures, ids),
-        contents(blocks),
-        *_render(blocks[at:], figures, ids),
-    ]
-    return (
+    head = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>\n"
-        + "\n".join(parts)
-        + "\n</body></html>\n"
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
+    )
+    # One join: a fleet's page is megabytes, and each + would copy it whole.
+    return "\n".join(
+        [
+            head,
+            *_render(blocks[:at], figures, ids),
+            contents(blocks),
+            *_render(blocks[at:], figures, ids),
+            "</body></html>\n",
+        ]
     )
 
 
@@ -160,10 +163,11 @@ def _render(
                 yield '<ol class="notes">' + "".join(_note(n, to_section) for n in items) + "</ol>"
             case Table(header, rows):
                 head = "".join(f"<th>{e(h)}</th>" for h in header)
-                cells = "".join(
+                cells = (
                     "<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in rows
                 )
-                yield f"<table><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>"
+                opening = f"<table><thead><tr>{head}</tr></thead><tbody>"
+                yield "".join([opening, *cells, "</tbody></table>"])
             case FigureRef(name, caption):
                 png = figures.get(name)
                 if png is None:

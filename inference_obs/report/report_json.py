@@ -62,7 +62,15 @@ if TYPE_CHECKING:
     from inference_obs.analyses.run import DeploymentResults
     from inference_obs.report.model import Report
 
-__all__ = ["FORMAT", "document_text", "report_document", "report_json", "to_json"]
+__all__ = [
+    "FORMAT",
+    "document_bytes",
+    "document_text",
+    "report_document",
+    "report_json",
+    "to_json",
+    "to_json_bytes",
+]
 
 
 def report_document(report: Report) -> ReportDocument:
@@ -286,12 +294,24 @@ def to_json(report: Report) -> str:
     return document_text(report_document(report))
 
 
-def document_text(document: ReportDocument) -> str:
-    """A document as ``report.json`` text: indented two spaces, fields in the format's
-    order, non-ASCII escaped (``\\u2264``), ending with a newline.
+def to_json_bytes(report: Report) -> bytes:
+    """:func:`report_document` as the bytes of ``report.json`` (:func:`document_bytes`)."""
+    return document_bytes(report_document(report))
 
-    Numbers are written as pydantic writes them: the shortest text that reads back
-    as the same float (``0.00001`` and ``2.5e-7``, where Python's ``json`` wrote
-    ``1e-05`` and ``2.5e-07``).
+
+def document_text(document: ReportDocument) -> str:
+    """A document as ``report.json`` text: :func:`document_bytes`, decoded (ASCII)."""
+    return document_bytes(document).decode("ascii")
+
+
+def document_bytes(document: ReportDocument) -> bytes:
+    """A document as the bytes of ``report.json``: indented two spaces, fields in the
+    format's order, non-ASCII escaped (``\\u2264``), ending with a newline.
+
+    Written straight to bytes, with no text between (a fleet's report.json is
+    megabytes). Numbers are written as pydantic writes them: the shortest text
+    that reads back as the same float (``0.00001`` and ``2.5e-7``, where Python's
+    ``json`` wrote ``1e-05`` and ``2.5e-07``).
     """
-    return document.model_dump_json(indent=2, ensure_ascii=True) + "\n"
+    written = document.__pydantic_serializer__.to_json(document, indent=2, ensure_ascii=True)
+    return written + b"\n"

@@ -51,7 +51,7 @@ from inference_obs.outputs import PARTIAL, real_directory, staging_directory, wr
 from inference_obs.report.figures import each_figure
 from inference_obs.report.html import to_html
 from inference_obs.report.markdown import to_markdown
-from inference_obs.report.report_json import to_json
+from inference_obs.report.report_json import to_json_bytes
 from inference_obs.report.sections import sections
 
 if TYPE_CHECKING:
@@ -206,14 +206,14 @@ def _render(report: Report, formats: Collection[str]) -> dict[str, bytes]:
             # at the next collection of cycles, and one figure is held at a time.
             fig.clear()
     files = {f"{FIGURES}/{name}.png": png for name, png in sorted(pngs.items())}
-    texts = {
-        "md": lambda: to_markdown(blocks),
-        "html": lambda: to_html(blocks, pngs, report.title),
-        "json": lambda: to_json(report),
+    texts: dict[str, Callable[[], bytes]] = {
+        "md": lambda: to_markdown(blocks).encode("utf-8"),
+        "html": lambda: to_html(blocks, pngs, report.title).encode("utf-8"),
+        "json": lambda: to_json_bytes(report),
     }
     for fmt in FORMATS:
         if fmt in formats:
-            files[f"report.{fmt}"] = texts[fmt]().encode("utf-8")
+            files[f"report.{fmt}"] = texts[fmt]()
     if "json" in formats:
         # Every replica's value of every per-replica statistic, beside report.json: the
         # rows a fleet's body leaves out (Report.replicas).
