@@ -86,12 +86,14 @@ class Labels(Mapping[str, str]):
     True
     """
 
-    __slots__ = ("_derived", "_index", "_items")
+    # One dict in label-name order (a tuple of pairs beside it doubled the memory of
+    # every label set a fleet's answers carry); the hash is worked out once.
+    __slots__ = ("_derived", "_hash", "_index")
 
     def __init__(self, labels: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
         index = dict(labels)
-        self._items: tuple[tuple[str, str], ...] = tuple(sorted(index.items()))
-        self._index: dict[str, str] = dict(self._items)
+        self._index: dict[str, str] = dict(sorted(index.items()))
+        self._hash: int | None = None
         # Label sets made from this one by keep/drop, by (kept?, names).
         self._derived: dict[tuple[bool, frozenset[str]], Labels] | None = None
 
@@ -122,24 +124,24 @@ class Labels(Mapping[str, str]):
             derived = self._derived = {}
         found = derived.get((kept, names))
         if found is None:
-            items = tuple(item for item in self._items if (item[0] in names) is kept)
-            found = self if len(items) == len(self._items) else Labels(items)
+            items = [item for item in self._index.items() if (item[0] in names) is kept]
+            found = self if len(items) == len(self._index) else Labels(items)
             derived[(kept, names)] = found
         return found
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Labels):
-            return self._items == other._items  # both sorted by name: equal sets, equal tuples
+            return self._index == other._index
         return super().__eq__(other)
 
     def __getitem__(self, name: str) -> str:
         return self._index[name]
 
     def __iter__(self) -> Iterator[str]:
-        return (name for name, _ in self._items)
+        return iter(self._index)
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._index)
 
     def items(self) -> ItemsView[str, str]:
         # The index's own read-only view, in name order: iterated in C, where
@@ -147,10 +149,13 @@ class Labels(Mapping[str, str]):
         return self._index.items()
 
     def __hash__(self) -> int:
-        return hash(self._items)
+        found = self._hash
+        if found is None:
+            found = self._hash = hash(tuple(self._index.items()))
+        return found
 
     def __repr__(self) -> str:
-        return f"Labels({dict(self._items)!r})"
+        return f"Labels({self._index!r})"
 
 
 @dataclass(frozen=True, slots=True, eq=False, init=False)
