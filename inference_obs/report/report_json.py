@@ -26,10 +26,11 @@ from __future__ import annotations
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from inference_obs.reading.measurement import json_number, measurement_json
+from inference_obs.reading.measurement import Measurement, json_number, measurement_json
 from inference_obs.report.document import anchor
 from inference_obs.report.report_json_model import (
     FORMAT,
+    MEASURED_APART,
     BaselineEntry,
     BoundariesEntry,
     BoundaryIntervalEntry,
@@ -75,11 +76,22 @@ __all__ = [
 
 def report_document(report: Report) -> ReportDocument:
     """The report as its ``report.json`` document, validated against the format."""
-    s = report.scope
     return ReportDocument(
-        format=FORMAT,
-        title=report.title,
-        scope=ScopeEntry(
+        **_fields(report), measurements=[_entry(m) for m in report.measurements()]
+    )
+
+
+def _entry(measurement: Measurement) -> MeasurementEntry:
+    return MeasurementEntry.model_validate(measurement_json(measurement))
+
+
+def _fields(report: Report) -> dict[str, Any]:
+    """The document's fields but its measurements, each validated."""
+    s = report.scope
+    return {
+        "format": FORMAT,
+        "title": report.title,
+        "scope": ScopeEntry(
             source=s.source,
             engine=s.engine,
             rules=s.rules,
@@ -87,24 +99,21 @@ def report_document(report: Report) -> ReportDocument:
             scrape_interval_seconds=s.scrape_interval_seconds,
             read_only=True,
         ),
-        methodology=list(report.methodology),
-        summary=_summary(report),
-        cautions=[
+        "methodology": list(report.methodology),
+        "summary": _summary(report),
+        "cautions": [
             Caution(kind=c.kind, text=c.text, keys=list(c.keys)) for c in report.cautions.entries
         ],
-        timeline=[
+        "timeline": [
             EventEntry.model_validate({"rank": rank, **e.model_dump(mode="json")})
             for rank, e in enumerate(report.timeline.events, 1)
         ],
-        deployments=[_deployment(report, d) for d in report.deployments],
-        measurements=[
-            MeasurementEntry.model_validate(measurement_json(m)) for m in report.measurements()
-        ],
-        comparisons=_comparisons(report),
-        baseline=None
+        "deployments": [_deployment(report, d) for d in report.deployments],
+        "comparisons": _comparisons(report),
+        "baseline": None
         if report.baseline is None
         else BaselineEntry.model_validate(_finite(report.baseline.model_dump())),
-    )
+    }
 
 
 def report_json(report: Report) -> dict[str, Any]:
@@ -294,9 +303,38 @@ def to_json(report: Report) -> str:
     return document_text(report_document(report))
 
 
+#: Where the measurements go in the bytes of a document written without them.
+_NO_MEASUREMENTS = b'\n  "measurements": [],\n'
+
+
 def to_json_bytes(report: Report) -> bytes:
-    """:func:`report_document` as the bytes of ``report.json`` (:func:`document_bytes`)."""
-    return document_bytes(report_document(report))
+    """:func:`report_document` as the bytes of ``report.json`` (:func:`document_bytes`).
+
+    The bytes are the whole document's, but its measurements (a fleet's
+    thousands, per replica and per GPU) are validated and written one at a
+    time, so they are never all held as models at once (20 MiB on a
+    128-replica fleet): the rest of the document is validated against their
+    keys (:data:`~inference_obs.report.report_json_model.MEASURED_APART`) and
+    written with an empty list, where their text goes.
+    """
+    keys: list[str] = []
+    written: list[bytes] = []
+    for m in report.measurements():
+        entry = _entry(m)
+        keys.append(entry.key)
+        # Two levels down (a list in the document): its own text, indented twice. A
+        # newline in JSON text is always layout (one in a string is written \n).
+        text = entry.__pydantic_serializer__.to_json(entry, indent=2, ensure_ascii=True)
+        written.append(text.replace(b"\n", b"\n    "))
+    rest = ReportDocument.model_validate(
+        {**_fields(report), "measurements": []}, context={MEASURED_APART: keys}
+    )
+    whole = document_bytes(rest)
+    if not written:
+        return whole
+    head, tail = whole.split(_NO_MEASUREMENTS, 1)
+    listed = b",\n    ".join(written)
+    return b"".join([head, b'\n  "measurements": [\n    ', listed, b"\n  ],\n", tail])
 
 
 def document_text(document: ReportDocument) -> str:

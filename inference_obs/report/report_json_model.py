@@ -42,11 +42,13 @@ from pydantic import (
     Field,
     PlainValidator,
     PrivateAttr,
+    ValidationInfo,
     model_validator,
 )
 
 __all__ = [
     "FORMAT",
+    "MEASURED_APART",
     "Caution",
     "Comparison",
     "DeploymentEntry",
@@ -483,6 +485,11 @@ class BaselineEntry(_Closed):
     unmatched: list[str]
 
 
+#: The validation context's key for the keys of measurements written apart from their
+#: document (:func:`~inference_obs.report.report_json.to_json_bytes`).
+MEASURED_APART = "measurements_written_apart"
+
+
 class ReportDocument(_Closed):
     """A whole ``report.json`` (format ``inference-obs-report/1``)."""
 
@@ -502,22 +509,27 @@ class ReportDocument(_Closed):
     _by_key: dict[str, MeasurementEntry] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
-    def _keys_known(self) -> ReportDocument:
+    def _keys_known(self, info: ValidationInfo) -> ReportDocument:
+        # A document validated without its measurements, to be written with them one at a
+        # time, checks the keys of those measurements, given in the context.
+        apart = (info.context or {}).get(MEASURED_APART)
+        keys = [m.key for m in self.measurements] if apart is None else list(apart)
         for what, names in (
             ("deployment names", [d.name for d in self.deployments]),
-            ("measurement keys", [m.key for m in self.measurements]),
+            ("measurement keys", keys),
         ):
             repeated = sorted(n for n, count in Counter(names).items() if count > 1)
             if repeated:
                 raise ValueError(f"{what} repeat: {', '.join(map(ascii, repeated[:3]))}")
         self._by_key = {m.key: m for m in self.measurements}
+        known = self._by_key.keys() if apart is None else set(keys)
         entries: list[SummaryEntry | Caution | EventEntry] = [
             *self.summary,
             *self.cautions,
             *self.timeline,
         ]
         for entry in entries:
-            unknown = sorted(set(entry.keys) - self._by_key.keys())
+            unknown = sorted(set(entry.keys) - known)
             if unknown:
                 more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
                 raise ValueError(

@@ -14,8 +14,16 @@ from pydantic import ValidationError
 from inference_obs.cli import main
 from inference_obs.errors import DatasetError
 from inference_obs.report.baseline import read_report_json
-from inference_obs.report.report_json import document_text
-from inference_obs.report.report_json_model import ReportDocument
+from inference_obs.report.from_source import report
+from inference_obs.report.model import Report
+from inference_obs.report.report_json import (
+    document_bytes,
+    document_text,
+    report_document,
+    to_json_bytes,
+)
+from inference_obs.report.report_json_model import MEASURED_APART, ReportDocument
+from inference_obs.source.dataset.source import DatasetSource
 
 ROOT = Path(__file__).resolve().parents[2]
 DATASETS = ("pro5000-vs-h20", "h100-vs-h200", "r1-decode")
@@ -146,3 +154,32 @@ def test_a_rolling_point_outside_its_bucket_fails(tmp_path: Path) -> None:
     deployments = [{**deployment, "rolling": [broken]}]
     with pytest.raises(ValidationError, match="outside"):
         ReportDocument.model_validate({**data, "deployments": deployments})
+
+
+@pytest.fixture(scope="module")
+def r1_report() -> Report:
+    return report(DatasetSource(ROOT / "datasets" / "r1-decode"))
+
+
+def test_report_json_written_a_measurement_at_a_time_is_the_whole_documents(
+    r1_report: Report,
+) -> None:
+    whole = document_bytes(report_document(r1_report))
+    assert to_json_bytes(r1_report) == whole
+    assert whole.count(b'\n      "key": ') > 100  # every measurement, each at its depth
+
+
+def test_a_document_without_its_measurements_is_checked_against_their_keys(
+    r1: dict[str, Any],
+) -> None:
+    keys = [m["key"] for m in r1["measurements"]]
+    rest = {**r1, "measurements": []}
+    assert ReportDocument.model_validate(rest, context={MEASURED_APART: keys}).measurements == []
+    named = r1["summary"][0]["keys"][0]
+    others = [k for k in keys if k != named]
+    with pytest.raises(ValidationError, match="names keys not in measurements"):
+        ReportDocument.model_validate(rest, context={MEASURED_APART: others})
+    with pytest.raises(ValidationError, match="measurement keys repeat"):
+        ReportDocument.model_validate(rest, context={MEASURED_APART: [*keys, keys[0]]})
+    with pytest.raises(ValidationError, match="names keys not in measurements"):
+        ReportDocument.model_validate(rest)  # no keys given: the empty list is checked
