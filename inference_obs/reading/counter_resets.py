@@ -32,17 +32,20 @@ import numpy as np
 
 from inference_obs.engine.aggregation import without_name
 from inference_obs.engine.rules import Rules
-from inference_obs.query import Binary, Expr, Matcher, Number, Range, Selector, resets
+from inference_obs.query import Binary, Expr, Matcher, Number, Range, Selector, resets, to_promql
 from inference_obs.reading.schedule import soon, together
 from inference_obs.samples import Labels, SampleSet, Vector, Window
 from inference_obs.source.base import LEFT_OPEN_MARGIN_S, Source
 
 __all__ = [
+    "NARROWED_BYTES",
     "PIECES",
     "closed_range",
     "counted_resets",
     "narrowed",
+    "narrowings",
     "reset_changes",
+    "reset_changes_of",
     "series_change",
 ]
 
@@ -129,6 +132,49 @@ def narrowed(selector: Selector, keys: list[Labels]) -> Selector:
     return selector.where(*extra)
 
 
+#: The longest narrowed selector, in bytes of PromQL: a question repeats its selector
+#: up to three times and must stay under VictoriaMetrics's 16 KiB query limit.
+NARROWED_BYTES = 4_000
+
+
+def narrowings(
+    selector: Selector, keys: list[Labels], limit: int = NARROWED_BYTES
+) -> list[Selector]:
+    """``selector`` :func:`narrowed` to ``keys`` in consecutive runs of them, each selector
+    within ``limit`` bytes of PromQL (a key longer than that alone is a run of its own).
+
+    Together they select every series of ``keys`` (a narrowed selector may select
+    others too: callers keep the keys they asked for). A fleet restarted whole
+    restarts every replica's series: one alternation of every pod would be longer
+    than a query may be.
+
+    >>> from inference_obs.query import to_promql
+    >>> keys = [Labels({"pod": f"p{i}"}) for i in range(3)]
+    >>> [to_promql(s) for s in narrowings(Selector("x"), keys, limit=15)]
+    ['x{pod=~"p0|p1"}', 'x{pod="p2"}']
+    """
+    runs: list[list[Labels]] = []
+    for key in keys:
+        if runs and len(to_promql(narrowed(selector, [*runs[-1], key])).encode()) <= limit:
+            runs[-1].append(key)
+        else:
+            runs.append([key])
+    return [narrowed(selector, run) for run in runs]
+
+
+def reset_changes_of(
+    source: Source, selector: Selector, keys: list[Labels], window: Window
+) -> dict[Labels, float]:
+    """:func:`reset_changes` of the series of ``selector`` with ``keys`` (labels without
+    ``__name__``), read through :func:`narrowings`, all at once."""
+    found: dict[Labels, float] = {}
+    for part in together(
+        [partial(reset_changes, source, s, window) for s in narrowings(selector, keys)]
+    ):
+        found.update(part)
+    return found
+
+
 def _window(window: Window, start_s: float, end_s: float) -> Window:
     zone = window.start.tzinfo
     return Window(datetime.fromtimestamp(start_s, zone), datetime.fromtimestamp(end_s, zone))
@@ -209,9 +255,10 @@ def reset_changes(source: Source, selector: Selector, window: Window) -> dict[La
             continue
         changes[key] = float(tail[-1]) - float(head[0]) + sum(found[key].values())
     if whole:
-        raw = source.raw(narrowed(selector, whole), window)
-        for i, labels in enumerate(raw.labels):
-            key = without_name(labels)
-            if key in whole:
-                changes[key] = series_change(raw, i)
+        wanted = set(whole)
+        for raw in together([partial(source.raw, s, window) for s in narrowings(selector, whole)]):
+            for i, labels in enumerate(raw.labels):
+                key = without_name(labels)
+                if key in wanted:
+                    changes[key] = series_change(raw, i)
     return changes

@@ -46,8 +46,7 @@ from inference_obs.query import (
 from inference_obs.reading.counter_resets import (
     closed_range,
     counted_resets,
-    narrowed,
-    reset_changes,
+    reset_changes_of,
 )
 from inference_obs.reading.joined import vectors
 from inference_obs.reading.schedule import soon, together
@@ -246,7 +245,7 @@ def _finish(source: Source, window: Window, plan: _Plan, parts: list[Vector]) ->
         cleaned = soon(partial(vectors, source, clean, window.end_s))
         changed = together(
             [
-                partial(reset_changes, source, narrowed(selector, wanted), window)
+                partial(reset_changes_of, source, selector, wanted, window)
                 for selector in (pair.numerator, pair.denominator)
             ],
         )

@@ -100,3 +100,45 @@ def test_pairs_are_checked_by_the_server_and_hostile_pods_come_back_exact(
     )  # fmt: skip
     with pytest.raises(QueryError, match=r"_bucket: 2 series have the labels \{'pod': .*le"):
         totals(source, window, [merging])
+
+
+def restarted(start_ms: int, pods: list[str]) -> list[SeriesSamples]:
+    """Every pod restarted once, four samples a minute apart: _sum 100 110 5 15 (+25),
+    _count 10 20 2 6 (+16), a drop counted as a restart from zero."""
+    times = [start_ms + 30_000 + 60_000 * k for k in range(4)]
+    series: list[SeriesSamples] = []
+    for pod in pods:
+        for suffix, values in (("_sum", (100, 110, 5, 15)), ("_count", (10, 20, 2, 6))):
+            labels = {"__name__": RESTARTED + suffix, "pod": pod}
+            series.append((labels, [(t, float(v)) for t, v in zip(times, values, strict=True)]))
+    return series
+
+
+RESTARTED = "pairing_live_restarted_seconds"
+
+
+@pytest.mark.parametrize("server", ["empty_prometheus", "victoria_metrics"])
+def test_a_fleet_restarted_whole_is_read_in_narrowings_a_query_may_hold(
+    request: pytest.FixtureRequest, server: str
+) -> None:
+    store: PrometheusServer | VictoriaMetricsServer = request.getfixturevalue(server)
+    # 60 pods with 250-character names (and the hostile ones): one alternation of them
+    # all is 15 KB, and a question repeats it; VictoriaMetrics takes 16 KiB a query.
+    pods = [f"{i:03d}-{'x' * 246}" for i in range(60)] + PODS
+    start_ms = (int(time.time()) - 900) * 1000
+    if isinstance(store, PrometheusServer):
+        store.remote_write(restarted(start_ms, pods))
+    else:
+        store.import_series(restarted(start_ms, pods))
+    window = Window(
+        datetime.fromtimestamp(start_ms / 1000, UTC),
+        datetime.fromtimestamp(start_ms / 1000 + 240, UTC),
+    )
+    check: Expr = Selector(RESTARTED + "_count").sum(by=("pod",))
+    mean = Pair(
+        Selector(RESTARTED + "_sum"), Selector(RESTARTED + "_count"), frozenset(),
+        Pairing.MATCHED, ("pod",), check,
+    )  # fmt: skip
+    (found,) = totals(Unlisted(store.base_url), window, [mean])
+    assert _by_pod(found) == dict.fromkeys(pods, (25.0, 16.0))
+    assert found.unpaired == ()
