@@ -38,6 +38,7 @@ __all__ = [
     "free_port",
     "require_binary",
     "snappy_literal_block",
+    "write_series",
 ]
 
 SeriesSamples = tuple[Mapping[str, str], Sequence[tuple[int, float]]]
@@ -584,3 +585,14 @@ def snappy_literal_block(data: bytes) -> bytes:
             out += bytes([61 << 2]) + n.to_bytes(2, "little")
         out += chunk
     return bytes(out)
+
+
+def write_series(
+    store: PrometheusServer | VictoriaMetricsServer, series: Sequence[SeriesSamples]
+) -> None:
+    """Write ``series`` into either store, exact for any label value: remote write into a
+    Prometheus (samples recent enough for its head), JSON import into VictoriaMetrics."""
+    if isinstance(store, PrometheusServer):
+        store.remote_write(series)
+    else:
+        store.import_series(series)

@@ -23,7 +23,12 @@ from inference_obs.query import Expr, Matcher, Selector
 from inference_obs.reading.counter_totals import Pair, Pairing, Totals, totals
 from inference_obs.samples import Labels, Window
 from inference_obs.source.prometheus import PrometheusSource
-from tests.integration.servers import PrometheusServer, SeriesSamples, VictoriaMetricsServer
+from tests.integration.servers import (
+    PrometheusServer,
+    SeriesSamples,
+    VictoriaMetricsServer,
+    write_series,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -66,10 +71,7 @@ def test_pairs_are_checked_by_the_server_and_hostile_pods_come_back_exact(
 ) -> None:
     store: PrometheusServer | VictoriaMetricsServer = request.getfixturevalue(server)
     start_ms = (int(time.time()) - 600) * 1000  # recent: remote write and retention count from now
-    if isinstance(store, PrometheusServer):
-        store.remote_write(counters(start_ms))
-    else:
-        store.import_series(counters(start_ms))
+    write_series(store, counters(start_ms))
     source = Unlisted(store.base_url)
     window = Window(
         datetime.fromtimestamp(start_ms / 1000, UTC),
@@ -126,10 +128,7 @@ def test_a_fleet_restarted_whole_is_read_in_narrowings_a_query_may_hold(
     # all is 15 KB, and a question repeats it; VictoriaMetrics takes 16 KiB a query.
     pods = [f"{i:03d}-{'x' * 246}" for i in range(60)] + PODS
     start_ms = (int(time.time()) - 900) * 1000
-    if isinstance(store, PrometheusServer):
-        store.remote_write(restarted(start_ms, pods))
-    else:
-        store.import_series(restarted(start_ms, pods))
+    write_series(store, restarted(start_ms, pods))
     window = Window(
         datetime.fromtimestamp(start_ms / 1000, UTC),
         datetime.fromtimestamp(start_ms / 1000 + 240, UTC),

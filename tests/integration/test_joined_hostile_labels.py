@@ -43,6 +43,7 @@ from tests.integration.servers import (
     SeriesSamples,
     VictoriaMetricsServer,
     require_binary,
+    write_series,
 )
 
 pytestmark = pytest.mark.integration
@@ -82,10 +83,7 @@ def test_each_joined_part_is_the_part_asked_alone(
 ) -> None:
     store: PrometheusServer | VictoriaMetricsServer = request.getfixturevalue(server)
     at_ms = (int(time.time()) - 300) * 1000  # recent: VictoriaMetrics's retention counts from now
-    if isinstance(store, PrometheusServer):
-        store.remote_write(buckets(at_ms))
-    else:
-        store.import_series(buckets(at_ms))
+    write_series(store, buckets(at_ms))
     source = PrometheusSource(store.base_url)
     at = at_ms / 1000
     alone = [source.instant(e, at).value for e in questions()]
@@ -153,10 +151,7 @@ def test_questions_longer_than_a_query_may_be_are_asked_in_batches(
 ) -> None:
     store: PrometheusServer | VictoriaMetricsServer = request.getfixturevalue(server)
     at_ms = (int(time.time()) - 300) * 1000
-    if isinstance(store, PrometheusServer):
-        store.remote_write(buckets(at_ms))
-    else:
-        store.import_series(buckets(at_ms))
+    write_series(store, buckets(at_ms))
     source = PrometheusSource(store.base_url)
     at = at_ms / 1000
     # 200 questions of about 130 bytes each: 26 KB of PromQL joined, over 16 KiB.
