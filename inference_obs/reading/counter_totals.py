@@ -10,7 +10,8 @@ exactly at the window's start, on every engine
 (:func:`~inference_obs.reading.counter_resets.closed_range`).
 
 However many ratios an analysis asks for at once, :func:`totals` makes one
-request (:func:`~inference_obs.reading.joined.vectors`) holding, for every
+joined request (:func:`~inference_obs.reading.joined.vectors`; several at
+once only past the length a query may have) holding, for every
 ratio, which series reset, both sides' sums as if none did (what a window
 without restarts, the usual case, needs), the extrapolated recheck ratio,
 and the checks of the pairing, answered where the series are: the series
@@ -177,8 +178,8 @@ class _Plan:
 def totals(source: Source, window: Window, pairs: Sequence[Pair]) -> list[Totals]:
     """Exact total changes of every pair's sides per ``by`` group, and its check per group.
 
-    One request however many pairs (see the module); a pair where a series
-    restarted asks its cleaned sums and its stretches.
+    One joined request however many pairs (see the module); a pair where a
+    series restarted asks its cleaned sums and its stretches.
 
     Raises
     ------
