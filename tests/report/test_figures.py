@@ -577,13 +577,12 @@ def test_a_written_report_holds_one_figure_at_a_time(
 
     write = importlib.import_module("inference_obs.report.write")
     drawn: list[Figure] = []
-    rendered = write.figure_png
 
     def render(fig: Figure) -> bytes:
         # Every figure drawn before this one has been rendered and cleared already.
         assert all(not earlier.axes for earlier in drawn), "a previous figure is still held"
         drawn.append(fig)
-        return rendered(fig)
+        return figure_png(fig)
 
     monkeypatch.setattr(write, "figure_png", render)
     written = write.write_report(pro_report, tmp_path / "out", ("md",))
