@@ -18,9 +18,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from inference_obs.cli.options import add_live_options, dataset_out, live_access
+from inference_obs.cli.options import (
+    add_live_options,
+    dataset_out,
+    duration_seconds,
+    live_access,
+)
 from inference_obs.errors import ConfigurationError, QueryError
-from inference_obs.query import parse_duration
 from inference_obs.source.limits import MAX_SCRAPE_ANSWER_BYTES, MIN_INTERVAL_S
 
 __all__ = ["register", "register_from_scrapes"]
@@ -106,10 +110,7 @@ def register_from_scrapes(actions: argparse._SubParsersAction[argparse.ArgumentP
 def _seconds(text: str, option: str) -> float:
     """``text`` as seconds above 0: a number (``15``) or a duration (``15s``, ``1h``)."""
     try:
-        try:
-            seconds = float(text)
-        except ValueError:
-            seconds = parse_duration(text)
+        seconds = duration_seconds(text)
     except QueryError:
         seconds = math.nan
     if not math.isfinite(seconds) or seconds <= 0:

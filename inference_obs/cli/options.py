@@ -42,7 +42,9 @@ __all__ = [
     "add_window_options",
     "budget_deadline",
     "dataset_out",
+    "duration_seconds",
     "live_access",
+    "number",
     "open_prometheus",
     "positive_seconds",
     "prices",
@@ -267,11 +269,8 @@ def prices(items: Sequence[str]) -> dict[str, float]:
     out: dict[str, float] = {}
     for item in items:
         name, sep, value = item.partition("=")
-        try:
-            price = float(value)
-        except ValueError:
-            price = math.nan
-        if not sep or not name or not 0 < price <= MAX_GPU_HOUR_PRICE:  # NaN compares false
+        price = number(value)
+        if not sep or not name or price is None or not 0 < price <= MAX_GPU_HOUR_PRICE:
             raise ConfigurationError(
                 f"--gpu-hour-price {item!r}: expected NAME=PRICE with a price > 0 and at most "
                 f"{MAX_GPU_HOUR_PRICE:g}, e.g. H20=2.5"
@@ -322,11 +321,7 @@ def resolution(text: str) -> Resolution:
     if text in ("auto", "scrape"):
         return "auto" if text == "auto" else "scrape"
     try:
-        try:  # seconds (60, 1.5), else a PromQL duration (1m)
-            seconds = float(text)
-        except ValueError:
-            seconds = parse_duration(text)
-        return check_duration(seconds, where="--resolution")
+        return check_duration(duration_seconds(text), where="--resolution")
     except QueryError:
         raise ConfigurationError(
             f"--resolution {text!r}: expected auto, scrape, or a tile width such as 60 or 1m"
@@ -363,13 +358,40 @@ def budget_deadline(args: argparse.Namespace) -> float | None:
     return (time.monotonic() if started is None else started) + seconds
 
 
+def number(text: str) -> float | None:
+    """``text`` as Python's ``float`` reads it (``15``, ``1.5``, ``1e3``, ``nan``), or None.
+
+    The one place an option's number is parsed: ``float`` says "not a number"
+    only by ValueError, and nothing but ``float`` runs inside the ``try``.
+
+    >>> number("1.5"), number("1m")
+    (1.5, None)
+    """
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def duration_seconds(text: str) -> float:
+    """``text`` as seconds: a number (``60``, ``1.5``), else a PromQL duration (``1m``).
+
+    >>> duration_seconds("90"), duration_seconds("1m30s")
+    (90.0, 90.0)
+
+    Raises
+    ------
+    QueryError
+        When ``text`` is neither (from :func:`~inference_obs.query.names.parse_duration`).
+    """
+    seconds = number(text)
+    return parse_duration(text) if seconds is None else seconds
+
+
 def positive_seconds(text: str, option: str) -> float:
     """``text`` as a finite number of seconds above 0, e.g. ``--time-budget 600``."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not math.isfinite(seconds) or seconds <= 0:
+    seconds = number(text)
+    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
         raise ConfigurationError(f"{option} {text!r}: expected seconds above 0, e.g. 600")
     return seconds
 

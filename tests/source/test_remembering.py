@@ -55,7 +55,8 @@ def test_a_repeated_question_is_asked_once(dataset_source: DatasetSource) -> Non
     again = source.raw(Selector("vllm:num_requests_running"), Window(window.start, window.end))
     assert again is first
     assert isinstance(first, SampleSet)
-    assert source.info() is source.info()
+    info = source.info()
+    assert source.info() is info
     source.raw(selector, Window.parse(window.start, 60.0))
     assert counting.calls == Counter({"raw": 2, "info": 1})
 
