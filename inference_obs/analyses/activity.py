@@ -19,7 +19,7 @@ from functools import partial
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from inference_obs.analyses.gpu import gpu_name
 from inference_obs.analyses.unit import Analysis, Settings
@@ -28,6 +28,7 @@ from inference_obs.metrics.family import Family
 from inference_obs.query import Expr, to_promql
 from inference_obs.reading.alignment import gpu_label_sets
 from inference_obs.reading.context import Reading
+from inference_obs.reading.measurement import FrozenModel
 from inference_obs.reading.result import AnalysisResult, FloatColumn
 from inference_obs.samples import Labels, Matrix
 
@@ -36,24 +37,20 @@ __all__ = ["ActivityResult", "ActivitySettings", "Panel", "Timeline", "activity"
 FloatArray = npt.NDArray[np.float64]
 
 
-class Timeline(BaseModel):
+class Timeline(FrozenModel):
     """One series of a panel: its name (a replica, a GPU, ``all``), times and values.
 
     ``t`` are unix seconds (ascending), ``values`` the reading at each, in
     the panel's unit; only finite readings are kept (a gap is no point).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
-
     name: str
     t: FloatColumn
     values: FloatColumn
 
 
-class Panel(BaseModel):
+class Panel(FrozenModel):
     """The series one range query gave, with the query and the step it was asked at."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     promql: str
     unit: str

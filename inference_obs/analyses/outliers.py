@@ -57,7 +57,7 @@ from inference_obs.analyses.replicas import replicas
 from inference_obs.analyses.run import DeploymentResults
 from inference_obs.analyses.throughput import throughput
 from inference_obs.analyses.timeline import EventKind, Timeline
-from inference_obs.reading.measurement import Bounds, Measurement
+from inference_obs.reading.measurement import Bounds, FrozenModel, Measurement
 from inference_obs.reading.wording import duration, number
 
 __all__ = [
@@ -116,10 +116,8 @@ WORDS: dict[str, str] = {
 }
 
 
-class ReplicaValue(BaseModel):
+class ReplicaValue(FrozenModel):
     """One replica's value of one statistic (the per-replica frame's row)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     replica: str
     statistic: str

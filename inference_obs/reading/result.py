@@ -7,9 +7,9 @@ import math
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Annotated, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, PlainSerializer
+from pydantic import BaseModel, PlainSerializer
 
-from inference_obs.reading.measurement import Measurement
+from inference_obs.reading.measurement import FrozenModel, Measurement
 from inference_obs.samples import Floats
 
 if TYPE_CHECKING:
@@ -24,10 +24,8 @@ FloatColumn: TypeAlias = Annotated[
 ]
 
 
-class AnalysisResult(BaseModel):
+class AnalysisResult(FrozenModel):
     """Base of analysis results: frozen, and every field a Measurement (or a map of them)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     def measurements(self) -> tuple[Measurement, ...]:
         """Every Measurement of the result, in field order (tuples and maps flattened)."""

@@ -46,7 +46,6 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from inference_obs.analyses.boundaries import evidence as ev
 from inference_obs.analyses.boundaries.findings import (
@@ -66,7 +65,7 @@ from inference_obs.query import Expr, to_promql
 from inference_obs.reading.alignment import gpu_label_sets, replica_of
 from inference_obs.reading.context import Reading
 from inference_obs.reading.counter_ratios import Ratio, counter_ratios_by
-from inference_obs.reading.measurement import Measurement, derive
+from inference_obs.reading.measurement import FrozenModel, Measurement, derive
 from inference_obs.reading.result import AnalysisResult
 from inference_obs.reading.rows import tolerance_ms
 from inference_obs.samples import Labels
@@ -122,10 +121,8 @@ class _Question:
     caveat: str
 
 
-class ReplicaBoundaries(BaseModel):
+class ReplicaBoundaries(FrozenModel):
     """One replica's duty cycle, tokens per GPU-hour, host and PCIe means and reading."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     replica: str
     reading: CapacityReading
