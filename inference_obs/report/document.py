@@ -10,6 +10,7 @@ GitHub gives them, which the HTML page gives them too.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 __all__ = [
@@ -25,7 +26,23 @@ __all__ = [
     "Table",
     "anchor",
     "anchors",
+    "separated",
 ]
+
+
+def separated(parts: Iterable[str], separator: str) -> Iterator[str]:
+    """``parts`` with ``separator`` between each two: ``separator.join(parts)`` in pieces.
+
+    A fleet's report is megabytes of text: written piece by piece, it is never
+    held whole, nor copied into bytes whole.
+
+    >>> "".join(separated(["a", "b", "c"], ", "))
+    'a, b, c'
+    """
+    for i, part in enumerate(parts):
+        if i:
+            yield separator
+        yield part
 
 
 @dataclass(frozen=True, slots=True)

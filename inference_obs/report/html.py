@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import html
+import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from inference_obs.report.document import (
@@ -26,9 +27,10 @@ from inference_obs.report.document import (
     Table,
     anchor,
     anchors,
+    separated,
 )
 
-__all__ = ["contents", "html_body", "to_html"]
+__all__ = ["contents", "html_body", "html_parts", "to_html"]
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; color: #222; }
@@ -52,22 +54,26 @@ def to_html(blocks: Sequence[Block], figures: Mapping[str, bytes], title: str) -
     The table of contents follows the first level-1 heading (the title), or
     opens the page when there is none.
     """
+    return "".join(html_parts(blocks, figures, title))
+
+
+def html_parts(blocks: Sequence[Block], figures: Mapping[str, bytes], title: str) -> Iterator[str]:
+    """The text of :func:`to_html` in parts, a block's at a time, each made when asked for."""
     at = next((i + 1 for i, b in enumerate(blocks) if isinstance(b, Heading) and b.level == 1), 0)
     ids = _Ids()  # one numbering for the whole page
     head = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
     )
-    # One join: a fleet's page is megabytes, and each + would copy it whole.
-    return "\n".join(
-        [
-            head,
-            *_render(blocks[:at], figures, ids),
-            contents(blocks),
-            *_render(blocks[at:], figures, ids),
-            "</body></html>\n",
-        ]
+    # Each block's text is made as it is asked for: a fleet's page is megabytes.
+    page = itertools.chain(
+        (head,),
+        _render(blocks[:at], figures, ids),
+        (contents(blocks),),
+        _render(blocks[at:], figures, ids),
+        ("</body></html>\n",),
     )
+    return separated(page, "\n")
 
 
 def _headings(blocks: Sequence[Block]) -> Iterator[Heading]:

@@ -29,7 +29,7 @@ figure's file name is percent-encoded in its link.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from urllib.parse import quote
 
 from inference_obs.report.document import (
@@ -44,9 +44,10 @@ from inference_obs.report.document import (
     Paragraph,
     Table,
     anchor,
+    separated,
 )
 
-__all__ = ["to_markdown"]
+__all__ = ["markdown_parts", "to_markdown"]
 
 
 _HTML = str.maketrans({"&": "&amp;", "<": "&lt;"})
@@ -116,40 +117,44 @@ def _note(rank: int, note: Note) -> str:
     return text
 
 
-def _blocks(blocks: Sequence[Block], figure_dir: str) -> list[str]:
-    out: list[str] = []
+def _blocks(blocks: Sequence[Block], figure_dir: str) -> Iterator[str]:
     for block in blocks:
         match block:
             case Heading(level, text):
-                out.append(f"{'#' * level} {_text(text)}")
+                yield f"{'#' * level} {_text(text)}"
             case Paragraph(text):
-                out.append(_text(text))
+                yield _text(text)
             case Items(items, lead):
                 # A list may follow its lead line directly (CommonMark lets it interrupt
                 # a paragraph).
                 bullets = (f"- {_text(i)}" for i in items)
-                out.append("\n".join((*([_text(lead)] if lead else []), *bullets)))
+                yield "\n".join((*([_text(lead)] if lead else []), *bullets))
             case Notes(items, lead):
                 notes = (_note(rank, n) for rank, n in enumerate(items, 1))
-                out.append("\n".join((*([_text(lead)] if lead else []), *notes)))
+                yield "\n".join((*([_text(lead)] if lead else []), *notes))
             case Table(header, rows):
                 rule = "|" + "---|" * len(header)
                 lines = [_table_row(header), rule, *(_table_row(row) for row in rows)]
-                out.append("\n".join(lines))
+                yield "\n".join(lines)
             case FigureRef(name, caption):
                 # A backslash at the line's end is a hard break: the caption shows under
                 # the image, in the same paragraph.
                 alt, path = _label(caption), quote(f"{figure_dir}/{name}.png")
-                out.append(f"![{alt}]({path})\\\n*{_text(caption)}*")
+                yield f"![{alt}]({path})\\\n*{_text(caption)}*"
             case Code(text, language):
                 fence = _fence(text, 3)
-                out.append(f"{fence}{language}\n{text.rstrip()}\n{fence}")
+                yield f"{fence}{language}\n{text.rstrip()}\n{fence}"
             case Folded(title, inner, level):
-                out.append(f"{'#' * level} {_text(title)}")
-                out.extend(_blocks(inner, figure_dir))
-    return out
+                yield f"{'#' * level} {_text(title)}"
+                yield from _blocks(inner, figure_dir)
 
 
 def to_markdown(blocks: Sequence[Block], figure_dir: str = "figures") -> str:
     """The report as Markdown; figures link to ``<figure_dir>/<name>.png``."""
-    return "\n\n".join(_blocks(blocks, figure_dir)) + "\n"
+    return "".join(markdown_parts(blocks, figure_dir))
+
+
+def markdown_parts(blocks: Sequence[Block], figure_dir: str = "figures") -> Iterator[str]:
+    """The text of :func:`to_markdown` in parts, a block's at a time, each made when asked for."""
+    yield from separated(_blocks(blocks, figure_dir), "\n\n")
+    yield "\n"

@@ -23,6 +23,7 @@ point with the bucket that must hold the true quantile (``lower``, ``upper``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,7 @@ __all__ = [
     "FORMAT",
     "document_bytes",
     "document_text",
+    "json_parts",
     "report_document",
     "report_json",
     "to_json",
@@ -308,33 +310,39 @@ _NO_MEASUREMENTS = b'\n  "measurements": [],\n'
 
 
 def to_json_bytes(report: Report) -> bytes:
-    """:func:`report_document` as the bytes of ``report.json`` (:func:`document_bytes`).
+    """:func:`report_document` as the bytes of ``report.json`` (:func:`json_parts` joined)."""
+    return b"".join(json_parts(report))
 
-    The bytes are the whole document's, but its measurements (a fleet's
-    thousands, per replica and per GPU) are validated and written one at a
-    time, so they are never all held as models at once (20 MiB on a
-    128-replica fleet): the rest of the document is validated against their
-    keys (:data:`~inference_obs.report.report_json_model.MEASURED_APART`) and
+
+def json_parts(report: Report) -> Iterator[bytes]:
+    """The bytes of ``report.json`` in parts, each made as it is asked for.
+
+    The bytes are the whole document's (:func:`document_bytes` of
+    :func:`report_document`), but its measurements (a fleet's thousands, per
+    replica and per GPU) are validated and written one at a time, so neither
+    they nor their text are ever all held at once (30 MiB on a 128-replica
+    fleet): the rest of the document is validated against their keys
+    (:data:`~inference_obs.report.report_json_model.MEASURED_APART`) and
     written with an empty list, where their text goes.
     """
-    keys: list[str] = []
-    written: list[bytes] = []
-    for m in report.measurements():
+    measured = report.measurements()
+    rest = ReportDocument.model_validate(
+        {**_fields(report), "measurements": []},
+        context={MEASURED_APART: [m.key for m in measured]},
+    )
+    whole = document_bytes(rest)
+    if not measured:
+        yield whole
+        return
+    head, tail = whole.split(_NO_MEASUREMENTS, 1)
+    yield head + b'\n  "measurements": [\n    '
+    for i, m in enumerate(measured):
         entry = _entry(m)
-        keys.append(entry.key)
         # Two levels down (a list in the document): its own text, indented twice. A
         # newline in JSON text is always layout (one in a string is written \n).
         text = entry.__pydantic_serializer__.to_json(entry, indent=2, ensure_ascii=True)
-        written.append(text.replace(b"\n", b"\n    "))
-    rest = ReportDocument.model_validate(
-        {**_fields(report), "measurements": []}, context={MEASURED_APART: keys}
-    )
-    whole = document_bytes(rest)
-    if not written:
-        return whole
-    head, tail = whole.split(_NO_MEASUREMENTS, 1)
-    listed = b",\n    ".join(written)
-    return b"".join([head, b'\n  "measurements": [\n    ', listed, b"\n  ],\n", tail])
+        yield (b",\n    " if i else b"") + text.replace(b"\n", b"\n    ")
+    yield b"\n  ],\n" + tail
 
 
 def document_text(document: ReportDocument) -> str:

@@ -39,7 +39,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -49,9 +49,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from inference_obs.errors import ConfigurationError
 from inference_obs.outputs import PARTIAL, real_directory, staging_directory, write_file
 from inference_obs.report.figures import each_figure
-from inference_obs.report.html import to_html
-from inference_obs.report.markdown import to_markdown
-from inference_obs.report.report_json import to_json_bytes
+from inference_obs.report.html import html_parts
+from inference_obs.report.markdown import markdown_parts
+from inference_obs.report.report_json import json_parts
 from inference_obs.report.sections import sections
 
 if TYPE_CHECKING:
@@ -195,8 +195,14 @@ def report_files(out: Path) -> list[Path]:
     ]
 
 
-def _render(report: Report, formats: Collection[str]) -> dict[str, bytes]:
-    """Relative path -> bytes of every file of the report."""
+def _render(report: Report, formats: Collection[str]) -> Iterator[tuple[str, Iterable[bytes]]]:
+    """Relative path and bytes of every file of the report, a file at a time.
+
+    A file's bytes come in parts, each made as it is asked for: a fleet's
+    report.json, report.html and report.md are megabytes each, and none of
+    them is ever held whole. The figures come first; their PNGs are kept for
+    report.html, which embeds them.
+    """
     blocks = sections(report)
     pngs: dict[str, bytes] = {}
     if {"md", "html"} & set(formats):
@@ -205,20 +211,24 @@ def _render(report: Report, formats: Collection[str]) -> dict[str, bytes]:
             # A figure's artists refer to each other: cleared, its arrays go now rather than
             # at the next collection of cycles, and one figure is held at a time.
             fig.clear()
-    files = {f"{FIGURES}/{name}.png": png for name, png in sorted(pngs.items())}
-    texts: dict[str, Callable[[], bytes]] = {
-        "md": lambda: to_markdown(blocks).encode("utf-8"),
-        "html": lambda: to_html(blocks, pngs, report.title).encode("utf-8"),
-        "json": lambda: to_json_bytes(report),
+    for name, png in sorted(pngs.items()):
+        yield f"{FIGURES}/{name}.png", (png,)
+    texts: dict[str, Callable[[], Iterable[bytes]]] = {
+        "md": lambda: _utf8(markdown_parts(blocks)),
+        "html": lambda: _utf8(html_parts(blocks, pngs, report.title)),
+        "json": lambda: json_parts(report),
     }
     for fmt in FORMATS:
         if fmt in formats:
-            files[f"report.{fmt}"] = texts[fmt]()
+            yield f"report.{fmt}", texts[fmt]()
     if "json" in formats:
         # Every replica's value of every per-replica statistic, beside report.json: the
         # rows a fleet's body leaves out (Report.replicas).
-        files[REPLICAS] = replicas_csv(report.replicas).encode("utf-8")
-    return files
+        yield REPLICAS, (replicas_csv(report.replicas).encode("utf-8"),)
+
+
+def _utf8(parts: Iterable[str]) -> Iterator[bytes]:
+    return (part.encode("utf-8") for part in parts)
 
 
 #: What a spreadsheet reads as the start of a formula when a cell's text begins with it.
@@ -353,20 +363,22 @@ def write_report(
         raise ConfigurationError(
             f"unknown report format(s) {unknown}: use any of {', '.join(FORMATS)}"
         )
-    files = _render(report, formats)
     # ``out`` itself may be a link to a directory (a user's "latest"): staged beside
     # the directory it points at, so the files move within one file system.
     home = Path(os.path.realpath(out)) if out.is_symlink() and out.is_dir() else out
+    files: list[str] = []
     with staging_directory(home) as stage:
         (stage / FIGURES).mkdir()
-        for name, data in files.items():
-            (stage / name).write_bytes(data)
+        for name, parts in _render(report, formats):
+            with (stage / name).open("wb") as handle:
+                handle.writelines(parts)
+            files.append(name)
         if not any((stage / FIGURES).iterdir()):
             (stage / FIGURES).rmdir()
         if before_moving is not None:
             before_moving()
         if os.path.lexists(home):
-            _commit(stage, home, list(files))
+            _commit(stage, home, files)
         else:
             (stage / MANIFEST).write_bytes(_manifest(files))
             stage.rename(home)  # the whole directory appears at once

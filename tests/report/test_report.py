@@ -14,7 +14,9 @@ from inference_obs.analyses import boundaries, queueing, throughput
 from inference_obs.analyses.validity.findings import FINDINGS, Severity
 from inference_obs.reading import resolution
 from inference_obs.report import Report, build_report, report_json, write_report
-from inference_obs.report.markdown import to_markdown
+from inference_obs.report.html import html_parts, to_html
+from inference_obs.report.markdown import markdown_parts, to_markdown
+from inference_obs.report.report_json import to_json_bytes
 from inference_obs.report.report_json_model import ReportDocument
 from inference_obs.report.sections import sections
 from inference_obs.report.write import FORMATS
@@ -143,6 +145,24 @@ def test_html_is_self_contained(written: tuple[Report, dict[str, Path]]) -> None
     page = written[1]["html"].read_text()
     assert page.count('src="data:image/png;base64,') == 6
     assert not re.search(r'(src|href)="(https?:)?//', page)
+
+
+def test_each_file_is_written_in_parts_that_make_the_whole_text(
+    written: tuple[Report, dict[str, Path]],
+) -> None:
+    report, paths = written
+    blocks = sections(report)
+    pngs = {k.removeprefix("figure:"): p.read_bytes() for k, p in paths.items() if "figure:" in k}
+    texts = {
+        "md": (to_markdown(blocks), list(markdown_parts(blocks))),
+        "html": (to_html(blocks, pngs, report.title), list(html_parts(blocks, pngs, report.title))),
+    }
+    for fmt, (whole, parts) in texts.items():
+        assert paths[fmt].read_bytes() == whole.encode("utf-8"), fmt
+        assert "".join(parts) == whole, fmt
+        # A block's text at a time (a table, a figure), never the page in one part.
+        assert len(parts) > len(blocks) > 50, fmt
+    assert paths["json"].read_bytes() == to_json_bytes(report)
 
 
 def test_the_same_report_gives_the_same_bytes(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from inference_obs.report.model import Report
 from inference_obs.report.report_json import (
     document_bytes,
     document_text,
+    json_parts,
     report_document,
     to_json_bytes,
 )
@@ -167,6 +168,19 @@ def test_report_json_written_a_measurement_at_a_time_is_the_whole_documents(
     whole = document_bytes(report_document(r1_report))
     assert to_json_bytes(r1_report) == whole
     assert whole.count(b'\n      "key": ') > 100  # every measurement, each at its depth
+
+
+def test_report_json_comes_in_parts_none_holding_more_than_one_measurement(
+    r1_report: Report,
+) -> None:
+    parts = list(json_parts(r1_report))
+    measured = r1_report.measurements()
+    # The document before the measurements, one part each, and the rest after them.
+    assert len(parts) == len(measured) + 2
+    assert b"".join(parts) == document_bytes(report_document(r1_report))
+    for part, m in zip(parts[1:-1], measured, strict=True):
+        assert part.count(b'"key": ') == 1
+        assert json.dumps(m.key).encode() in part
 
 
 def test_a_document_without_its_measurements_is_checked_against_their_keys(
