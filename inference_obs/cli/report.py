@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from inference_obs.cli.budget import MARGIN_S, ends_by
-from inference_obs.cli.memory import hand_back_freed
+from inference_obs.cli.memory import hand_back_freed, share_heaps
 from inference_obs.cli.options import (
     EXIT_BUDGET,
     EXIT_INVALID,
@@ -221,6 +221,7 @@ def _report(args: argparse.Namespace) -> int:
     from inference_obs.analyses.validity.verdicts import Verdict
     from inference_obs.report import write_report
 
+    share_heaps()  # before the analyses' threads start
     # The whole run ends by the deadline: reading, analyses, figures, staging the files.
     with ends_by(checked.deadline, checked.budget_s) as commit:
         opened, report = _built(args, checked, say, now)
