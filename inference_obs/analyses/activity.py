@@ -119,7 +119,8 @@ def _replica(labels: Labels) -> str:
 def _panel(
     r: Reading, expr: Expr, unit: str, every: float, naming: Callable[[Labels], str]
 ) -> Panel:
-    matrix: Matrix = r.range(expr, every)
+    # A figure's own question (every GPU's series): not kept for the run once drawn from.
+    matrix: Matrix = r.range(expr, every, remember=False)
     series = []
     for i, labels in enumerate(matrix.labels):
         t_ms, v = matrix.points(i)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from functools import partial
 from threading import Lock
@@ -48,6 +49,7 @@ from inference_obs.reading.measurement import (
 from inference_obs.reading.schedule import Pending, soon, together
 from inference_obs.samples import Instant, Labels, Matrix, SampleSet, Vector, Window
 from inference_obs.source.base import EngineInfo, Source
+from inference_obs.source.remembering import unremembered
 from inference_obs.source.view import ViewSource
 
 __all__ = ["Ahead", "Reading", "Source", "missing_families", "missing_families_by"]
@@ -155,17 +157,21 @@ class Reading:
         answers = iter(self.ask([expr for group in groups for expr in group]))
         return [[next(answers) for _ in group] for group in groups]
 
-    def range(self, expr: Expr, step: float) -> Matrix:
-        """``expr`` across the window every ``step`` seconds."""
-        return self.source.range(expr, self.window, step)
+    def range(self, expr: Expr, step: float, *, remember: bool = True) -> Matrix:
+        """``expr`` across the window every ``step`` seconds; ``remember`` False for a
+        question only this caller asks (:func:`_kept`)."""
+        with _kept(remember):
+            return self.source.range(expr, self.window, step)
 
     def raw(self, selector: Selector, window: Window | None = None) -> SampleSet:
         """Raw samples of ``selector`` in the window (or in ``window``)."""
         return self.source.raw(selector, window or self.window)
 
-    def series(self, selector: Selector) -> tuple[Labels, ...]:
-        """Label sets of the series ``selector`` selects in the window."""
-        return self.source.series(selector, self.window)
+    def series(self, selector: Selector, *, remember: bool = True) -> tuple[Labels, ...]:
+        """Label sets of the series ``selector`` selects in the window; ``remember`` False
+        for a question only this caller asks (:func:`_kept`)."""
+        with _kept(remember):
+            return self.source.series(selector, self.window)
 
     def info(self) -> EngineInfo:
         """The engine answering: its kind and the range rules its numbers follow."""
@@ -374,6 +380,13 @@ _KEEPS_RANGE_CALLS = frozenset(
     {"max_over_time", "min_over_time", "avg_over_time", "last_over_time", "quantile_over_time"}
 )
 _KEEPS_RANGE_AGGREGATIONS = frozenset({"max", "min", "avg", "quantile", "topk", "bottomk"})
+
+
+def _kept(remember: bool) -> AbstractContextManager[None]:
+    """Nothing for a question to remember; else, since only its caller asks it, the run's
+    source does not keep its answer (:func:`~inference_obs.source.remembering.unremembered`):
+    a figure's range of every GPU would be held to the report's end for nobody."""
+    return nullcontext() if remember else unremembered()
 
 
 def _ranged_family(expr: Expr) -> Family | None:

@@ -40,6 +40,7 @@ from inference_obs.query import Binary, Expr, ValueType, label_replace, to_promq
 from inference_obs.reading.schedule import together
 from inference_obs.samples import Instant, Labels, Vector
 from inference_obs.source.base import Source
+from inference_obs.source.remembering import unremembered
 
 __all__ = [
     "JOINED_BYTES",
@@ -91,13 +92,18 @@ def batches(exprs: Sequence[Expr], limit: int = JOINED_BYTES) -> list[range]:
     return runs
 
 
-def joined(source: Source, exprs: Sequence[Expr], at: float) -> Instant:
+def joined(source: Source, exprs: Sequence[Expr], at: float, *, remember: bool = True) -> Instant:
     """Instant vectors ``exprs`` asked as one query at ``at`` (:func:`joined_expr`).
 
     Each part's series are what the part alone gives; :func:`split` takes
     them apart again. The answer's annotations belong to the parts together.
+    ``remember`` False for a batch only its caller asks: the run does not keep
+    its answer (:func:`~inference_obs.source.remembering.unremembered`).
     """
-    return source.instant(joined_expr(exprs), at)
+    if remember:
+        return source.instant(joined_expr(exprs), at)
+    with unremembered():
+        return source.instant(joined_expr(exprs), at)
 
 
 def joined_expr(exprs: Sequence[Expr]) -> Expr:
@@ -222,7 +228,9 @@ def instants(source: Source, exprs: Sequence[Expr], at: float) -> list[Instant]:
     if len(runs) > 1:
         asked = together([partial(instants, source, exprs[r.start : r.stop], at) for r in runs])
         return [one for found in asked for one in found]
-    answer = joined(source, exprs, at)
+    # One caller's questions of one step: no other asks this batch (counter totals, whose
+    # pairs several analyses share, are asked through vectors() and kept).
+    answer = joined(source, exprs, at, remember=False)
     parts = None if answer.annotations else _parts(answer, len(exprs))
     if parts is None:
         return together(alone)

@@ -16,6 +16,13 @@ waiting on that question get it, and a later identical call asks again. It
 holds every answer until it is dropped: use one per report, not one per
 process.
 
+A question only its caller asks (a batch of joined questions, a figure's
+range of every GPU) is asked inside :func:`unremembered`: still asked once
+however many wait on it, but its answer is not kept. On a fleet of 128
+replicas such answers were half of what a report remembered, held to its
+end for nobody; a report's test holds that no question reaches its source
+twice.
+
 The threads a report asks in are the run's (:class:`~inference_obs.reading.schedule.Pool`);
 this source only keeps the answers they share.
 """
@@ -23,17 +30,52 @@ this source only keeps the answers they share.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from typing import TypeVar
 
 from inference_obs.query import Expr, Selector
 from inference_obs.samples import Instant, Labels, Matrix, SampleSet, Window
 from inference_obs.source.base import EngineInfo, Metadata, Source
 
-__all__ = ["RememberingSource"]
+__all__ = ["RememberingSource", "remembered", "unremembered"]
 
 T = TypeVar("T")
+
+#: Whether the questions this thread asks now are to be answered without being kept.
+_PASSING = threading.local()
+
+
+@contextmanager
+def unremembered() -> Iterator[None]:
+    """Questions this thread asks of a :class:`RememberingSource` in the block are not kept.
+
+    Each is still asked once however many callers wait on it, and one
+    already kept is answered from memory; only the answer is not kept for
+    later callers, who would ask again. For a question that only its caller
+    asks; what its asking needs first that others need too (the families a
+    view finds) is asked inside :func:`remembered`.
+    """
+    with _kept(False):
+        yield
+
+
+@contextmanager
+def remembered() -> Iterator[None]:
+    """Questions this thread asks in the block are kept, inside :func:`unremembered` too."""
+    with _kept(True):
+        yield
+
+
+@contextmanager
+def _kept(keep: bool) -> Iterator[None]:
+    before = getattr(_PASSING, "on", False)
+    _PASSING.on = not keep
+    try:
+        yield
+    finally:
+        _PASSING.on = before
 
 
 class RememberingSource:
@@ -62,6 +104,7 @@ class RememberingSource:
         return f"RememberingSource({self.source!r})"
 
     def _ask(self, key: Hashable, ask: Callable[[], T]) -> T:
+        keep = not getattr(_PASSING, "on", False)
         try:
             with self._lock:
                 if key in self._answers:
@@ -82,7 +125,8 @@ class RememberingSource:
             mine.set_exception(exc)
             raise
         with self._lock:
-            self._answers[key] = answer
+            if keep:
+                self._answers[key] = answer
             del self._asking[key]
         mine.set_result(answer)
         return answer

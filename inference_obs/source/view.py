@@ -56,6 +56,7 @@ from inference_obs.metrics.sglang_reading import (
 from inference_obs.query import Expr, Selector, parse, to_promql
 from inference_obs.samples import Instant, Labels, Matrix, SampleSet, Series, Vector, Window
 from inference_obs.source.base import EngineInfo, Metadata, Source
+from inference_obs.source.remembering import remembered
 
 __all__ = ["READ_AS_FOUND", "Found", "ViewSource"]
 
@@ -174,7 +175,10 @@ class ViewSource:
         """What the data holds (found on first use)."""
         with self._lock:
             if self._found is None:
-                self._found = self._find(self.source)
+                # Every later question needs what is found: kept for the run whatever
+                # question first needed it (one not kept, inside unremembered()).
+                with remembered():
+                    self._found = self._find(self.source)
             return self._found
 
     def promql(self, asked: str) -> str:

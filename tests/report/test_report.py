@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from inference_obs.analyses import boundaries, queueing, throughput
 from inference_obs.analyses.validity.findings import FINDINGS, Severity
+from inference_obs.query import Expr, Selector, to_promql
 from inference_obs.reading import resolution
 from inference_obs.report import Report, build_report, report_json, write_report
 from inference_obs.report.html import html_parts, to_html
@@ -20,8 +24,10 @@ from inference_obs.report.report_json import to_json_bytes
 from inference_obs.report.report_json_model import ReportDocument
 from inference_obs.report.sections import sections
 from inference_obs.report.write import FORMATS
+from inference_obs.samples import Instant, Labels, Matrix, SampleSet, Window
 from inference_obs.source.base import EngineInfo
 from inference_obs.source.dataset.source import DatasetSource
+from tests.analyses.fleets import fleet_scenario, simulated
 
 DATASET = Path(__file__).resolve().parents[2] / "datasets" / "pro5000-vs-h20"
 SECTIONS = (
@@ -294,3 +300,69 @@ def test_every_analysis_result_serialises_to_json(written: tuple[Report, dict[st
             assert data, name
     (rows,) = json.loads(written[0].deployments[0].of(queueing).model_dump_json())["rows"]
     assert len(rows["t"]) == len(rows["waiting"]) == 60  # PRO's app scrapes over the hour
+
+
+class Counting:
+    """A dataset answering as a server, counting each distinct question asked of it (its own
+    evaluation reads the dataset directly, uncounted)."""
+
+    def __init__(self, path: Path) -> None:
+        self.source = AsServer(path)
+        self.asked: Counter[tuple[object, ...]] = Counter()
+        self._counting = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.source, name)
+
+    def _count(self, *question: object) -> None:
+        with self._counting:
+            self.asked[question] += 1
+
+    def instant(self, expr: Expr, at: float) -> Instant:
+        self._count("instant", expr, at)
+        return self.source.instant(expr, at)
+
+    def range(self, expr: Expr, window: Window, step: float) -> Matrix:
+        self._count("range", expr, window, step)
+        return self.source.range(expr, window, step)
+
+    def raw(self, selector: Selector, window: Window) -> SampleSet:
+        self._count("raw", selector, window)
+        return self.source.raw(selector, window)
+
+    def series(self, selector: Selector, window: Window) -> tuple[Labels, ...]:
+        self._count("series", selector, window)
+        return self.source.series(selector, window)
+
+
+def _asked_twice(source: Counting) -> dict[object, int]:
+    assert len(source.asked) > 100
+    return {
+        to_promql(q[1]) if isinstance(q[1], Expr) else q: n
+        for q, n in source.asked.items()
+        if n > 1
+    }
+
+
+@pytest.mark.parametrize("rows", [resolution.ROWS, 100], ids=["per-scrape", "tiles"])
+def test_a_report_asks_its_source_each_question_once(
+    rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In the report's threads, with questions joined as for a server: answers kept for
+    # the analyses that ask them again, and those only one caller asks not kept, never
+    # a question asked twice.
+    monkeypatch.setattr(resolution, "ROWS", rows)
+    source = Counting(DATASET)
+    make(source)  # type: ignore[arg-type]
+    assert _asked_twice(source) == {}
+
+
+def test_a_fleet_with_a_restart_asks_its_source_each_question_once(tmp_path: Path) -> None:
+    # A restart has its counter totals asked again without the series that reset, by
+    # every analysis reading those counters: the same joined questions, kept.
+    restart = {"kind": "restart", "replica": "F-02", "at": "2m", "downtime": 30}
+    scenario = fleet_scenario(8, minutes=5, halves=True, faults=(restart,))
+    source = Counting(simulated(scenario, tmp_path / "fleet"))
+    report = make(source)  # type: ignore[arg-type]
+    assert any(e.kind.value == "restart" for e in report.timeline.events)
+    assert _asked_twice(source) == {}

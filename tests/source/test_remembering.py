@@ -16,7 +16,7 @@ from inference_obs.query import Expr, Selector
 from inference_obs.report import build_report
 from inference_obs.samples import Instant, SampleSet, Vector, Window
 from inference_obs.source.dataset.source import DatasetSource
-from inference_obs.source.remembering import RememberingSource
+from inference_obs.source.remembering import RememberingSource, remembered, unremembered
 
 DATASET = Path("datasets/h100-vs-h200")
 
@@ -199,3 +199,53 @@ def test_an_error_in_flight_reaches_every_waiter_and_is_not_remembered(
     assert isinstance(plain, Vector)
     assert again.value.as_dict() == plain.as_dict()
     assert len(plain) == 1
+
+
+def test_an_unremembered_answer_is_not_kept_and_a_kept_one_is_still_used(
+    dataset_source: DatasetSource,
+) -> None:
+    counting = Counting(dataset_source)
+    source = RememberingSource(counting)
+    window = dataset_source.dataset.manifest.window.window()
+    once, kept = Selector("vllm:num_requests_running"), Selector("vllm:num_requests_waiting")
+    with unremembered():
+        first = source.raw(once, window)
+    assert source.raw(once, window) is not first  # asked again: nothing was kept
+    assert counting.calls["raw"] == 2
+    answer = source.raw(kept, window)
+    with unremembered():
+        assert source.raw(kept, window) is answer  # kept before: answered from memory
+        with remembered():
+            inside = source.raw(Selector("vllm:kv_cache_usage_perc"), window)
+    assert counting.calls["raw"] == 4
+    assert source.raw(Selector("vllm:kv_cache_usage_perc"), window) is inside
+    assert counting.calls["raw"] == 4
+
+
+def test_an_unremembered_question_in_flight_is_still_asked_once(
+    dataset_source: DatasetSource,
+) -> None:
+    held = Held(dataset_source)
+    source = RememberingSource(held)
+    window = dataset_source.dataset.manifest.window.window()
+    expr = Selector("vllm:num_requests_running").sum()
+    mine: list[Instant] = []
+
+    def ask_unremembered() -> None:
+        with unremembered():
+            mine.append(source.instant(expr, window.end_s))
+
+    first = threading.Thread(target=ask_unremembered)
+    first.start()
+    deadline = time.monotonic() + 30
+    while held.calls["instant"] < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    got, threads = _ask_from_threads(source, expr, window.end_s)  # they wait on it
+    held.release.set()
+    for thread in (first, *threads):
+        thread.join(timeout=30)
+    assert held.calls["instant"] == 1
+    assert all(answer is mine[0] for answer in got)
+    # Not kept: the next caller asks again.
+    source.instant(expr, window.end_s)
+    assert held.calls["instant"] == 2
