@@ -14,6 +14,7 @@ import random
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
@@ -22,7 +23,7 @@ import pandas as pd
 import pytest
 
 from inference_obs.analyses.queueing import QueueClass, QueueRows
-from inference_obs.analyses.rolling import QuantileSeries
+from inference_obs.analyses.rolling import QuantileSeries, RollingQuantiles
 from inference_obs.analyses.run import DeploymentResults, run
 from inference_obs.analyses.timeline import Event, EventKind, Timeline, named, timeline
 from inference_obs.analyses.timeline.events import Severity
@@ -33,7 +34,9 @@ from inference_obs.analyses.timeline.pieces import (
     _queue_run,
     _queue_runs,
     latency_spikes,
+    spike_pieces,
 )
+from inference_obs.samples import Window
 from inference_obs.simulate import simulate
 from inference_obs.simulate.faults import (
     GpuStops,
@@ -424,6 +427,58 @@ def test_a_spike_confirms_a_one_row_stall_only_if_the_gpus_stayed_idle() -> None
     (stall,) = _merge([held], touch=15.0)
     _attach([spike], [stall])
     assert (held.idle_after, stall.severity) == (True, Severity.CRITICAL)
+
+
+def test_a_spike_confirms_a_one_row_stall_only_if_it_shows_requests_held_half_a_row() -> None:
+    # A fresh seed's burst of long prompts between two GPU samples a minute apart: one row
+    # of 6 running and 3 waiting beside 0 % on both sides, then a P95 of 5-10 s. The GPU
+    # reading beside a 60 s row may lie 30 s from it; a 5 s hold cannot reach it.
+    rows = _rows([0, 3, 0], [0, 6, 0], [18.6, 0.0, 0.0])
+    held = _queue_run(rows, slice(1, 2), None, "scrape", (), reach_s=30.0)
+    assert (held.kind, held.confirmed, held.idle_after) == (EventKind.STALL, False, True)
+    assert held.needs_held_s == 30.0
+    short = Piece(EventKind.LATENCY_SPIKE, "", 60.0, 120.0, "5-10 s", reach=300.0, held_s=5.0)
+    (burst,) = _merge([held], touch=15.0)
+    _attach([short], [burst])
+    assert burst.severity is Severity.MAJOR
+    assert "requests held 5 s at least, not the 30 s the GPU reading" in _text(burst)
+    # A hold of 40 s or more (the published PRO stall's 40-80 s P95) spans the reading.
+    long = Piece(EventKind.LATENCY_SPIKE, "", 60.0, 120.0, "40-80 s", reach=300.0, held_s=40.0)
+    (stall,) = _merge([held], touch=15.0)
+    _attach([long], [stall])
+    assert (stall.kind, stall.severity) == (EventKind.STALL, Severity.CRITICAL)
+    assert "possible" not in _text(stall)
+    # Requests seen running, none waiting, need the same hold to be a stall at all.
+    quiet = _queue_run(_rows([0, 0, 0], [0, 6, 0], [18.6, 0.0, 0.0]), slice(1, 2), None,
+                       "scrape", (), reach_s=30.0)  # fmt: skip
+    assert quiet.needs_spike
+    incidents = _merge([quiet], touch=15.0)
+    _attach([short], incidents)
+    assert _kept(incidents) == []
+    incidents = _merge([quiet], touch=15.0)
+    _attach([long], incidents)
+    (kept,) = _kept(incidents)
+    assert (kept.kind, kept.severity) == (EventKind.STALL, Severity.CRITICAL)
+    # Two rows show the stall alone: no hold is asked of a spike.
+    twice = _queue_run(_rows([0, 3, 3], [0, 6, 6], [18.6, 0.0, 0.0]), slice(1, 3), None,
+                       "scrape", (), reach_s=30.0)  # fmt: skip
+    assert (twice.confirmed, twice.needs_held_s) == (True, 0.0)
+
+
+def test_a_spike_in_seconds_carries_the_lower_bound_of_its_peaks_bucket() -> None:
+    t = np.arange(0.0, 600.0, 60.0)
+    values = np.array([0.25, 0.25, 0.25, 0.25, 7.0, 0.25, 0.25, 0.25, 0.25, 0.25])
+    lower, upper = np.where(values > 1, 5.0, 0.1), np.where(values > 1, 10.0, 0.25)
+    series = QuantileSeries(quantile=0.95, t=t, values=values, lower=lower, upper=upper, promql="q")
+    rolling = RollingQuantiles(
+        deployment="A", family="vllm:time_to_first_token_seconds", unit="seconds",
+        window=Window.parse(datetime.fromtimestamp(0, UTC), 600.0), every=60.0, length=300.0,
+        series=(series,), buckets_promql="b",
+    )  # fmt: skip
+    (piece,) = spike_pieces(rolling, None)
+    assert (piece.start, piece.held_s, piece.reach) == (240.0, 5.0, 300.0)
+    other = rolling.model_copy(update={"unit": "tokens"})
+    assert spike_pieces(other, None)[0].held_s == 0.0
 
 
 def test_a_spike_joins_the_queue_before_it_rather_than_an_earlier_spike() -> None:

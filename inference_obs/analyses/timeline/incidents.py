@@ -18,10 +18,13 @@ of :mod:`~inference_obs.analyses.timeline.pieces`, and merges them:
    incident keeps its own times. Alone, it is an event of the deployment as
    a whole;
 4. a stall seen in one row only is a possible stall (major, said so) unless a
-   latency spike followed it: the GPU reading beside a scrape is the sample
-   nearest it, and requests that arrived after that sample meet a reading
-   taken before them. Held requests delay their first tokens, so a real stall
-   shows in the rolling quantiles too;
+   latency spike followed it that shows requests held at least half a row
+   (the bucket of the spike's peak starts there): the GPU reading beside a
+   scrape is the sample nearest it, up to half a row away, and requests that
+   arrived after that sample meet a reading taken before them. Held requests
+   delay their first tokens, so a real stall shows in the rolling quantiles
+   too, as long as it held them; a burst between two GPU samples shows a
+   shorter rise;
 5. a queue that a latency spike followed held requests, whatever the GPUs
    read beside it: it is critical, as a stall is. The GPU reading may predate
    the queue by up to a scrape interval and an exporter's collect interval, so
@@ -60,6 +63,7 @@ from inference_obs.analyses.timeline.pieces import (
     spike_pieces,
     xid_pieces,
 )
+from inference_obs.reading.result import format_number
 
 __all__ = ["NAMED", "deployment_events", "named", "timeline"]
 
@@ -101,11 +105,17 @@ class _Incident:
         return min((p.kind for p in self.strong), key=_weight)
 
     @property
+    def spiked(self) -> bool:
+        """Whether a latency spike after it confirms a stall of it (rules 4 and 6): the GPUs
+        still idle at the next row, and requests held as long as the stall needs."""
+        stalls = [p for p in self.pieces if p.kind is EventKind.STALL and p.idle_after]
+        return any(s.held_s >= p.needs_held_s for s in self.after for p in stalls)
+
+    @property
     def unconfirmed(self) -> bool:
         """Rule 4 of the module: a stall whose only evidence is one row, with no spike after."""
         stalls = [p for p in self.pieces if p.kind is EventKind.STALL]
-        spiked = bool(self.after) and any(p.idle_after for p in stalls)
-        return bool(stalls) and not spiked and not any(p.confirmed for p in stalls)
+        return bool(stalls) and not self.spiked and not any(p.confirmed for p in stalls)
 
     @property
     def severity(self) -> Severity:
@@ -185,7 +195,7 @@ def _kept(incidents: list[_Incident]) -> list[_Incident]:
     out = []
     for i in incidents:
         pieces = i.strong
-        if pieces[0].needs_spike and not (i.after and any(p.idle_after for p in pieces)):
+        if pieces[0].needs_spike and not _Incident(pieces, i.start, i.end, i.after).spiked:
             continue
         start, end = min(p.start for p in pieces), max(p.end for p in pieces)
         out.append(_Incident(pieces, start, end, i.after))
@@ -206,11 +216,19 @@ def _text(incident: _Incident) -> str:
         parts.append(f"alike on {len(replicas) - 3} more")
     parts += list(dict.fromkeys(p.phrase for p in sorted(incident.after, key=lambda p: p.start)))
     if incident.unconfirmed:
-        why = (
-            "the GPUs read busy at the next scrape"
-            if incident.after
-            else "no latency rise followed"
-        )
+        stalls = [p for p in incident.pieces if p.kind is EventKind.STALL]
+        if not incident.after:
+            why = "no latency rise followed"
+        elif not any(p.idle_after for p in stalls):
+            why = "the GPUs read busy at the next scrape"
+        else:
+            held = max(s.held_s for s in incident.after)
+            reach = max(p.needs_held_s for p in stalls)
+            why = (
+                f"the latency rise after it shows requests held {format_number(held)} s at "
+                f"least, not the {format_number(reach)} s the GPU reading beside the row may "
+                "lie from it"
+            )
         parts.append(
             f"a possible stall: one row, and {why} (requests that arrived after the GPU "
             "sample meet a reading taken before them)"

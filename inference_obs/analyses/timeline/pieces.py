@@ -19,8 +19,10 @@ Rules, each with its reason:
   be at least half of the run's rows with a GPU reading: a queue that mostly
   read busy GPUs is a queue on busy GPUs, and its one idle reading at the
   edge is most often a GPU sample taken before the requests arrived. A stall
-  seen in one row only is confirmed by the latency spike that follows it
-  (:mod:`~inference_obs.analyses.timeline.incidents`, rule 4).
+  seen in one row only is confirmed by the latency spike that follows it, when
+  the spike shows requests held at least half a row, the farthest the GPU
+  reading beside the row may lie (:mod:`~inference_obs.analyses.timeline.incidents`,
+  rule 4).
 - **queue burst**: any other run of rows with requests waiting.
 - **GPUs waiting**: a *sustained* boundary interval (work present, GPUs idle
   for several scrapes), with the cause the boundaries analysis gave it.
@@ -107,6 +109,15 @@ class Piece:
     #: latency spike confirms a stall seen in one row only then, since the first scrape of a
     #: burst beside a stale idle reading is followed by busy GPUs and a spike of its own.
     idle_after: bool = True
+    #: A stall seen in one row: how long a latency spike after it must show requests held
+    #: (seconds) to confirm it. The GPU reading beside the row is the sample nearest it, up
+    #: to half a row away: only requests held that long were held while it was read. A
+    #: shorter hold is a burst between two GPU samples (a fresh seed's 20 s of long prompts
+    #: between samples a minute apart, read 0 % on both sides, with a 5-10 s P95 after it).
+    needs_held_s: float = 0.0
+    #: A latency spike in seconds: the least its peak's bucket says the slow requests took
+    #: (the bucket's lower bound); 0 for a family in another unit.
+    held_s: float = 0.0
 
 
 def clock(t: float, zone: tzinfo | None) -> str:
@@ -156,7 +167,12 @@ def queue_pieces(q: QueueingResult, zone: tzinfo | None) -> list[Piece]:
     engine hangs sit as running, and the scrapes either side of it see no waiting."""
     keys = (q.peak_waiting.key, q.gpu_alignment.key)
     unit = "scrape" if q.step_seconds is None else "tile"
-    return [_queue_run(rows, run, zone, unit, keys) for rows in q.rows for run in _queue_runs(rows)]
+    reach = q.row_seconds / 2
+    return [
+        _queue_run(rows, run, zone, unit, keys, reach_s=reach)
+        for rows in q.rows
+        for run in _queue_runs(rows)
+    ]
 
 
 def _queue_runs(rows: QueueRows) -> list[slice]:
@@ -168,9 +184,18 @@ def _queue_runs(rows: QueueRows) -> list[slice]:
 
 
 def _queue_run(
-    rows: QueueRows, run: slice, zone: tzinfo | None, unit: str, keys: tuple[str, ...]
+    rows: QueueRows,
+    run: slice,
+    zone: tzinfo | None,
+    unit: str,
+    keys: tuple[str, ...],
+    *,
+    reach_s: float = 0.0,
 ) -> Piece:
-    """One run of rows with a queue: a stall where some row held requests on idle GPUs."""
+    """One run of rows with a queue: a stall where some row held requests on idle GPUs.
+
+    ``reach_s``: how far from a row its GPU reading may lie (seconds), which a spike
+    confirming a stall seen in one row must show requests held for."""
     waiting, running, util = rows.waiting[run], rows.running[run], rows.gpu_util[run]
     start, end = float(rows.begin[run][0]), float(rows.t[run][-1])
     held = _held(waiting, running, util)
@@ -204,6 +229,7 @@ def _queue_run(
             confirmed=confirmed,
             needs_spike=quiet,
             idle_after=not later > NEAR_IDLE_PERCENT,
+            needs_held_s=0.0 if confirmed else reach_s,
         )
     peak = int(np.argmax(waiting))
     readings = util[np.isfinite(util)]
@@ -419,6 +445,7 @@ def spike_pieces(rolling: RollingQuantiles, zone: tzinfo | None) -> list[Piece]:
                 phrase,
                 promql=(series.promql,),
                 reach=rolling.length,
+                held_s=s.lower if rolling.unit == "seconds" else 0.0,
             )
         )
     return out
