@@ -160,14 +160,19 @@ def _ask_from_threads(
     return got, threads
 
 
+def _held(dataset_source: DatasetSource) -> tuple[Held, RememberingSource, Expr, float]:
+    """A held source, a RememberingSource asking it, and the question the threads ask, at
+    the end of the dataset's window."""
+    held = Held(dataset_source)
+    window = dataset_source.dataset.manifest.window.window()
+    return held, RememberingSource(held), Selector("vllm:num_requests_running").sum(), window.end_s
+
+
 def test_a_question_in_flight_is_waited_for_not_asked_again(
     dataset_source: DatasetSource,
 ) -> None:
-    held = Held(dataset_source)
-    source = RememberingSource(held)
-    window = dataset_source.dataset.manifest.window.window()
-    expr = Selector("vllm:num_requests_running").sum()
-    got, threads = _ask_from_threads(source, expr, window.end_s)
+    held, source, expr, at = _held(dataset_source)
+    got, threads = _ask_from_threads(source, expr, at)
     held.release.set()
     for thread in threads:
         thread.join(timeout=30)
@@ -179,12 +184,9 @@ def test_a_question_in_flight_is_waited_for_not_asked_again(
 def test_an_error_in_flight_reaches_every_waiter_and_is_not_remembered(
     dataset_source: DatasetSource,
 ) -> None:
-    held = Held(dataset_source)
+    held, source, expr, at = _held(dataset_source)
     held.fail_instant = True
-    source = RememberingSource(held)
-    window = dataset_source.dataset.manifest.window.window()
-    expr = Selector("vllm:num_requests_running").sum()
-    got, threads = _ask_from_threads(source, expr, window.end_s)
+    got, threads = _ask_from_threads(source, expr, at)
     held.release.set()
     for thread in threads:
         thread.join(timeout=30)
@@ -192,9 +194,9 @@ def test_an_error_in_flight_reaches_every_waiter_and_is_not_remembered(
     assert all(isinstance(answer, QueryFailed) for answer in got)
     held.fail_instant = False
     # Asked again, not answered from memory: the source's own answer this time.
-    again = source.instant(expr, window.end_s)
+    again = source.instant(expr, at)
     assert held.calls["instant"] == 2
-    plain = dataset_source.instant(expr, window.end_s).value
+    plain = dataset_source.instant(expr, at).value
     assert isinstance(again.value, Vector)
     assert isinstance(plain, Vector)
     assert again.value.as_dict() == plain.as_dict()
@@ -225,27 +227,24 @@ def test_an_unremembered_answer_is_not_kept_and_a_kept_one_is_still_used(
 def test_an_unremembered_question_in_flight_is_still_asked_once(
     dataset_source: DatasetSource,
 ) -> None:
-    held = Held(dataset_source)
-    source = RememberingSource(held)
-    window = dataset_source.dataset.manifest.window.window()
-    expr = Selector("vllm:num_requests_running").sum()
+    held, source, expr, at = _held(dataset_source)
     mine: list[Instant] = []
 
     def ask_unremembered() -> None:
         with unremembered():
-            mine.append(source.instant(expr, window.end_s))
+            mine.append(source.instant(expr, at))
 
     first = threading.Thread(target=ask_unremembered)
     first.start()
     deadline = time.monotonic() + 30
     while held.calls["instant"] < 1 and time.monotonic() < deadline:
         time.sleep(0.01)
-    got, threads = _ask_from_threads(source, expr, window.end_s)  # they wait on it
+    got, threads = _ask_from_threads(source, expr, at)  # they wait on it
     held.release.set()
     for thread in (first, *threads):
         thread.join(timeout=30)
     assert held.calls["instant"] == 1
     assert all(answer is mine[0] for answer in got)
     # Not kept: the next caller asks again.
-    source.instant(expr, window.end_s)
+    source.instant(expr, at)
     assert held.calls["instant"] == 2
