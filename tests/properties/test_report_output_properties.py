@@ -7,9 +7,10 @@ the files the user put there, and no staging directory is left beside it.
 
 The report is built and rendered once per module (rendering its figures takes
 seconds); ``write_report`` is handed the rendered files of the formats each
-run asks for. A failure is injected at a random step of the run: the
-rendering itself, or any call of the run's own code to ``os`` that makes,
-writes, moves or removes a file or directory. The staging directory's removal
+run asks for, a file at a time as the writer asks for them. A failure is
+injected at a random step of the run: the making of a file, or any call of
+the run's own code to ``os`` that makes, writes, moves or removes a file or
+directory. The staging directory's removal
 after the files are in place (``shutil.rmtree``, whose errors are ignored) is
 not such a step: a run interrupted there has already put its report in place.
 """
@@ -21,7 +22,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,8 @@ class Rendered:
         manifest = source.dataset.manifest
         window = manifest.window.window()
         self.report = build_report(source, manifest.deployments, window, title="t", source_name="d")
-        self.files = write_module._render(self.report, write_module.FORMATS)
+        made = write_module._render(self.report, write_module.FORMATS)
+        self.files = {name: b"".join(parts) for name, parts in made}
 
     def __repr__(self) -> str:
         return f"Rendered({sorted(self.files)})"
@@ -105,9 +107,10 @@ class _Faults:
 
 @contextmanager
 def _run_with(faults: _Faults, files: dict[str, bytes]) -> Iterator[None]:
-    def render(report: Report, formats: Collection[str]) -> dict[str, bytes]:
-        faults.step()  # a failure inside rendering
-        return _files_of(files, formats)
+    def render(report: Report, formats: Collection[str]) -> Iterator[tuple[str, Iterable[bytes]]]:
+        for name, data in _files_of(files, formats).items():
+            faults.step()  # a failure while a file is made, as each is written when made
+            yield name, (data,)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(write_module, "_render", render)

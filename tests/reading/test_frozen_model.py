@@ -32,7 +32,7 @@ def _measurement(replica: str, **given: object) -> Measurement:
             engine="prometheus",
             rules="prometheus-2",
         ),
-        **given,  # type: ignore[arg-type]
+        **given,
     )
 
 
