@@ -169,6 +169,11 @@ class QueueingResult(AnalysisResult):
     row_seconds
         How far apart rows are, seconds: the median app scrape interval (0
         without app series), or the tile width.
+    gpu_seconds
+        How far apart the GPU readings aligned with the rows are, seconds:
+        the GPU utilisation family's scrape interval (0 without its series),
+        or the tile width. A row's reading is the one nearest it, up to half
+        the longer of the two apart.
     busy_threshold
         Mean GPU utilisation, percent (0-100), at and above which a replica's
         GPUs counted as busy (the setting the rows were classified with).
@@ -198,6 +203,7 @@ class QueueingResult(AnalysisResult):
 
     step_seconds: float | None
     row_seconds: float
+    gpu_seconds: float
     busy_threshold: float
     rows: tuple[QueueRows, ...]
     intervals: tuple[QueueInterval, ...]
@@ -497,6 +503,7 @@ def _queueing(r: Reading, settings: QueueingSettings) -> QueueingResult:
     return QueueingResult(
         step_seconds=r.step,
         row_seconds=rows.interval_ms / 1000.0 if r.step is None else r.step,
+        gpu_seconds=gpu.step_ms / 1000.0,
         busy_threshold=settings.busy_threshold,
         rows=tuple(walk.rows),
         intervals=tuple(walk.intervals),

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from inference_obs.analyses.queueing import QueueClass, QueueRows
+from inference_obs.analyses.queueing import QueueClass, QueueingResult, QueueRows, queueing
 from inference_obs.analyses.rolling import QuantileSeries, RollingQuantiles
 from inference_obs.analyses.run import DeploymentResults, run
 from inference_obs.analyses.timeline import Event, EventKind, Timeline, named, timeline
@@ -34,6 +34,7 @@ from inference_obs.analyses.timeline.pieces import (
     _queue_run,
     _queue_runs,
     latency_spikes,
+    queue_pieces,
     spike_pieces,
 )
 from inference_obs.samples import Window
@@ -78,8 +79,13 @@ def _on(e: Event, pod: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def bundled() -> Timeline:
-    return timeline(_runs(DATASET))
+def bundled_runs() -> list[DeploymentResults]:
+    return _runs(DATASET)
+
+
+@pytest.fixture(scope="module")
+def bundled(bundled_runs: list[DeploymentResults]) -> Timeline:
+    return timeline(bundled_runs)
 
 
 def test_the_pro_stall_is_an_event_on_its_replica_within_a_scrape_of_its_times(
@@ -463,6 +469,21 @@ def test_a_spike_confirms_a_one_row_stall_only_if_it_shows_requests_held_half_a_
     twice = _queue_run(_rows([0, 3, 3], [0, 6, 6], [18.6, 0.0, 0.0]), slice(1, 3), None,
                        "scrape", (), reach_s=30.0)  # fmt: skip
     assert (twice.confirmed, twice.needs_held_s) == (True, 0.0)
+
+
+def test_a_one_row_stall_asks_a_hold_of_half_the_longer_of_the_app_and_gpu_intervals(
+    bundled_runs: list[DeploymentResults],
+) -> None:
+    pro = bundled_runs[0].of(queueing)  # app and GPU exporters both scraped every 60 s
+    assert round(pro.row_seconds) == round(pro.gpu_seconds) == 60
+
+    def reach(q: QueueingResult) -> set[float]:
+        pieces = queue_pieces(q, None)
+        return {round(p.needs_held_s, 1) for p in pieces if p.kind is EventKind.STALL}
+
+    assert reach(pro) == {30.0}  # the published stall's one row
+    # GPU readings four times further apart: the nearest may lie two minutes away.
+    assert reach(pro.model_copy(update={"gpu_seconds": 240.0})) == {120.0}
 
 
 def test_a_spike_in_seconds_carries_the_lower_bound_of_its_peaks_bucket() -> None:

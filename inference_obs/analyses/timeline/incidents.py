@@ -18,9 +18,10 @@ of :mod:`~inference_obs.analyses.timeline.pieces`, and merges them:
    incident keeps its own times. Alone, it is an event of the deployment as
    a whole;
 4. a stall seen in one row only is a possible stall (major, said so) unless a
-   latency spike followed it that shows requests held at least half a row
-   (the bucket of the spike's peak starts there): the GPU reading beside a
-   scrape is the sample nearest it, up to half a row away, and requests that
+   latency spike followed it that shows requests held at least half a row, or
+   half a GPU scrape interval when longer (the bucket of the spike's peak
+   starts there): the GPU reading beside a scrape is the sample nearest it,
+   up to that far away, and requests that
    arrived after that sample meet a reading taken before them. Held requests
    delay their first tokens, so a real stall shows in the rolling quantiles
    too, as long as it held them; a burst between two GPU samples shows a

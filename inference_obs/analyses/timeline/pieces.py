@@ -20,9 +20,9 @@ Rules, each with its reason:
   read busy GPUs is a queue on busy GPUs, and its one idle reading at the
   edge is most often a GPU sample taken before the requests arrived. A stall
   seen in one row only is confirmed by the latency spike that follows it, when
-  the spike shows requests held at least half a row, the farthest the GPU
-  reading beside the row may lie (:mod:`~inference_obs.analyses.timeline.incidents`,
-  rule 4).
+  the spike shows requests held at least half a row (or half a GPU scrape
+  interval, when longer), the farthest the GPU reading beside the row may
+  lie (:mod:`~inference_obs.analyses.timeline.incidents`, rule 4).
 - **queue burst**: any other run of rows with requests waiting.
 - **GPUs waiting**: a *sustained* boundary interval (work present, GPUs idle
   for several scrapes), with the cause the boundaries analysis gave it.
@@ -111,7 +111,8 @@ class Piece:
     idle_after: bool = True
     #: A stall seen in one row: how long a latency spike after it must show requests held
     #: (seconds) to confirm it. The GPU reading beside the row is the sample nearest it, up
-    #: to half a row away: only requests held that long were held while it was read. A
+    #: to half a row (or half a GPU scrape interval, when longer) away: only requests held
+    #: that long were held while it was read. A
     #: shorter hold is a burst between two GPU samples (a fresh seed's 20 s of long prompts
     #: between samples a minute apart, read 0 % on both sides, with a 5-10 s P95 after it).
     needs_held_s: float = 0.0
@@ -167,7 +168,8 @@ def queue_pieces(q: QueueingResult, zone: tzinfo | None) -> list[Piece]:
     engine hangs sit as running, and the scrapes either side of it see no waiting."""
     keys = (q.peak_waiting.key, q.gpu_alignment.key)
     unit = "scrape" if q.step_seconds is None else "tile"
-    reach = q.row_seconds / 2
+    # A row's GPU reading is the one nearest it: up to half the longer interval away.
+    reach = max(q.row_seconds, q.gpu_seconds) / 2
     return [
         _queue_run(rows, run, zone, unit, keys, reach_s=reach)
         for rows in q.rows
