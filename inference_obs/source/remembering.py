@@ -57,21 +57,21 @@ def unremembered() -> Iterator[None]:
     asks; what its asking needs first that others need too (the families a
     view finds) is asked inside :func:`remembered`.
     """
-    with _kept(False):
+    with _passing(True):
         yield
 
 
 @contextmanager
 def remembered() -> Iterator[None]:
     """Questions this thread asks in the block are kept, inside :func:`unremembered` too."""
-    with _kept(True):
+    with _passing(False):
         yield
 
 
 @contextmanager
-def _kept(keep: bool) -> Iterator[None]:
+def _passing(on: bool) -> Iterator[None]:
     before = getattr(_PASSING, "on", False)
-    _PASSING.on = not keep
+    _PASSING.on = on
     try:
         yield
     finally:
