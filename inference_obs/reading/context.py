@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from functools import partial
 from threading import Lock
@@ -159,8 +158,10 @@ class Reading:
 
     def range(self, expr: Expr, step: float, *, remember: bool = True) -> Matrix:
         """``expr`` across the window every ``step`` seconds; ``remember`` False for a
-        question only this caller asks (:func:`_kept`)."""
-        with _kept(remember):
+        question only this caller asks: the run does not keep its answer (a figure's range
+        of every GPU would be held to the report's end for nobody; see
+        :func:`~inference_obs.source.remembering.unremembered`)."""
+        with unremembered(not remember):
             return self.source.range(expr, self.window, step)
 
     def raw(self, selector: Selector, window: Window | None = None) -> SampleSet:
@@ -169,8 +170,8 @@ class Reading:
 
     def series(self, selector: Selector, *, remember: bool = True) -> tuple[Labels, ...]:
         """Label sets of the series ``selector`` selects in the window; ``remember`` False
-        for a question only this caller asks (:func:`_kept`)."""
-        with _kept(remember):
+        for a question only this caller asks, as for :meth:`range`."""
+        with unremembered(not remember):
             return self.source.series(selector, self.window)
 
     def info(self) -> EngineInfo:
@@ -380,13 +381,6 @@ _KEEPS_RANGE_CALLS = frozenset(
     {"max_over_time", "min_over_time", "avg_over_time", "last_over_time", "quantile_over_time"}
 )
 _KEEPS_RANGE_AGGREGATIONS = frozenset({"max", "min", "avg", "quantile", "topk", "bottomk"})
-
-
-def _kept(remember: bool) -> AbstractContextManager[None]:
-    """Nothing for a question to remember; else, since only its caller asks it, the run's
-    source does not keep its answer (:func:`~inference_obs.source.remembering.unremembered`):
-    a figure's range of every GPU would be held to the report's end for nobody."""
-    return nullcontext() if remember else unremembered()
 
 
 def _ranged_family(expr: Expr) -> Family | None:

@@ -100,9 +100,7 @@ def joined(source: Source, exprs: Sequence[Expr], at: float, *, remember: bool =
     ``remember`` False for a batch only its caller asks: the run does not keep
     its answer (:func:`~inference_obs.source.remembering.unremembered`).
     """
-    if remember:
-        return source.instant(joined_expr(exprs), at)
-    with unremembered():
+    with unremembered(not remember):
         return source.instant(joined_expr(exprs), at)
 
 

@@ -48,8 +48,9 @@ _PASSING = threading.local()
 
 
 @contextmanager
-def unremembered() -> Iterator[None]:
-    """Questions this thread asks of a :class:`RememberingSource` in the block are not kept.
+def unremembered(on: bool = True) -> Iterator[None]:
+    """Questions this thread asks of a :class:`RememberingSource` in the block are not kept
+    (with ``on`` False, the block changes nothing).
 
     Each is still asked once however many callers wait on it, and one
     already kept is answered from memory; only the answer is not kept for
@@ -57,6 +58,9 @@ def unremembered() -> Iterator[None]:
     asks; what its asking needs first that others need too (the families a
     view finds) is asked inside :func:`remembered`.
     """
+    if not on:
+        yield
+        return
     with _passing(True):
         yield
 

@@ -373,7 +373,8 @@ def test_info_is_cached(fake: FakeServer) -> None:
     """buildinfo is asked once."""
     fake.script = [Answer(body=envelope({"version": "2.42.0"}))]
     src = source(fake.url)
-    assert src.info() is src.info()
+    first = src.info()
+    assert src.info() is first
     assert len(fake.requests) == 1
 
 

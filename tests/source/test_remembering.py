@@ -222,6 +222,11 @@ def test_an_unremembered_answer_is_not_kept_and_a_kept_one_is_still_used(
     assert counting.calls["raw"] == 4
     assert source.raw(Selector("vllm:kv_cache_usage_perc"), window) is inside
     assert counting.calls["raw"] == 4
+    # Switched off, the block changes nothing: the answer is kept.
+    with unremembered(False):
+        off = source.raw(Selector("vllm:num_requests_swapped"), window)
+    assert source.raw(Selector("vllm:num_requests_swapped"), window) is off
+    assert counting.calls["raw"] == 5
 
 
 def test_an_unremembered_question_in_flight_is_still_asked_once(

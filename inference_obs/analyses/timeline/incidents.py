@@ -81,6 +81,13 @@ def _order(e: Event) -> tuple[int, int, datetime]:
     return (-e.severity.rank, _ORDER[e.kind], e.start)
 
 
+def _spiked(pieces: Sequence[Piece], spikes: Sequence[Piece]) -> bool:
+    """Whether one of ``spikes`` confirms a stall among ``pieces`` (rules 4 and 6): the GPUs
+    still idle at the next row, and requests held as long as the stall needs (seconds)."""
+    stalls = [p for p in pieces if p.kind is EventKind.STALL and p.idle_after]
+    return any(s.held_s >= p.needs_held_s for s in spikes for p in stalls)
+
+
 @dataclass(slots=True)
 class _Incident:
     """Pieces merged so far; ``after`` holds the latency spikes it explains."""
@@ -106,17 +113,14 @@ class _Incident:
         return min((p.kind for p in self.strong), key=_weight)
 
     @property
-    def spiked(self) -> bool:
-        """Whether a latency spike after it confirms a stall of it (rules 4 and 6): the GPUs
-        still idle at the next row, and requests held as long as the stall needs."""
-        stalls = [p for p in self.pieces if p.kind is EventKind.STALL and p.idle_after]
-        return any(s.held_s >= p.needs_held_s for s in self.after for p in stalls)
-
-    @property
     def unconfirmed(self) -> bool:
         """Rule 4 of the module: a stall whose only evidence is one row, with no spike after."""
         stalls = [p for p in self.pieces if p.kind is EventKind.STALL]
-        return bool(stalls) and not self.spiked and not any(p.confirmed for p in stalls)
+        return (
+            bool(stalls)
+            and not _spiked(self.pieces, self.after)
+            and not any(p.confirmed for p in stalls)
+        )
 
     @property
     def severity(self) -> Severity:
@@ -196,7 +200,7 @@ def _kept(incidents: list[_Incident]) -> list[_Incident]:
     out = []
     for i in incidents:
         pieces = i.strong
-        if pieces[0].needs_spike and not _Incident(pieces, i.start, i.end, i.after).spiked:
+        if pieces[0].needs_spike and not _spiked(pieces, i.after):
             continue
         start, end = min(p.start for p in pieces), max(p.end for p in pieces)
         out.append(_Incident(pieces, start, end, i.after))
