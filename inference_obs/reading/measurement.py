@@ -15,7 +15,9 @@ quantiles in one bucket cannot be ordered (:func:`same_bucket`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import threading
+import weakref
+from collections.abc import Hashable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Self
 
@@ -40,6 +42,7 @@ __all__ = [
     "note_lowest_bucket",
     "number_from_json",
     "same_bucket",
+    "shared_provenance",
 ]
 
 #: Annotation kind of a quantile whose bucket is its histogram's lowest (from 0): how its
@@ -89,12 +92,16 @@ class FrozenModel(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     def model_post_init(self, context: Any, /) -> None:
-        _share_names_given(self)
+        self._share()
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         copied = super().model_copy(update=update, deep=deep)
-        _share_names_given(copied)
+        copied._share()
         return copied
+
+    def _share(self) -> None:
+        """Replace parts of this instance by equal ones other instances hold (once built)."""
+        _share_names_given(self)
 
 
 class Bounds(FrozenModel):
@@ -118,6 +125,24 @@ class Provenance(FrozenModel):
     )
 
 
+#: Provenances in use, by :func:`_provenance_key`: a statistic's value per replica or per GPU
+#: comes from the same queries, so its thousands of Measurements can hold one Provenance.
+_PROVENANCES: weakref.WeakValueDictionary[Hashable, Provenance] = weakref.WeakValueDictionary()
+_PROVENANCES_LOCK = threading.Lock()
+
+
+def _provenance_key(p: Provenance) -> Hashable:
+    # float.hex keeps -0.0 apart from 0.0 (equal as floats), and NaN equal to NaN.
+    value = None if p.promql_value is None else p.promql_value.hex()
+    return (p.promql, p.engine, p.rules, p.computation, value)
+
+
+def shared_provenance(p: Provenance) -> Provenance:
+    """An equal Provenance already in use, else ``p`` (kept while some Measurement holds it)."""
+    with _PROVENANCES_LOCK:
+        return _PROVENANCES.setdefault(_provenance_key(p), p)
+
+
 class Measurement(FrozenModel):
     """One number of an analysis, with everything needed to trust or recheck it."""
 
@@ -139,6 +164,11 @@ class Measurement(FrozenModel):
     def ok(self) -> bool:
         """Whether the value can be read (``ok`` or ``partial``)."""
         return self.status in (Status.OK, Status.PARTIAL)
+
+    def _share(self) -> None:
+        super()._share()
+        # Frozen: the field is set as pydantic's own constructor sets it.
+        self.__dict__["provenance"] = shared_provenance(self.provenance)
 
 
 def is_lowest_bucket(bounds: Bounds | None) -> bool:

@@ -3,8 +3,10 @@ from one instance to another through it."""
 
 from __future__ import annotations
 
+import gc
 import pickle
 import tracemalloc
+import weakref
 from datetime import UTC, datetime
 
 import pytest
@@ -95,3 +97,66 @@ def test_a_measurement_with_bounds_and_provenance_weighs_under_1700_bytes() -> N
     finally:
         tracemalloc.stop()
     assert each < 1_700, f"{each:.0f} bytes a Measurement"
+
+
+def _of_the_fleet(replica: str, **provenance: object) -> Measurement:
+    """A replica's value of a statistic asked of the whole fleet at once: the same queries."""
+    given: dict[str, object] = {
+        "promql": ('histogram_quantile(0.5, sum by (pod, le) (rate(x_bucket{ns="llm"}[1h])))',),
+        "engine": "prometheus",
+        "rules": "prometheus-2",
+        **provenance,
+    }
+    return _measurement(replica).model_copy(update={"provenance": Provenance(**given)})
+
+
+def test_measurements_from_the_same_queries_hold_one_provenance() -> None:
+    built = [_of_the_fleet(f"r{i}") for i in range(3)]
+    assert built[0].provenance is built[1].provenance is built[2].provenance
+    # Built whole, not copied, they share too.
+    one = _measurement("a", caveats=())
+    fresh = Provenance(**one.provenance.model_dump())
+    two = Measurement(**{**one.model_dump(), "provenance": fresh})
+    assert two.provenance is one.provenance
+
+
+def test_provenances_that_differ_in_anything_are_not_shared() -> None:
+    base = _of_the_fleet("a")
+    for differing in (
+        {"engine": "victoriametrics"},
+        {"rules": "victoriametrics"},
+        {"computation": "local"},
+        {"promql": ("other",)},
+        {"promql_value": 0.0},
+    ):
+        other = _of_the_fleet("b", **differing)
+        assert other.provenance is not base.provenance, differing
+        assert other.provenance != base.provenance
+    # -0.0 == 0.0 as floats: kept apart all the same, each printed as given.
+    zero, negative = _of_the_fleet("c", promql_value=0.0), _of_the_fleet("d", promql_value=-0.0)
+    assert negative.provenance is not zero.provenance
+    assert str(negative.provenance.promql_value) == "-0.0"
+    assert _of_the_fleet("e", promql_value=0.0).provenance is zero.provenance
+
+
+def test_a_shared_provenance_goes_with_the_last_measurement_holding_it() -> None:
+    kept = [_of_the_fleet(f"r{i}", computation="gone-with-them") for i in range(2)]
+    held = weakref.ref(kept[0].provenance)
+    del kept
+    gc.collect()
+    assert held() is None
+    again = _of_the_fleet("r9", computation="gone-with-them")
+    assert again.provenance.computation == "gone-with-them"
+
+
+def test_a_fleet_s_measurements_weigh_under_1000_bytes_each_with_one_provenance() -> None:
+    # With a Provenance each (promql and all) the same values weighed about 1,280 bytes.
+    _of_the_fleet("warm")
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [_of_the_fleet(f"replica-{i:04d}") for i in range(500)]
+        each = (tracemalloc.get_traced_memory()[0] - before) / len(kept)
+    finally:
+        tracemalloc.stop()
+    assert each < 1_000, f"{each:.0f} bytes a Measurement"
