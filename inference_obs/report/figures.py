@@ -87,8 +87,10 @@ QUEUE_PANELS = 6
 #: GPU rows a heat map draws 0.3 inch tall, each with its name. A larger fleet's rows share
 #: the height of this many and every k-th row is named (k the fewest that keeps the names
 #: within this count): 1,024 GPUs would otherwise draw two maps 155 inches tall, 4.5 s of
-#: laying out, naming and resampling each, and about 430 MiB more peak memory.
-HEATMAP_NAMED_ROWS = 128
+#: laying out, naming and resampling each, and about 430 MiB more peak memory. At 64 the
+#: map is 2,070 pixels tall, 3.75 a GPU at 512 GPUs (an idle GPU's stripe still shows), and
+#: its canvas 9 MiB while rendered (17 MiB at 128 rows, the largest figure of a fleet).
+HEATMAP_NAMED_ROWS = 64
 #: GPUs (rows) of a heat map drawn as one image: a taller map is drawn in strips of
 #: this many, so the memory drawing it takes stops growing past them.
 HEATMAP_STRIP_ROWS = 8

@@ -146,18 +146,19 @@ def test_a_fleet_s_heatmap_draws_every_gpu_and_names_one_row_in_k() -> None:
         "H100", window, Panel(promql="x", unit="%", step_seconds=60.0, series=gpus)
     )
     assert _heatmap(fig).shape == (300, 61)  # every GPU is a row
-    # 300 rows over 128 named: every 3rd named (ceil(300 / 128) = 3), 100 names from the first.
+    # 300 rows over 64 named: every 5th named (ceil(300 / 64) = 5), 60 names from the first.
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
-    assert labels == [f"r{k // 8:02d}/gpu{k % 8}" for k in range(0, 300, 3)]
-    assert fig.axes[0].get_ylabel() == "GPU (1 in 3 named)"
-    # As tall as 128 rows of 0.3 inch and the 1.5 inch of title and time axis, not 91.5 inches.
+    assert labels == [f"r{k // 8:02d}/gpu{k % 8}" for k in range(0, 300, 5)]
+    assert fig.axes[0].get_ylabel() == "GPU (1 in 5 named)"
+    # As tall as 64 rows of 0.3 inch and the 1.5 inch of title and time axis, not 91.5 inches.
     assert fig.get_size_inches()[1] == pytest.approx(1.5 + 0.3 * HEATMAP_NAMED_ROWS)
-    assert HEATMAP_NAMED_ROWS == 128
+    assert HEATMAP_NAMED_ROWS == 64
 
 
 def test_drawing_a_fleet_s_heatmap_holds_as_much_memory_as_a_small_one() -> None:
     """A map is drawn in strips: resampling one image of 512 GPUs to its 1,100 x 4,000
-    pixels held about 115 MiB of float arrays (30 bytes a pixel), one of 32 GPUs 33 MiB."""
+    pixels (its height at 128 named rows) held about 115 MiB of float arrays (30 bytes a
+    pixel), one of 32 GPUs 33 MiB."""
     window = Window(datetime(2026, 3, 2, tzinfo=UTC), datetime(2026, 3, 2, 1, tzinfo=UTC))
     t = window.start_s + 15.0 * np.arange(241)
 
