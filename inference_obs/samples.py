@@ -31,6 +31,7 @@ from inference_obs.query.names import LABEL_NAME, METRIC_NAME, parse_duration
 
 __all__ = [
     "NAME",
+    "SHARED_TEXTS_MAX",
     "STALE_BITS",
     "STALE_NAN",
     "Floats",
@@ -69,6 +70,15 @@ def is_stale(values: Floats) -> npt.NDArray[np.bool_]:
     return stale
 
 
+#: Label names and values in use, each kept once (:class:`Labels` takes its texts from here):
+#: every answer decodes its own copy of ``namespace="llm"``, of each pod's name and of each
+#: ``le``, and a fleet's series repeat them thousands of times. Emptied when it reaches
+#: :data:`SHARED_TEXTS_MAX` texts, so a long session seeing pods come and go keeps no more.
+_SHARED_TEXTS: dict[str, str] = {}
+#: The most texts :data:`_SHARED_TEXTS` holds (about 4 MiB of short strings).
+SHARED_TEXTS_MAX = 1 << 16
+
+
 class Labels(Mapping[str, str]):
     """An immutable, hashable label set whose items iterate in label-name order.
 
@@ -92,7 +102,10 @@ class Labels(Mapping[str, str]):
 
     def __init__(self, labels: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
         index = dict(labels)
-        self._index: dict[str, str] = dict(sorted(index.items()))
+        if len(_SHARED_TEXTS) >= SHARED_TEXTS_MAX:
+            _SHARED_TEXTS.clear()
+        shared = _SHARED_TEXTS.setdefault  # one C call a text, atomic between threads
+        self._index: dict[str, str] = {shared(k, k): shared(v, v) for k, v in sorted(index.items())}
         self._hash: int | None = None
         # Label sets made from this one by keep/drop, by (kept?, names).
         self._derived: dict[tuple[bool, frozenset[str]], Labels] | None = None
