@@ -18,6 +18,8 @@ from inference_obs.analyses.latency import HistogramSummary, latency
 from inference_obs.analyses.queueing import queueing
 from inference_obs.analyses.rolling import RollingQuantiles, rolling_itl, rolling_quantiles
 from inference_obs.analyses.run import DeploymentResults
+from inference_obs.analyses.timeline.events import Event, EventKind
+from inference_obs.analyses.timeline.incidents import deployment_events
 from inference_obs.analyses.unit import Analysis
 from inference_obs.errors import ConfigurationError
 from inference_obs.metrics import dcgm, family as catalogue_family, vllm
@@ -38,6 +40,7 @@ __all__ = [
     "latency_summary",
     "nothing_to_draw",
     "profiling_pairs",
+    "queue_stalls",
     "rolling_caption",
 ]
 
@@ -87,6 +90,12 @@ def latency_summary(run: DeploymentResults, family: str) -> HistogramSummary | N
     """The latency analysis's whole-window summary of the histogram ``family`` (by any of its
     exposed names), or None where latency does not summarise it."""
     return run.of(latency).summary_of(catalogue_family(family).name)
+
+
+def queue_stalls(run: DeploymentResults) -> tuple[Event, ...]:
+    """The stalls the time line names for the run's deployment, which the queue figure marks
+    over their replicas' rows (as What happened and the Summary read them)."""
+    return tuple(e for e in deployment_events(run) if e.kind is EventKind.STALL)
 
 
 def _span(seconds: float) -> str:

@@ -37,6 +37,7 @@ from inference_obs.analyses.latency import QUANTILES, HistogramSummary
 from inference_obs.analyses.queueing import QueueClass, QueueingResult, QueueRows, queueing
 from inference_obs.analyses.rolling import QuantileSeries, RollingQuantiles
 from inference_obs.analyses.run import DeploymentResults
+from inference_obs.analyses.timeline.events import Event, EventKind
 from inference_obs.errors import NoDataError
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.wording import cell, duration_cell
@@ -50,6 +51,7 @@ from inference_obs.report.figure_plan import (
     latency_summary,
     nothing_to_draw,
     profiling_pairs,
+    queue_stalls,
 )
 from inference_obs.samples import Window
 
@@ -62,6 +64,7 @@ __all__ = [
     "HEATMAP_STRIP_ROWS",
     "QUEUE_PANELS",
     "SHADES",
+    "STALL_MARK",
     "deployment_figures",
     "dram_vs_tensor_figure",
     "draw_figure",
@@ -81,6 +84,9 @@ SHADES: dict[QueueClass, tuple[str, str]] = {
     QueueClass.STARVED: ("tab:orange", "starved: queue, GPUs idle"),
     QueueClass.INCONSISTENT: ("tab:purple", "inconsistent: running, GPUs at 0 %"),
 }
+#: How the queue figure marks a stall the time line names (What happened): its rows outlined
+#: and hatched over their class's shade, so the figure says what the Summary says of them.
+STALL_MARK = ("tab:red", "stall (What happened)")
 #: Replicas the queue figure draws a panel for (those with the largest queues): more panels
 #: would be too small to read; the title says how many were left out.
 QUEUE_PANELS = 6
@@ -185,7 +191,7 @@ def _draw(run: DeploymentResults, figure: str) -> Figure:
         result = run.of(ROLLING[figure])
         return rolling_quantiles_figure(result, latency_summary(run, result.family))
     if figure == QUEUE_VS_GPU:
-        return queue_vs_gpu_figure(name, run.window, run.of(queueing))
+        return queue_vs_gpu_figure(name, run.window, run.of(queueing), queue_stalls(run))
     if figure == GPU_HEATMAP:
         return gpu_heatmap_figure(name, run.window, run.of(activity).gpu_util)
     assert figure == DRAM_VS_TENSOR
@@ -349,51 +355,68 @@ def gpu_heatmap_figure(deployment: str, window: Window, panel: Panel) -> Figure:
         return fig
 
 
-def _panels(queue: QueueingResult) -> tuple[list[QueueRows], int]:
-    """The replicas to draw, in name order (at most :data:`QUEUE_PANELS`: those with the
-    largest queue, then the most rows in a shaded class), and how many had rows."""
-    seen = [rows for rows in queue.rows if rows.t.size]
+def _stalled(stalls: Sequence[Event]) -> set[str]:
+    return {replica for e in stalls for replica in e.replicas}
 
-    def queued(rows: QueueRows) -> tuple[float, int, str]:
+
+def _panels(queue: QueueingResult, stalls: Sequence[Event] = ()) -> tuple[list[QueueRows], int]:
+    """The replicas to draw, in name order (at most :data:`QUEUE_PANELS`: those a stall of
+    ``stalls`` names, then those with the largest queue, then the most rows in a shaded
+    class), and how many had rows."""
+    seen = [rows for rows in queue.rows if rows.t.size]
+    stalled = _stalled(stalls)
+
+    def queued(rows: QueueRows) -> tuple[bool, float, int, str]:
         shaded = sum(cls in SHADES for cls in rows.classes)
-        return -float(np.max(rows.waiting)), -shaded, rows.replica
+        return rows.replica not in stalled, -float(np.max(rows.waiting)), -shaded, rows.replica
 
     drawn = sorted(seen, key=queued)[:QUEUE_PANELS]
     return sorted(drawn, key=lambda rows: rows.replica), len(seen)
 
 
-def queue_vs_gpu_figure(deployment: str, window: Window, queue: QueueingResult) -> Figure:
+def queue_vs_gpu_figure(
+    deployment: str, window: Window, queue: QueueingResult, stalls: Sequence[Event] = ()
+) -> Figure:
     """One panel per replica of the rows queueing classified, each row a point: requests
     waiting and running (left axis, requests) against the replica's mean GPU utilisation
     (right axis, percent, with the busy threshold dashed), the capacity, starved and
     inconsistent rows shaded in the colours of :data:`SHADES`.
+
+    ``stalls`` are the time line's stall events of the deployment
+    (:func:`~inference_obs.report.figure_plan.queue_stalls`, as the report draws it): each
+    is outlined over its replica's rows (:data:`STALL_MARK`), and the replicas they name
+    are drawn first.
 
     Raises
     ------
     NoDataError
         When no replica has a row (no ``num_requests_waiting`` series).
     """
-    panels, replicas = _panels(queue)
+    panels, replicas = _panels(queue, stalls)
     if not panels:
         raise NoDataError(f"{deployment}: no queue rows to draw")
     per = "scrape" if queue.step_seconds is None else f"{queue.step_seconds:g} s tile"
-    some = f" ({len(panels)} of {replicas} replicas: the largest queues)" if replicas > 1 else ""
+    first = "those with a stall, then " if _stalled(stalls) else ""
+    some = f" ({len(panels)} of {replicas} replicas: {first}the largest queues)"
     with DRAWING:
         fig = Figure(figsize=(11, 1.6 + 2.4 * len(panels)), layout="constrained")
         axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+        marked = False
         for ax, rows in zip(axes, panels, strict=True):
-            _queue_panel(ax, rows, queue)
+            marked |= _queue_panel(ax, rows, queue, stalls)
         _time_axis(axes[-1], window)
         fig.suptitle(
             f"{deployment}: requests waiting and running against mean GPU utilisation, "
             f"one point per {per}{some if replicas > len(panels) else ''}"
         )
-        fig.legend(handles=_queue_legend(queue), loc="outside lower center", ncols=4, fontsize=8)
+        handles = _queue_legend(queue, marked)
+        fig.legend(handles=handles, loc="outside lower center", ncols=4, fontsize=8)
         return fig
 
 
-def _queue_panel(ax: Axes, rows: QueueRows, queue: QueueingResult) -> None:
-    """One replica's rows: the gauges left, its mean GPU utilisation right, classes shaded."""
+def _queue_panel(ax: Axes, rows: QueueRows, queue: QueueingResult, stalls: Sequence[Event]) -> bool:
+    """One replica's rows: the gauges left, its mean GPU utilisation right, classes shaded,
+    the stalls naming it outlined; whether one was."""
     # A tile's point sits in its middle; a scrape's at the scrape (begin == t).
     x = _times((rows.begin + rows.t) / 2.0)
     ax.plot(x, rows.waiting, "-o", color="tab:blue", markersize=3, linewidth=1.2, label="waiting")
@@ -418,10 +441,20 @@ def _queue_panel(ax: Axes, rows: QueueRows, queue: QueueingResult) -> None:
         start, end = _num(interval.start - pad), _num(interval.end + pad)
         span = ax.axvspan(start, end, color=shade[0], alpha=0.22, linewidth=0)
         span.set_gid(interval.classification.value)
+    mine = [e for e in stalls if rows.replica in e.replicas]
+    for e in mine:
+        # The event's first and last rows, each standing for what its shade stands for.
+        start, end = _num(e.start - pad), _num(e.end + pad)
+        mark = ax.axvspan(
+            start, end, fill=False, hatch="//", edgecolor=STALL_MARK[0], linewidth=1.2
+        )
+        mark.set_gid(EventKind.STALL.value)
+    return bool(mine)
 
 
-def _queue_legend(queue: QueueingResult) -> list[Line2D | Patch]:
-    """The key to every panel: the three lines, the threshold, and each shaded class."""
+def _queue_legend(queue: QueueingResult, stalls: bool = False) -> list[Line2D | Patch]:
+    """The key to every panel: the three lines, the threshold, each shaded class, and the
+    stall mark when ``stalls`` (a panel has one)."""
     lines: list[Line2D | Patch] = [
         Line2D([], [], color="tab:blue", marker="o", markersize=3, label="waiting (requests)"),
         Line2D([], [], color="tab:green", marker=".", linestyle=":", label="running (requests)"),
@@ -431,6 +464,9 @@ def _queue_legend(queue: QueueingResult) -> list[Line2D | Patch]:
         ),
     ]
     shades = [Patch(color=color, alpha=0.22, label=words) for color, words in SHADES.values()]
+    if stalls:
+        colour, words = STALL_MARK
+        shades.append(Patch(fill=False, hatch="//", edgecolor=colour, linewidth=1.2, label=words))
     return lines + shades
 
 

@@ -7,6 +7,7 @@ must show is read from their drawn artists and checked against the dataset's raw
 
 from __future__ import annotations
 
+import importlib
 import io
 import itertools
 import tracemalloc
@@ -30,6 +31,7 @@ from inference_obs.analyses.bottleneck import BottleneckSettings, bottleneck
 from inference_obs.analyses.latency import latency
 from inference_obs.analyses.queueing import QueueClass, queueing
 from inference_obs.analyses.rolling import rolling_itl
+from inference_obs.analyses.timeline.events import Event, EventKind, Severity
 from inference_obs.deployment import Deployment
 from inference_obs.errors import NoDataError
 from inference_obs.metrics import dcgm, vllm
@@ -39,6 +41,7 @@ from inference_obs.report.figures import (
     HEATMAP_NAMED_ROWS,
     HEATMAP_STRIP_ROWS,
     SHADES,
+    STALL_MARK,
     dram_vs_tensor_figure,
     draw_figures,
     gpu_heatmap_figure,
@@ -294,7 +297,7 @@ def _raw_waiting(source: DatasetSource, name: str) -> list[tuple[datetime, float
 
 
 def test_the_pro_queue_and_the_1824_stall_are_visible_in_the_report_figure(
-    pro_source: DatasetSource, pro_figures: dict[str, Figure]
+    pro_source: DatasetSource, pro_report: Report, pro_figures: dict[str, Figure]
 ) -> None:
     fig = pro_figures["PRO-queue-vs-gpu"]
     ax = _panel(fig, "llm/pro-model-01")
@@ -319,8 +322,17 @@ def test_the_pro_queue_and_the_1824_stall_are_visible_in_the_report_figure(
     (stall,) = [(t, v) for t, v in raw if _at(18, 24) <= t < _at(18, 25)]
     assert stall[1] > 0
     assert abs((stall[0] - _at(18, 24, 25)).total_seconds()) < 1
+    # Its class (running beside 0 %), and the stall the time line and Summary name it.
     covering = [cls for cls, start, end, _ in spans if start <= stall[0] <= end]
-    assert covering == ["inconsistent"]
+    assert covering == ["inconsistent", "stall"]
+    (event,) = [e for e in pro_report.timeline.of("PRO") if e.kind is EventKind.STALL]
+    assert event.replicas == ("llm/pro-model-01",)
+    (marked,) = [(start, end) for cls, start, end, _ in spans if cls == "stall"]
+    assert marked[0] < event.start <= event.end < marked[1]
+    # Outlined, not filled: the class's shade shows through.
+    (patch,) = [p for p in ax.patches if p.get_gid() == "stall"]
+    assert not patch.get_fill()
+    assert to_rgba(patch.get_edgecolor())[:3] == to_rgba(STALL_MARK[0])[:3]
 
 
 def test_capacity_and_starved_are_shaded_in_distinct_colours_and_in_the_legend(
@@ -339,6 +351,65 @@ def test_capacity_and_starved_are_shaded_in_distinct_colours_and_in_the_legend(
         handle = legend.legend_handles[texts.index(words)]
         assert handle is not None
         assert tuple(to_rgba(handle.get_facecolor())[:3]) == colours[cls.value]  # type: ignore[attr-defined]
+
+
+def test_the_stall_mark_is_in_the_legend_only_where_a_stall_is_drawn(
+    pro_figures: dict[str, Figure],
+) -> None:
+    def legend(name: str) -> list[str]:
+        (drawn,) = pro_figures[name].legends
+        return [t.get_text() for t in drawn.get_texts()]
+
+    assert STALL_MARK[1] in legend("PRO-queue-vs-gpu")
+    # H20's time line names no stall: nothing marked, nothing in its key.
+    assert STALL_MARK[1] not in legend("H20-queue-vs-gpu")
+    h20 = pro_figures["H20-queue-vs-gpu"]
+    assert not [p for ax in h20.axes for p in ax.patches if p.get_gid() == "stall"]
+
+
+def test_the_queue_figure_s_caption_says_a_stall_is_hatched_only_where_one_is(
+    pro_report: Report,
+) -> None:
+    captions = {b.name: b.caption for b in sections(pro_report) if isinstance(b, FigureRef)}
+    assert captions["PRO-queue-vs-gpu"].endswith(
+        "rows shaded, and the stall named in What happened hatched."
+    )
+    assert captions["H20-queue-vs-gpu"].endswith("inconsistent rows shaded.")
+
+
+def test_a_replica_with_a_stall_gets_a_panel_before_larger_queues(
+    pro_report: Report, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = next(r for r in pro_report.deployments if r.deployment.name == "H20")
+    queue = run.of(queueing)
+    smallest = min(queue.rows, key=lambda rows: (float(np.max(rows.waiting)), rows.replica))
+    at = datetime.fromtimestamp(float(smallest.t[10]), tz=BEIJING)
+    stall = Event(
+        deployment="H20",
+        replicas=(smallest.replica,),
+        start=at,
+        end=at,
+        kind=EventKind.STALL,
+        severity=Severity.CRITICAL,
+        pieces=(EventKind.STALL,),
+        text="a stall",
+        keys=(),
+    )
+    figures = importlib.import_module("inference_obs.report.figures")
+    monkeypatch.setattr(figures, "QUEUE_PANELS", 1)
+    without = queue_vs_gpu_figure("H20", run.window, queue)
+    with_stall = queue_vs_gpu_figure("H20", run.window, queue, [stall])
+
+    def drawn(fig: Figure) -> list[str]:
+        return [ax.get_title(loc="left") for ax in fig.axes if ax.get_title(loc="left")]
+
+    assert drawn(without) != [smallest.replica]
+    assert drawn(with_stall) == [smallest.replica]
+    assert "those with a stall, then the largest queues" in with_stall.get_suptitle()
+    assert "those with a stall" not in without.get_suptitle()
+    (ax,) = [ax for ax in with_stall.axes if ax.get_title(loc="left") == smallest.replica]
+    (marked,) = [(start, end) for cls, start, end, _ in _spans(ax) if cls == "stall"]
+    assert marked[0] < at < marked[1]
 
 
 def test_each_replica_has_its_panel_and_tiles_are_drawn_across_their_width(

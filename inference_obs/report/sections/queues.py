@@ -14,7 +14,7 @@ from inference_obs.analyses.waiting_idle import WaitingIdle
 from inference_obs.reading.measurement import Measurement
 from inference_obs.reading.wording import cell, number, p_cell, p_is, when
 from inference_obs.report.document import Block, Heading, Paragraph, Table
-from inference_obs.report.figure_plan import QUEUE_VS_GPU, cite
+from inference_obs.report.figure_plan import QUEUE_VS_GPU, cite, queue_stalls
 
 if TYPE_CHECKING:
     from inference_obs.analyses.run import DeploymentResults
@@ -72,11 +72,14 @@ def _deployment(d: DeploymentResults) -> Iterator[Block]:
     yield Paragraph(f"{_reading(name, q)} {peak} {_reasons(q)} {reading}")
     yield from _tables(q)
     yield from _intervals(q)
+    stalls = len(queue_stalls(d))
+    marked = f", and the stall{'s' if stalls > 1 else ''} named in What happened hatched"
+    marked = marked if stalls else ""
     yield cite(
         d,
         QUEUE_VS_GPU,
         f"{name}: per replica, each row's requests waiting and running against its GPUs' mean "
-        "utilisation; capacity, starved and inconsistent rows shaded.",
+        f"utilisation; capacity, starved and inconsistent rows shaded{marked}.",
     )
 
 
