@@ -7,6 +7,7 @@ import gc
 import pickle
 import tracemalloc
 import weakref
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -84,18 +85,23 @@ def test_a_pickled_measurement_comes_back_equal() -> None:
     assert back.model_fields_set == one.model_fields_set
 
 
+def _bytes_each(make: Callable[[str], Measurement]) -> float:
+    """Bytes a Measurement made by ``make(replica)`` holds, over 500 of them kept."""
+    make("warm")
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [make(f"replica-{i:04d}") for i in range(500)]
+        return (tracemalloc.get_traced_memory()[0] - before) / len(kept)
+    finally:
+        tracemalloc.stop()
+
+
 def test_a_measurement_with_bounds_and_provenance_weighs_under_1700_bytes() -> None:
     # Each set of names alone is 216 to 728 bytes: with one set per instance a
     # Measurement, its Bounds and Provenance weighed 2,600 bytes (the values
     # here as a fleet's per-replica latency quantile has them).
-    _measurement("warm")
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        kept = [_measurement(f"replica-{i:04d}") for i in range(500)]
-        each = (tracemalloc.get_traced_memory()[0] - before) / len(kept)
-    finally:
-        tracemalloc.stop()
+    each = _bytes_each(_measurement)
     assert each < 1_700, f"{each:.0f} bytes a Measurement"
 
 
@@ -151,12 +157,5 @@ def test_a_shared_provenance_goes_with_the_last_measurement_holding_it() -> None
 
 def test_a_fleet_s_measurements_weigh_under_1000_bytes_each_with_one_provenance() -> None:
     # With a Provenance each (promql and all) the same values weighed about 1,280 bytes.
-    _of_the_fleet("warm")
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        kept = [_of_the_fleet(f"replica-{i:04d}") for i in range(500)]
-        each = (tracemalloc.get_traced_memory()[0] - before) / len(kept)
-    finally:
-        tracemalloc.stop()
+    each = _bytes_each(_of_the_fleet)
     assert each < 1_000, f"{each:.0f} bytes a Measurement"
