@@ -167,8 +167,11 @@ class Measurement(FrozenModel):
 
     def _share(self) -> None:
         super()._share()
-        # Frozen: the field is set as pydantic's own constructor sets it.
-        self.__dict__["provenance"] = shared_provenance(self.provenance)
+        # model_construct builds without checking: a part may be missing or of another type.
+        provenance = self.__dict__.get("provenance")
+        if isinstance(provenance, Provenance):
+            # Frozen: the field is set as pydantic's own constructor sets it.
+            self.__dict__["provenance"] = shared_provenance(provenance)
 
 
 def is_lowest_bucket(bounds: Bounds | None) -> bool:

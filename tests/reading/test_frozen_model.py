@@ -159,3 +159,13 @@ def test_a_fleet_s_measurements_weigh_under_1000_bytes_each_with_one_provenance(
     # With a Provenance each (promql and all) the same values weighed about 1,280 bytes.
     each = _bytes_each(_of_the_fleet)
     assert each < 1_000, f"{each:.0f} bytes a Measurement"
+
+
+def test_a_measurement_constructed_unchecked_shares_what_it_has() -> None:
+    # model_construct skips validation (docs and tests build partial results with it).
+    partial = Measurement.model_construct(value=0.5, status=Status.OK)  # type: ignore[call-arg]
+    assert partial.value == 0.5
+    assert "provenance" not in partial.__dict__
+    whole = _of_the_fleet("a")
+    built = Measurement.model_construct(**dict(_of_the_fleet("b")))
+    assert built.provenance is whole.provenance
