@@ -75,7 +75,7 @@ def is_stale(values: Floats) -> npt.NDArray[np.bool_]:
 #: ``le``, and a fleet's series repeat them thousands of times. Emptied when it reaches
 #: :data:`SHARED_TEXTS_MAX` texts, so a long session seeing pods come and go keeps no more.
 _SHARED_TEXTS: dict[str, str] = {}
-#: The most texts :data:`_SHARED_TEXTS` holds (about 4 MiB of short strings).
+#: The most texts :data:`_SHARED_TEXTS` holds (a few MiB of short strings at most).
 SHARED_TEXTS_MAX = 1 << 16
 
 
